@@ -1,0 +1,1 @@
+//! Cassette record and replay (stub: being written).

@@ -1,0 +1,1 @@
+//! Pure, incremental SSE decoder over BufRead (stub: being written).

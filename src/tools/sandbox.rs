@@ -1,0 +1,1 @@
+//! Workspace confinement for file tools (stub: being written).
