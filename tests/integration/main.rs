@@ -1,0 +1,5 @@
+//! The integration tests: the built `agent` binary driven as a user would, against the
+//! loopback mock Anthropic server of `tests/support`.
+
+#[path = "../support/mod.rs"]
+mod support;

@@ -1,0 +1,1 @@
+//! Test support: the loopback mock Anthropic server, SSE builders and `TestEnv` (stub).
