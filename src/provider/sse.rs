@@ -164,16 +164,12 @@ impl<R: BufRead> SseReader<R> {
                 self.data.push_str(value);
                 self.data.push('\n');
             }
-            "id" => {
-                if !value.contains('\0') {
-                    self.last_id = Some(value.to_string());
-                }
+            // An id holding NUL is ignored (WHATWG).
+            "id" if !value.contains('\0') => self.last_id = Some(value.to_string()),
+            "retry" if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) => {
+                self.retry_ms = value.parse().ok();
             }
-            "retry" => {
-                if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
-                    self.retry_ms = value.parse().ok();
-                }
-            }
+            // Unknown fields, a NUL id and a non-numeric retry are ignored.
             _ => {}
         }
         Ok(None)
