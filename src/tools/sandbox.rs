@@ -189,6 +189,12 @@ fn resolve(ctx: &ToolContext, path: &str) -> Result<Resolution, ToolError> {
     if path.contains('\0') {
         return Err(ToolError::failed("path contains a NUL byte"));
     }
+    if std::fs::symlink_metadata(&ctx.workspace).is_err() {
+        return Err(ToolError::Fatal(format!(
+            "the workspace {} no longer exists",
+            ctx.workspace.display()
+        )));
+    }
     let input = Path::new(path);
     let mut cur = if input.is_absolute() {
         PathBuf::from("/")
@@ -898,6 +904,14 @@ mod tests {
         std::fs::remove_dir(&ctx.workspace).unwrap();
         assert!(matches!(
             write_atomic(&ctx, &r, "x.txt", b"x"),
+            Err(ToolError::Fatal(_))
+        ));
+        assert!(matches!(
+            resolve_for_read(&ctx, "x.txt"),
+            Err(ToolError::Fatal(_))
+        ));
+        assert!(matches!(
+            resolve_for_write(&ctx, "x.txt"),
             Err(ToolError::Fatal(_))
         ));
     }

@@ -159,7 +159,8 @@ mod tests {
 
     #[test]
     fn empty_content_writes_an_empty_file() {
-        let (_g, ctx) = setup();
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = crate::tools::test_support::ctx(dir.path());
         let r = run(&ctx, json!({"path": "e.txt", "content": ""})).unwrap();
         assert_eq!(r.content, "Wrote 0 bytes to e.txt");
         assert_eq!(std::fs::read(ctx.workspace.join("e.txt")).unwrap(), b"");
