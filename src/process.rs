@@ -158,7 +158,12 @@ static REGISTRY: ProcessRegistry = ProcessRegistry::new();
 
 impl ProcessRegistry {
     pub(crate) const fn new() -> Self {
-        ProcessRegistry { state: Mutex::new(RegistryState { closed: false, groups: Vec::new() }) }
+        ProcessRegistry {
+            state: Mutex::new(RegistryState {
+                closed: false,
+                groups: Vec::new(),
+            }),
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, RegistryState> {
@@ -176,7 +181,11 @@ impl ProcessRegistry {
             kill_group(pgid);
         }
         st.groups.push(pgid);
-        GroupGuard { registry: self, pgid, killed: false }
+        GroupGuard {
+            registry: self,
+            pgid,
+            killed: false,
+        }
     }
 
     /// Kills every registered group with SIGKILL and refuses new commands from now on.
@@ -270,7 +279,11 @@ fn run_in(spec: &CommandSpec, registry: &ProcessRegistry) -> Result<CommandOutpu
         .current_dir(&spec.cwd)
         .env_clear()
         .envs(spec.env.iter().map(|(k, v)| (k, v)))
-        .stdin(if spec.stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdin(if spec.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stdout(Stdio::from(out_w))
         .stderr(Stdio::from(err_w));
     let parent = std::process::id() as libc::pid_t;
@@ -284,7 +297,11 @@ fn run_in(spec: &CommandSpec, registry: &ProcessRegistry) -> Result<CommandOutpu
     // Close our copies of the write ends, or the reader would never see end of file.
     drop(cmd);
     let mut child = spawned.map_err(|e| {
-        format!("failed to start `{} -c`: {e} (working directory {})", shell.display(), spec.cwd.display())
+        format!(
+            "failed to start `{} -c`: {e} (working directory {})",
+            shell.display(),
+            spec.cwd.display()
+        )
     })?;
     let pgid = child.id() as libc::pid_t;
     let mut group = registry.register(pgid);
@@ -328,7 +345,9 @@ fn run_in(spec: &CommandSpec, registry: &ProcessRegistry) -> Result<CommandOutpu
     group.kill();
     let interrupted = registry.is_closed();
     drop(wake_w);
-    let streams = reader.join().map_err(|_| "the output reader thread panicked".to_string())?;
+    let streams = reader
+        .join()
+        .map_err(|_| "the output reader thread panicked".to_string())?;
 
     Ok(CommandOutput {
         exit_code: status.and_then(|s| s.code()),
@@ -396,7 +415,8 @@ fn shell_for(env: &[(String, String)]) -> PathBuf {
 }
 
 fn is_executable(p: &Path) -> bool {
-    p.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    p.metadata()
+        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -459,7 +479,11 @@ fn read_streams(
             })
             .collect();
         fds.push(libc::pollfd {
-            fd: if deadline.is_none() { wake.as_raw_fd() } else { -1 },
+            fd: if deadline.is_none() {
+                wake.as_raw_fd()
+            } else {
+                -1
+            },
             events: libc::POLLIN,
             revents: 0,
         });
@@ -471,7 +495,8 @@ fn read_streams(
                 continue;
             }
             for s in &mut sources {
-                s.collector.note_error(&format!("reading the command's output failed: {e}"));
+                s.collector
+                    .note_error(&format!("reading the command's output failed: {e}"));
             }
             break;
         }
@@ -487,7 +512,8 @@ fn read_streams(
                 Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
-                    s.collector.note_error(&format!("reading the command's output failed: {e}"));
+                    s.collector
+                        .note_error(&format!("reading the command's output failed: {e}"));
                     s.open = false;
                 }
             }
@@ -498,7 +524,11 @@ fn read_streams(
         s.collector.finish()
     });
     let output = captured.next().unwrap_or_default();
-    Streams { output, stderr: captured.next(), pipe_left_open }
+    Streams {
+        output,
+        stderr: captured.next(),
+        pipe_left_open,
+    }
 }
 
 /// Incremental, lossy UTF-8 decoding over a fixed buffer: a character split across two
@@ -512,7 +542,10 @@ struct Utf8Decoder {
 
 impl Utf8Decoder {
     fn new() -> Self {
-        Utf8Decoder { buf: vec![0; READ_CHUNK_BYTES + MAX_UTF8_BYTES].into_boxed_slice(), pending: 0 }
+        Utf8Decoder {
+            buf: vec![0; READ_CHUNK_BYTES + MAX_UTF8_BYTES].into_boxed_slice(),
+            pending: 0,
+        }
     }
 
     /// One read; returns the bytes read (0 at end of file).
@@ -617,13 +650,15 @@ impl OutputCollector {
             // Until now nothing was dropped: head + tail hold the whole output so far.
             self.start_spill();
         }
-        if let Some((file, path)) = &mut self.spill {
-            if let Err(e) = file.write_all(s.as_bytes()) {
-                self.spill_error =
-                    Some(format!("the full output could not be saved to {}: {e}", path.display()));
-                let _ = std::fs::remove_file(&*path);
-                self.spill = None;
-            }
+        if let Some((file, path)) = &mut self.spill
+            && let Err(e) = file.write_all(s.as_bytes())
+        {
+            self.spill_error = Some(format!(
+                "the full output could not be saved to {}: {e}",
+                path.display()
+            ));
+            let _ = std::fs::remove_file(&*path);
+            self.spill = None;
         }
         self.total_chars += n as u64;
 
@@ -638,8 +673,9 @@ impl OutputCollector {
             rest_chars -= take;
         }
         self.push_tail(rest, rest_chars);
-        self.peak_buffer_bytes =
-            self.peak_buffer_bytes.max(self.head.capacity() + self.tail.capacity());
+        self.peak_buffer_bytes = self
+            .peak_buffer_bytes
+            .max(self.head.capacity() + self.tail.capacity());
     }
 
     /// Appends `s` (`n` chars) to the tail ring, dropping from its front first so that the
@@ -668,8 +704,9 @@ impl OutputCollector {
     fn start_spill(&mut self) {
         match self.open_spill_file() {
             Ok((mut file, path)) => {
-                let written =
-                    file.write_all(self.head.as_bytes()).and_then(|()| file.write_all(self.tail.as_bytes()));
+                let written = file
+                    .write_all(self.head.as_bytes())
+                    .and_then(|()| file.write_all(self.tail.as_bytes()));
                 match written {
                     Ok(()) => self.spill = Some((file, path)),
                     Err(e) => {
@@ -687,14 +724,30 @@ impl OutputCollector {
 
     fn open_spill_file(&self) -> Result<(File, PathBuf), String> {
         // Private: command output may contain anything the command could read.
-        DirBuilder::new().recursive(true).mode(0o700).create(&self.spill_dir).map_err(|e| {
-            format!("the full output could not be saved: cannot create {}: {e}", self.spill_dir.display())
-        })?;
+        DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&self.spill_dir)
+            .map_err(|e| {
+                format!(
+                    "the full output could not be saved: cannot create {}: {e}",
+                    self.spill_dir.display()
+                )
+            })?;
         loop {
             let seq = SPILL_SEQ.fetch_add(1, Ordering::Relaxed);
-            let name = format!("command-{}-{seq}-{}.txt", std::process::id(), self.stream_name);
+            let name = format!(
+                "command-{}-{seq}-{}.txt",
+                std::process::id(),
+                self.stream_name
+            );
             let path = self.spill_dir.join(name);
-            match OpenOptions::new().write(true).create_new(true).mode(0o600).open(&path) {
+            match OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&path)
+            {
                 Ok(f) => return Ok((f, path)),
                 // Left by an earlier run with the same pid: take the next number.
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
@@ -722,8 +775,10 @@ impl OutputCollector {
             Some((mut file, path)) => match file.flush() {
                 Ok(()) => Some(path),
                 Err(e) => {
-                    self.spill_error =
-                        Some(format!("the full output could not be saved to {}: {e}", path.display()));
+                    self.spill_error = Some(format!(
+                        "the full output could not be saved to {}: {e}",
+                        path.display()
+                    ));
                     None
                 }
             },
@@ -785,7 +840,10 @@ mod tests {
         match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
             Err(_) => false,
             Ok(stat) => {
-                let state = stat.rsplit(')').next().and_then(|r| r.trim_start().chars().next());
+                let state = stat
+                    .rsplit(')')
+                    .next()
+                    .and_then(|r| r.trim_start().chars().next());
                 !matches!(state, Some('Z') | Some('X') | None)
             }
         }
@@ -818,8 +876,11 @@ mod tests {
 
     #[test]
     fn decoder_matches_lossy_decoding_at_every_split() {
-        let bytes: Vec<u8> =
-            [b"a\xc3\xa9b \xe2\x82\xac \xf0\x9f\x98\x80 bad:\xff\xfe \xe2\x82 end\xf0\x9f".as_slice()].concat();
+        let bytes: Vec<u8> = [
+            b"a\xc3\xa9b \xe2\x82\xac \xf0\x9f\x98\x80 bad:\xff\xfe \xe2\x82 end\xf0\x9f"
+                .as_slice(),
+        ]
+        .concat();
         let want = String::from_utf8_lossy(&bytes).into_owned();
         for i in 0..=bytes.len() {
             for j in i..=bytes.len() {
@@ -837,10 +898,18 @@ mod tests {
         assert!(!c.truncated);
         assert_eq!(c.text, exact);
 
-        let over = format!("{}{}", "h".repeat(OUTPUT_HEAD_CHARS), "t".repeat(OUTPUT_TAIL_CHARS + 1));
+        let over = format!(
+            "{}{}",
+            "h".repeat(OUTPUT_HEAD_CHARS),
+            "t".repeat(OUTPUT_TAIL_CHARS + 1)
+        );
         let c = collect(&[over.as_bytes()]);
         assert!(c.truncated);
-        assert!(c.text.contains("[... 1 of 10001 characters cut"), "{}", &c.text[1990..2200]);
+        assert!(
+            c.text.contains("[... 1 of 10001 characters cut"),
+            "{}",
+            &c.text[1990..2200]
+        );
         assert!(c.text.starts_with(&"h".repeat(OUTPUT_HEAD_CHARS)));
         assert!(c.text.ends_with(&"t".repeat(OUTPUT_TAIL_CHARS)));
         // The spill dir cannot be created here: the marker says so instead of a path.
@@ -851,7 +920,9 @@ mod tests {
     #[test]
     fn truncation_counts_characters_not_bytes_and_keeps_boundaries() {
         // 3-byte characters, fed in odd-sized pieces that split them.
-        let text: String = (0..12_000).map(|i| if i % 7 == 0 { '€' } else { 'a' }).collect();
+        let text: String = (0..12_000)
+            .map(|i| if i % 7 == 0 { '€' } else { 'a' })
+            .collect();
         let bytes = text.as_bytes();
         let pieces: Vec<&[u8]> = bytes.chunks(997).collect();
         let c = collect(&pieces);
@@ -875,7 +946,11 @@ mod tests {
         }
         let bound = (OUTPUT_HEAD_CHARS + OUTPUT_TAIL_CHARS) * MAX_UTF8_BYTES;
         let got = c.finish();
-        assert!(got.peak_buffer_bytes <= bound, "{} > {bound}", got.peak_buffer_bytes);
+        assert!(
+            got.peak_buffer_bytes <= bound,
+            "{} > {bound}",
+            got.peak_buffer_bytes
+        );
         let path = got.full_output_path.unwrap();
         let expect = 200 * (chunk.len() + 1);
         assert_eq!(std::fs::metadata(path).unwrap().len(), expect as u64);
@@ -884,14 +959,26 @@ mod tests {
     #[test]
     fn background_child_does_not_block_return() {
         let dir = tempfile::tempdir().unwrap();
-        let out = run(&spec(dir.path(), "sleep 30 & echo $! > pid; echo started", GENEROUS)).unwrap();
+        let out = run(&spec(
+            dir.path(),
+            "sleep 30 & echo $! > pid; echo started",
+            GENEROUS,
+        ))
+        .unwrap();
         assert!(!out.timed_out);
         assert_eq!(out.exit_code, Some(0));
         assert_eq!(out.output.text, "started\n");
         // Returned because the group kill closed the pipe, not because the drain gave up.
         assert!(!out.pipe_left_open);
-        let pid: i32 = std::fs::read_to_string(dir.path().join("pid")).unwrap().trim().parse().unwrap();
-        assert!(dies_soon(pid), "background child {pid} outlived the command");
+        let pid: i32 = std::fs::read_to_string(dir.path().join("pid"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(
+            dies_soon(pid),
+            "background child {pid} outlived the command"
+        );
     }
 
     #[test]
@@ -910,7 +997,11 @@ mod tests {
         assert!(out.output.text.contains("started"));
         assert!(out.pipe_left_open);
         // Clean up the escapee.
-        let pid: i32 = std::fs::read_to_string(dir.path().join("pid")).unwrap().trim().parse().unwrap();
+        let pid: i32 = std::fs::read_to_string(dir.path().join("pid"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
         unsafe { libc::kill(pid, libc::SIGKILL) };
     }
 
@@ -922,23 +1013,41 @@ mod tests {
         let out = run(&spec(dir.path(), cmd, Duration::from_secs(3))).unwrap();
         assert!(out.timed_out);
         assert_eq!(out.signal, Some(libc::SIGKILL));
-        assert!(out.output.text.contains("ready"), "output so far is kept: {:?}", out.output.text);
+        assert!(
+            out.output.text.contains("ready"),
+            "output so far is kept: {:?}",
+            out.output.text
+        );
         let pids = std::fs::read_to_string(dir.path().join("pids")).unwrap();
         let pids: Vec<i32> = pids.lines().map(|l| l.trim().parse().unwrap()).collect();
         assert_eq!(pids.len(), 2);
         for pid in pids {
-            assert!(dies_soon(pid), "background child {pid} survived the timeout");
+            assert!(
+                dies_soon(pid),
+                "background child {pid} survived the timeout"
+            );
         }
     }
 
     #[test]
     fn leftover_group_members_are_killed_when_the_command_exits() {
         let dir = tempfile::tempdir().unwrap();
-        let out = run(&spec(dir.path(), "sleep 300 >/dev/null 2>&1 & echo $! > pid", GENEROUS))
-            .unwrap();
+        let out = run(&spec(
+            dir.path(),
+            "sleep 300 >/dev/null 2>&1 & echo $! > pid",
+            GENEROUS,
+        ))
+        .unwrap();
         assert_eq!(out.exit_code, Some(0));
-        let pid: i32 = std::fs::read_to_string(dir.path().join("pid")).unwrap().trim().parse().unwrap();
-        assert!(dies_soon(pid), "background child {pid} outlived the command");
+        let pid: i32 = std::fs::read_to_string(dir.path().join("pid"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(
+            dies_soon(pid),
+            "background child {pid} outlived the command"
+        );
     }
 
     #[test]
@@ -955,7 +1064,11 @@ mod tests {
         assert!(c.text.contains(&path.display().to_string()));
         assert_eq!(std::fs::metadata(path).unwrap().len(), 100_000_000);
         let bound = (OUTPUT_HEAD_CHARS + OUTPUT_TAIL_CHARS) * MAX_UTF8_BYTES;
-        assert!(c.peak_buffer_bytes <= bound, "{} > {bound}", c.peak_buffer_bytes);
+        assert!(
+            c.peak_buffer_bytes <= bound,
+            "{} > {bound}",
+            c.peak_buffer_bytes
+        );
     }
 
     #[test]
@@ -980,7 +1093,10 @@ mod tests {
     fn exit_code_and_signal_are_reported() {
         let dir = tempfile::tempdir().unwrap();
         let out = run(&spec(dir.path(), "exit 3", GENEROUS)).unwrap();
-        assert_eq!((out.exit_code, out.signal, out.shell_status()), (Some(3), None, Some(3)));
+        assert_eq!(
+            (out.exit_code, out.signal, out.shell_status()),
+            (Some(3), None, Some(3))
+        );
         let out = run(&spec(dir.path(), "kill -TERM $$", GENEROUS)).unwrap();
         assert_eq!((out.exit_code, out.signal), (None, Some(libc::SIGTERM)));
         assert_eq!(out.shell_status(), Some(128 + libc::SIGTERM));
@@ -1003,19 +1119,34 @@ mod tests {
         let env = Arc::new(vec![("ONLY_THIS".to_string(), "1".to_string())]);
         let s = CommandSpec::new("env", dir.path(), env, GENEROUS, dir.path().join("spill"));
         let out = run(&s).unwrap();
-        let names: Vec<&str> =
-            out.output.text.lines().filter_map(|l| l.split('=').next()).collect();
+        let names: Vec<&str> = out
+            .output
+            .text
+            .lines()
+            .filter_map(|l| l.split('=').next())
+            .collect();
         // bash adds PWD, SHLVL and `_` itself; nothing is inherited from us.
         assert!(names.contains(&"ONLY_THIS"), "{names:?}");
-        assert!(!names.contains(&"HOME") && !names.contains(&"CARGO"), "{names:?}");
+        assert!(
+            !names.contains(&"HOME") && !names.contains(&"CARGO"),
+            "{names:?}"
+        );
     }
 
     #[test]
     fn runs_in_cwd_in_its_own_session() {
         let dir = tempfile::tempdir().unwrap();
-        let out = run(&spec(dir.path(), "pwd -P; ps -o pid=,pgid=,sid= -p $$", GENEROUS)).unwrap();
+        let out = run(&spec(
+            dir.path(),
+            "pwd -P; ps -o pid=,pgid=,sid= -p $$",
+            GENEROUS,
+        ))
+        .unwrap();
         let mut lines = out.output.text.lines();
-        assert_eq!(lines.next().map(PathBuf::from), Some(dir.path().canonicalize().unwrap()));
+        assert_eq!(
+            lines.next().map(PathBuf::from),
+            Some(dir.path().canonicalize().unwrap())
+        );
         if let Some(ids) = lines.next() {
             // ps may be missing on minimal images; when present, pid = pgid = sid.
             let ids: Vec<&str> = ids.split_whitespace().collect();
@@ -1053,7 +1184,10 @@ mod tests {
             let runner = scope.spawn(|| run_in(&s, &registry));
             // Opening a FIFO for reading blocks until the command opens it for writing.
             let mut line = String::new();
-            File::open(&fifo).unwrap().read_to_string(&mut line).unwrap();
+            File::open(&fifo)
+                .unwrap()
+                .read_to_string(&mut line)
+                .unwrap();
             assert_eq!(line, "running\n");
             registry.kill_all();
             let out = runner.join().unwrap().unwrap();
@@ -1070,7 +1204,11 @@ mod tests {
         let registry = ProcessRegistry::new();
         let dir = tempfile::tempdir().unwrap();
         run_in(&spec(dir.path(), "true", GENEROUS), &registry).unwrap();
-        let _ = run_in(&spec(dir.path(), "sleep 5", Duration::from_millis(50)), &registry).unwrap();
+        let _ = run_in(
+            &spec(dir.path(), "sleep 5", Duration::from_millis(50)),
+            &registry,
+        )
+        .unwrap();
         assert!(registry.lock().groups.is_empty());
     }
 }
