@@ -48,11 +48,17 @@ struct RequestSummary {
 }
 
 fn summarize(request: &TurnRequest<'_>) -> RequestSummary {
-    RequestSummary { messages: request.messages.len(), tools: tool_names(request.tools) }
+    RequestSummary {
+        messages: request.messages.len(),
+        tools: tool_names(request.tools),
+    }
 }
 
 fn tool_names(tools: &[Value]) -> Vec<String> {
-    tools.iter().filter_map(|t| t["name"].as_str().map(str::to_string)).collect()
+    tools
+        .iter()
+        .filter_map(|t| t["name"].as_str().map(str::to_string))
+        .collect()
 }
 
 /// Appends turns to a cassette as a live run goes.
@@ -73,7 +79,11 @@ impl CassetteWriter {
         secrets: Vec<String>,
     ) -> std::io::Result<Self> {
         let file = File::create(path)?;
-        let mut w = CassetteWriter { file, turns: 0, secrets };
+        let mut w = CassetteWriter {
+            file,
+            turns: 0,
+            secrets,
+        };
         w.write_line(&Line::Header {
             format: CASSETTE_FORMAT,
             provider: provider.to_string(),
@@ -128,9 +138,12 @@ impl ReplayProvider {
             None => return Err(format!("--replay {shown}: the cassette is empty")),
         };
         let (recorded_workspace, recorded_tools) = match serde_json::from_str(&header) {
-            Ok(Line::Header { format, workspace, tools, .. }) if format == CASSETTE_FORMAT => {
-                (workspace, tools)
-            }
+            Ok(Line::Header {
+                format,
+                workspace,
+                tools,
+                ..
+            }) if format == CASSETTE_FORMAT => (workspace, tools),
             Ok(Line::Header { format, .. }) => {
                 return Err(format!(
                     "--replay {shown}: cassette format {format} is not supported \
@@ -148,7 +161,10 @@ impl ReplayProvider {
             match serde_json::from_str(&line) {
                 Ok(Line::Turn { sse, .. }) => turns.push(sse),
                 Ok(Line::Header { .. }) => {
-                    return Err(format!("--replay {shown}: line {} is a second header", i + 2));
+                    return Err(format!(
+                        "--replay {shown}: line {} is a second header",
+                        i + 2
+                    ));
                 }
                 Err(e) => return Err(format!("--replay {shown}: line {}: {e}", i + 2)),
             }
@@ -213,7 +229,11 @@ impl Provider for ReplayProvider {
         // streaming executor included) sees a tool call.
         let mut turn = read_turn(sse.as_bytes(), &mut |_| {}).map_err(|e| ProviderError {
             kind: ProviderErrorKind::Cassette,
-            message: format!("turn {} of the cassette {}: {e}", self.next, self.path.display()),
+            message: format!(
+                "turn {} of the cassette {}: {e}",
+                self.next,
+                self.path.display()
+            ),
         })?;
         for call in &mut turn.calls {
             if let Ok(input) = &mut call.input {
@@ -248,7 +268,13 @@ event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason
 event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
 
     fn request<'a>(tools: &'a [Value]) -> TurnRequest<'a> {
-        TurnRequest { model: "m", max_tokens: 10, system: "s", messages: &[], tools }
+        TurnRequest {
+            model: "m",
+            max_tokens: 10,
+            system: "s",
+            messages: &[],
+            tools,
+        }
     }
 
     #[test]
@@ -305,10 +331,25 @@ event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("bad.jsonl");
         std::fs::write(&p, "").unwrap();
-        assert!(ReplayProvider::open(&p, dir.path()).err().unwrap().contains("empty"));
+        assert!(
+            ReplayProvider::open(&p, dir.path())
+                .err()
+                .unwrap()
+                .contains("empty")
+        );
         std::fs::write(&p, "{\"type\":\"turn\",\"index\":1,\"request\":{\"messages\":1,\"tools\":[]},\"sse\":\"\"}\n").unwrap();
-        assert!(ReplayProvider::open(&p, dir.path()).err().unwrap().contains("header"));
+        assert!(
+            ReplayProvider::open(&p, dir.path())
+                .err()
+                .unwrap()
+                .contains("header")
+        );
         let missing = dir.path().join("missing.jsonl");
-        assert!(ReplayProvider::open(&missing, dir.path()).err().unwrap().contains("--replay"));
+        assert!(
+            ReplayProvider::open(&missing, dir.path())
+                .err()
+                .unwrap()
+                .contains("--replay")
+        );
     }
 }
