@@ -160,10 +160,10 @@ impl Finisher {
                 summary,
             )
         };
-        if let Some(path) = &self.output_file {
-            if let Err(e) = output::write_file_atomic(path, doc.as_bytes()) {
-                output::error(&format!("cannot write -o {}: {e}", path.display()));
-            }
+        if let Some(path) = &self.output_file
+            && let Err(e) = output::write_file_atomic(path, doc.as_bytes())
+        {
+            output::error(&format!("cannot write -o {}: {e}", path.display()));
         }
         if let Some(e) = error {
             output::error(&e.message);
@@ -323,11 +323,11 @@ fn make_provider(config: &Config, registry: &Registry) -> Result<Box<dyn Provide
         let shown = path.display().to_string();
         let mut failed = false;
         provider.set_recorder(Box::new(move |request, sse| {
-            if let Err(e) = writer.append(request, sse) {
-                if !failed {
-                    output::warn(&format!("cannot append to the cassette {shown}: {e}"));
-                    failed = true;
-                }
+            if let Err(e) = writer.append(request, sse)
+                && !failed
+            {
+                output::warn(&format!("cannot append to the cassette {shown}: {e}"));
+                failed = true;
             }
         }));
     }

@@ -85,7 +85,7 @@ pub fn run_calls(
 mod tests {
     use super::*;
     use crate::dispatch::OpenGate;
-    use crate::tools::registry::{Registry, ToolSelection};
+    use crate::tools::registry::Registry;
     use crate::tools::{Category, Tool, ToolContext, ToolError, ToolResult};
     use serde_json::{Value, json};
     use std::sync::{Arc, Barrier, Mutex};
