@@ -4,8 +4,8 @@
 //! accumulator, scheduler, dispatch, tools) → `transcript` → `output`.
 #![deny(clippy::print_stdout)]
 
-pub mod protocol;
 pub(crate) mod process;
+pub mod protocol;
 pub(crate) mod provider;
 pub(crate) mod secrets;
 pub mod tools;
