@@ -49,8 +49,9 @@ Always skipped: directories named .git, node_modules, vendor, .idea, __pycache__
 a git repository), and symbolic links. Hidden files such as .github/ or .env.example are \
 included. Only files are listed, never directories.\n\
 \n\
-Returns one path per line, relative to the search directory, most recently modified first, \
-at most 200; a note says when the list was cut and how many files matched in total."
+Returns one path per line, relative to the search directory (a first line says so when it \
+is not the workspace root), most recently modified first, at most 200; a note says when the \
+list was cut and how many files matched in total."
     }
 
     fn input_schema(&self) -> Value {
@@ -176,6 +177,11 @@ give a pattern relative to `path` (e.g. \"**/*.rs\") and put the directory in `p
             "`pattern` is empty; give a glob such as \"**/*.rs\"",
         ));
     }
+    if p.split('/').any(|c| c == "..") {
+        return Err(ToolError::failed(format!(
+            "pattern {pattern} contains `..`; patterns cannot leave the search directory, set `path` to search elsewhere in the workspace"
+        )));
+    }
     Ok(p.to_string())
 }
 
@@ -262,6 +268,16 @@ mod tests {
             assert!(p["description"].as_str().is_some_and(|d| !d.is_empty()));
         }
         assert_eq!(s["properties"].as_object().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn description_states_the_limits() {
+        let d = Glob.description();
+        assert!(d.contains(&GLOB_MAX_RESULTS.to_string()));
+        for dir in crate::tools::walk::SKIP_DIRS {
+            assert!(d.contains(dir), "{dir}");
+        }
+        assert!(d.contains(".gitignore") && d.contains("Grep"));
     }
 
     #[test]
@@ -428,6 +444,8 @@ mod tests {
             e.message().contains("invalid glob pattern") && e.message().contains("unclosed"),
             "{e}"
         );
+        let e = run(d.path(), json!({"pattern": "../*.rs"})).unwrap_err();
+        assert!(e.message().contains("`..`"), "{e}");
         let e = run(d.path(), json!({"pattern": "*", "path": "a.rs"})).unwrap_err();
         assert!(e.message().contains("not a directory"), "{e}");
         let e = run(d.path(), json!({"pattern": "*", "path": "missing"})).unwrap_err();

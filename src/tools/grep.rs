@@ -16,9 +16,11 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use globset::{GlobBuilder, GlobMatcher};
+use memchr::memmem::Finder;
 use memchr::{memchr, memchr_iter, memrchr};
 use rayon::prelude::*;
 use regex::bytes::{Regex, RegexBuilder};
+use regex_syntax::hir::{Hir, HirKind};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -37,6 +39,12 @@ const GREP_MATCH_LEAD_CHARS: usize = 100;
 const BINARY_PROBE_BYTES: usize = 8 * 1024;
 /// Larger files are not searched: each is read whole into memory, once per worker thread.
 pub(crate) const GREP_MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
+/// Initial read buffer per worker job; it grows to the largest file read and is reused.
+const READ_BUFFER_BYTES: usize = 256 * 1024;
+/// A read buffer grown beyond this by a big file is released after it.
+const RETAINED_BUFFER_BYTES: usize = 4 * 1024 * 1024;
+/// A required literal shorter than this is too common to be worth a file prefilter.
+const MIN_PREFILTER_LITERAL_BYTES: usize = 3;
 /// The cut marker of a long line.
 const CUT_MARK: &str = "[…]";
 
@@ -78,7 +86,8 @@ one), files excluded by .gitignore / .ignore (also outside a git repository), an
 links. Hidden files such as .github/ are searched.\n\
 \n\
 Returns one line per match, `path:line: text`, sorted by path then line number, paths relative \
-to `path` (just the file name when `path` is a file). Context lines read `path-line- text` and \
+to `path` (a first line says so when that is not the workspace root; just the file name when \
+`path` is a file). Context lines read `path-line- text` and \
 separate groups are divided by `--`. Lines over 500 characters are cut around the match. At \
 most 100 matches are shown (the first 100 in that order), with a note when there are more; \
 then narrow the pattern, the path or the glob."
@@ -133,10 +142,7 @@ then narrow the pattern, the path or the glob."
         let input: GrepInput = parse_input(input)?;
         check(&input)?;
         let context = input.context.unwrap_or(0);
-        let re = RegexBuilder::new(&input.pattern)
-            .multi_line(true)
-            .crlf(true)
-            .build()
+        let matcher = Matcher::new(&input.pattern)
             .map_err(|e| ToolError::failed(format!("invalid regex {:?}: {e}", input.pattern)))?;
         let filter = input.glob.as_deref().map(NameFilter::new).transpose()?;
 
@@ -161,7 +167,7 @@ then narrow the pattern, the path or the glob."
             (files, walked.errors)
         };
 
-        let outcomes = search_all(&re, &files, context);
+        let outcomes = search_all(&matcher, &files, context);
 
         if single_file && matches!(outcomes.first(), Some(Outcome::Binary)) {
             return Err(ToolError::failed(format!(
@@ -179,7 +185,12 @@ then narrow the pattern, the path or the glob."
         let header = root_header(ctx, &root, single_file);
         let mut content = String::with_capacity(report.text.len() + 256);
         if report.shown == 0 {
-            content.push_str(&no_match_message(&input, shown_root, files.len(), &report));
+            let place = if single_file {
+                shown_root.to_string()
+            } else {
+                format!("{} file(s) under {shown_root}", files.len())
+            };
+            content.push_str(&no_match_message(&input, &place, files.len(), &report));
         } else {
             content.push_str(&header);
             content.push_str(&report.text);
@@ -263,6 +274,51 @@ struct Hit {
     after: Vec<String>,
 }
 
+/// The compiled pattern, cloned per worker job (a clone has its own regex cache).
+#[derive(Clone)]
+struct Matcher {
+    /// Multi-line (`^`/`$` at line bounds) and CRLF-aware, run over whole files.
+    re: Regex,
+    /// A literal every match contains: a file without it is skipped at memchr speed,
+    /// also where the regex crate's own prefilter cannot help (`\w+_name`).
+    required: Option<Finder<'static>>,
+}
+
+impl Matcher {
+    fn new(pattern: &str) -> Result<Self, regex::Error> {
+        let re = RegexBuilder::new(pattern)
+            .multi_line(true)
+            .crlf(true)
+            .build()?;
+        let required = regex_syntax::ParserBuilder::new()
+            .build()
+            .parse(pattern)
+            .ok()
+            .and_then(|hir| {
+                let mut best = None;
+                required_literal(&hir, &mut best);
+                best
+            })
+            .filter(|lit| lit.len() >= MIN_PREFILTER_LITERAL_BYTES)
+            .map(|lit| Finder::new(&lit).into_owned());
+        Ok(Matcher { re, required })
+    }
+}
+
+/// The longest literal that every match of `hir` must contain: literals reached through
+/// concatenations, groups and repetitions of at least one (never alternations).
+fn required_literal(hir: &Hir, best: &mut Option<Vec<u8>>) {
+    match hir.kind() {
+        HirKind::Literal(lit) if best.as_ref().is_none_or(|b| lit.0.len() > b.len()) => {
+            *best = Some(lit.0.to_vec());
+        }
+        HirKind::Capture(c) => required_literal(&c.sub, best),
+        HirKind::Repetition(r) if r.min >= 1 => required_literal(&r.sub, best),
+        HirKind::Concat(parts) => parts.iter().for_each(|p| required_literal(p, best)),
+        _ => {}
+    }
+}
+
 /// What searching one file gave.
 #[derive(Debug)]
 enum Outcome {
@@ -278,7 +334,7 @@ enum Outcome {
 /// Searches `files` (sorted) in parallel. Tracks the completed prefix of files: once the
 /// matches in that prefix exceed the cap, later files are skipped, because the output is
 /// the first `GREP_MAX_MATCHES` matches in file order and they are then all known.
-fn search_all(re: &Regex, files: &[PathBuf], context: usize) -> Vec<Outcome> {
+fn search_all(matcher: &Matcher, files: &[PathBuf], context: usize) -> Vec<Outcome> {
     struct Prefix {
         counts: Vec<Option<usize>>,
         next: usize,
@@ -296,12 +352,12 @@ fn search_all(re: &Regex, files: &[PathBuf], context: usize) -> Vec<Outcome> {
         .enumerate()
         // Each rayon job gets its own read buffer and regex clone (no shared cache pool).
         .map_init(
-            || (Vec::new(), re.clone()),
-            |(buf, re), (i, path)| {
+            || (Vec::with_capacity(READ_BUFFER_BYTES), matcher.clone()),
+            |(buf, matcher), (i, path)| {
                 if i > last_needed.load(Ordering::Relaxed) {
                     return Outcome::Skipped;
                 }
-                let outcome = search_file(re, path, buf, context);
+                let outcome = search_file(matcher, path, buf, context);
                 let count = match &outcome {
                     Outcome::Hits(h) => h.len(),
                     _ => 0,
@@ -324,30 +380,45 @@ fn search_all(re: &Regex, files: &[PathBuf], context: usize) -> Vec<Outcome> {
         .collect()
 }
 
-fn search_file(re: &Regex, path: &Path, buf: &mut Vec<u8>, context: usize) -> Outcome {
+fn search_file(m: &Matcher, path: &Path, buf: &mut Vec<u8>, context: usize) -> Outcome {
     let Ok(mut file) = File::open(path) else {
         return Outcome::Unreadable;
     };
-    if file.metadata().is_ok_and(|m| m.len() > GREP_MAX_FILE_BYTES) {
-        return Outcome::TooLarge;
-    }
     buf.clear();
-    // `take` bounds memory if the file grew after the size check.
-    if file
-        .by_ref()
-        .take(GREP_MAX_FILE_BYTES + 1)
+    // The probe window first, so that a large binary (a `.so`, an archive) is never read
+    // whole. No stat: `take` bounds memory (one byte over the limit says "too large").
+    if (&mut file)
+        .take(BINARY_PROBE_BYTES as u64)
         .read_to_end(buf)
         .is_err()
     {
         return Outcome::Unreadable;
     }
-    if buf.len() as u64 > GREP_MAX_FILE_BYTES {
-        return Outcome::TooLarge;
-    }
-    if memchr(0, &buf[..buf.len().min(BINARY_PROBE_BYTES)]).is_some() {
+    if memchr(0, buf).is_some() {
         return Outcome::Binary;
     }
-    Outcome::Hits(search_buffer(re, buf, context, GREP_MAX_MATCHES + 1))
+    if buf.len() == BINARY_PROBE_BYTES {
+        let rest = GREP_MAX_FILE_BYTES + 1 - BINARY_PROBE_BYTES as u64;
+        if file.take(rest).read_to_end(buf).is_err() {
+            return Outcome::Unreadable;
+        }
+    }
+    let outcome = if buf.len() as u64 > GREP_MAX_FILE_BYTES {
+        Outcome::TooLarge
+    } else if m
+        .required
+        .as_ref()
+        .is_some_and(|lit| lit.find(buf).is_none())
+    {
+        Outcome::Hits(Vec::new())
+    } else {
+        Outcome::Hits(search_buffer(&m.re, buf, context, GREP_MAX_MATCHES + 1))
+    };
+    // A buffer grown by one big file is given back rather than held for the whole search.
+    if buf.capacity() > RETAINED_BUFFER_BYTES {
+        *buf = Vec::with_capacity(READ_BUFFER_BYTES);
+    }
+    outcome
 }
 
 /// Finds up to `limit` matching lines in `buf`. The regex runs over the whole buffer; after
@@ -541,19 +612,21 @@ fn root_header(ctx: &ToolContext, root: &Path, single_file: bool) -> String {
     }
 }
 
-fn no_match_message(input: &GrepInput, shown_root: &str, considered: usize, r: &Report) -> String {
+/// `place` is the file searched, or `N file(s) under DIR`.
+fn no_match_message(input: &GrepInput, place: &str, considered: usize, r: &Report) -> String {
     let filter = input
         .glob
         .as_deref()
         .map(|g| format!(" matching the glob {g:?}"))
         .unwrap_or_default();
     if considered == 0 {
+        let root = input.path.as_deref().unwrap_or("the workspace root");
         return format!(
-            "No files{filter} to search under {shown_root} (skipped directories and .gitignore'd files are not searched)."
+            "No files{filter} to search under {root} (skipped directories and .gitignore'd files are not searched)."
         );
     }
     let mut msg = format!(
-        "No matches for the regex {:?} in {considered} file(s){filter} under {shown_root}.",
+        "No matches for the regex {:?} in {place}{filter}.",
         input.pattern
     );
     let skipped = r.binary + r.too_large + r.unreadable;
@@ -593,11 +666,44 @@ mod tests {
     }
 
     fn re(p: &str) -> Regex {
-        RegexBuilder::new(p)
-            .multi_line(true)
-            .crlf(true)
-            .build()
+        Matcher::new(p).unwrap().re
+    }
+
+    fn required(p: &str) -> Option<Vec<u8>> {
+        Matcher::new(p)
             .unwrap()
+            .required
+            .map(|f| f.needle().to_vec())
+    }
+
+    #[test]
+    fn required_literal_extraction() {
+        assert_eq!(required(r"\w+_NOTFOUND_\d+"), Some(b"_NOTFOUND_".to_vec()));
+        assert_eq!(
+            required(r"(fn (parse|lex))_all(x+)"),
+            Some(b"_all".to_vec())
+        );
+        assert_eq!(required(r"(?:ab|cd)+long_one"), Some(b"long_one".to_vec()));
+        assert_eq!(required(r"(?:abcdef)+"), Some(b"abcdef".to_vec()));
+        assert_eq!(
+            required("foo|barbaz"),
+            None,
+            "alternation: neither side is required"
+        );
+        assert_eq!(required("(?:needle)?x"), None, "optional: not required");
+        assert_eq!(required("ab"), None, "too short to pay off");
+        assert_eq!(required("(?i)needle"), None, "case-folded: not one literal");
+    }
+
+    #[test]
+    fn prefilter_never_hides_a_match() {
+        let d = tempfile::tempdir().unwrap();
+        write(d.path(), "a.txt", "x_NOTFOUND_1\n");
+        write(d.path(), "b.txt", "no such thing\n");
+        assert_eq!(
+            ok(d.path(), json!({"pattern": r"\w+_NOTFOUND_\d+"})),
+            "a.txt:1: x_NOTFOUND_1\n"
+        );
     }
 
     fn line_nos(hits: &[Hit]) -> Vec<usize> {
@@ -622,6 +728,19 @@ mod tests {
         assert_eq!(props.len(), 4);
         for (_, p) in props {
             assert!(p["description"].as_str().is_some_and(|d| !d.is_empty()));
+        }
+    }
+
+    #[test]
+    fn description_states_the_limits() {
+        let d = Grep.description();
+        assert!(d.contains(&format!("{GREP_MAX_MATCHES} matches")));
+        assert!(d.contains(&format!("0-{GREP_MAX_CONTEXT}")));
+        assert!(d.contains(&format!("{GREP_MAX_LINE_CHARS} characters")));
+        assert!(d.contains(&format!("{} KiB", BINARY_PROBE_BYTES / 1024)));
+        assert!(d.contains(&format!("{} MiB", GREP_MAX_FILE_BYTES >> 20)));
+        for dir in crate::tools::walk::SKIP_DIRS {
+            assert!(d.contains(dir), "{dir}");
         }
     }
 
@@ -911,7 +1030,7 @@ f.txt-14- l14\nf.txt:15: hit 15\nf.txt-16- l16\n--\ng.txt:1: hit g\ng.txt-2- l2\
         files.sort_unstable_by(|a, b| {
             path_order(a.as_os_str().as_bytes(), b.as_os_str().as_bytes())
         });
-        let outcomes = search_all(&re("match"), &files, 0);
+        let outcomes = search_all(&Matcher::new("match").unwrap(), &files, 0);
         // 15 files of 7 matches exceed the cap; everything before is always searched.
         assert!(
             outcomes[..15]
@@ -942,6 +1061,8 @@ f.txt-14- l14\nf.txt:15: hit 15\nf.txt-16- l16\n--\ng.txt:1: hit g\ng.txt-2- l2\
             out,
             "No matches for the regex \"nomatch\" in 1 file(s) under the workspace root."
         );
+        let out = ok(d.path(), json!({"pattern": "nomatch", "path": "a.txt"}));
+        assert_eq!(out, "No matches for the regex \"nomatch\" in a.txt.");
     }
 
     #[test]
