@@ -5,6 +5,7 @@
 use std::sync::Mutex;
 use std::time::Instant;
 
+use crate::ci::CiRun;
 use crate::config::Config;
 use crate::dispatch::{Dispatcher, Gate};
 use crate::output;
@@ -15,6 +16,7 @@ use crate::tools::ToolContext;
 use crate::tools::registry::Registry;
 use crate::transcript::{DenialRecord, ErrorInfo, RunRecord, Status, ToolCallRecord};
 use crate::turn::{PendingCall, Turn};
+use crate::verify::Verdict;
 
 /// How the loop ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,14 +26,14 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    fn ok(status: Status) -> Self {
+    pub(crate) fn ok(status: Status) -> Self {
         Outcome {
             status,
             error: None,
         }
     }
 
-    fn fail(status: Status, kind: &str, message: impl Into<String>) -> Self {
+    pub(crate) fn fail(status: Status, kind: &str, message: impl Into<String>) -> Self {
         Outcome {
             status,
             error: Some(ErrorInfo::new(kind, message)),
@@ -48,6 +50,8 @@ pub struct Agent<'a> {
     pub record: &'a Mutex<RunRecord>,
     /// Rewrites the `-o` file after every turn.
     pub checkpoint: &'a dyn Fn(),
+    /// Events, verification, budgets, the repeated-call guard (SPEC §9).
+    pub ci: &'a CiRun,
 }
 
 /// Locks the record even if a panicking thread poisoned it: the record is plain data.
@@ -66,11 +70,16 @@ impl Agent<'_> {
             ctx: self.ctx,
             gate: self.gate,
             run_start,
+            watch: Some(self.ci),
         };
+        self.ci.run_started(self.config, self.record);
         let mut next_batch = 0u32;
         let mut turn_no = 0u32;
         loop {
             turn_no += 1;
+            if let Some(msg) = self.ci.before_request(turn_no, self.record) {
+                return Outcome::fail(Status::Budget, "budget", msg);
+            }
             output::progress(&format!("turn {turn_no}: waiting for the model"));
             output::debug(&format!(
                 "turn {turn_no}: POST {}/v1/messages ({} messages, {} tools)",
@@ -92,6 +101,7 @@ impl Agent<'_> {
             let result = match scheduler::pool() {
                 Some(pool) => pool.in_place_scope(|scope| {
                     provider.stream_turn(&request, &mut |n| {
+                        self.ci.on_notice(&n);
                         match &n {
                             StreamNotice::ToolReady(c) => early.offer(scope, c, &dispatcher),
                             StreamNotice::TurnStarted => early.restart(),
@@ -101,6 +111,7 @@ impl Agent<'_> {
                     })
                 }),
                 None => provider.stream_turn(&request, &mut |n| {
+                    self.ci.on_notice(&n);
                     self.on_notice(turn_no, &mut chars, n);
                 }),
             };
@@ -112,6 +123,13 @@ impl Agent<'_> {
             let early = early.take(&turn.calls);
             self.note_turn(&turn);
             messages.push(turn.message.clone());
+            let runs_tools = !turn.calls.is_empty()
+                && turn_no < self.config.max_turns
+                && !matches!(
+                    turn.stop_reason,
+                    StopReason::Refusal | StopReason::PauseTurn
+                );
+            self.ci.after_turn(turn_no, &turn, self.record, runs_tools);
 
             match &turn.stop_reason {
                 StopReason::Refusal => {
@@ -131,13 +149,25 @@ impl Agent<'_> {
                         scheduler::run_calls(&turn.calls, &dispatcher, &mut next_batch, early);
                     let results = self.note_results(turn_no, &turn.calls, &scheduled);
                     messages.push(results);
+                    self.ci.turn_finished(turn_no, self.record);
                     (self.checkpoint)();
                     if let Some(fatal) = scheduled.iter().find_map(|s| s.outcome.fatal.clone()) {
                         return Outcome::fail(Status::Error, "tool_fatal", fatal);
                     }
                 }
                 StopReason::EndTurn | StopReason::StopSequence | StopReason::MaxTokens => {
-                    return Outcome::ok(Status::Success);
+                    let turns_left = turn_no < self.config.max_turns;
+                    match self.ci.after_stop(self.ctx, self.record, turns_left) {
+                        Verdict::Passed => return Outcome::ok(Status::Success),
+                        Verdict::Failed(m) => {
+                            return Outcome::fail(Status::VerifyFailed, "verify_failed", m);
+                        }
+                        Verdict::Retry(msg) => {
+                            lock(self.record).messages.push(msg.clone());
+                            messages.push(msg);
+                            (self.checkpoint)();
+                        }
+                    }
                 }
                 StopReason::ToolUse => {
                     return Outcome::fail(
@@ -302,6 +332,10 @@ mod tests {
             tools: ToolSelection::default(),
             replay: None,
             record: None,
+            jsonl: false,
+            verify: None,
+            budget: Default::default(),
+            prices: Default::default(),
         }
     }
 
@@ -426,6 +460,7 @@ mod tests {
             gate: &OpenGate,
             record: &record,
             checkpoint: &|| {},
+            ci: &CiRun::off(),
         };
         let mut provider = Scripted {
             turns: 0,

@@ -23,6 +23,10 @@ pub enum Command {
     Run(Box<RunArgs>),
     /// List the enabled tools and the exact `tools` array sent to the API.
     Tools(ToolsArgs),
+    /// Run many tasks (JSON lines), each in its own copy of its workspace.
+    Batch(BatchArgs),
+    /// Render a transcript as a Markdown summary (or GitHub Actions outputs).
+    Summary(SummaryArgs),
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -109,6 +113,62 @@ pub struct RunArgs {
     pub record: Option<PathBuf>,
     #[command(flatten)]
     pub tools: ToolArgs,
+    #[command(flatten)]
+    pub ci: CiArgs,
+}
+
+/// The CI features of SPEC §9: verification, live events, budgets, settings.
+#[derive(Debug, Clone, Args)]
+pub struct CiArgs {
+    /// After the model stops, run CMD in the workspace; while it fails, its output goes
+    /// back to the model (exit 4 when it still fails after --max-verify rounds).
+    #[arg(long, value_name = "CMD")]
+    pub verify: Option<String>,
+    /// Verification rounds before giving up with status verify_failed.
+    #[arg(long, default_value_t = 3, value_name = "N")]
+    pub max_verify: u32,
+    /// Timeout of one --verify run (test suites take longer than one Bash call).
+    #[arg(long, value_parser = parse_duration, default_value = "10m", value_name = "DURATION")]
+    pub verify_timeout: Duration,
+    /// Print events as JSON lines on stdout while the run goes; the last is run.finished.
+    #[arg(long, conflicts_with = "json")]
+    pub jsonl: bool,
+    /// Stop (status budget, exit 3) before a request once this many tool calls were made.
+    #[arg(long, value_name = "N")]
+    pub max_tool_calls: Option<u32>,
+    /// Stop (status budget, exit 3) before a request once the run cost this much (USD).
+    #[arg(long, value_name = "USD")]
+    pub max_cost_usd: Option<f64>,
+    /// A settings file (JSON); read after the workspace's .agent/settings.json.
+    #[arg(long, value_name = "FILE")]
+    pub settings: Option<PathBuf>,
+    /// Ignore the workspace's .agent/settings.json (for untrusted checkouts).
+    #[arg(long)]
+    pub no_project_settings: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct BatchArgs {
+    /// The tasks: one JSON object per line, {"id", "prompt", "workspace"?, "args"?}.
+    pub tasks: PathBuf,
+    /// Where the transcripts (<id>.json), logs and summary.json go.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Tasks run at the same time.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub parallel: usize,
+    /// Run only shard I of N (1-based): the tasks whose index % N == I - 1.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct SummaryArgs {
+    /// A transcript written by `agent run -o FILE` (or --json).
+    pub transcript: PathBuf,
+    /// Print GitHub Actions outputs (status, result, transcript) instead of Markdown.
+    #[arg(long)]
+    pub github_output: bool,
 }
 
 #[derive(Debug, Args)]

@@ -6,9 +6,11 @@ use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::cli::{RunArgs, ToolArgs};
+use crate::budget::{Budget, Prices};
+use crate::cli::{CiArgs, RunArgs, ToolArgs};
 use crate::error::Error;
 use crate::tools::registry::{Registry, ToolSelection};
+use crate::verify::VerifySpec;
 
 /// A current Claude Sonnet model id.
 pub const DEFAULT_MODEL: &str = "claude-sonnet-4-5";
@@ -48,6 +50,11 @@ pub struct Config {
     pub tools: ToolSelection,
     pub replay: Option<PathBuf>,
     pub record: Option<PathBuf>,
+    /// `--jsonl`: events on stdout instead of the text or the JSON document.
+    pub jsonl: bool,
+    pub verify: Option<VerifySpec>,
+    pub budget: Budget,
+    pub prices: Prices,
 }
 
 /// The environment as config sees it: injectable so tests need not mutate the process env.
@@ -111,6 +118,7 @@ impl Config {
             args.system.as_deref(),
             args.append_system_prompt.as_deref(),
         )?;
+        let (verify, budget, prices) = ci_settings(&args.ci, &workspace, &model)?;
         let verbosity = if args.quiet {
             Verbosity::Quiet
         } else if args.verbose {
@@ -137,8 +145,66 @@ impl Config {
             tools,
             replay: args.replay.clone(),
             record: args.record.clone(),
+            jsonl: args.ci.jsonl,
+            verify,
+            budget,
+            prices,
         })
     }
+}
+
+/// `--verify`, the budgets and the price table (SPEC §9), validated.
+fn ci_settings(
+    ci: &CiArgs,
+    workspace: &Path,
+    model: &str,
+) -> Result<(Option<VerifySpec>, Budget, Prices), Error> {
+    let verify = match &ci.verify {
+        Some(c) if c.trim().is_empty() => {
+            return Err(Error::Usage("--verify: the command is empty".into()));
+        }
+        Some(c) => Some(VerifySpec {
+            command: c.clone(),
+            max_rounds: ci.max_verify,
+            timeout: ci.verify_timeout,
+        }),
+        None => None,
+    };
+    if ci.max_verify == 0 {
+        return Err(Error::Usage("--max-verify must be at least 1".into()));
+    }
+    if ci.verify_timeout.is_zero() {
+        return Err(Error::Usage(
+            "--verify-timeout must be longer than 0s".into(),
+        ));
+    }
+    if ci.max_tool_calls == Some(0) {
+        return Err(Error::Usage("--max-tool-calls must be at least 1".into()));
+    }
+    if let Some(x) = ci.max_cost_usd
+        && !(x.is_finite() && x > 0.0)
+    {
+        return Err(Error::Usage(format!(
+            "--max-cost-usd must be a positive number of dollars, got {x}"
+        )));
+    }
+    let prices =
+        crate::budget::load_prices(workspace, ci.settings.as_deref(), ci.no_project_settings)?;
+    if ci.max_cost_usd.is_some() && prices.lookup(model).is_none() {
+        return Err(Error::Usage(format!(
+            "--max-cost-usd: no price is known for the model {model:?}; add it under \"prices\" \
+             in the settings file ({{\"prices\": {{\"{model}\": {{\"input\": 3, \"output\": 15}}}}}}, \
+             USD per million tokens)"
+        )));
+    }
+    Ok((
+        verify,
+        Budget {
+            max_tool_calls: ci.max_tool_calls,
+            max_cost_usd: ci.max_cost_usd,
+        },
+        prices,
+    ))
 }
 
 fn workspace_root(cwd: Option<&Path>) -> Result<PathBuf, Error> {
@@ -345,6 +411,22 @@ mod tests {
             (vec!["  "], "empty"),
             (vec!["hi", "-C", "/definitely/not/here"], "--cwd"),
             (vec!["hi", "--base-url", "ftp://x"], "--base-url"),
+            (vec!["hi", "--verify", " "], "--verify"),
+            (
+                vec!["hi", "--verify", "true", "--max-verify", "0"],
+                "--max-verify",
+            ),
+            (vec!["hi", "--max-tool-calls", "0"], "--max-tool-calls"),
+            (vec!["hi", "--max-cost-usd=-1"], "--max-cost-usd"),
+            (vec!["hi", "--max-cost-usd", "NaN"], "--max-cost-usd"),
+            (
+                vec!["hi", "-m", "my-model", "--max-cost-usd", "1"],
+                "\"prices\"",
+            ),
+            (
+                vec!["hi", "--settings", "/no/such/settings.json"],
+                "settings.json",
+            ),
         ] {
             let e = Config::from_args(&parse(&args), &env).unwrap_err();
             assert!(e.to_string().contains(needle), "{args:?}: {e}");

@@ -7,19 +7,26 @@
 #![deny(clippy::print_stdout)]
 
 pub mod agent;
+pub(crate) mod batch;
+pub(crate) mod budget;
+pub(crate) mod changes;
+pub(crate) mod ci;
 pub mod cli;
 pub mod config;
 pub mod dispatch;
 pub mod error;
+pub(crate) mod events;
 pub mod output;
 pub(crate) mod process;
 pub mod protocol;
 pub(crate) mod provider;
 pub mod scheduler;
 pub(crate) mod secrets;
+pub(crate) mod summary;
 pub mod tools;
 pub mod transcript;
 pub(crate) mod turn;
+pub(crate) mod verify;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -55,6 +62,8 @@ pub fn main_with_args(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     match cli.command {
         Command::Run(args) => run_command(&args),
         Command::Tools(args) => tools_command(&args),
+        Command::Batch(args) => batch::batch_command(&args),
+        Command::Summary(args) => summary::summary_command(&args),
     }
 }
 
@@ -116,6 +125,10 @@ struct Finisher {
     json: bool,
     output_file: Option<PathBuf>,
     done: Mutex<bool>,
+    /// `--jsonl`: `run.finished` carries the transcript instead of stdout's document.
+    events: Arc<events::Events>,
+    /// The workspace scan taken at the start, for `files_changed`.
+    baseline: Option<changes::Baseline>,
 }
 
 impl Finisher {
@@ -141,6 +154,9 @@ impl Finisher {
         }
         process::kill_all_running();
         output::progress_done();
+        if let Some(b) = &self.baseline {
+            b.apply(&mut lock(&self.record));
+        }
         let (doc, text, summary) = {
             let r = lock(&self.record);
             let summary = format!(
@@ -168,7 +184,11 @@ impl Finisher {
         if let Some(e) = error {
             output::error(&e.message);
         }
-        if self.json {
+        if self.events.enabled() {
+            let transcript: serde_json::Value = serde_json::from_str(&doc).unwrap_or_default();
+            self.events.finish(json!({"status": status.as_str(),
+                "exit_code": status.exit_code(), "transcript": transcript}));
+        } else if self.json {
             output::print_stdout(&doc);
         } else if status == Status::Success {
             output::print_stdout(&text);
@@ -225,11 +245,25 @@ fn run_command(args: &RunArgs) -> ExitCode {
             .map(|s| s.to_string())
             .collect(),
     )));
+    let events = Arc::new(if config.jsonl {
+        events::Events::stdout(lock(&record).started)
+    } else {
+        events::Events::disabled()
+    });
+    let ci = ci::CiRun::new(&config, events.clone());
+    // The run's own files are not changes the run made to the workspace.
+    let own_files = [&config.output_file, &config.record]
+        .into_iter()
+        .flatten()
+        .map(|p| absolute(p))
+        .collect();
     let finisher = Arc::new(Finisher {
         record: record.clone(),
         json: config.json,
         output_file: config.output_file.clone(),
         done: Mutex::new(false),
+        events,
+        baseline: Some(changes::Baseline::take(&config.workspace, own_files)),
     });
     watch_signals(finisher.clone());
     if let Some(limit) = config.timeout {
@@ -253,13 +287,28 @@ fn run_command(args: &RunArgs) -> ExitCode {
         gate: &OpenGate,
         record: &record,
         checkpoint: &checkpoint,
+        ci: &ci,
     }
     .run(provider.as_mut());
+    let diff_stat = changes::git_diff_stat(&ctx);
+    lock(&record).git_diff_stat = diff_stat;
     match finisher.finish(outcome.status, outcome.error.as_ref()) {
         Some(code) => ExitCode::from(code),
         None => loop {
             std::thread::park(); // a signal or the deadline is finishing the run
         },
+    }
+}
+
+/// `path` made absolute with its directory resolved (as the canonical workspace is).
+fn absolute(path: &std::path::Path) -> PathBuf {
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    match (
+        abs.parent().and_then(|d| d.canonicalize().ok()),
+        abs.file_name(),
+    ) {
+        (Some(dir), Some(name)) => dir.join(name),
+        _ => abs,
     }
 }
 

@@ -295,6 +295,7 @@ mod tests {
             ctx: &ctx,
             gate: &OpenGate,
             run_start: Instant::now(),
+            watch: None,
         };
         let calls = vec![
             call("1", "Meet", "a"),
