@@ -1,16 +1,302 @@
 //! `agent`: a synchronous, non-interactive coding agent for CI and scripts.
 //!
 //! The module list follows DESIGN.md: `cli` → `config` → `agent` loop (provider, turn
-//! accumulator, scheduler, dispatch, tools) → `transcript` → `output`.
+//! accumulator, scheduler, dispatch, tools) → `transcript` → `output`. This file wires
+//! them together and owns the ways out of a run (normal end, signal, deadline), each of
+//! which writes the transcript exactly once.
 #![deny(clippy::print_stdout)]
 
-pub mod protocol;
+pub mod agent;
+pub mod cli;
+pub mod config;
+pub mod dispatch;
+pub mod error;
+pub mod output;
 pub(crate) mod process;
+pub mod protocol;
 pub(crate) mod provider;
+pub mod scheduler;
 pub(crate) mod secrets;
 pub mod tools;
+pub mod transcript;
 pub(crate) mod turn;
 
-pub fn main_with_args(_a: std::env::ArgsOs) -> std::process::ExitCode {
-    std::process::ExitCode::SUCCESS
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use clap::Parser;
+use serde_json::json;
+
+use crate::agent::{Agent, lock};
+use crate::cli::{Cli, Command, RunArgs, ToolsArgs};
+use crate::config::{Config, ProcessEnv};
+use crate::dispatch::OpenGate;
+use crate::provider::Provider;
+use crate::tools::ToolContext;
+use crate::tools::registry::Registry;
+use crate::transcript::{ErrorInfo, RunRecord, Status};
+
+/// Parses the arguments and runs the command.
+pub fn main_with_args(args: impl IntoIterator<Item = OsString>) -> ExitCode {
+    let cli = match Cli::try_parse_from(args) {
+        Ok(c) => c,
+        Err(e) => {
+            let code = e.exit_code();
+            let _ = e.print(); // help and version go to stdout, usage errors to stderr
+            return ExitCode::from(code.clamp(0, 255) as u8);
+        }
+    };
+    match cli.command {
+        Command::Run(args) => run_command(&args),
+        Command::Tools(args) => tools_command(&args),
+    }
+}
+
+fn tools_command(args: &ToolsArgs) -> ExitCode {
+    let selection = match config::tool_selection(&args.tools) {
+        Ok(s) => s,
+        Err(e) => {
+            output::error(&e.to_string());
+            return ExitCode::from(e.exit_code());
+        }
+    };
+    let registry = Registry::builtin(&selection);
+    let empty = json!({});
+    let tools: Vec<_> = registry
+        .enabled()
+        .iter()
+        .map(|t| {
+            json!({"name": t.name(), "description": t.description(),
+                   "input_schema": t.input_schema(), "read_only": t.is_read_only(),
+                   "destructive": t.is_destructive(),
+                   "concurrency_safe": t.is_concurrency_safe(&empty),
+                   "category": t.category().as_str()})
+        })
+        .collect();
+    let api = registry.to_api_format();
+    if args.json {
+        let doc = json!({"tools": tools, "api_tools": api});
+        output::print_stdout(&serde_json::to_string_pretty(&doc).unwrap_or_default());
+    } else {
+        let mut s = String::from("Enabled tools:\n");
+        for t in registry.enabled() {
+            let flags = [
+                (t.is_read_only(), "read-only"),
+                (t.is_destructive(), "destructive"),
+                (t.is_concurrency_safe(&empty), "concurrency-safe"),
+            ];
+            let flags: Vec<_> = flags
+                .iter()
+                .filter(|(on, _)| *on)
+                .map(|(_, n)| *n)
+                .collect();
+            s.push_str(&format!(
+                "  {:<10} {:<7} {}\n",
+                t.name(),
+                t.category().as_str(),
+                flags.join(", ")
+            ));
+        }
+        s.push_str("\nThe `tools` array sent to the API:\n");
+        s.push_str(&serde_json::to_string_pretty(&api).unwrap_or_default());
+        output::print_stdout(&s);
+    }
+    ExitCode::SUCCESS
+}
+
+/// Writes the transcript exactly once, from whichever way out comes first.
+struct Finisher {
+    record: Arc<Mutex<RunRecord>>,
+    json: bool,
+    output_file: Option<PathBuf>,
+    done: Mutex<bool>,
+}
+
+impl Finisher {
+    /// Rewrites the `-o` file with the run so far (status `running`).
+    fn checkpoint(&self) {
+        if let Some(path) = &self.output_file {
+            let doc = output::redact(&lock(&self.record).to_json(Status::Running, None));
+            if let Err(e) = output::write_file_atomic(path, doc.as_bytes()) {
+                output::warn(&format!("cannot write -o {}: {e}", path.display()));
+            }
+        }
+    }
+
+    /// Ends the run: kills running tools, writes `-o`, prints stdout and the summary.
+    /// Returns the exit code, or None when another thread is already finishing.
+    fn finish(&self, status: Status, error: Option<&ErrorInfo>) -> Option<u8> {
+        {
+            let mut done = self.done.lock().unwrap_or_else(|p| p.into_inner());
+            if *done {
+                return None;
+            }
+            *done = true;
+        }
+        process::kill_all_running();
+        output::progress_done();
+        let (doc, text, summary) = {
+            let r = lock(&self.record);
+            let summary = format!(
+                "{} · {} turns · {} tool calls · {} in / {} out tokens · {:.1}s",
+                status.as_str(),
+                r.num_turns,
+                r.tool_calls.len(),
+                r.usage.input_tokens
+                    + r.usage.cache_read_input_tokens
+                    + r.usage.cache_creation_input_tokens,
+                r.usage.output_tokens,
+                r.started.elapsed().as_secs_f64()
+            );
+            (
+                output::redact(&r.to_json(status, error)),
+                output::redact(&r.final_text()),
+                summary,
+            )
+        };
+        if let Some(path) = &self.output_file {
+            if let Err(e) = output::write_file_atomic(path, doc.as_bytes()) {
+                output::error(&format!("cannot write -o {}: {e}", path.display()));
+            }
+        }
+        if let Some(e) = error {
+            output::error(&e.message);
+        }
+        if self.json {
+            output::print_stdout(&doc);
+        } else if status == Status::Success {
+            output::print_stdout(&text);
+        }
+        output::info(&summary);
+        Some(status.exit_code())
+    }
+
+    /// For the signal and deadline threads: finish and exit, or wait for the thread that
+    /// is already finishing to exit the process.
+    fn finish_and_exit(&self, status: Status, error: ErrorInfo) -> ! {
+        if let Some(code) = self.finish(status, Some(&error)) {
+            std::process::exit(i32::from(code));
+        }
+        loop {
+            std::thread::park();
+        }
+    }
+}
+
+fn run_command(args: &RunArgs) -> ExitCode {
+    let config = match Config::from_args(args, &ProcessEnv) {
+        Ok(c) => c,
+        Err(e) => {
+            output::error(&e.to_string());
+            return ExitCode::from(e.exit_code());
+        }
+    };
+    let mut secrets = crate::secrets::secret_values();
+    secrets.push(config.api_key.clone());
+    output::init(config.verbosity, secrets);
+
+    let registry = Registry::builtin(&config.tools);
+    let ctx = ToolContext {
+        workspace: config.workspace.clone(),
+        spill_dir: spill_dir(),
+        bash_timeout: config.bash_timeout,
+        child_env: Arc::new(crate::secrets::scrubbed_env(std::env::vars(), &[])),
+    };
+    let record = Arc::new(Mutex::new(RunRecord::new(
+        &config.model,
+        config.workspace.clone(),
+        registry
+            .enabled_names()
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+    )));
+    let finisher = Arc::new(Finisher {
+        record: record.clone(),
+        json: config.json,
+        output_file: config.output_file.clone(),
+        done: Mutex::new(false),
+    });
+    watch_signals(finisher.clone());
+    if let Some(limit) = config.timeout {
+        let f = finisher.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(limit);
+            let msg = format!(
+                "the run exceeded --timeout {}",
+                humantime::format_duration(limit)
+            );
+            f.finish_and_exit(Status::Timeout, ErrorInfo::new("timeout", msg));
+        });
+    }
+    finisher.checkpoint();
+
+    let mut provider = make_provider(&config);
+    let checkpoint = || finisher.checkpoint();
+    let outcome = Agent {
+        config: &config,
+        registry: &registry,
+        ctx: &ctx,
+        gate: &OpenGate,
+        record: &record,
+        checkpoint: &checkpoint,
+    }
+    .run(provider.as_mut());
+    match finisher.finish(outcome.status, outcome.error.as_ref()) {
+        Some(code) => ExitCode::from(code),
+        None => loop {
+            std::thread::park(); // a signal or the deadline is finishing the run
+        },
+    }
+}
+
+/// Where this run saves oversized results and full command output.
+fn spill_dir() -> PathBuf {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    std::env::temp_dir().join(format!("agent-run-{}-{nanos}", std::process::id()))
+}
+
+/// SIGINT and SIGTERM end the run with status `interrupted`, transcript written.
+fn watch_signals(finisher: Arc<Finisher>) {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let mut signals = match signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) {
+        Ok(s) => s,
+        Err(e) => {
+            output::warn(&format!("cannot watch for signals: {e}"));
+            return;
+        }
+    };
+    std::thread::spawn(move || {
+        if let Some(sig) = signals.forever().next() {
+            let name = if sig == SIGINT { "SIGINT" } else { "SIGTERM" };
+            finisher.finish_and_exit(
+                Status::Interrupted,
+                ErrorInfo::new("interrupted", format!("interrupted by {name}")),
+            );
+        }
+    });
+}
+
+fn make_provider(_config: &Config) -> Box<dyn Provider> {
+    Box::new(NoProvider)
+}
+
+struct NoProvider;
+impl Provider for NoProvider {
+    fn stream_turn(
+        &mut self,
+        _request: &provider::TurnRequest<'_>,
+        _on_notice: &mut dyn FnMut(provider::StreamNotice<'_>),
+    ) -> Result<turn::Turn, provider::ProviderError> {
+        Err(provider::ProviderError {
+            kind: provider::ProviderErrorKind::Transport,
+            message: "no provider yet".into(),
+        })
+    }
 }

@@ -19,7 +19,8 @@ pub(crate) fn scrubbed_env(
     vars: impl Iterator<Item = (String, String)>,
     keep: &[String],
 ) -> Vec<(String, String)> {
-    vars.filter(|(k, _)| !is_secret_name(k) || keep.iter().any(|kk| kk == k)).collect()
+    vars.filter(|(k, _)| !is_secret_name(k) || keep.iter().any(|kk| kk == k))
+        .collect()
 }
 
 /// Secret values shorter than this are not redacted: they would garble ordinary text.
@@ -73,7 +74,10 @@ mod tests {
 
     #[test]
     fn redacts_long_values_only() {
-        let s = redact("key=sk-ant-12345678 and ab", &["sk-ant-12345678".into(), "ab".into()]);
+        let s = redact(
+            "key=sk-ant-12345678 and ab",
+            &["sk-ant-12345678".into(), "ab".into()],
+        );
         assert_eq!(s, "key=[REDACTED] and ab");
     }
 }

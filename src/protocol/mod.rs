@@ -23,7 +23,10 @@ pub struct Message {
 
 impl Message {
     pub fn user_text(text: impl Into<String>) -> Self {
-        Message { role: Role::User, content: vec![ContentBlock::Text { text: text.into() }] }
+        Message {
+            role: Role::User,
+            content: vec![ContentBlock::Text { text: text.into() }],
+        }
     }
 }
 

@@ -33,7 +33,11 @@ pub enum StreamNotice<'a> {
     ToolReady(&'a PendingCall),
     /// The attempt failed and will be retried after `delay`: everything heard since the
     /// last `TurnStarted` belongs to a discarded partial turn.
-    Retry { attempt: u32, reason: &'a str, delay: Duration },
+    Retry {
+        attempt: u32,
+        reason: &'a str,
+        delay: Duration,
+    },
     /// An attempt's response started streaming.
     TurnStarted,
 }

@@ -34,11 +34,19 @@ pub struct ToolResult {
 
 impl ToolResult {
     pub fn ok(content: impl Into<String>) -> Self {
-        ToolResult { content: content.into(), is_error: false, metadata: Map::new() }
+        ToolResult {
+            content: content.into(),
+            is_error: false,
+            metadata: Map::new(),
+        }
     }
 
     pub fn error(content: impl Into<String>) -> Self {
-        ToolResult { content: content.into(), is_error: true, metadata: Map::new() }
+        ToolResult {
+            content: content.into(),
+            is_error: true,
+            metadata: Map::new(),
+        }
     }
 
     pub fn with_meta(mut self, key: &str, value: impl Into<Value>) -> Self {

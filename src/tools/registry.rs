@@ -57,13 +57,21 @@ impl Registry {
 
     /// An enabled tool by name.
     pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
-        self.tools.iter().find(|(t, on)| *on && t.name() == name).map(|(t, _)| t)
+        self.tools
+            .iter()
+            .find(|(t, on)| *on && t.name() == name)
+            .map(|(t, _)| t)
     }
 
     /// The enabled tools, sorted by name so that the API's `tools` array (and with it the
     /// prompt cache key) does not depend on registration order.
     pub fn enabled(&self) -> Vec<&Arc<dyn Tool>> {
-        let mut v: Vec<_> = self.tools.iter().filter(|(_, on)| *on).map(|(t, _)| t).collect();
+        let mut v: Vec<_> = self
+            .tools
+            .iter()
+            .filter(|(_, on)| *on)
+            .map(|(t, _)| t)
+            .collect();
         v.sort_by_key(|t| t.name());
         v
     }
@@ -105,7 +113,10 @@ impl Registry {
     fn apply(&mut self, sel: &ToolSelection) {
         let names = self.all_names();
         for name in names {
-            let tool_read_only = self.tools.iter().any(|(t, _)| t.name() == name && t.is_read_only());
+            let tool_read_only = self
+                .tools
+                .iter()
+                .any(|(t, _)| t.name() == name && t.is_read_only());
             let on = match &sel.allowed {
                 Some(list) => list.iter().any(|a| a == name),
                 None => {
@@ -132,7 +143,11 @@ mod tests {
 
     #[test]
     fn full_auto_is_all_six() {
-        let sel = ToolSelection { allow_write: true, allow_bash: true, ..Default::default() };
+        let sel = ToolSelection {
+            allow_write: true,
+            allow_bash: true,
+            ..Default::default()
+        };
         let r = Registry::builtin(&sel);
         assert_eq!(
             r.enabled_names(),
@@ -142,9 +157,18 @@ mod tests {
 
     #[test]
     fn write_only_and_bash_only() {
-        let w = Registry::builtin(&ToolSelection { allow_write: true, ..Default::default() });
-        assert_eq!(w.enabled_names(), vec!["EditFile", "Glob", "Grep", "ReadFile", "WriteFile"]);
-        let b = Registry::builtin(&ToolSelection { allow_bash: true, ..Default::default() });
+        let w = Registry::builtin(&ToolSelection {
+            allow_write: true,
+            ..Default::default()
+        });
+        assert_eq!(
+            w.enabled_names(),
+            vec!["EditFile", "Glob", "Grep", "ReadFile", "WriteFile"]
+        );
+        let b = Registry::builtin(&ToolSelection {
+            allow_bash: true,
+            ..Default::default()
+        });
         assert_eq!(b.enabled_names(), vec!["Bash", "Glob", "Grep", "ReadFile"]);
     }
 

@@ -15,7 +15,10 @@ pub(crate) fn resolve_for_read(ctx: &ToolContext, path: &str) -> Result<PathBuf,
     if canon.starts_with(&ctx.workspace) || canon.starts_with(&ctx.spill_dir) {
         Ok(canon)
     } else {
-        Err(ToolError::failed(format!("{path} is outside the workspace {}", ctx.workspace.display())))
+        Err(ToolError::failed(format!(
+            "{path} is outside the workspace {}",
+            ctx.workspace.display()
+        )))
     }
 }
 
@@ -25,11 +28,18 @@ pub(crate) fn resolve_for_write(ctx: &ToolContext, path: &str) -> Result<PathBuf
     if p.starts_with(&ctx.workspace) {
         Ok(p)
     } else {
-        Err(ToolError::failed(format!("{path} is outside the workspace {}", ctx.workspace.display())))
+        Err(ToolError::failed(format!(
+            "{path} is outside the workspace {}",
+            ctx.workspace.display()
+        )))
     }
 }
 
 fn absolute(ctx: &ToolContext, path: &str) -> PathBuf {
     let p = Path::new(path);
-    if p.is_absolute() { p.to_path_buf() } else { ctx.workspace.join(p) }
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        ctx.workspace.join(p)
+    }
 }

@@ -8,7 +8,10 @@ use serde_json::Value;
 /// Checks `input` against `schema`; the error names the offending field.
 pub(crate) fn validate(schema: &Value, input: &Value) -> Result<(), String> {
     let Some(obj) = input.as_object() else {
-        return Err(format!("input must be a JSON object, got {}", type_name(input)));
+        return Err(format!(
+            "input must be a JSON object, got {}",
+            type_name(input)
+        ));
     };
     let props = schema.get("properties").and_then(Value::as_object);
     if let Some(required) = schema.get("required").and_then(Value::as_array) {
@@ -23,8 +26,9 @@ pub(crate) fn validate(schema: &Value, input: &Value) -> Result<(), String> {
         match props.and_then(|p| p.get(key)) {
             Some(prop) => check_property(key, prop, value)?,
             None if closed => {
-                let known: Vec<&str> =
-                    props.map(|p| p.keys().map(String::as_str).collect()).unwrap_or_default();
+                let known: Vec<&str> = props
+                    .map(|p| p.keys().map(String::as_str).collect())
+                    .unwrap_or_default();
                 return Err(format!(
                     "unknown field `{key}`; expected one of: {}",
                     known.join(", ")
@@ -71,7 +75,11 @@ fn check_property(key: &str, prop: &Value, value: &Value) -> Result<(), String> 
 }
 
 fn article(t: &str) -> &'static str {
-    if t.starts_with(['a', 'e', 'i', 'o', 'u']) { "an" } else { "a" }
+    if t.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
+    }
 }
 
 fn type_name(v: &Value) -> &'static str {
@@ -99,7 +107,10 @@ mod tests {
 
     #[test]
     fn accepts_valid() {
-        assert_eq!(validate(&schema(), &json!({"path": "a", "limit": 3})), Ok(()));
+        assert_eq!(
+            validate(&schema(), &json!({"path": "a", "limit": 3})),
+            Ok(())
+        );
     }
 
     #[test]

@@ -1,0 +1,115 @@
+//! Command-line types (clap derive), one field per flag. No I/O and no environment reads
+//! here: `config` turns these into a validated `Config`.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "agent",
+    version,
+    about = "A non-interactive coding agent for CI and scripts"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a task to completion and print the answer (or the transcript with --json).
+    Run(Box<RunArgs>),
+    /// List the enabled tools and the exact `tools` array sent to the API.
+    Tools(ToolsArgs),
+}
+
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    humantime::parse_duration(s).map_err(|e| format!("{e} (examples: 90s, 2m, 1h30m)"))
+}
+
+/// Which tools are enabled (SPEC §6). Shared by `run` and `tools`.
+#[derive(Debug, Clone, Args)]
+pub struct ToolArgs {
+    /// Enable the file-writing tools (WriteFile, EditFile).
+    #[arg(long)]
+    pub allow_write: bool,
+    /// Enable the Bash tool.
+    #[arg(long)]
+    pub allow_bash: bool,
+    /// Enable every tool (--allow-write --allow-bash).
+    #[arg(long)]
+    pub full_auto: bool,
+    /// Enable exactly these tools (comma-separated names).
+    #[arg(long, value_delimiter = ',', value_name = "TOOLS")]
+    pub allowed_tools: Option<Vec<String>>,
+    /// Disable these tools (comma-separated names), whatever enabled them.
+    #[arg(long, value_delimiter = ',', value_name = "TOOLS")]
+    pub disallowed_tools: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The task. `-` (or no PROMPT with stdin not a terminal) reads it from stdin.
+    pub prompt: Option<String>,
+    /// Read the task from FILE.
+    #[arg(long, value_name = "FILE", conflicts_with = "prompt")]
+    pub prompt_file: Option<PathBuf>,
+    /// Workspace root (default: the current directory). File tools are confined to it.
+    #[arg(short = 'C', long = "cwd", value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// Print exactly one JSON transcript on stdout instead of the final text.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write the transcript to FILE (always: on success, failure, timeout, signal).
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Silence stderr except errors.
+    #[arg(short, long, conflicts_with = "verbose")]
+    pub quiet: bool,
+    /// Log each request and tool call to stderr.
+    #[arg(short, long)]
+    pub verbose: bool,
+    /// Model id [env: AGENT_MODEL].
+    #[arg(short, long)]
+    pub model: Option<String>,
+    /// Maximum output tokens per response.
+    #[arg(long, default_value_t = 8192, value_name = "N")]
+    pub max_tokens: u32,
+    /// API base URL [env: ANTHROPIC_BASE_URL] (default https://api.anthropic.com).
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// Replace the built-in system prompt (TEXT, or @FILE).
+    #[arg(long, value_name = "TEXT|@FILE")]
+    pub system: Option<String>,
+    /// Append to the system prompt (TEXT, or @FILE).
+    #[arg(long, value_name = "TEXT|@FILE")]
+    pub append_system_prompt: Option<String>,
+    /// Maximum number of model requests.
+    #[arg(long, default_value_t = 50, value_name = "N")]
+    pub max_turns: u32,
+    /// Time limit for the whole run (e.g. 90s, 10m); exit 124 when it expires.
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    pub timeout: Option<Duration>,
+    /// Default timeout of one Bash command.
+    #[arg(long, value_parser = parse_duration, default_value = "30s", value_name = "DURATION")]
+    pub bash_timeout: Duration,
+    /// Retries of a failed API call.
+    #[arg(long, default_value_t = 4, value_name = "N")]
+    pub max_retries: u32,
+    /// A response stream silent this long counts as dropped (and is retried).
+    #[arg(long, value_parser = parse_duration, default_value = "300s", value_name = "DURATION")]
+    pub idle_timeout: Duration,
+    #[command(flatten)]
+    pub tools: ToolArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ToolsArgs {
+    /// Print JSON: the tools with their metadata and the exact API `tools` array.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub tools: ToolArgs,
+}

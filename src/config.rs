@@ -1,0 +1,358 @@
+//! Turns the command line and the environment into one validated, immutable `Config`.
+//! Every bad input is an `Error::Usage` (exit 2) naming the flag or variable to fix,
+//! raised here, before any request is made.
+
+use std::io::{IsTerminal, Read};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::cli::{RunArgs, ToolArgs};
+use crate::error::Error;
+use crate::tools::registry::{Registry, ToolSelection};
+
+/// A current Claude Sonnet model id.
+pub const DEFAULT_MODEL: &str = "claude-sonnet-4-5";
+pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
+/// Project instruction files appended to the system prompt, first found wins.
+const PROJECT_INSTRUCTION_FILES: &[&str] = &["AGENTS.md", "CLAUDE.md"];
+/// A project instruction file larger than this is cut: it is re-sent every turn.
+const MAX_PROJECT_INSTRUCTIONS_BYTES: usize = 64 * 1024;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verbosity {
+    Quiet,
+    Normal,
+    Verbose,
+}
+
+/// Everything `agent run` needs, validated.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub prompt: String,
+    /// Canonical workspace root.
+    pub workspace: PathBuf,
+    pub json: bool,
+    pub output_file: Option<PathBuf>,
+    pub verbosity: Verbosity,
+    pub model: String,
+    pub max_tokens: u32,
+    pub base_url: String,
+    pub api_key: String,
+    pub system_prompt: String,
+    pub max_turns: u32,
+    pub timeout: Option<Duration>,
+    pub bash_timeout: Duration,
+    pub max_retries: u32,
+    pub idle_timeout: Duration,
+    pub tools: ToolSelection,
+}
+
+/// The environment as config sees it: injectable so tests need not mutate the process env.
+pub trait Env {
+    fn var(&self, name: &str) -> Option<String>;
+}
+
+pub struct ProcessEnv;
+
+impl Env for ProcessEnv {
+    fn var(&self, name: &str) -> Option<String> {
+        std::env::var(name).ok().filter(|v| !v.is_empty())
+    }
+}
+
+impl Config {
+    pub fn from_args(args: &RunArgs, env: &dyn Env) -> Result<Config, Error> {
+        let workspace = workspace_root(args.cwd.as_deref())?;
+        let tools = tool_selection(&args.tools)?;
+        let prompt = read_prompt(args)?;
+        if args.max_turns == 0 {
+            return Err(Error::Usage("--max-turns must be at least 1".into()));
+        }
+        if args.max_tokens == 0 {
+            return Err(Error::Usage("--max-tokens must be at least 1".into()));
+        }
+        if args.bash_timeout.is_zero() {
+            return Err(Error::Usage("--bash-timeout must be longer than 0s".into()));
+        }
+        if args.timeout.is_some_and(|t| t.is_zero()) {
+            return Err(Error::Usage("--timeout must be longer than 0s".into()));
+        }
+        let api_key = env.var("ANTHROPIC_API_KEY").ok_or_else(|| {
+            Error::Usage(
+                "ANTHROPIC_API_KEY is not set: export your Anthropic API key in ANTHROPIC_API_KEY"
+                    .into(),
+            )
+        })?;
+        let base_url = args
+            .base_url
+            .clone()
+            .or_else(|| env.var("ANTHROPIC_BASE_URL"))
+            .unwrap_or_else(|| DEFAULT_BASE_URL.to_string());
+        if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+            return Err(Error::Usage(format!(
+                "--base-url / ANTHROPIC_BASE_URL must start with http:// or https://, got {base_url:?}"
+            )));
+        }
+        let model = args
+            .model
+            .clone()
+            .or_else(|| env.var("AGENT_MODEL"))
+            .unwrap_or_else(|| DEFAULT_MODEL.to_string());
+        let system_prompt = system_prompt(
+            &workspace,
+            args.system.as_deref(),
+            args.append_system_prompt.as_deref(),
+        )?;
+        let verbosity = if args.quiet {
+            Verbosity::Quiet
+        } else if args.verbose {
+            Verbosity::Verbose
+        } else {
+            Verbosity::Normal
+        };
+        Ok(Config {
+            prompt,
+            workspace,
+            json: args.json,
+            output_file: args.output.clone(),
+            verbosity,
+            model,
+            max_tokens: args.max_tokens,
+            base_url: base_url.trim_end_matches('/').to_string(),
+            api_key,
+            system_prompt,
+            max_turns: args.max_turns,
+            timeout: args.timeout,
+            bash_timeout: args.bash_timeout,
+            max_retries: args.max_retries,
+            idle_timeout: args.idle_timeout,
+            tools,
+        })
+    }
+}
+
+fn workspace_root(cwd: Option<&Path>) -> Result<PathBuf, Error> {
+    let dir = match cwd {
+        Some(d) => d.to_path_buf(),
+        None => std::env::current_dir()
+            .map_err(|e| Error::Usage(format!("cannot read the current directory: {e}")))?,
+    };
+    let canon = dir
+        .canonicalize()
+        .map_err(|e| Error::Usage(format!("-C/--cwd {}: {e}", dir.display())))?;
+    if !canon.is_dir() {
+        return Err(Error::Usage(format!(
+            "-C/--cwd {}: not a directory",
+            dir.display()
+        )));
+    }
+    Ok(canon)
+}
+
+/// Validates tool names and builds the selection (SPEC §6).
+pub fn tool_selection(args: &ToolArgs) -> Result<ToolSelection, Error> {
+    let known = Registry::builtin(&ToolSelection::default()).all_names();
+    let check = |flag: &str, names: &[String]| -> Result<(), Error> {
+        for n in names {
+            if !known.contains(&n.as_str()) {
+                return Err(Error::Usage(format!(
+                    "{flag}: unknown tool {n:?}; known tools: {}",
+                    known.join(", ")
+                )));
+            }
+        }
+        Ok(())
+    };
+    if let Some(a) = &args.allowed_tools {
+        check("--allowed-tools", a)?;
+    }
+    check("--disallowed-tools", &args.disallowed_tools)?;
+    Ok(ToolSelection {
+        allow_write: args.allow_write || args.full_auto,
+        allow_bash: args.allow_bash || args.full_auto,
+        allowed: args.allowed_tools.clone(),
+        disallowed: args.disallowed_tools.clone(),
+    })
+}
+
+/// The task: the argument, `-`/stdin, or --prompt-file. Stdin is read only for `-`, or
+/// when no PROMPT is given and stdin is not a terminal.
+fn read_prompt(args: &RunArgs) -> Result<String, Error> {
+    let text = if let Some(file) = &args.prompt_file {
+        std::fs::read_to_string(file)
+            .map_err(|e| Error::Usage(format!("--prompt-file {}: {e}", file.display())))?
+    } else {
+        match args.prompt.as_deref() {
+            Some("-") => read_stdin()?,
+            Some(p) => p.to_string(),
+            None if !std::io::stdin().is_terminal() => read_stdin()?,
+            None => {
+                return Err(Error::Usage(
+                    "no task given: pass PROMPT, `-` to read it from stdin, or --prompt-file FILE"
+                        .into(),
+                ));
+            }
+        }
+    };
+    if text.trim().is_empty() {
+        return Err(Error::Usage(
+            "the task is empty: give a non-empty PROMPT".into(),
+        ));
+    }
+    Ok(text)
+}
+
+fn read_stdin() -> Result<String, Error> {
+    let mut s = String::new();
+    std::io::stdin()
+        .read_to_string(&mut s)
+        .map_err(|e| Error::Usage(format!("cannot read the task from stdin: {e}")))?;
+    Ok(s)
+}
+
+/// `TEXT` or `@FILE`.
+fn text_or_file(flag: &str, value: &str) -> Result<String, Error> {
+    match value.strip_prefix('@') {
+        Some(path) => {
+            std::fs::read_to_string(path).map_err(|e| Error::Usage(format!("{flag} @{path}: {e}")))
+        }
+        None => Ok(value.to_string()),
+    }
+}
+
+/// The built-in system prompt: the rules of a run nobody watches.
+fn base_system_prompt(workspace: &Path) -> String {
+    format!(
+        "You are agent, an autonomous coding agent running non-interactively (in CI or a script).\n\
+         Nobody will answer questions or confirm anything: never ask; make reasonable decisions \
+         and state your assumptions.\n\
+         You work in the workspace {ws}. Paths in tool inputs may be absolute (inside the \
+         workspace) or relative to it; nothing outside it may be changed.\n\
+         Use the dedicated tools for files: ReadFile to read, Glob to find files, Grep to search \
+         contents, EditFile and WriteFile to change files. Use Bash (when enabled) for running \
+         builds, tests and other commands, not for reading, searching or editing files.\n\
+         Independent read-only calls (ReadFile, Glob, Grep) may be made together in one response: \
+         they run in parallel.\n\
+         A tool result marked as an error tells you what went wrong: adjust and go on.\n\
+         Verify your work (for example by running the tests) when you can.\n\
+         When you are done, end with a short summary of what you did and what is left, if anything.",
+        ws = workspace.display()
+    )
+}
+
+fn system_prompt(
+    workspace: &Path,
+    system: Option<&str>,
+    append: Option<&str>,
+) -> Result<String, Error> {
+    let mut prompt = match system {
+        Some(s) => text_or_file("--system", s)?,
+        None => {
+            let mut p = base_system_prompt(workspace);
+            if let Some((name, text)) = project_instructions(workspace) {
+                p.push_str(&format!(
+                    "\n\n# Project instructions ({name})\n\n{}",
+                    text.trim_end()
+                ));
+            }
+            p
+        }
+    };
+    if let Some(a) = append {
+        let extra = text_or_file("--append-system-prompt", a)?;
+        prompt.push_str("\n\n");
+        prompt.push_str(&extra);
+    }
+    Ok(prompt)
+}
+
+fn project_instructions(workspace: &Path) -> Option<(&'static str, String)> {
+    PROJECT_INSTRUCTION_FILES.iter().find_map(|name| {
+        let bytes = std::fs::read(workspace.join(name)).ok()?;
+        let cut = &bytes[..bytes.len().min(MAX_PROJECT_INSTRUCTIONS_BYTES)];
+        Some((*name, String::from_utf8_lossy(cut).into_owned()))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    struct FakeEnv(Vec<(&'static str, &'static str)>);
+    impl Env for FakeEnv {
+        fn var(&self, name: &str) -> Option<String> {
+            self.0
+                .iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.to_string())
+        }
+    }
+
+    fn parse(args: &[&str]) -> RunArgs {
+        let mut v = vec!["agent", "run"];
+        v.extend_from_slice(args);
+        match crate::cli::Cli::try_parse_from(v).unwrap().command {
+            crate::cli::Command::Run(r) => *r,
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn missing_key_names_the_variable() {
+        let e = Config::from_args(&parse(&["hi"]), &FakeEnv(vec![])).unwrap_err();
+        assert!(e.to_string().contains("ANTHROPIC_API_KEY"), "{e}");
+        assert_eq!(e.exit_code(), 2);
+    }
+
+    #[test]
+    fn env_and_flags() {
+        let env = FakeEnv(vec![
+            ("ANTHROPIC_API_KEY", "k"),
+            ("AGENT_MODEL", "m-env"),
+            ("ANTHROPIC_BASE_URL", "http://127.0.0.1:9/"),
+        ]);
+        let c = Config::from_args(&parse(&["hi", "--full-auto"]), &env).unwrap();
+        assert_eq!(c.model, "m-env");
+        assert_eq!(c.base_url, "http://127.0.0.1:9");
+        assert!(c.tools.allow_bash && c.tools.allow_write);
+        let c = Config::from_args(
+            &parse(&["hi", "-m", "m-flag", "--base-url", "https://x"]),
+            &env,
+        )
+        .unwrap();
+        assert_eq!(c.model, "m-flag");
+        assert_eq!(c.base_url, "https://x");
+    }
+
+    #[test]
+    fn rejects_bad_values() {
+        let env = FakeEnv(vec![("ANTHROPIC_API_KEY", "k")]);
+        for (args, needle) in [
+            (vec!["hi", "--max-turns", "0"], "--max-turns"),
+            (vec!["hi", "--allowed-tools", "Nope"], "--allowed-tools"),
+            (vec!["hi", "--disallowed-tools", "X"], "--disallowed-tools"),
+            (vec!["  "], "empty"),
+            (vec!["hi", "-C", "/definitely/not/here"], "--cwd"),
+            (vec!["hi", "--base-url", "ftp://x"], "--base-url"),
+        ] {
+            let e = Config::from_args(&parse(&args), &env).unwrap_err();
+            assert!(e.to_string().contains(needle), "{args:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn system_prompt_rules_and_project_file() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("AGENTS.md"), "Always run make check.").unwrap();
+        let p = system_prompt(dir.path(), None, Some("Extra rule.")).unwrap();
+        assert!(p.contains("non-interactively"));
+        assert!(p.contains("Always run make check."));
+        assert!(p.ends_with("Extra rule."));
+        let f = dir.path().join("sys.txt");
+        std::fs::write(&f, "Custom.").unwrap();
+        let p = system_prompt(dir.path(), Some(&format!("@{}", f.display())), None).unwrap();
+        assert_eq!(p, "Custom.");
+        assert!(system_prompt(dir.path(), Some("@/no/such/file"), None).is_err());
+    }
+}

@@ -1,0 +1,356 @@
+//! The one path every tool call takes (SPEC §5): look up → schema check → the tool's
+//! `validate_input` → gate (hooks and permission rules) → execute (panics caught) →
+//! result size limit (spill) → gate after → a record with timings.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::tools::registry::Registry;
+use crate::tools::{Tool, ToolContext, ToolError, ToolResult, schema};
+use crate::turn::PendingCall;
+
+/// How much of an oversized result the model sees before the saved file's path.
+const SPILL_PREVIEW_CHARS: usize = 2_000; // enough to judge whether to read the rest
+
+/// Why a call was refused before it ran.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Denial {
+    /// The message the model gets (e.g. `denied by policy: Bash(rm:*)`).
+    pub reason: String,
+}
+
+/// Where hooks and permission rules plug in (SPEC §6). The default lets everything through.
+pub trait Gate: Send + Sync {
+    /// Runs after the input is known to be valid, before the tool executes.
+    fn before(&self, _tool: &dyn Tool, _call_id: &str, _input: &Value) -> Result<(), Denial> {
+        Ok(())
+    }
+    /// Runs after the tool; may amend the result the model sees.
+    fn after(&self, _tool: &dyn Tool, _call_id: &str, _input: &Value, _result: &mut ToolResult) {}
+}
+
+/// The gate that allows every call of an enabled tool.
+pub struct OpenGate;
+impl Gate for OpenGate {}
+
+/// What happened to one call.
+#[derive(Debug, Clone)]
+pub struct CallOutcome {
+    pub result: ToolResult,
+    /// Since the start of the run.
+    pub started: Duration,
+    pub duration: Duration,
+    pub denial: Option<Denial>,
+    /// A system failure that must end the run.
+    pub fatal: Option<String>,
+}
+
+pub struct Dispatcher<'a> {
+    pub registry: &'a Registry,
+    pub ctx: &'a ToolContext,
+    pub gate: &'a dyn Gate,
+    pub run_start: Instant,
+}
+
+impl Dispatcher<'_> {
+    /// Whether the call may share a parallel batch with its neighbours.
+    pub fn is_concurrency_safe(&self, call: &PendingCall) -> bool {
+        match (self.registry.get(&call.name), &call.input) {
+            (Some(tool), Ok(input)) => tool.is_concurrency_safe(input),
+            _ => false,
+        }
+    }
+
+    pub fn dispatch(&self, call: &PendingCall) -> CallOutcome {
+        let t0 = Instant::now();
+        let started = t0.duration_since(self.run_start);
+        let mut denial = None;
+        let mut fatal = None;
+        let result = match self.prepare(call) {
+            Err(r) => r,
+            Ok((tool, input)) => match self.gate.before(tool, &call.id, input) {
+                Err(d) => {
+                    let r = ToolResult::error(d.reason.clone());
+                    denial = Some(d);
+                    r
+                }
+                Ok(()) => {
+                    let mut r = match execute_caught(tool, self.ctx, input) {
+                        Ok(r) => r,
+                        Err(ToolError::Failed(m)) => ToolResult::error(m),
+                        Err(ToolError::Fatal(m)) => {
+                            fatal = Some(m.clone());
+                            ToolResult::error(m)
+                        }
+                    };
+                    if let Some(max) = tool.max_result_chars() {
+                        limit_size(&mut r, max, &self.ctx.spill_dir, &call.id);
+                    }
+                    self.gate.after(tool, &call.id, input, &mut r);
+                    r
+                }
+            },
+        };
+        CallOutcome {
+            result,
+            started,
+            duration: t0.elapsed(),
+            denial,
+            fatal,
+        }
+    }
+
+    /// Lookup, schema check and the tool's own validation.
+    fn prepare<'c>(&self, call: &'c PendingCall) -> Result<(&dyn Tool, &'c Value), ToolResult> {
+        let Some(tool) = self.registry.get(&call.name) else {
+            return Err(ToolResult::error(format!(
+                "unknown tool {:?}; the enabled tools are: {}",
+                call.name,
+                self.registry.enabled_names().join(", ")
+            )));
+        };
+        let input = call
+            .input
+            .as_ref()
+            .map_err(|m| ToolResult::error(m.clone()))?;
+        schema::validate(&tool.input_schema(), input)
+            .map_err(|m| ToolResult::error(format!("invalid input for {}: {m}", call.name)))?;
+        tool.validate_input(input)
+            .map_err(|e| ToolResult::error(format!("invalid input for {}: {e}", call.name)))?;
+        Ok((tool.as_ref(), input))
+    }
+}
+
+/// A panic inside a tool becomes an error result, never a crash of the run.
+fn execute_caught(
+    tool: &dyn Tool,
+    ctx: &ToolContext,
+    input: &Value,
+) -> Result<ToolResult, ToolError> {
+    catch_unwind(AssertUnwindSafe(|| tool.execute(ctx, input))).unwrap_or_else(|panic| {
+        let msg = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".to_string());
+        Err(ToolError::failed(format!(
+            "internal error: the {} tool panicked ({msg}); try a different approach",
+            tool.name()
+        )))
+    })
+}
+
+/// Saves an oversized result in full and gives the model a preview plus the file's path.
+fn limit_size(result: &mut ToolResult, max_chars: usize, spill_dir: &PathBuf, call_id: &str) {
+    if result.content.len() <= max_chars {
+        return; // bytes >= chars, so this is the common fast path
+    }
+    let total_chars = result.content.chars().count();
+    if total_chars <= max_chars {
+        return;
+    }
+    let preview: String = result.content.chars().take(SPILL_PREVIEW_CHARS).collect();
+    let safe_id: String = call_id
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    let path = spill_dir.join(format!("result-{safe_id}.txt"));
+    let saved = std::fs::create_dir_all(spill_dir)
+        .and_then(|()| std::fs::write(&path, result.content.as_bytes()));
+    let note = match &saved {
+        Ok(()) => format!(
+            "\n\n[result truncated: showing the first {SPILL_PREVIEW_CHARS} of {total_chars} \
+             characters; the full result was saved to {} — read it with ReadFile using \
+             offset/limit]",
+            path.display()
+        ),
+        Err(e) => format!(
+            "\n\n[result truncated: showing the first {SPILL_PREVIEW_CHARS} of {total_chars} \
+             characters; saving the full result failed: {e}]"
+        ),
+    };
+    result.content = preview + &note;
+    result
+        .metadata
+        .insert("truncated_from_chars".into(), total_chars.into());
+    if saved.is_ok() {
+        result
+            .metadata
+            .insert("full_result_path".into(), path.display().to_string().into());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::Category;
+    use crate::tools::registry::ToolSelection;
+    use serde_json::json;
+    use std::sync::Arc;
+
+    struct Fake {
+        out: String,
+        panic: bool,
+    }
+    impl Tool for Fake {
+        fn name(&self) -> &'static str {
+            "Fake"
+        }
+        fn description(&self) -> &'static str {
+            "fake"
+        }
+        fn input_schema(&self) -> Value {
+            json!({"type":"object","properties":{"n":{"type":"integer"}},"required":["n"],
+                   "additionalProperties":false})
+        }
+        fn is_read_only(&self) -> bool {
+            true
+        }
+        fn category(&self) -> Category {
+            Category::File
+        }
+        fn validate_input(&self, input: &Value) -> Result<(), ToolError> {
+            if input["n"] == 13 {
+                Err(ToolError::failed("n must not be 13"))
+            } else {
+                Ok(())
+            }
+        }
+        fn execute(&self, _: &ToolContext, _: &Value) -> Result<ToolResult, ToolError> {
+            if self.panic {
+                panic!("boom");
+            }
+            Ok(ToolResult::ok(self.out.clone()))
+        }
+    }
+
+    struct DenyAll;
+    impl Gate for DenyAll {
+        fn before(&self, _: &dyn Tool, _: &str, _: &Value) -> Result<(), Denial> {
+            Err(Denial {
+                reason: "denied by policy: Fake".into(),
+            })
+        }
+    }
+
+    fn setup(out: &str, panic: bool) -> (Registry, ToolContext, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut r = Registry::builtin(&ToolSelection::default());
+        r.register(Arc::new(Fake {
+            out: out.into(),
+            panic,
+        }));
+        let mut ctx = ToolContext::for_workspace(dir.path().canonicalize().unwrap());
+        ctx.spill_dir = dir.path().join("spill");
+        (r, ctx, dir)
+    }
+
+    fn call(name: &str, input: Result<Value, String>) -> PendingCall {
+        PendingCall {
+            id: "toolu_1".into(),
+            name: name.into(),
+            input,
+        }
+    }
+
+    fn run(r: &Registry, ctx: &ToolContext, gate: &dyn Gate, c: &PendingCall) -> CallOutcome {
+        Dispatcher {
+            registry: r,
+            ctx,
+            gate,
+            run_start: Instant::now(),
+        }
+        .dispatch(c)
+    }
+
+    #[test]
+    fn unknown_tool_lists_enabled() {
+        let (r, ctx, _d) = setup("x", false);
+        let o = run(&r, &ctx, &OpenGate, &call("Nope", Ok(json!({}))));
+        assert!(o.result.is_error);
+        assert!(
+            o.result.content.contains("Fake, Glob, Grep, ReadFile"),
+            "{}",
+            o.result.content
+        );
+    }
+
+    #[test]
+    fn schema_errors_name_the_field() {
+        let (r, ctx, _d) = setup("x", false);
+        let o = run(&r, &ctx, &OpenGate, &call("Fake", Ok(json!({}))));
+        assert!(
+            o.result.is_error && o.result.content.contains("`n`"),
+            "{}",
+            o.result.content
+        );
+        let o = run(&r, &ctx, &OpenGate, &call("Fake", Ok(json!({"n": "x"}))));
+        assert!(
+            o.result.content.contains("`n` must be an integer"),
+            "{}",
+            o.result.content
+        );
+        let o = run(&r, &ctx, &OpenGate, &call("Fake", Ok(json!({"n": 13}))));
+        assert!(
+            o.result.content.contains("must not be 13"),
+            "{}",
+            o.result.content
+        );
+    }
+
+    #[test]
+    fn unparsed_input_is_reported() {
+        let (r, ctx, _d) = setup("x", false);
+        let o = run(
+            &r,
+            &ctx,
+            &OpenGate,
+            &call("Fake", Err("bad json: EOF".into())),
+        );
+        assert!(o.result.is_error && o.result.content == "bad json: EOF");
+    }
+
+    #[test]
+    fn panic_becomes_error_result() {
+        let (r, ctx, _d) = setup("x", true);
+        let o = run(&r, &ctx, &OpenGate, &call("Fake", Ok(json!({"n": 1}))));
+        assert!(o.result.is_error && o.result.content.contains("panicked (boom)"));
+        assert!(o.fatal.is_none());
+    }
+
+    #[test]
+    fn gate_denial_is_recorded() {
+        let (r, ctx, _d) = setup("x", false);
+        let o = run(&r, &ctx, &DenyAll, &call("Fake", Ok(json!({"n": 1}))));
+        assert!(o.result.is_error);
+        assert_eq!(o.denial.unwrap().reason, "denied by policy: Fake");
+    }
+
+    #[test]
+    fn large_result_spills_with_preview() {
+        let big = "é".repeat(40_000);
+        let (r, ctx, _d) = setup(&big, false);
+        let o = run(&r, &ctx, &OpenGate, &call("Fake", Ok(json!({"n": 1}))));
+        assert!(!o.result.is_error);
+        assert!(
+            o.result
+                .content
+                .starts_with(&"é".repeat(SPILL_PREVIEW_CHARS))
+        );
+        assert!(o.result.content.contains("of 40000 characters"));
+        let path = o.result.metadata["full_result_path"].as_str().unwrap();
+        assert_eq!(std::fs::read_to_string(path).unwrap(), big);
+        assert!(o.result.content.contains(path));
+    }
+
+    #[test]
+    fn result_at_limit_is_kept() {
+        let exact = "a".repeat(crate::tools::DEFAULT_MAX_RESULT_CHARS);
+        let (r, ctx, _d) = setup(&exact, false);
+        let o = run(&r, &ctx, &OpenGate, &call("Fake", Ok(json!({"n": 1}))));
+        assert_eq!(o.result.content, exact);
+    }
+}

@@ -1,0 +1,163 @@
+//! The only module that writes to stdout (the answer, or one JSON document), plus the
+//! stderr side: leveled log lines with secrets redacted, and an indicatif spinner drawn
+//! only when stderr is a terminal.
+#![allow(clippy::print_stdout)]
+
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use crate::config::Verbosity;
+
+static LEVEL: AtomicU8 = AtomicU8::new(1);
+static SECRETS: OnceLock<Vec<String>> = OnceLock::new();
+static BAR: Mutex<Option<ProgressBar>> = Mutex::new(None);
+
+/// How often the spinner redraws on its own.
+const SPINNER_TICK: Duration = Duration::from_millis(120);
+
+/// Sets the log level and the secret values to redact from everything written.
+pub fn init(verbosity: Verbosity, secrets: Vec<String>) {
+    let level = match verbosity {
+        Verbosity::Quiet => 0,
+        Verbosity::Normal => 1,
+        Verbosity::Verbose => 2,
+    };
+    LEVEL.store(level, Ordering::Relaxed);
+    let _ = SECRETS.set(secrets);
+    if level > 0 && std::io::stderr().is_terminal() {
+        let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+        let style = ProgressStyle::with_template("{spinner} {elapsed} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner());
+        bar.set_style(style);
+        bar.enable_steady_tick(SPINNER_TICK);
+        if let Ok(mut b) = BAR.lock() {
+            *b = Some(bar);
+        }
+    }
+}
+
+/// Removes every known secret value from `text`.
+pub fn redact(text: &str) -> String {
+    match SECRETS.get() {
+        Some(s) if !s.is_empty() => crate::secrets::redact(text, s),
+        _ => text.to_string(),
+    }
+}
+
+fn emit(min_level: u8, prefix: &str, msg: &str) {
+    if LEVEL.load(Ordering::Relaxed) < min_level {
+        return;
+    }
+    let line = format!("agent: {prefix}{}", redact(msg));
+    let bar = BAR.lock().ok().and_then(|b| b.clone());
+    match bar {
+        Some(b) => b.suspend(|| eprintln!("{line}")),
+        None => eprintln!("{line}"),
+    }
+}
+
+/// Always shown (also with -q).
+pub fn error(msg: &str) {
+    emit(0, "error: ", msg);
+}
+
+/// Shown unless -q.
+pub fn warn(msg: &str) {
+    emit(1, "warning: ", msg);
+}
+
+/// Shown unless -q.
+pub fn info(msg: &str) {
+    emit(1, "", msg);
+}
+
+/// Shown with -v.
+pub fn debug(msg: &str) {
+    emit(2, "", msg);
+}
+
+/// Updates the spinner's message (a no-op when stderr is not a terminal).
+pub fn progress(msg: &str) {
+    if let Some(b) = BAR.lock().ok().and_then(|b| b.clone()) {
+        b.set_message(redact(msg));
+    }
+}
+
+/// Removes the spinner before the final lines.
+pub fn progress_done() {
+    if let Some(b) = BAR.lock().ok().and_then(|mut b| b.take()) {
+        b.finish_and_clear();
+    }
+}
+
+/// Writes the run's stdout payload. A closed stdout (`| head`) is not an error.
+pub fn print_stdout(text: &str) {
+    let mut out = std::io::stdout().lock();
+    let r = out.write_all(text.as_bytes()).and_then(|()| {
+        if text.ends_with('\n') {
+            Ok(())
+        } else {
+            out.write_all(b"\n")
+        }
+    });
+    let r = r.and_then(|()| out.flush());
+    if let Err(e) = r {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            error(&format!("cannot write to stdout: {e}"));
+        }
+    }
+}
+
+/// Writes `bytes` to `path` atomically: a temp file beside it, then a rename, so that a
+/// reader (or a SIGKILL) never sees half a file.
+pub fn write_file_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let result = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn atomic_write_replaces() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("t.json");
+        write_file_atomic(&p, b"one").unwrap();
+        write_file_atomic(&p, b"two").unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "two");
+        assert_eq!(
+            std::fs::read_dir(d.path()).unwrap().count(),
+            1,
+            "no temp file left"
+        );
+    }
+
+    #[test]
+    fn atomic_write_fails_cleanly() {
+        let p = Path::new("/definitely/not/a/dir/t.json");
+        assert!(write_file_atomic(p, b"x").is_err());
+    }
+}

@@ -1,0 +1,229 @@
+//! Batches one turn's tool calls (SPEC §5): a maximal run of consecutive
+//! concurrency-safe calls is one batch run in parallel; every other call is a batch of
+//! its own, run alone, in order. Results come back in the model's order.
+
+use std::ops::Range;
+use std::sync::OnceLock;
+
+use rayon::prelude::*;
+
+use crate::dispatch::{CallOutcome, Dispatcher};
+use crate::turn::PendingCall;
+
+/// Threads for parallel batches. Tool calls wait on I/O, so this is not the core count:
+/// on a 2-core CI runner, five reads should still all be in flight at once.
+const MAX_PARALLEL_TOOLS: usize = 10;
+
+/// A call's outcome with the batch it ran in (numbered across the whole run, from 1).
+#[derive(Debug, Clone)]
+pub struct Scheduled {
+    pub outcome: CallOutcome,
+    pub batch: u32,
+}
+
+/// Splits `n` calls into batches: `safe(i)` calls that are adjacent share a batch.
+pub fn partition(n: usize, safe: impl Fn(usize) -> bool) -> Vec<Range<usize>> {
+    let mut batches: Vec<Range<usize>> = Vec::new();
+    let mut prev_safe = false;
+    for i in 0..n {
+        let s = safe(i);
+        match batches.last_mut() {
+            Some(b) if s && prev_safe => b.end = i + 1,
+            _ => batches.push(i..i + 1),
+        }
+        prev_safe = s;
+    }
+    batches
+}
+
+fn pool() -> Option<&'static rayon::ThreadPool> {
+    static POOL: OnceLock<Option<rayon::ThreadPool>> = OnceLock::new();
+    POOL.get_or_init(|| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(MAX_PARALLEL_TOOLS)
+            .thread_name(|i| format!("agent-tool-{i}"))
+            .build()
+            .ok()
+    })
+    .as_ref()
+}
+
+/// Runs the calls batch by batch; `next_batch` is the run-wide batch counter.
+pub fn run_calls(
+    calls: &[PendingCall],
+    dispatcher: &Dispatcher<'_>,
+    next_batch: &mut u32,
+) -> Vec<Scheduled> {
+    let mut out = Vec::with_capacity(calls.len());
+    for range in partition(calls.len(), |i| dispatcher.is_concurrency_safe(&calls[i])) {
+        *next_batch += 1;
+        let batch = *next_batch;
+        let slice = &calls[range];
+        let outcomes: Vec<CallOutcome> = if slice.len() == 1 {
+            vec![dispatcher.dispatch(&slice[0])]
+        } else {
+            let par = || slice.par_iter().map(|c| dispatcher.dispatch(c)).collect();
+            match pool() {
+                Some(p) => p.install(par),
+                None => slice.iter().map(|c| dispatcher.dispatch(c)).collect(),
+            }
+        };
+        let fatal = outcomes.iter().any(|o| o.fatal.is_some());
+        out.extend(
+            outcomes
+                .into_iter()
+                .map(|outcome| Scheduled { outcome, batch }),
+        );
+        if fatal {
+            break; // a system failure ends the run; later calls must not run
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dispatch::OpenGate;
+    use crate::tools::registry::{Registry, ToolSelection};
+    use crate::tools::{Category, Tool, ToolContext, ToolError, ToolResult};
+    use serde_json::{Value, json};
+    use std::sync::{Arc, Barrier, Mutex};
+    use std::time::Instant;
+
+    #[test]
+    fn partition_example_from_spec() {
+        // [read A, read B, glob, bash, read C] → [A, B, glob], [bash], [C]
+        let safe = [true, true, true, false, true];
+        assert_eq!(partition(5, |i| safe[i]), vec![0..3, 3..4, 4..5]);
+    }
+
+    #[test]
+    fn partition_edges() {
+        assert_eq!(partition(0, |_| true), Vec::<Range<usize>>::new());
+        assert_eq!(partition(3, |_| false), vec![0..1, 1..2, 2..3]);
+        assert_eq!(partition(3, |_| true), vec![0..3]);
+        let safe = [false, true, true, false, false, true];
+        assert_eq!(
+            partition(6, |i| safe[i]),
+            vec![0..1, 1..3, 3..4, 4..5, 5..6]
+        );
+    }
+
+    /// A safe tool that waits on a barrier: the batch completes only if every call of
+    /// it is running at the same time.
+    struct Meet {
+        barrier: Arc<Barrier>,
+        log: Arc<Mutex<Vec<String>>>,
+    }
+    impl Tool for Meet {
+        fn name(&self) -> &'static str {
+            "Meet"
+        }
+        fn description(&self) -> &'static str {
+            "test"
+        }
+        fn input_schema(&self) -> Value {
+            json!({"type":"object","properties":{"tag":{"type":"string"}}})
+        }
+        fn is_read_only(&self) -> bool {
+            true
+        }
+        fn is_concurrency_safe(&self, _: &Value) -> bool {
+            true
+        }
+        fn category(&self) -> Category {
+            Category::Search
+        }
+        fn execute(&self, _: &ToolContext, input: &Value) -> Result<ToolResult, ToolError> {
+            let tag = input["tag"].as_str().unwrap_or("").to_string();
+            self.log.lock().unwrap().push(format!("start {tag}"));
+            self.barrier.wait();
+            self.log.lock().unwrap().push(format!("end {tag}"));
+            Ok(ToolResult::ok(tag))
+        }
+    }
+
+    /// An unsafe tool that records when it ran.
+    struct Solo {
+        log: Arc<Mutex<Vec<String>>>,
+    }
+    impl Tool for Solo {
+        fn name(&self) -> &'static str {
+            "Solo"
+        }
+        fn description(&self) -> &'static str {
+            "test"
+        }
+        fn input_schema(&self) -> Value {
+            json!({"type":"object","properties":{"tag":{"type":"string"}}})
+        }
+        fn is_read_only(&self) -> bool {
+            false
+        }
+        fn category(&self) -> Category {
+            Category::File
+        }
+        fn execute(&self, _: &ToolContext, input: &Value) -> Result<ToolResult, ToolError> {
+            let tag = input["tag"].as_str().unwrap_or("").to_string();
+            self.log.lock().unwrap().push(format!("solo {tag}"));
+            Ok(ToolResult::ok(tag))
+        }
+    }
+
+    fn call(id: &str, name: &str, tag: &str) -> PendingCall {
+        PendingCall {
+            id: id.into(),
+            name: name.into(),
+            input: Ok(json!({"tag": tag})),
+        }
+    }
+
+    #[test]
+    fn safe_calls_run_at_once_and_writes_split_batches() {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        // Two safe batches of 3 and 2: each barrier only opens when its whole batch runs.
+        let mut reg = Registry::new();
+        reg.register(Arc::new(Meet {
+            barrier: Arc::new(Barrier::new(3)),
+            log: log.clone(),
+        }));
+        reg.register(Arc::new(Solo { log: log.clone() }));
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = ToolContext::for_workspace(dir.path().to_path_buf());
+        let d = Dispatcher {
+            registry: &reg,
+            ctx: &ctx,
+            gate: &OpenGate,
+            run_start: Instant::now(),
+        };
+        let calls = vec![
+            call("1", "Meet", "a"),
+            call("2", "Meet", "b"),
+            call("3", "Meet", "c"),
+            call("4", "Solo", "w"),
+            call("5", "Meet", "d"),
+            call("6", "Meet", "e"),
+            call("7", "Meet", "f"),
+        ];
+        let mut next = 4; // batches continue across turns
+        let out = run_calls(&calls, &d, &mut next);
+        let contents: Vec<_> = out
+            .iter()
+            .map(|s| s.outcome.result.content.as_str())
+            .collect();
+        assert_eq!(contents, vec!["a", "b", "c", "w", "d", "e", "f"]);
+        let batches: Vec<_> = out.iter().map(|s| s.batch).collect();
+        assert_eq!(batches, vec![5, 5, 5, 6, 7, 7, 7]);
+        assert_eq!(next, 7);
+        // The write ran after every call of the first batch ended, before the second began.
+        let log = log.lock().unwrap();
+        let pos = |s: &str| log.iter().position(|x| x == s).unwrap();
+        for t in ["a", "b", "c"] {
+            assert!(pos(&format!("end {t}")) < pos("solo w"));
+        }
+        for t in ["d", "e", "f"] {
+            assert!(pos("solo w") < pos(&format!("start {t}")));
+        }
+    }
+}
