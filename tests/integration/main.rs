@@ -4,4 +4,10 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod bad_input;
+mod cli;
+mod faults;
+mod limits;
 mod mock_selftest;
+mod session;
+mod stdin;

@@ -54,13 +54,13 @@ pub fn check_body(body: &Value) -> Vec<String> {
     if body["stream"] != Value::Bool(true) {
         v.push(format!("stream is {}, want true", body["stream"]));
     }
-    if !body["model"].as_str().is_some_and(|m| !m.is_empty()) {
+    if body["model"].as_str().is_none_or(str::is_empty) {
         v.push(format!(
             "model is {}, want a non-empty string",
             body["model"]
         ));
     }
-    if !body["max_tokens"].as_u64().is_some_and(|n| n > 0) {
+    if body["max_tokens"].as_u64().is_none_or(|n| n == 0) {
         v.push(format!("max_tokens is {}", body["max_tokens"]));
     }
     check_tools(&body["tools"], &mut v);
@@ -100,7 +100,7 @@ fn check_tools(tools: &Value, v: &mut Vec<String>) {
         if !names.insert(name.to_string()) {
             v.push(format!("tool {name} sent twice"));
         }
-        if !t["description"].as_str().is_some_and(|d| !d.is_empty()) {
+        if t["description"].as_str().is_none_or(str::is_empty) {
             v.push(format!("tool {name} has no description"));
         }
         if t["input_schema"]["type"] != "object" {
@@ -132,7 +132,7 @@ fn check_message(i: usize, m: &Value, seen_ids: &mut HashSet<String>, v: &mut Ve
         let at = format!("messages[{i}].content[{j}]");
         match b["type"].as_str().unwrap_or("") {
             "text" => {
-                if !b["text"].as_str().is_some_and(|t| !t.is_empty()) {
+                if b["text"].as_str().is_none_or(str::is_empty) {
                     v.push(format!("{at}: text block with empty text"));
                 }
             }

@@ -113,9 +113,53 @@ pub struct Recorded {
     pub raw_body: Vec<u8>,
     /// The body parsed as JSON (`Null` when it is not JSON).
     pub body: Value,
+    /// When the whole request had been read (for retry-after lower bounds).
+    pub received: Instant,
+}
+
+/// One tool_result block of a request, content flattened to text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ToolResultSeen {
+    pub tool_use_id: String,
+    pub content: String,
+    pub is_error: bool,
 }
 
 impl Recorded {
+    /// The tool_result blocks of the last message, in order.
+    pub fn tool_results(&self) -> Vec<ToolResultSeen> {
+        self.last_blocks()
+            .iter()
+            .filter(|b| b["type"] == "tool_result")
+            .map(|b| ToolResultSeen {
+                tool_use_id: b["tool_use_id"].as_str().unwrap_or("").to_string(),
+                content: match &b["content"] {
+                    Value::String(s) => s.clone(),
+                    Value::Array(parts) => parts
+                        .iter()
+                        .filter_map(|p| p["text"].as_str())
+                        .collect::<Vec<_>>()
+                        .join("\n"),
+                    _ => String::new(),
+                },
+                is_error: b["is_error"] == Value::Bool(true),
+            })
+            .collect()
+    }
+
+    /// The `system` prompt as text (a string, or its text blocks joined).
+    pub fn system_text(&self) -> String {
+        match &self.body["system"] {
+            Value::String(s) => s.clone(),
+            Value::Array(parts) => parts
+                .iter()
+                .filter_map(|p| p["text"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n"),
+            _ => String::new(),
+        }
+    }
+
     pub fn header(&self, name: &str) -> Option<&str> {
         let name = name.to_ascii_lowercase();
         self.headers
@@ -399,6 +443,7 @@ impl From<RawRequest> for Recorded {
             headers: r.headers,
             raw_body: r.raw_body,
             body: r.body,
+            received: Instant::now(),
         }
     }
 }

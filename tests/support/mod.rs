@@ -8,7 +8,7 @@ pub mod invariants;
 pub mod mock;
 pub mod sse;
 
-pub use mock::{MockServer, Recorded, Reply, SseOpts};
+pub use mock::{MockServer, Recorded, Reply, SseOpts, ToolResultSeen};
 pub use sse::{Turn, turn_max_tokens_cut_tool, turn_raw_tool, turn_text, turn_tools};
 
 use serde_json::Value;
