@@ -138,6 +138,17 @@ pub struct Running {
     pub stdin: Option<ChildStdin>,
     out: Option<JoinHandle<String>>,
     err: Option<JoinHandle<String>>,
+    /// Set once reaped; a `Running` dropped before (a failed test) kills its process.
+    reaped: bool,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if !self.reaped {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
 }
 
 fn drain(mut r: impl Read + Send + 'static) -> JoinHandle<String> {
@@ -159,6 +170,7 @@ impl Running {
             stdin,
             out,
             err,
+            reaped: false,
         }
     }
 
@@ -182,6 +194,7 @@ impl Running {
             None => {
                 let _ = self.child.kill();
                 let _ = self.child.wait();
+                self.reaped = true;
                 drop(self.stdin.take());
                 let stderr = self
                     .err
@@ -191,6 +204,7 @@ impl Running {
                 panic!("agent did not exit within {RUN_LIMIT:?}; stderr:\n{stderr}");
             }
         };
+        self.reaped = true;
         drop(self.stdin.take());
         let stdout = self
             .out
