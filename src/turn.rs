@@ -1,10 +1,19 @@
 //! Turns a stream of `StreamEvent`s into one assistant message plus its tool calls:
 //! text, thinking and tool_use blocks in order, tool input JSON assembled from
-//! `input_json_delta` fragments and parsed at `content_block_stop`.
+//! `input_json_delta` fragments and parsed at `content_block_stop`. `read_turn` runs
+//! the SSE decoder, the event parsing and the accumulator over any body, live or
+//! replayed, and classifies how a stream can fail (`StreamFailure`).
 
-use serde_json::Value;
+use std::io::{self, BufRead};
+use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::protocol::{Message, StopReason, Usage};
+use serde_json::{Map, Value};
+
+use crate::protocol::{
+    ContentBlock, Delta, DeltaUsage, Message, Role, StopReason, StreamEvent, Usage,
+};
+use crate::provider::StreamNotice;
+use crate::provider::sse::{SseEvent, SseReader};
 
 /// A tool call as the model made it. `input` is `Err(message)` when the input could not
 /// be had (malformed JSON, cut off by `max_tokens`): the call then gets an error result
@@ -29,4 +38,1118 @@ pub struct Turn {
     pub stop_reason: StopReason,
     /// This turn's usage (message_delta counts overwrite message_start ones).
     pub usage: Usage,
+}
+
+/// Largest text, thinking or tool-input buffer of one block, in bytes. A request body
+/// is capped at 32 MB by the API, so a larger block could never be sent back anyway;
+/// past this the server is broken, and memory stays bounded.
+const MAX_BLOCK_BYTES: usize = 32 * 1024 * 1024;
+
+/// How much of an unparsable tool input is quoted back to the model, in chars: enough
+/// to show where it went wrong without echoing a whole file.
+const MAX_QUOTED_INPUT_CHARS: usize = 200;
+
+/// How much of an undecodable event is quoted in an error, in chars.
+const MAX_QUOTED_EVENT_CHARS: usize = 300;
+
+/// The error result of a tool call that `max_tokens` cut off mid-input.
+const CUT_OFF_BY_MAX_TOKENS: &str = "the output was cut off by max_tokens before this tool \
+     call's input was complete; the call was not run. Retry with a smaller input (for \
+     example, write a large file in several steps).";
+
+/// The error result of a tool call whose block never closed for another reason.
+const CUT_OFF_UNCLOSED: &str = "the response ended before this tool call's input was \
+     complete; the call was not run. Send the call again.";
+
+/// The event types the Anthropic stream defines; any other type is skipped.
+const KNOWN_EVENTS: &[&str] = &[
+    "message_start",
+    "content_block_start",
+    "content_block_delta",
+    "content_block_stop",
+    "message_delta",
+    "message_stop",
+    "ping",
+    "error",
+];
+
+/// Error types of an `error` event that retrying cannot fix; every other type
+/// (overloaded_error, api_error, rate_limit_error, timeout_error, new ones) is retried.
+const PERMANENT_ERROR_TYPES: &[&str] = &[
+    "invalid_request_error",
+    "authentication_error",
+    "permission_error",
+    "not_found_error",
+    "request_too_large",
+    "billing_error",
+];
+
+static DEBUG_LOG: AtomicBool = AtomicBool::new(false);
+
+/// Turns on the debug log of skipped stream content (unknown events, blocks, deltas).
+#[allow(dead_code)] // wired to `-v` by the CLI
+pub(crate) fn set_debug_log(on: bool) {
+    DEBUG_LOG.store(on, Ordering::Relaxed);
+}
+
+fn debug(message: impl FnOnce() -> String) {
+    if DEBUG_LOG.load(Ordering::Relaxed) {
+        eprintln!("agent: debug: {}", message());
+    }
+}
+
+/// Why a streamed turn could not be completed.
+#[derive(Debug)]
+pub(crate) enum StreamFailure {
+    /// The stream carried an `error` event.
+    Api { error_type: String, message: String },
+    /// The stream ended (EOF) before `message_stop`.
+    Incomplete { detail: String },
+    /// Reading the body failed: connection reset, idle timeout, oversized line.
+    Io(io::Error),
+    /// A known event that could not be decoded (a broken server, not a transient fault).
+    Malformed { detail: String },
+}
+
+impl StreamFailure {
+    /// Whether a fresh attempt may succeed.
+    pub(crate) fn is_retryable(&self) -> bool {
+        match self {
+            StreamFailure::Api { error_type, .. } => {
+                !PERMANENT_ERROR_TYPES.contains(&error_type.as_str())
+            }
+            StreamFailure::Incomplete { .. } => true,
+            StreamFailure::Io(e) => e.kind() != io::ErrorKind::InvalidData,
+            StreamFailure::Malformed { .. } => false,
+        }
+    }
+}
+
+impl std::fmt::Display for StreamFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StreamFailure::Api {
+                error_type,
+                message,
+            } => {
+                write!(f, "stream error {error_type}: {message}")
+            }
+            StreamFailure::Incomplete { detail } => f.write_str(detail),
+            StreamFailure::Io(e) => write!(f, "reading the response failed: {e}"),
+            StreamFailure::Malformed { detail } => f.write_str(detail),
+        }
+    }
+}
+
+/// A content block as it streams in.
+#[derive(Debug)]
+enum Block {
+    Text {
+        text: String,
+    },
+    Thinking {
+        thinking: String,
+        signature: String,
+        closed: bool,
+    },
+    RedactedThinking {
+        data: String,
+    },
+    ToolUse {
+        id: String,
+        name: String,
+        buf: String,
+        start_input: Value,
+        done: Option<PendingCall>,
+    },
+    /// A block type we do not know (server tools, future types): skipped.
+    Ignored,
+}
+
+/// Folds the events of one streamed response into a [`Turn`]. Feed every event to
+/// [`TurnAccumulator::push`], then call [`TurnAccumulator::finish`].
+#[derive(Debug, Default)]
+pub(crate) struct TurnAccumulator {
+    id: String,
+    model: String,
+    /// Blocks by their stream `index`, in the order they started.
+    blocks: Vec<(usize, Block)>,
+    stop_reason: Option<StopReason>,
+    usage: Usage,
+    events: usize,
+    stopped: bool,
+}
+
+impl TurnAccumulator {
+    pub(crate) fn new() -> Self {
+        Self::default()
+    }
+
+    /// Whether `message_stop` has arrived (nothing more is expected).
+    pub(crate) fn is_complete(&self) -> bool {
+        self.stopped
+    }
+
+    /// Applies one event. An `error` event, or a block that outgrows its bound, ends
+    /// the turn with the returned failure.
+    pub(crate) fn push(
+        &mut self,
+        event: StreamEvent,
+        on_notice: &mut dyn FnMut(StreamNotice<'_>),
+    ) -> Result<(), StreamFailure> {
+        self.events += 1;
+        match event {
+            StreamEvent::MessageStart { message } => {
+                self.id = message.id;
+                self.model = message.model;
+                if let Some(u) = message.usage {
+                    apply_usage(&mut self.usage, &u);
+                }
+            }
+            StreamEvent::ContentBlockStart {
+                index,
+                content_block,
+            } => {
+                let block = start_block(index, &content_block)?;
+                if let Block::Text { text } = &block
+                    && !text.is_empty()
+                {
+                    on_notice(StreamNotice::TextDelta(text));
+                }
+                self.blocks.push((index, block));
+            }
+            StreamEvent::ContentBlockDelta { index, delta } => {
+                self.apply_delta(index, delta, on_notice)?;
+            }
+            StreamEvent::ContentBlockStop { index } => self.stop_block(index, on_notice),
+            StreamEvent::MessageDelta { delta, usage } => {
+                if let Some(reason) = delta.stop_reason {
+                    self.stop_reason = Some(StopReason::parse(&reason));
+                }
+                if let Some(u) = usage {
+                    apply_usage(&mut self.usage, &u);
+                }
+            }
+            StreamEvent::MessageStop => self.stopped = true,
+            StreamEvent::Ping => {}
+            StreamEvent::Error { error } => {
+                return Err(StreamFailure::Api {
+                    error_type: error.kind,
+                    message: error.message,
+                });
+            }
+            StreamEvent::Unknown => debug(|| "skipped an unknown stream event".to_string()),
+        }
+        Ok(())
+    }
+
+    fn block_mut(&mut self, index: usize) -> Option<&mut Block> {
+        self.blocks
+            .iter_mut()
+            .rev()
+            .find(|(i, _)| *i == index)
+            .map(|(_, b)| b)
+    }
+
+    fn apply_delta(
+        &mut self,
+        index: usize,
+        delta: Delta,
+        on_notice: &mut dyn FnMut(StreamNotice<'_>),
+    ) -> Result<(), StreamFailure> {
+        let Some(block) = self.block_mut(index) else {
+            debug(|| format!("skipped a delta for block {index}, which never started"));
+            return Ok(());
+        };
+        let (buf, piece) = match (block, &delta) {
+            (Block::Text { text }, Delta::TextDelta { text: piece }) => (text, piece),
+            (Block::Thinking { thinking, .. }, Delta::ThinkingDelta { thinking: piece }) => {
+                (thinking, piece)
+            }
+            (Block::Thinking { signature, .. }, Delta::SignatureDelta { signature: piece }) => {
+                (signature, piece)
+            }
+            (Block::ToolUse { buf, .. }, Delta::InputJsonDelta { partial_json }) => {
+                (buf, partial_json)
+            }
+            (Block::Ignored, _) => return Ok(()),
+            (block, delta) => {
+                debug(|| format!("skipped delta {delta:?} for block {index} ({block:?})"));
+                return Ok(());
+            }
+        };
+        if buf.len() + piece.len() > MAX_BLOCK_BYTES {
+            return Err(StreamFailure::Malformed {
+                detail: format!("content block {index} grew past {MAX_BLOCK_BYTES} bytes"),
+            });
+        }
+        buf.push_str(piece);
+        if let Delta::TextDelta { text } = &delta {
+            on_notice(StreamNotice::TextDelta(text));
+        }
+        Ok(())
+    }
+
+    fn stop_block(&mut self, index: usize, on_notice: &mut dyn FnMut(StreamNotice<'_>)) {
+        match self.block_mut(index) {
+            Some(Block::Thinking { closed, .. }) => *closed = true,
+            Some(Block::ToolUse {
+                id,
+                name,
+                buf,
+                start_input,
+                done,
+            }) => {
+                if done.is_none() {
+                    let call = PendingCall {
+                        id: id.clone(),
+                        name: name.clone(),
+                        input: parse_tool_input(buf, start_input),
+                    };
+                    on_notice(StreamNotice::ToolReady(done.insert(call)));
+                }
+            }
+            Some(_) => {}
+            None => debug(|| format!("skipped a stop for block {index}, which never started")),
+        }
+    }
+
+    /// The finished turn. Fails when `message_stop` (or the stop reason) never came.
+    /// Tool calls whose block never closed become calls with an error input, so the
+    /// loop answers them with an error result.
+    pub(crate) fn finish(
+        self,
+        on_notice: &mut dyn FnMut(StreamNotice<'_>),
+    ) -> Result<Turn, StreamFailure> {
+        if !self.stopped {
+            return Err(StreamFailure::Incomplete {
+                detail: format!(
+                    "the stream ended before message_stop (after {} events)",
+                    self.events
+                ),
+            });
+        }
+        let Some(stop_reason) = self.stop_reason else {
+            return Err(StreamFailure::Incomplete {
+                detail: "the stream reached message_stop without a stop_reason".to_string(),
+            });
+        };
+        let mut content = Vec::new();
+        let mut calls = Vec::new();
+        for (index, block) in self.blocks {
+            match block {
+                // The API rejects empty text blocks in history (a refusal starts one).
+                Block::Text { text } if text.is_empty() => {}
+                Block::Text { text } => content.push(ContentBlock::Text { text }),
+                Block::Thinking {
+                    thinking,
+                    signature,
+                    closed: true,
+                } => content.push(ContentBlock::Thinking {
+                    thinking,
+                    signature,
+                }),
+                Block::Thinking { closed: false, .. } => {
+                    // Without its signature the API would reject it in history.
+                    debug(|| format!("dropped thinking block {index}: it never closed"));
+                }
+                Block::RedactedThinking { data } => {
+                    content.push(ContentBlock::RedactedThinking { data })
+                }
+                Block::ToolUse { id, name, done, .. } => {
+                    let call = match done {
+                        Some(call) => call,
+                        None => {
+                            let why = if stop_reason == StopReason::MaxTokens {
+                                CUT_OFF_BY_MAX_TOKENS
+                            } else {
+                                CUT_OFF_UNCLOSED
+                            };
+                            let call = PendingCall {
+                                id,
+                                name,
+                                input: Err(why.to_string()),
+                            };
+                            on_notice(StreamNotice::ToolReady(&call));
+                            call
+                        }
+                    };
+                    let input = match &call.input {
+                        Ok(v) => v.clone(),
+                        Err(_) => Value::Object(Map::new()),
+                    };
+                    content.push(ContentBlock::ToolUse {
+                        id: call.id.clone(),
+                        name: call.name.clone(),
+                        input,
+                    });
+                    calls.push(call);
+                }
+                Block::Ignored => {}
+            }
+        }
+        Ok(Turn {
+            id: self.id,
+            model: self.model,
+            message: Message {
+                role: Role::Assistant,
+                content,
+            },
+            calls,
+            stop_reason,
+            usage: self.usage,
+        })
+    }
+}
+
+/// Usage counts present in `u` overwrite ours: message_delta counts are cumulative.
+fn apply_usage(usage: &mut Usage, u: &DeltaUsage) {
+    if let Some(v) = u.input_tokens {
+        usage.input_tokens = v;
+    }
+    if let Some(v) = u.output_tokens {
+        usage.output_tokens = v;
+    }
+    if let Some(v) = u.cache_creation_input_tokens {
+        usage.cache_creation_input_tokens = v;
+    }
+    if let Some(v) = u.cache_read_input_tokens {
+        usage.cache_read_input_tokens = v;
+    }
+}
+
+fn str_field(block: &Value, key: &str) -> Option<String> {
+    block.get(key).and_then(Value::as_str).map(str::to_string)
+}
+
+fn start_block(index: usize, block: &Value) -> Result<Block, StreamFailure> {
+    let kind = block.get("type").and_then(Value::as_str).unwrap_or("");
+    Ok(match kind {
+        "text" => Block::Text {
+            text: str_field(block, "text").unwrap_or_default(),
+        },
+        "thinking" => Block::Thinking {
+            thinking: str_field(block, "thinking").unwrap_or_default(),
+            signature: str_field(block, "signature").unwrap_or_default(),
+            closed: false,
+        },
+        "redacted_thinking" => Block::RedactedThinking {
+            data: str_field(block, "data").unwrap_or_default(),
+        },
+        "tool_use" => {
+            let (Some(id), Some(name)) = (str_field(block, "id"), str_field(block, "name")) else {
+                return Err(StreamFailure::Malformed {
+                    detail: format!(
+                        "tool_use block {index} has no id or name: {}",
+                        quote(&block.to_string(), MAX_QUOTED_EVENT_CHARS)
+                    ),
+                });
+            };
+            let start_input = block.get("input").cloned().unwrap_or(Value::Null);
+            Block::ToolUse {
+                id,
+                name,
+                buf: String::new(),
+                start_input,
+                done: None,
+            }
+        }
+        other => {
+            debug(|| format!("skipped content block {index} of type {other:?}"));
+            Block::Ignored
+        }
+    })
+}
+
+/// The call's input: the joined fragments parsed, `{}` for none, or the start input of
+/// a call made from code execution (which arrives whole, without fragments).
+fn parse_tool_input(buf: &str, start_input: &Value) -> Result<Value, String> {
+    if buf.trim().is_empty() {
+        return Ok(match start_input {
+            Value::Object(m) if !m.is_empty() => start_input.clone(),
+            _ => Value::Object(Map::new()),
+        });
+    }
+    match serde_json::from_str::<Value>(buf) {
+        Ok(v @ Value::Object(_)) => Ok(v),
+        Ok(other) => Err(format!(
+            "the tool input must be a JSON object, got {}; the call was not run.",
+            quote(&other.to_string(), MAX_QUOTED_INPUT_CHARS)
+        )),
+        Err(e) => Err(format!(
+            "the tool input is not valid JSON ({e}); the call was not run. Input received \
+             ({} bytes): {}",
+            buf.len(),
+            quote(buf, MAX_QUOTED_INPUT_CHARS)
+        )),
+    }
+}
+
+/// At most `max` chars of `s`, with a marker when cut.
+fn quote(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_string(),
+    }
+}
+
+/// The event a dispatched SSE event carries, `None` for one we skip. Events are named by
+/// their data's `type`; the SSE `event:` name stands in when `type` is absent.
+fn decode_event(sse: &SseEvent) -> Result<Option<StreamEvent>, StreamFailure> {
+    let err = match serde_json::from_str::<StreamEvent>(&sse.data) {
+        Ok(StreamEvent::Unknown) => {
+            debug(|| format!("skipped stream event {:?}", quote(&sse.data, 80)));
+            return Ok(None);
+        }
+        Ok(event) => return Ok(Some(event)),
+        Err(e) => e,
+    };
+    let value = serde_json::from_str::<Value>(&sse.data).ok();
+    let named = value
+        .as_ref()
+        .and_then(|v| v.get("type"))
+        .and_then(Value::as_str);
+    let kind = named.unwrap_or(&sse.event).to_string();
+    if !KNOWN_EVENTS.contains(&kind.as_str()) {
+        debug(|| format!("skipped undecodable stream event {kind:?}"));
+        return Ok(None);
+    }
+    if named.is_none()
+        && let Some(Value::Object(mut map)) = value
+    {
+        map.insert("type".to_string(), Value::String(kind.clone()));
+        if let Ok(event) = serde_json::from_value::<StreamEvent>(Value::Object(map)) {
+            return Ok(Some(event));
+        }
+    }
+    if kind == "error" {
+        // Still an error from the server, whatever its shape.
+        return Err(StreamFailure::Api {
+            error_type: "unknown_error".to_string(),
+            message: quote(&sse.data, MAX_QUOTED_EVENT_CHARS),
+        });
+    }
+    Err(StreamFailure::Malformed {
+        detail: format!(
+            "could not decode a {kind} event ({err}): {}",
+            quote(&sse.data, MAX_QUOTED_EVENT_CHARS)
+        ),
+    })
+}
+
+/// Reads one streamed turn from an SSE body: decoder, event parsing and accumulator.
+/// Returns at `message_stop` without waiting for the end of the body. No HTTP here, so
+/// cassette replay uses it too.
+pub(crate) fn read_turn<R: BufRead>(
+    reader: R,
+    on_notice: &mut dyn FnMut(StreamNotice<'_>),
+) -> Result<Turn, StreamFailure> {
+    let mut sse = SseReader::new(reader);
+    let mut acc = TurnAccumulator::new();
+    while !acc.is_complete() {
+        match sse.next_event() {
+            Ok(Some(event)) => {
+                if let Some(event) = decode_event(&event)? {
+                    acc.push(event, on_notice)?;
+                }
+            }
+            Ok(None) => break,
+            Err(e) => return Err(StreamFailure::Io(e)),
+        }
+    }
+    acc.finish(on_notice)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::sse::tests::{PiecesReader, shared_fixture_dir};
+    use serde_json::json;
+    use std::path::PathBuf;
+
+    fn fixture(name: &str) -> Vec<u8> {
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/sse")
+            .join(name);
+        std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    }
+
+    /// What a turn told the loop while it streamed.
+    #[derive(Debug, Default, PartialEq)]
+    struct Heard {
+        text: String,
+        ready: Vec<PendingCall>,
+    }
+
+    fn read_with_notices(reader: impl BufRead) -> (Result<Turn, StreamFailure>, Heard) {
+        let mut heard = Heard::default();
+        let result = read_turn(reader, &mut |n| match n {
+            StreamNotice::TextDelta(t) => heard.text.push_str(t),
+            StreamNotice::ToolReady(c) => heard.ready.push(c.clone()),
+            other => panic!("unexpected notice {other:?}"),
+        });
+        (result, heard)
+    }
+
+    fn read(bytes: &[u8]) -> Result<Turn, StreamFailure> {
+        read_with_notices(bytes).0
+    }
+
+    /// A stream from `(type, json)` pairs, framed the Anthropic way.
+    fn stream(events: &[&str]) -> Vec<u8> {
+        let mut out = String::new();
+        for data in events {
+            let v: Value = serde_json::from_str(data).unwrap();
+            out.push_str(&format!(
+                "event: {}\ndata: {data}\n\n",
+                v["type"].as_str().unwrap()
+            ));
+        }
+        out.into_bytes()
+    }
+
+    const START: &str = r#"{"type":"message_start","message":{"id":"msg_1","model":"m","usage":{"input_tokens":10,"output_tokens":1}}}"#;
+    const STOP_TOOL_USE: &str = r#"{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":5}}"#;
+    const END: &str = r#"{"type":"message_stop"}"#;
+
+    fn tool_start(index: usize, id: &str) -> String {
+        format!(
+            r#"{{"type":"content_block_start","index":{index},"content_block":{{"type":"tool_use","id":"{id}","name":"Bash","input":{{}}}}}}"#
+        )
+    }
+
+    fn json_delta(index: usize, fragment: &str) -> String {
+        let delta = json!({"type":"content_block_delta","index":index,
+            "delta":{"type":"input_json_delta","partial_json":fragment}});
+        delta.to_string()
+    }
+
+    fn block_stop(index: usize) -> String {
+        format!(r#"{{"type":"content_block_stop","index":{index}}}"#)
+    }
+
+    #[test]
+    fn text_turn() {
+        let (turn, heard) = read_with_notices(&fixture("text_turn.sse")[..]);
+        let turn = turn.unwrap();
+        assert_eq!(turn.id, "msg_text_1");
+        assert_eq!(turn.model, "claude-test-1");
+        assert_eq!(turn.stop_reason, StopReason::EndTurn);
+        assert_eq!(turn.message.role, Role::Assistant);
+        assert_eq!(
+            turn.message.content,
+            vec![ContentBlock::Text {
+                text: "All tests pass now — done.".into()
+            }]
+        );
+        assert!(turn.calls.is_empty());
+        assert_eq!(heard.text, "All tests pass now — done.");
+        assert_eq!(
+            turn.usage,
+            Usage {
+                input_tokens: 120,
+                output_tokens: 9,
+                cache_creation_input_tokens: 7,
+                cache_read_input_tokens: 11
+            }
+        );
+    }
+
+    #[test]
+    fn tool_turn_with_thinking_unknown_blocks_and_fragments() {
+        let bytes = fixture("tool_turn_fragmented.sse");
+        let (turn, heard) = read_with_notices(&bytes[..]);
+        let turn = turn.unwrap();
+        let read_input = json!({"path": "src/lib.rs", "limit": 20, "note": "ü\n"});
+        assert_eq!(
+            turn.message.content,
+            vec![
+                ContentBlock::Thinking {
+                    thinking: "The test fails; read both files.".into(),
+                    signature: "c2lnLTE=".into()
+                },
+                ContentBlock::Text {
+                    text: "Reading the files.".into()
+                },
+                ContentBlock::ToolUse {
+                    id: "toolu_read_a".into(),
+                    name: "ReadFile".into(),
+                    input: read_input.clone()
+                },
+                ContentBlock::ToolUse {
+                    id: "toolu_glob_b".into(),
+                    name: "Glob".into(),
+                    input: json!({})
+                },
+            ]
+        );
+        let calls = vec![
+            PendingCall {
+                id: "toolu_read_a".into(),
+                name: "ReadFile".into(),
+                input: Ok(read_input),
+            },
+            PendingCall {
+                id: "toolu_glob_b".into(),
+                name: "Glob".into(),
+                input: Ok(json!({})),
+            },
+        ];
+        assert_eq!(turn.calls, calls);
+        assert_eq!(
+            heard.ready, calls,
+            "each call is announced when its block closes"
+        );
+        assert_eq!(turn.stop_reason, StopReason::ToolUse);
+        assert_eq!(
+            turn.usage.input_tokens, 905,
+            "message_delta input overwrites"
+        );
+        assert_eq!(turn.usage.output_tokens, 87);
+        assert_eq!(
+            turn.usage.cache_read_input_tokens, 11,
+            "absent counts are kept"
+        );
+
+        // Read boundaries never change the outcome.
+        for cut in (0..=bytes.len()).step_by(7) {
+            let (split, split_heard) = read_with_notices(PiecesReader::split_at(&bytes, &[cut]));
+            assert_eq!(split.unwrap(), turn, "split at {cut}");
+            assert_eq!(split_heard, heard);
+        }
+    }
+
+    #[test]
+    fn tool_ready_is_heard_before_the_rest_of_the_stream() {
+        // A reader that fails after the first tool block: ToolReady must already be out.
+        let bytes = stream(&[
+            START,
+            &tool_start(0, "t1"),
+            &json_delta(0, "{}"),
+            &block_stop(0),
+        ]);
+        let (result, heard) = read_with_notices(&bytes[..]);
+        assert!(matches!(result, Err(StreamFailure::Incomplete { .. })));
+        assert_eq!(heard.ready.len(), 1);
+        assert_eq!(heard.ready[0].input, Ok(json!({})));
+    }
+
+    #[test]
+    fn malformed_tool_input_is_an_error_call_with_empty_history_input() {
+        let bytes = stream(&[
+            START,
+            &tool_start(0, "t1"),
+            &json_delta(0, r#"{"command": "ls"#),
+            &json_delta(0, r#"" "#),
+            &json_delta(0, "x}"),
+            &block_stop(0),
+            STOP_TOOL_USE,
+            END,
+        ]);
+        let turn = read(&bytes).unwrap();
+        let err = turn.calls[0].input.clone().unwrap_err();
+        assert!(err.contains("not valid JSON"), "{err}");
+        assert!(
+            err.contains("line 1 column"),
+            "quotes serde's message: {err}"
+        );
+        assert!(
+            err.contains(r#"{"command": "ls" x}"#),
+            "quotes the input: {err}"
+        );
+        assert_eq!(
+            turn.message.content,
+            vec![ContentBlock::ToolUse {
+                id: "t1".into(),
+                name: "Bash".into(),
+                input: json!({})
+            }]
+        );
+    }
+
+    #[test]
+    fn non_object_tool_input_is_an_error() {
+        let bytes = stream(&[
+            START,
+            &tool_start(0, "t1"),
+            &json_delta(0, "[1, 2]"),
+            &block_stop(0),
+            STOP_TOOL_USE,
+            END,
+        ]);
+        let turn = read(&bytes).unwrap();
+        assert!(
+            turn.calls[0]
+                .input
+                .clone()
+                .unwrap_err()
+                .contains("must be a JSON object")
+        );
+        assert_eq!(
+            turn.message.content,
+            vec![ContentBlock::ToolUse {
+                id: "t1".into(),
+                name: "Bash".into(),
+                input: json!({})
+            }]
+        );
+    }
+
+    #[test]
+    fn a_long_bad_input_is_quoted_only_in_part() {
+        let long = format!("{{\"content\": \"{}", "y".repeat(5_000));
+        let bytes = stream(&[
+            START,
+            &tool_start(0, "t1"),
+            &json_delta(0, &long),
+            &block_stop(0),
+            STOP_TOOL_USE,
+            END,
+        ]);
+        let err = read(&bytes).unwrap().calls[0].input.clone().unwrap_err();
+        assert!(err.len() < 600, "{} chars", err.len());
+        assert!(err.ends_with('…'));
+    }
+
+    #[test]
+    fn empty_fragments_mean_an_empty_object_and_caller_start_input_is_used() {
+        let code_exec = r#"{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"t2","name":"Bash","input":{"command":"ls"},"caller":{"type":"code_execution_20250825","tool_id":"srvtoolu_1"}}}"#;
+        let bytes = stream(&[
+            START,
+            &tool_start(0, "t1"),
+            &json_delta(0, ""),
+            &json_delta(0, ""),
+            &block_stop(0),
+            code_exec,
+            &block_stop(1),
+            STOP_TOOL_USE,
+            END,
+        ]);
+        let turn = read(&bytes).unwrap();
+        assert_eq!(turn.calls[0].input, Ok(json!({})));
+        assert_eq!(turn.calls[1].input, Ok(json!({"command": "ls"})));
+    }
+
+    #[test]
+    fn max_tokens_cut_tool_call_is_listed_with_an_error() {
+        let bytes = stream(&[
+            START,
+            r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Writing."}}"#,
+            &block_stop(0),
+            &tool_start(1, "t1"),
+            &json_delta(1, r#"{"command": "cat > big <<EOF"#),
+            r#"{"type":"message_delta","delta":{"stop_reason":"max_tokens"},"usage":{"output_tokens":50}}"#,
+            END,
+        ]);
+        let (turn, heard) = read_with_notices(&bytes[..]);
+        let turn = turn.unwrap();
+        assert_eq!(turn.stop_reason, StopReason::MaxTokens);
+        assert_eq!(turn.calls.len(), 1);
+        let err = turn.calls[0].input.clone().unwrap_err();
+        assert!(
+            err.starts_with("the output was cut off by max_tokens"),
+            "{err}"
+        );
+        assert_eq!(heard.ready, turn.calls);
+        assert_eq!(
+            turn.message.content,
+            vec![
+                ContentBlock::Text {
+                    text: "Writing.".into()
+                },
+                ContentBlock::ToolUse {
+                    id: "t1".into(),
+                    name: "Bash".into(),
+                    input: json!({})
+                }
+            ]
+        );
+    }
+
+    #[test]
+    fn error_event_fails_the_turn_and_overloaded_is_retryable() {
+        let overloaded = r#"{"type":"error","error":{"details":null,"type":"overloaded_error","message":"Overloaded"} }"#;
+        let bytes = stream(&[
+            START,
+            &tool_start(0, "t1"),
+            &json_delta(0, "{}"),
+            overloaded,
+        ]);
+        match read(&bytes) {
+            Err(e @ StreamFailure::Api { .. }) => {
+                assert!(e.is_retryable());
+                assert_eq!(e.to_string(), "stream error overloaded_error: Overloaded");
+            }
+            other => panic!("{other:?}"),
+        }
+        let invalid =
+            r#"{"type":"error","error":{"type":"invalid_request_error","message":"bad"}}"#;
+        let err = read(&stream(&[START, invalid])).unwrap_err();
+        assert!(!err.is_retryable());
+        // An error event whose payload is not even JSON is still an error.
+        let err = read(b"event: error\ndata: upstream exploded\n\n").unwrap_err();
+        assert!(
+            matches!(&err, StreamFailure::Api { message, .. } if message == "upstream exploded")
+        );
+    }
+
+    #[test]
+    fn a_stream_that_ends_early_is_incomplete_and_retryable() {
+        let bytes = stream(&[
+            START,
+            &tool_start(0, "t1"),
+            &json_delta(0, "{}"),
+            &block_stop(0),
+            STOP_TOOL_USE,
+        ]);
+        let err = read(&bytes).unwrap_err();
+        assert!(matches!(err, StreamFailure::Incomplete { .. }), "{err:?}");
+        assert!(err.is_retryable());
+        assert!(err.to_string().contains("before message_stop"));
+        // Empty body.
+        assert!(matches!(read(b""), Err(StreamFailure::Incomplete { .. })));
+        // message_stop without a stop_reason.
+        let err = read(&stream(&[START, END])).unwrap_err();
+        assert!(err.to_string().contains("without a stop_reason"), "{err}");
+    }
+
+    #[test]
+    fn read_errors_are_io_failures() {
+        struct Reset(usize);
+        impl io::Read for Reset {
+            fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+                if self.0 == 0 {
+                    return Err(io::Error::new(
+                        io::ErrorKind::ConnectionReset,
+                        "reset by peer",
+                    ));
+                }
+                self.0 = 0;
+                let b = b"event: ping\ndata: {\"type\":\"ping\"}\n\n";
+                out[..b.len()].copy_from_slice(b);
+                Ok(b.len())
+            }
+        }
+        let err = read_turn(io::BufReader::new(Reset(1)), &mut |_| {}).unwrap_err();
+        assert!(matches!(&err, StreamFailure::Io(e) if e.kind() == io::ErrorKind::ConnectionReset));
+        assert!(err.is_retryable());
+    }
+
+    #[test]
+    fn undecodable_known_event_fails_clearly() {
+        let bad = "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"delta\":{\"type\":\"text_delta\",\"text\":\"x\"}}\n\n";
+        let mut bytes = stream(&[START]);
+        bytes.extend_from_slice(bad.as_bytes());
+        let err = read(&bytes).unwrap_err();
+        assert!(matches!(err, StreamFailure::Malformed { .. }), "{err:?}");
+        assert!(!err.is_retryable());
+        let msg = err.to_string();
+        assert!(
+            msg.contains("content_block_delta") && msg.contains("index"),
+            "{msg}"
+        );
+        // Not JSON at all, under a known name.
+        let err = read(b"event: message_start\ndata: {oops\n\n").unwrap_err();
+        assert!(matches!(err, StreamFailure::Malformed { .. }), "{err:?}");
+        // A tool_use block without id.
+        let no_id = r#"{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","name":"Bash","input":{}}}"#;
+        assert!(matches!(
+            read(&stream(&[START, no_id])),
+            Err(StreamFailure::Malformed { .. })
+        ));
+    }
+
+    #[test]
+    fn unknown_events_blocks_and_deltas_are_skipped() {
+        let mut bytes = stream(&[
+            START,
+            r#"{"type":"brand_new_event","x":1}"#,
+            r#"{"type":"content_block_start","index":0,"content_block":{"type":"server_tool_use","id":"srvtoolu_1","name":"web_search","input":{}}}"#,
+            &json_delta(0, r#"{"query":"x"}"#),
+            &block_stop(0),
+            r#"{"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}"#,
+            r#"{"type":"content_block_delta","index":1,"delta":{"type":"citations_delta","citation":{}}}"#,
+            r#"{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"ok"}}"#,
+            r#"{"type":"content_block_delta","index":9,"delta":{"type":"text_delta","text":"orphan"}}"#,
+            &block_stop(1),
+            &block_stop(7),
+        ]);
+        bytes.extend_from_slice(b"event: future\ndata: not json at all\n\n");
+        bytes.extend_from_slice(&stream(&[
+            r#"{"type":"message_delta","delta":{"stop_reason":"end_turn"}}"#,
+            END,
+        ]));
+        let turn = read(&bytes).unwrap();
+        assert_eq!(
+            turn.message.content,
+            vec![ContentBlock::Text { text: "ok".into() }]
+        );
+        assert!(turn.calls.is_empty(), "server tools are not our calls");
+        assert_eq!(
+            turn.usage.output_tokens, 1,
+            "a message_delta without usage keeps counts"
+        );
+    }
+
+    #[test]
+    fn event_name_stands_in_for_a_missing_type() {
+        let mut bytes = stream(&[
+            START,
+            r#"{"type":"message_delta","delta":{"stop_reason":"end_turn"}}"#,
+        ]);
+        bytes.extend_from_slice(b"event: message_stop\ndata: {}\n\n");
+        assert_eq!(read(&bytes).unwrap().stop_reason, StopReason::EndTurn);
+    }
+
+    #[test]
+    fn redacted_thinking_is_kept_and_an_unclosed_thinking_block_dropped() {
+        let bytes = stream(&[
+            START,
+            r#"{"type":"content_block_start","index":0,"content_block":{"type":"redacted_thinking","data":"opaque"}}"#,
+            &block_stop(0),
+            r#"{"type":"content_block_start","index":1,"content_block":{"type":"thinking","thinking":"","signature":""}}"#,
+            r#"{"type":"content_block_delta","index":1,"delta":{"type":"thinking_delta","thinking":"hm"}}"#,
+            r#"{"type":"message_delta","delta":{"stop_reason":"max_tokens"},"usage":{"output_tokens":3}}"#,
+            END,
+        ]);
+        let turn = read(&bytes).unwrap();
+        assert_eq!(
+            turn.message.content,
+            vec![ContentBlock::RedactedThinking {
+                data: "opaque".into()
+            }]
+        );
+    }
+
+    #[test]
+    fn read_turn_stops_at_message_stop_without_waiting_for_eof() {
+        struct ThenFail(Vec<u8>, bool);
+        impl io::Read for ThenFail {
+            fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+                if self.1 {
+                    panic!("read past message_stop");
+                }
+                self.1 = true;
+                out[..self.0.len()].copy_from_slice(&self.0);
+                Ok(self.0.len())
+            }
+        }
+        let bytes = fixture("text_turn.sse");
+        let turn = read_turn(
+            io::BufReader::with_capacity(1 << 16, ThenFail(bytes, false)),
+            &mut |_| {},
+        );
+        assert!(turn.is_ok());
+    }
+
+    /// The recorded streams beside the repository, checked against
+    /// research/wire_formats.md §5 (skipped when the folder is absent).
+    #[test]
+    fn shared_recorded_streams_accumulate_as_documented() {
+        let Some(dir) = shared_fixture_dir() else {
+            return;
+        };
+        let load = |name: &str| std::fs::read(dir.join(name)).unwrap();
+        let text_of = |t: &Turn| -> String {
+            t.message
+                .content
+                .iter()
+                .filter_map(|b| match b {
+                    ContentBlock::Text { text } => Some(text.as_str()),
+                    _ => None,
+                })
+                .collect()
+        };
+
+        let t = read(&load("anthropic_tool_use_live.sse")).unwrap();
+        assert_eq!(t.calls.len(), 1);
+        assert_eq!(t.calls[0].name, "get_weather");
+        assert_eq!(
+            t.calls[0].input,
+            Ok(json!({"location": "San Francisco, CA", "units": "f"}))
+        );
+        assert_eq!(
+            (t.stop_reason.clone(), t.usage.output_tokens),
+            (StopReason::ToolUse, 74)
+        );
+
+        let t = read(&load("anthropic_text_then_tool_use.sse")).unwrap();
+        assert_eq!(
+            text_of(&t),
+            "I'll check the current weather in Paris for you."
+        );
+        assert_eq!(t.calls[0].input, Ok(json!({"location": "Paris"})));
+        assert_eq!(t.usage.output_tokens, 65);
+
+        let t = read(&load("anthropic_text_live.sse")).unwrap();
+        assert_eq!(text_of(&t), "[12345,67890]");
+        assert_eq!((t.usage.input_tokens, t.usage.output_tokens), (135, 10));
+
+        let t = read(&load("anthropic_tool_no_args_converted.sse")).unwrap();
+        assert_eq!(text_of(&t), "I'll update the issue list for you.");
+        assert_eq!(t.calls[0].name, "updateIssueList");
+        assert_eq!(t.calls[0].input, Ok(json!({})));
+        assert_eq!(t.usage.output_tokens, 48);
+
+        let t = read(&load("anthropic_two_tool_blocks_live.sse")).unwrap();
+        assert_eq!(
+            t.calls.len(),
+            1,
+            "the server_tool_use block is not a client call"
+        );
+        assert_eq!(t.calls[0].name, "readNoteTree");
+        assert_eq!((t.usage.input_tokens, t.usage.output_tokens), (904, 175));
+
+        let t = read(&load("anthropic_parallel_tool_use_SYNTHETIC.sse")).unwrap();
+        let inputs: Vec<_> = t.calls.iter().map(|c| c.input.clone().unwrap()).collect();
+        assert_eq!(
+            inputs,
+            vec![json!({"location": "Paris"}), json!({"location": "London"})]
+        );
+        assert_eq!((t.usage.input_tokens, t.usage.output_tokens), (702, 112));
+
+        let t = read(&load("anthropic_max_tokens_truncated_tool.sse")).unwrap();
+        assert_eq!(t.stop_reason, StopReason::MaxTokens);
+        assert_eq!(t.calls[0].name, "make_file");
+        assert!(
+            t.calls[0]
+                .input
+                .clone()
+                .unwrap_err()
+                .contains("cut off by max_tokens")
+        );
+        assert_eq!((t.usage.input_tokens, t.usage.output_tokens), (450, 124));
+
+        let t = read(&load("anthropic_refusal.sse")).unwrap();
+        assert_eq!(t.stop_reason, StopReason::Refusal);
+        assert!(
+            t.message.content.is_empty(),
+            "the empty text block is not kept"
+        );
+
+        for name in [
+            "anthropic_thinking_live.sse",
+            "anthropic_thinking_signature_converted.sse",
+        ] {
+            let t = read(&load(name)).unwrap();
+            match &t.message.content[0] {
+                ContentBlock::Thinking {
+                    thinking,
+                    signature,
+                } => {
+                    assert!(!thinking.is_empty() && !signature.is_empty(), "{name}");
+                }
+                other => panic!("{name}: {other:?}"),
+            }
+        }
+
+        let err = read(&load("anthropic_error_midstream_SYNTHETIC.sse")).unwrap_err();
+        assert!(
+            err.is_retryable() && err.to_string().contains("overloaded_error"),
+            "{err}"
+        );
+        let err = read(&load("anthropic_error_event_only.sse")).unwrap_err();
+        assert!(matches!(err, StreamFailure::Api { .. }));
+    }
 }
