@@ -101,6 +101,12 @@ pub struct RunArgs {
     /// A response stream silent this long counts as dropped (and is retried).
     #[arg(long, value_parser = parse_duration, default_value = "300s", value_name = "DURATION")]
     pub idle_timeout: Duration,
+    /// Answer from a recorded cassette instead of the network (no key needed).
+    #[arg(long, value_name = "CASSETTE", conflicts_with = "record")]
+    pub replay: Option<PathBuf>,
+    /// Record this run's model responses into a cassette (JSON lines).
+    #[arg(long, value_name = "CASSETTE")]
+    pub record: Option<PathBuf>,
     #[command(flatten)]
     pub tools: ToolArgs,
 }

@@ -37,6 +37,7 @@ pub struct Config {
     pub model: String,
     pub max_tokens: u32,
     pub base_url: String,
+    /// Empty with `--replay`, which needs no key.
     pub api_key: String,
     pub system_prompt: String,
     pub max_turns: u32,
@@ -45,6 +46,8 @@ pub struct Config {
     pub max_retries: u32,
     pub idle_timeout: Duration,
     pub tools: ToolSelection,
+    pub replay: Option<PathBuf>,
+    pub record: Option<PathBuf>,
 }
 
 /// The environment as config sees it: injectable so tests need not mutate the process env.
@@ -77,12 +80,17 @@ impl Config {
         if args.timeout.is_some_and(|t| t.is_zero()) {
             return Err(Error::Usage("--timeout must be longer than 0s".into()));
         }
-        let api_key = env.var("ANTHROPIC_API_KEY").ok_or_else(|| {
-            Error::Usage(
-                "ANTHROPIC_API_KEY is not set: export your Anthropic API key in ANTHROPIC_API_KEY"
-                    .into(),
-            )
-        })?;
+        let api_key = match (env.var("ANTHROPIC_API_KEY"), &args.replay) {
+            (Some(k), _) => k,
+            (None, Some(_)) => String::new(),
+            (None, None) => {
+                return Err(Error::Usage(
+                    "ANTHROPIC_API_KEY is not set: export your Anthropic API key in \
+                     ANTHROPIC_API_KEY (or use --replay CASSETTE to run offline)"
+                        .into(),
+                ));
+            }
+        };
         let base_url = args
             .base_url
             .clone()
@@ -127,6 +135,8 @@ impl Config {
             max_retries: args.max_retries,
             idle_timeout: args.idle_timeout,
             tools,
+            replay: args.replay.clone(),
+            record: args.record.clone(),
         })
     }
 }

@@ -32,9 +32,12 @@ use serde_json::json;
 
 use crate::agent::{Agent, lock};
 use crate::cli::{Cli, Command, RunArgs, ToolsArgs};
-use crate::config::{Config, ProcessEnv};
+use crate::config::{Config, ProcessEnv, Verbosity};
 use crate::dispatch::OpenGate;
+use crate::error::Error;
 use crate::provider::Provider;
+use crate::provider::anthropic::{AnthropicConfig, AnthropicProvider};
+use crate::provider::cassette::{CassetteWriter, ReplayProvider};
 use crate::tools::ToolContext;
 use crate::tools::registry::Registry;
 use crate::transcript::{ErrorInfo, RunRecord, Status};
@@ -157,10 +160,10 @@ impl Finisher {
                 summary,
             )
         };
-        if let Some(path) = &self.output_file {
-            if let Err(e) = output::write_file_atomic(path, doc.as_bytes()) {
-                output::error(&format!("cannot write -o {}: {e}", path.display()));
-            }
+        if let Some(path) = &self.output_file
+            && let Err(e) = output::write_file_atomic(path, doc.as_bytes())
+        {
+            output::error(&format!("cannot write -o {}: {e}", path.display()));
         }
         if let Some(e) = error {
             output::error(&e.message);
@@ -197,8 +200,16 @@ fn run_command(args: &RunArgs) -> ExitCode {
     let mut secrets = crate::secrets::secret_values();
     secrets.push(config.api_key.clone());
     output::init(config.verbosity, secrets);
+    turn::set_debug_log(config.verbosity == Verbosity::Verbose);
 
     let registry = Registry::builtin(&config.tools);
+    let mut provider = match make_provider(&config, &registry) {
+        Ok(p) => p,
+        Err(e) => {
+            output::error(&e.to_string());
+            return ExitCode::from(e.exit_code());
+        }
+    };
     let ctx = ToolContext {
         workspace: config.workspace.clone(),
         spill_dir: spill_dir(),
@@ -234,7 +245,6 @@ fn run_command(args: &RunArgs) -> ExitCode {
     }
     finisher.checkpoint();
 
-    let mut provider = make_provider(&config);
     let checkpoint = || finisher.checkpoint();
     let outcome = Agent {
         config: &config,
@@ -283,20 +293,43 @@ fn watch_signals(finisher: Arc<Finisher>) {
     });
 }
 
-fn make_provider(_config: &Config) -> Box<dyn Provider> {
-    Box::new(NoProvider)
-}
-
-struct NoProvider;
-impl Provider for NoProvider {
-    fn stream_turn(
-        &mut self,
-        _request: &provider::TurnRequest<'_>,
-        _on_notice: &mut dyn FnMut(provider::StreamNotice<'_>),
-    ) -> Result<turn::Turn, provider::ProviderError> {
-        Err(provider::ProviderError {
-            kind: provider::ProviderErrorKind::Transport,
-            message: "no provider yet".into(),
-        })
+/// The provider of this run: cassette replay, or the Anthropic API (optionally recorded).
+fn make_provider(config: &Config, registry: &Registry) -> Result<Box<dyn Provider>, Error> {
+    if let Some(path) = &config.replay {
+        let replay = ReplayProvider::open(path, &config.workspace).map_err(Error::Usage)?;
+        return Ok(Box::new(replay));
     }
+    let mut api = AnthropicConfig::new(config.base_url.clone(), config.api_key.clone());
+    api.max_retries = config.max_retries;
+    api.idle_timeout = config.idle_timeout;
+    api.verbose = config.verbosity == Verbosity::Verbose;
+    api.quiet = config.verbosity == Verbosity::Quiet;
+    let mut provider = AnthropicProvider::new(api);
+    if let Some(path) = &config.record {
+        let names: Vec<String> = registry
+            .enabled_names()
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let mut writer = CassetteWriter::create(
+            path,
+            "anthropic",
+            &config.model,
+            &config.workspace,
+            &names,
+            vec![config.api_key.clone()],
+        )
+        .map_err(|e| Error::Usage(format!("--record {}: {e}", path.display())))?;
+        let shown = path.display().to_string();
+        let mut failed = false;
+        provider.set_recorder(Box::new(move |request, sse| {
+            if let Err(e) = writer.append(request, sse)
+                && !failed
+            {
+                output::warn(&format!("cannot append to the cassette {shown}: {e}"));
+                failed = true;
+            }
+        }));
+    }
+    Ok(Box::new(provider))
 }

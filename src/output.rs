@@ -106,10 +106,10 @@ pub fn print_stdout(text: &str) {
         }
     });
     let r = r.and_then(|()| out.flush());
-    if let Err(e) = r {
-        if e.kind() != std::io::ErrorKind::BrokenPipe {
-            error(&format!("cannot write to stdout: {e}"));
-        }
+    if let Err(e) = r
+        && e.kind() != std::io::ErrorKind::BrokenPipe
+    {
+        error(&format!("cannot write to stdout: {e}"));
     }
 }
 

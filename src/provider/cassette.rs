@@ -1,1 +1,355 @@
-//! Cassette record and replay (stub: being written).
+//! Cassettes (SPEC §3.3): record a live run's streamed responses as JSON lines, and
+//! replay them through the same SSE decoder, accumulator and loop, so tools really run
+//! with no key and no network.
+//!
+//! Format: the first line is a header `{"type":"header","format":1,"provider",
+//! "model","agent_version","workspace","tools"}`; then one line per model turn,
+//! `{"type":"turn","index":N,"request":{"messages":M,"tools":[..]},"sse":"<raw SSE>"}`,
+//! appended and flushed as each turn finishes, so a killed run leaves a usable prefix.
+//! No headers and no key are ever written.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{Provider, ProviderError, ProviderErrorKind, StreamNotice, TurnRequest};
+use crate::protocol::ContentBlock;
+use crate::turn::{Turn, read_turn};
+
+pub(crate) const CASSETTE_FORMAT: u32 = 1;
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Line {
+    Header {
+        format: u32,
+        provider: String,
+        model: String,
+        agent_version: String,
+        /// The workspace root at recording time; replay rewrites it in tool inputs.
+        workspace: String,
+        tools: Vec<String>,
+    },
+    Turn {
+        index: u32,
+        request: RequestSummary,
+        sse: String,
+    },
+}
+
+/// What a recorded turn answered: enough to see a replay drift, nothing secret.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct RequestSummary {
+    messages: usize,
+    tools: Vec<String>,
+}
+
+fn summarize(request: &TurnRequest<'_>) -> RequestSummary {
+    RequestSummary {
+        messages: request.messages.len(),
+        tools: tool_names(request.tools),
+    }
+}
+
+fn tool_names(tools: &[Value]) -> Vec<String> {
+    tools
+        .iter()
+        .filter_map(|t| t["name"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// Appends turns to a cassette as a live run goes.
+pub(crate) struct CassetteWriter {
+    file: File,
+    turns: u32,
+    /// Values that must never reach the file (the API key), replaced if ever present.
+    secrets: Vec<String>,
+}
+
+impl CassetteWriter {
+    pub(crate) fn create(
+        path: &Path,
+        provider: &str,
+        model: &str,
+        workspace: &Path,
+        tools: &[String],
+        secrets: Vec<String>,
+    ) -> std::io::Result<Self> {
+        let file = File::create(path)?;
+        let mut w = CassetteWriter {
+            file,
+            turns: 0,
+            secrets,
+        };
+        w.write_line(&Line::Header {
+            format: CASSETTE_FORMAT,
+            provider: provider.to_string(),
+            model: model.to_string(),
+            agent_version: env!("CARGO_PKG_VERSION").to_string(),
+            workspace: workspace.display().to_string(),
+            tools: tools.to_vec(),
+        })?;
+        Ok(w)
+    }
+
+    /// Records one successful turn: the raw SSE bytes and what they answered.
+    pub(crate) fn append(&mut self, request: &TurnRequest<'_>, sse: &[u8]) -> std::io::Result<()> {
+        self.turns += 1;
+        let line = Line::Turn {
+            index: self.turns,
+            request: summarize(request),
+            sse: String::from_utf8_lossy(sse).into_owned(),
+        };
+        self.write_line(&line)
+    }
+
+    fn write_line(&mut self, line: &Line) -> std::io::Result<()> {
+        let text = serde_json::to_string(line).map_err(std::io::Error::other)?;
+        let text = crate::secrets::redact(&text, &self.secrets);
+        self.file.write_all(text.as_bytes())?;
+        self.file.write_all(b"\n")?;
+        self.file.flush()
+    }
+}
+
+/// Answers each request with the next recorded turn.
+pub(crate) struct ReplayProvider {
+    path: PathBuf,
+    turns: Vec<String>,
+    next: usize,
+    recorded_workspace: String,
+    workspace: String,
+    recorded_tools: Vec<String>,
+    warned_tools: bool,
+}
+
+impl ReplayProvider {
+    /// Opens and checks a cassette; the error says what is wrong with it.
+    pub(crate) fn open(path: &Path, workspace: &Path) -> Result<Self, String> {
+        let shown = path.display();
+        let file = File::open(path).map_err(|e| format!("--replay {shown}: {e}"))?;
+        let mut lines = BufReader::new(file).lines();
+        let header = match lines.next() {
+            Some(Ok(l)) => l,
+            Some(Err(e)) => return Err(format!("--replay {shown}: {e}")),
+            None => return Err(format!("--replay {shown}: the cassette is empty")),
+        };
+        let (recorded_workspace, recorded_tools) = match serde_json::from_str(&header) {
+            Ok(Line::Header {
+                format,
+                workspace,
+                tools,
+                ..
+            }) if format == CASSETTE_FORMAT => (workspace, tools),
+            Ok(Line::Header { format, .. }) => {
+                return Err(format!(
+                    "--replay {shown}: cassette format {format} is not supported \
+                     (this agent reads format {CASSETTE_FORMAT})"
+                ));
+            }
+            _ => return Err(format!("--replay {shown}: line 1 is not a cassette header")),
+        };
+        let mut turns = Vec::new();
+        for (i, line) in lines.enumerate() {
+            let line = line.map_err(|e| format!("--replay {shown}: {e}"))?;
+            if line.trim().is_empty() {
+                continue;
+            }
+            match serde_json::from_str(&line) {
+                Ok(Line::Turn { sse, .. }) => turns.push(sse),
+                Ok(Line::Header { .. }) => {
+                    return Err(format!(
+                        "--replay {shown}: line {} is a second header",
+                        i + 2
+                    ));
+                }
+                Err(e) => return Err(format!("--replay {shown}: line {}: {e}", i + 2)),
+            }
+        }
+        Ok(ReplayProvider {
+            path: path.to_path_buf(),
+            turns,
+            next: 0,
+            recorded_workspace,
+            workspace: workspace.display().to_string(),
+            recorded_tools,
+            warned_tools: false,
+        })
+    }
+
+    fn rewrite(&self, value: &mut Value) {
+        if self.recorded_workspace.is_empty() || self.recorded_workspace == self.workspace {
+            return;
+        }
+        rewrite_paths(value, &self.recorded_workspace, &self.workspace);
+    }
+}
+
+/// Replaces the recorded workspace root by the replay's in every string of `value`.
+fn rewrite_paths(value: &mut Value, from: &str, to: &str) {
+    match value {
+        Value::String(s) if s.contains(from) => *s = s.replace(from, to),
+        Value::Array(a) => a.iter_mut().for_each(|v| rewrite_paths(v, from, to)),
+        Value::Object(o) => o.values_mut().for_each(|v| rewrite_paths(v, from, to)),
+        _ => {}
+    }
+}
+
+impl Provider for ReplayProvider {
+    fn stream_turn(
+        &mut self,
+        request: &TurnRequest<'_>,
+        on_notice: &mut dyn FnMut(StreamNotice<'_>),
+    ) -> Result<Turn, ProviderError> {
+        let offered = tool_names(request.tools);
+        if !self.warned_tools && offered != self.recorded_tools {
+            self.warned_tools = true;
+            crate::output::warn(&format!(
+                "the tools offered ({}) differ from those recorded in the cassette ({})",
+                offered.join(", "),
+                self.recorded_tools.join(", ")
+            ));
+        }
+        let Some(sse) = self.turns.get(self.next) else {
+            return Err(ProviderError {
+                kind: ProviderErrorKind::Cassette,
+                message: format!(
+                    "the cassette {} ran out after {} turns before the model stopped",
+                    self.path.display(),
+                    self.turns.len()
+                ),
+            });
+        };
+        self.next += 1;
+        on_notice(StreamNotice::TurnStarted);
+        // Decode the whole turn first, so that paths are rewritten before anything (a
+        // streaming executor included) sees a tool call.
+        let mut turn = read_turn(sse.as_bytes(), &mut |_| {}).map_err(|e| ProviderError {
+            kind: ProviderErrorKind::Cassette,
+            message: format!(
+                "turn {} of the cassette {}: {e}",
+                self.next,
+                self.path.display()
+            ),
+        })?;
+        for call in &mut turn.calls {
+            if let Ok(input) = &mut call.input {
+                self.rewrite(input);
+            }
+        }
+        for block in &mut turn.message.content {
+            match block {
+                ContentBlock::ToolUse { input, .. } => self.rewrite(input),
+                ContentBlock::Text { text } => on_notice(StreamNotice::TextDelta(text)),
+                _ => {}
+            }
+        }
+        for call in &turn.calls {
+            on_notice(StreamNotice::ToolReady(call));
+        }
+        Ok(turn)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const SSE_TOOL: &str = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"model\":\"m\",\"usage\":{\"input_tokens\":5,\"output_tokens\":1}}}\n\n\
+event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_1\",\"name\":\"ReadFile\",\"input\":{}}}\n\n\
+event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"path\\\": \\\"/rec/ws/a\"}}\n\n\
+event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\".txt\\\"}\"}}\n\n\
+event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n\
+event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\"},\"usage\":{\"output_tokens\":9}}\n\n\
+event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
+
+    fn request<'a>(tools: &'a [Value]) -> TurnRequest<'a> {
+        TurnRequest {
+            model: "m",
+            max_tokens: 10,
+            system: "s",
+            messages: &[],
+            tools,
+        }
+    }
+
+    #[test]
+    fn record_then_replay_rewrites_workspace() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.jsonl");
+        let tools = vec![json!({"name": "ReadFile"})];
+        let mut w = CassetteWriter::create(
+            &path,
+            "anthropic",
+            "m",
+            Path::new("/rec/ws"),
+            &["ReadFile".to_string()],
+            vec!["sk-ant-secret-value".into()],
+        )
+        .unwrap();
+        w.append(&request(&tools), SSE_TOOL.as_bytes()).unwrap();
+        drop(w);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text.lines().count(), 2);
+        let mut p = ReplayProvider::open(&path, Path::new("/new/place")).unwrap();
+        let turn = p.stream_turn(&request(&tools), &mut |_| {}).unwrap();
+        assert_eq!(turn.calls[0].input, Ok(json!({"path": "/new/place/a.txt"})));
+        match &turn.message.content[0] {
+            ContentBlock::ToolUse { input, .. } => assert_eq!(input["path"], "/new/place/a.txt"),
+            other => panic!("{other:?}"),
+        }
+        let e = p.stream_turn(&request(&tools), &mut |_| {}).unwrap_err();
+        assert_eq!(e.kind, ProviderErrorKind::Cassette);
+        assert!(e.message.contains("ran out after 1 turns"), "{}", e.message);
+    }
+
+    #[test]
+    fn secrets_never_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.jsonl");
+        let secret = "sk-ant-secret-value-123";
+        let mut w = CassetteWriter::create(
+            &path,
+            "anthropic",
+            "m",
+            Path::new("/w"),
+            &[],
+            vec![secret.into()],
+        )
+        .unwrap();
+        let sse = SSE_TOOL.replace("/rec/ws", secret);
+        w.append(&request(&[]), sse.as_bytes()).unwrap();
+        assert!(!std::fs::read_to_string(&path).unwrap().contains(secret));
+    }
+
+    #[test]
+    fn bad_cassettes_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("bad.jsonl");
+        std::fs::write(&p, "").unwrap();
+        assert!(
+            ReplayProvider::open(&p, dir.path())
+                .err()
+                .unwrap()
+                .contains("empty")
+        );
+        std::fs::write(&p, "{\"type\":\"turn\",\"index\":1,\"request\":{\"messages\":1,\"tools\":[]},\"sse\":\"\"}\n").unwrap();
+        assert!(
+            ReplayProvider::open(&p, dir.path())
+                .err()
+                .unwrap()
+                .contains("header")
+        );
+        let missing = dir.path().join("missing.jsonl");
+        assert!(
+            ReplayProvider::open(&missing, dir.path())
+                .err()
+                .unwrap()
+                .contains("--replay")
+        );
+    }
+}

@@ -1,28 +1,567 @@
-//! The ReadFile tool (stub: being written).
+//! The ReadFile tool (SPEC §4): a window of a text file as numbered lines.
+//!
+//! The file is streamed line by line with a per-line byte cap, so memory stays bounded
+//! whatever the file's size or line length; reading stops after the window. Opening goes
+//! through `sandbox` (confined, no symlink followed, no FIFO or device opened).
 
+use std::io::{self, BufRead, BufReader, Cursor, Read};
+
+use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Category, Tool, ToolContext, ToolError, ToolResult};
+use super::{Category, Tool, ToolContext, ToolError, ToolResult, parse_input, sandbox};
+
+/// Lines returned when `limit` is not given (SPEC §4).
+const DEFAULT_LIMIT_LINES: u64 = 2_000;
+/// Longer lines are cut with a marker (SPEC §4): minified files would flood the context.
+const MAX_LINE_CHARS: usize = 2_000;
+/// Bytes of one line kept in memory: enough for `MAX_LINE_CHARS` of 4-byte characters.
+const LINE_KEEP_BYTES: usize = MAX_LINE_CHARS * 4;
+/// A NUL byte among the first this many bytes marks a binary file (SPEC §4).
+const BINARY_SNIFF_BYTES: u64 = 512;
+/// Output bytes per call (~128k tokens at most): ReadFile is never spilled, so this is
+/// what bounds its memory and context use; the note gives the offset to continue from.
+const MAX_OUTPUT_BYTES: usize = 512 * 1024;
+/// Files up to this size have their total line count reported even when only a window is
+/// shown; counting a larger file would cost more than the answer is worth.
+const COUNT_TOTAL_MAX_BYTES: u64 = 8 * 1024 * 1024;
+/// Read buffer: large enough that long lines take few syscalls.
+const READ_BUFFER_BYTES: usize = 64 * 1024;
 
 pub(crate) struct ReadFile;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Input {
+    path: String,
+    offset: Option<u64>,
+    limit: Option<u64>,
+}
+
+const DESCRIPTION: &str = "\
+Read a text file from the workspace. Returns its lines numbered from 1, one per line as `N<TAB>text`.
+
+When to use: to look at source code, configuration, logs or test output before changing or \
+explaining them, and to read the full saved output whose path another tool's result gave you.
+When not to use: to list a directory (use Glob), to search for text across files (use Grep), \
+or to inspect a binary file (use Bash, e.g. `file PATH` or `xxd PATH | head`).
+
+- `path` is relative to the workspace root, or absolute inside the workspace.
+- At most `limit` lines (default 2000) are returned, starting at line `offset` (1-based, default 1). \
+When more lines remain, the result ends with a note giving the offset to continue from: read big files \
+in windows this way. Very large windows are also cut at about 512 KB of output, with the same note.
+- Lines longer than 2000 characters are cut and marked. Invalid UTF-8 is shown with replacement characters.
+- The `N<TAB>` prefixes are not part of the file: never copy them into EditFile's `old_string`.
+- Errors (nothing is returned): file not found, the path is a directory, binary file (a NUL byte in its \
+first 512 bytes), permission denied, path outside the workspace (also through a symbolic link), not a \
+regular file (FIFO, socket, device), offset past the end (the error says how many lines the file has).
+- Several ReadFile calls in one turn run in parallel: read all the files you need at once.";
 
 impl Tool for ReadFile {
     fn name(&self) -> &'static str {
         "ReadFile"
     }
+
     fn description(&self) -> &'static str {
-        "Stub description of the ReadFile tool, to be written for the model with care."
+        DESCRIPTION
     }
+
     fn input_schema(&self) -> Value {
-        json!({"type": "object", "properties": {}, "additionalProperties": false})
+        json!({
+            "type": "object",
+            "properties": {
+                "path": {
+                    "type": "string",
+                    "description": "The file to read: relative to the workspace root, or absolute inside the workspace."
+                },
+                "offset": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": "1-based number of the first line to return. Default 1. Use the offset from a previous result's note to continue."
+                },
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": "How many lines to return at most. Default 2000."
+                }
+            },
+            "required": ["path"],
+            "additionalProperties": false
+        })
     }
+
     fn is_read_only(&self) -> bool {
         true
     }
+
+    fn is_concurrency_safe(&self, _input: &Value) -> bool {
+        true
+    }
+
     fn category(&self) -> Category {
         Category::File
     }
-    fn execute(&self, _ctx: &ToolContext, _input: &Value) -> Result<ToolResult, ToolError> {
-        Err(ToolError::failed("not implemented"))
+
+    fn validate_input(&self, input: &Value) -> Result<(), ToolError> {
+        let input: Input = parse_input(input)?;
+        if input.path.trim().is_empty() {
+            return Err(ToolError::failed("`path` is empty: give the file to read"));
+        }
+        if input.offset == Some(0) {
+            return Err(ToolError::failed(
+                "`offset` is 1-based: the first line is offset 1",
+            ));
+        }
+        if input.limit == Some(0) {
+            return Err(ToolError::failed("`limit` must be at least 1"));
+        }
+        Ok(())
+    }
+
+    fn execute(&self, ctx: &ToolContext, input: &Value) -> Result<ToolResult, ToolError> {
+        let input: Input = parse_input(input)?;
+        let resolved = sandbox::resolve_for_read(ctx, &input.path)?;
+        let (file, md) = sandbox::open_for_read(ctx, &resolved, &input.path)?;
+        let shown = sandbox::display_path(ctx, &resolved);
+        let window = Window {
+            offset: input.offset.unwrap_or(1).max(1),
+            limit: input.limit.unwrap_or(DEFAULT_LIMIT_LINES).max(1),
+            count_rest: md.len() <= COUNT_TOTAL_MAX_BYTES,
+        };
+        let read = read_window(file, &window)
+            .map_err(|e| ToolError::failed(format!("cannot read {}: {e}", input.path)))?;
+        let base = |r: ToolResult| {
+            r.with_meta("path", shown.as_str())
+                .with_meta("bytes", md.len())
+        };
+        let content = match read {
+            Outcome::Binary => {
+                return Err(ToolError::failed(format!(
+                    "{} is a binary file (it has a NUL byte in its first {BINARY_SNIFF_BYTES} bytes); \
+                     ReadFile only shows text. Use Bash to inspect it, e.g. `file {0}` or `xxd {0} | head`.",
+                    input.path
+                )));
+            }
+            Outcome::Empty => {
+                let r = ToolResult::ok(format!("{} is empty (0 bytes).", input.path));
+                return Ok(base(r)
+                    .with_meta("lines_returned", 0)
+                    .with_meta("total_lines", 0));
+            }
+            Outcome::PastEnd { total } => {
+                return Err(ToolError::failed(format!(
+                    "offset {} is past the end of {}, which has {total} line{}. Use an offset from 1 to {total}.",
+                    window.offset,
+                    input.path,
+                    if total == 1 { "" } else { "s" }
+                )));
+            }
+            Outcome::Lines(l) => l,
+        };
+        let mut text = content.text;
+        if let Some(next) = content.next_offset {
+            let of_total = content
+                .total
+                .map(|t| format!(" of {t}"))
+                .unwrap_or_default();
+            let why = if content.budget_hit {
+                " (output size limit reached)"
+            } else {
+                ""
+            };
+            text.push_str(&format!(
+                "\n\n[Showing lines {}-{}{of_total}{why}. More lines remain: call ReadFile with offset={next} to continue.]",
+                window.offset,
+                next - 1
+            ));
+        }
+        let mut r = base(ToolResult::ok(text))
+            .with_meta("offset", window.offset)
+            .with_meta("lines_returned", content.returned)
+            .with_meta("lines_cut", content.cut_lines);
+        if let Some(t) = content.total {
+            r = r.with_meta("total_lines", t);
+        }
+        Ok(r)
+    }
+
+    fn max_result_chars(&self) -> Option<usize> {
+        None // SPEC §5: reading a spilled result must never spill again
+    }
+}
+
+struct Window {
+    offset: u64,
+    limit: u64,
+    /// Whether to count the lines after the window to report the total.
+    count_rest: bool,
+}
+
+enum Outcome {
+    Binary,
+    Empty,
+    PastEnd { total: u64 },
+    Lines(Shown),
+}
+
+struct Shown {
+    text: String,
+    returned: u64,
+    /// Where to continue, when lines remain after the window.
+    next_offset: Option<u64>,
+    total: Option<u64>,
+    budget_hit: bool,
+    cut_lines: u64,
+}
+
+fn read_window(file: impl Read, w: &Window) -> io::Result<Outcome> {
+    let mut file = file;
+    let mut head = Vec::new();
+    (&mut file)
+        .take(BINARY_SNIFF_BYTES)
+        .read_to_end(&mut head)?;
+    if head.is_empty() {
+        return Ok(Outcome::Empty);
+    }
+    if head.contains(&0) {
+        return Ok(Outcome::Binary);
+    }
+    let mut reader = BufReader::with_capacity(READ_BUFFER_BYTES, Cursor::new(head).chain(file));
+    let mut buf = Vec::new();
+    let mut line_no = 0u64;
+    while line_no + 1 < w.offset {
+        if read_line_capped(&mut reader, &mut buf, 0)?.is_none() {
+            return Ok(Outcome::PastEnd { total: line_no });
+        }
+        line_no += 1;
+    }
+    let mut text = String::new();
+    let (mut returned, mut cut_lines, mut budget_hit, mut eof) = (0u64, 0u64, false, false);
+    while returned < w.limit {
+        let Some(full_len) = read_line_capped(&mut reader, &mut buf, LINE_KEEP_BYTES)? else {
+            eof = true;
+            break;
+        };
+        line_no += 1;
+        let (line, cut) = render_line(&buf, full_len);
+        let entry = format!("{line_no}\t{line}\n");
+        if returned > 0 && text.len() + entry.len() > MAX_OUTPUT_BYTES {
+            budget_hit = true;
+            line_no -= 1; // not shown: the next call starts with it
+            break;
+        }
+        text.push_str(&entry);
+        returned += 1;
+        cut_lines += u64::from(cut);
+    }
+    if returned == 0 {
+        return Ok(Outcome::PastEnd { total: line_no });
+    }
+    text.pop(); // the last line's '\n'
+    let more = budget_hit || (!eof && !reader.fill_buf()?.is_empty());
+    let total = if !more {
+        Some(line_no)
+    } else if w.count_rest {
+        let mut rest = u64::from(budget_hit); // the line read but not shown
+        while read_line_capped(&mut reader, &mut buf, 0)?.is_some() {
+            rest += 1;
+        }
+        Some(line_no + rest)
+    } else {
+        None
+    };
+    let next_offset = more.then_some(line_no + 1);
+    Ok(Outcome::Lines(Shown {
+        text,
+        returned,
+        next_offset,
+        total,
+        budget_hit,
+        cut_lines,
+    }))
+}
+
+/// A line for display: lossy UTF-8, CR of a CRLF dropped, cut at `MAX_LINE_CHARS` with a
+/// marker. Returns whether it was cut.
+fn render_line(kept: &[u8], full_len: u64) -> (String, bool) {
+    let bytes = kept.strip_suffix(b"\r").unwrap_or(kept);
+    let s = String::from_utf8_lossy(bytes);
+    let over_chars = s.chars().nth(MAX_LINE_CHARS).is_some();
+    if !over_chars && full_len <= kept.len() as u64 {
+        return (s.into_owned(), false);
+    }
+    let cut: String = s.chars().take(MAX_LINE_CHARS).collect();
+    (
+        format!("{cut}… [line cut at {MAX_LINE_CHARS} characters; it has {full_len} bytes]"),
+        true,
+    )
+}
+
+/// Reads one line (without its '\n') keeping at most `keep` bytes of it in `buf`.
+/// Returns the line's full length in bytes, or `None` at end of input.
+fn read_line_capped(
+    r: &mut impl BufRead,
+    buf: &mut Vec<u8>,
+    keep: usize,
+) -> io::Result<Option<u64>> {
+    buf.clear();
+    let (mut total, mut any) = (0u64, false);
+    loop {
+        let chunk = match r.fill_buf() {
+            Ok(c) => c,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if chunk.is_empty() {
+            return Ok(any.then_some(total));
+        }
+        any = true;
+        let newline = chunk.iter().position(|&b| b == b'\n');
+        let part = &chunk[..newline.unwrap_or(chunk.len())];
+        let room = keep.saturating_sub(buf.len());
+        buf.extend_from_slice(&part[..part.len().min(room)]);
+        total += part.len() as u64;
+        let used = part.len() + usize::from(newline.is_some());
+        r.consume(used);
+        if newline.is_some() {
+            return Ok(Some(total));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::sandbox::test_util::*;
+
+    fn run(ctx: &ToolContext, input: Value) -> Result<ToolResult, ToolError> {
+        ReadFile.validate_input(&input)?;
+        ReadFile.execute(ctx, &input)
+    }
+
+    fn err(ctx: &ToolContext, input: Value) -> String {
+        match run(ctx, input) {
+            Err(ToolError::Failed(m)) => m,
+            other => panic!("expected an error, got {other:?}"),
+        }
+    }
+
+    fn write(ctx: &ToolContext, name: &str, data: impl AsRef<[u8]>) {
+        let p = ctx.workspace.join(name);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, data).unwrap();
+    }
+
+    fn numbered(range: std::ops::RangeInclusive<u64>) -> String {
+        range.map(|i| format!("line {i}\n")).collect()
+    }
+
+    #[test]
+    fn schema_agrees_with_input_struct() {
+        assert_schema_agrees::<Input>(
+            &ReadFile.input_schema(),
+            &json!({"path": "a.txt", "offset": 2, "limit": 10}),
+        );
+    }
+
+    #[test]
+    fn tool_properties() {
+        assert!(ReadFile.is_read_only());
+        assert!(!ReadFile.is_destructive());
+        assert!(ReadFile.is_concurrency_safe(&json!({"path": "a"})));
+        assert_eq!(ReadFile.category(), Category::File);
+        assert_eq!(ReadFile.max_result_chars(), None);
+    }
+
+    #[test]
+    fn numbers_lines_from_one_and_reports_metadata() {
+        let (_g, ctx) = setup();
+        write(&ctx, "src/a.txt", "alpha\nbeta\n\ngamma");
+        let r = run(&ctx, json!({"path": "src/a.txt"})).unwrap();
+        assert_eq!(r.content, "1\talpha\n2\tbeta\n3\t\n4\tgamma");
+        assert!(!r.is_error);
+        assert_eq!(r.metadata["path"], "src/a.txt");
+        assert_eq!(r.metadata["lines_returned"], 4);
+        assert_eq!(r.metadata["total_lines"], 4);
+        assert_eq!(r.metadata["bytes"], 17);
+    }
+
+    #[test]
+    fn absolute_path_inside_and_crlf_shown_without_cr() {
+        let (_g, ctx) = setup();
+        write(&ctx, "w.txt", "a\r\nb\r\n");
+        let abs = ctx.workspace.join("w.txt");
+        let r = run(&ctx, json!({"path": abs.to_str().unwrap()})).unwrap();
+        assert_eq!(r.content, "1\ta\n2\tb");
+    }
+
+    #[test]
+    fn offset_and_limit_window_with_a_continue_note() {
+        let (_g, ctx) = setup();
+        write(&ctx, "n.txt", numbered(1..=10));
+        let r = run(&ctx, json!({"path": "n.txt", "offset": 3, "limit": 2})).unwrap();
+        assert_eq!(
+            r.content,
+            "3\tline 3\n4\tline 4\n\n[Showing lines 3-4 of 10. More lines remain: call ReadFile with offset=5 to continue.]"
+        );
+        assert_eq!(r.metadata["total_lines"], 10);
+        // The last window has no note.
+        let r = run(&ctx, json!({"path": "n.txt", "offset": 9, "limit": 5})).unwrap();
+        assert_eq!(r.content, "9\tline 9\n10\tline 10");
+        // Exactly at the end: no note either.
+        let r = run(&ctx, json!({"path": "n.txt", "offset": 9, "limit": 2})).unwrap();
+        assert!(!r.content.contains("More lines"));
+    }
+
+    #[test]
+    fn default_limit_is_2000_lines() {
+        let (_g, ctx) = setup();
+        write(&ctx, "big.txt", numbered(1..=2500));
+        let r = run(&ctx, json!({"path": "big.txt"})).unwrap();
+        assert_eq!(r.metadata["lines_returned"], 2000);
+        assert!(
+            r.content
+                .contains("2000\tline 2000\n\n[Showing lines 1-2000 of 2500.")
+        );
+        assert!(r.content.ends_with("offset=2001 to continue.]"));
+        assert!(!r.content.contains("line 2001"));
+    }
+
+    #[test]
+    fn long_lines_are_cut_with_a_marker() {
+        let (_g, ctx) = setup();
+        let long = "é".repeat(5000); // multi-byte, so the byte cap is exercised too
+        write(&ctx, "long.txt", format!("{long}\nshort\n"));
+        let r = run(&ctx, json!({"path": "long.txt"})).unwrap();
+        let first = r.content.lines().next().unwrap();
+        assert!(
+            first.starts_with(&format!("1\t{}…", "é".repeat(2000))),
+            "{}",
+            &first[..20]
+        );
+        assert!(first.contains("line cut at 2000 characters; it has 10000 bytes"));
+        assert!(r.content.ends_with("2\tshort"));
+        assert_eq!(r.metadata["lines_cut"], 1);
+        // Exactly 2000 characters is not cut.
+        write(&ctx, "exact.txt", "x".repeat(2000));
+        let r = run(&ctx, json!({"path": "exact.txt"})).unwrap();
+        assert_eq!(r.content, format!("1\t{}", "x".repeat(2000)));
+    }
+
+    #[test]
+    fn a_huge_line_is_read_with_bounded_memory() {
+        let (_g, ctx) = setup();
+        write(&ctx, "min.js", format!("{}\nend\n", "a".repeat(3_000_000)));
+        let r = run(&ctx, json!({"path": "min.js"})).unwrap();
+        assert!(r.content.len() < 3_000);
+        assert!(r.content.ends_with("2\tend"));
+    }
+
+    #[test]
+    fn output_budget_cuts_a_window_with_the_next_offset() {
+        let (_g, ctx) = setup();
+        // 600 lines of 1500 chars is ~900 KB, over the 512 KB budget.
+        let line = "y".repeat(1500);
+        write(&ctx, "wide.txt", format!("{line}\n").repeat(600));
+        let r = run(&ctx, json!({"path": "wide.txt"})).unwrap();
+        assert!(r.content.len() <= MAX_OUTPUT_BYTES + 200);
+        let shown = r.metadata["lines_returned"].as_u64().unwrap();
+        assert!(shown > 100 && shown < 600, "{shown}");
+        assert!(r.content.contains("output size limit reached"));
+        assert!(r.content.contains(&format!("offset={}", shown + 1)));
+        assert_eq!(r.metadata["total_lines"], 600);
+    }
+
+    #[test]
+    fn invalid_utf8_is_shown_lossily() {
+        let (_g, ctx) = setup();
+        write(&ctx, "latin1.txt", b"caf\xe9\nok\n");
+        let r = run(&ctx, json!({"path": "latin1.txt"})).unwrap();
+        assert_eq!(r.content, "1\tcaf\u{fffd}\n2\tok");
+    }
+
+    #[test]
+    fn empty_file_says_so() {
+        let (_g, ctx) = setup();
+        write(&ctx, "empty.txt", "");
+        let r = run(&ctx, json!({"path": "empty.txt"})).unwrap();
+        assert!(!r.is_error);
+        assert_eq!(r.content, "empty.txt is empty (0 bytes).");
+        assert_eq!(r.metadata["total_lines"], 0);
+    }
+
+    #[test]
+    fn binary_file_is_refused_suggesting_bash() {
+        let (_g, ctx) = setup();
+        write(&ctx, "bin.dat", b"\x7fELF\x00\x01rest");
+        let e = err(&ctx, json!({"path": "bin.dat"}));
+        assert!(e.contains("binary") && e.contains("Bash"), "{e}");
+        // A NUL after the first 512 bytes does not make it binary.
+        let mut late = vec![b'a'; 600];
+        late.push(0);
+        write(&ctx, "late.txt", late);
+        assert!(run(&ctx, json!({"path": "late.txt"})).is_ok());
+    }
+
+    #[test]
+    fn offset_past_the_end_says_how_many_lines() {
+        let (_g, ctx) = setup();
+        write(&ctx, "three.txt", "a\nb\nc\n");
+        let e = err(&ctx, json!({"path": "three.txt", "offset": 4}));
+        assert!(
+            e.contains("past the end") && e.contains("has 3 lines"),
+            "{e}"
+        );
+        let e = err(&ctx, json!({"path": "three.txt", "offset": 100}));
+        assert!(e.contains("has 3 lines"), "{e}");
+        assert!(run(&ctx, json!({"path": "three.txt", "offset": 3})).is_ok());
+    }
+
+    #[test]
+    fn distinct_errors_for_each_failure() {
+        let (_g, ctx) = setup();
+        std::fs::create_dir(ctx.workspace.join("dir")).unwrap();
+        assert!(err(&ctx, json!({"path": "missing.txt"})).starts_with("file not found"));
+        assert!(err(&ctx, json!({"path": "dir"})).contains("is a directory"));
+        assert!(
+            err(&ctx, json!({"path": "../outside/secret.txt"})).contains("outside the workspace")
+        );
+        assert!(err(&ctx, json!({"path": ""})).contains("empty"));
+        assert!(err(&ctx, json!({"path": "a", "offset": 0})).contains("1-based"));
+        assert!(err(&ctx, json!({"path": "a", "limit": 0})).contains("at least 1"));
+        assert!(err(&ctx, json!({"path": "a", "bogus": 1})).contains("bogus"));
+    }
+
+    #[test]
+    fn symlinks_pointing_out_are_refused() {
+        let (_g, ctx) = setup();
+        let out = outside(&ctx);
+        std::os::unix::fs::symlink(out.join("secret.txt"), ctx.workspace.join("s.txt")).unwrap();
+        std::os::unix::fs::symlink(&out, ctx.workspace.join("d")).unwrap();
+        for p in ["s.txt", "d/secret.txt"] {
+            let e = err(&ctx, json!({"path": p}));
+            assert!(
+                e.contains("outside the workspace") && !e.contains("secret\n"),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn reads_a_spilled_result_outside_the_workspace() {
+        let (_g, ctx) = setup();
+        let spilled = ctx.spill_dir.join("result-x.txt");
+        std::fs::write(&spilled, "full output\n").unwrap();
+        let r = run(&ctx, json!({"path": spilled.to_str().unwrap()})).unwrap();
+        assert_eq!(r.content, "1\tfull output");
+    }
+
+    #[test]
+    fn a_fifo_is_refused_without_hanging() {
+        let (_g, ctx) = setup();
+        mkfifo(&ctx.workspace.join("pipe"));
+        let c = ctx.clone();
+        let e = without_hanging(move || run(&c, json!({"path": "pipe"})));
+        assert!(e.unwrap_err().message().contains("FIFO"));
     }
 }

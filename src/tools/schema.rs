@@ -60,15 +60,15 @@ fn check_property(key: &str, prop: &Value, value: &Value) -> Result<(), String> 
         }
     }
     if let Some(n) = value.as_f64() {
-        if let Some(min) = prop.get("minimum").and_then(Value::as_f64) {
-            if n < min {
-                return Err(format!("field `{key}` must be at least {min}, got {value}"));
-            }
+        if let Some(min) = prop.get("minimum").and_then(Value::as_f64)
+            && n < min
+        {
+            return Err(format!("field `{key}` must be at least {min}, got {value}"));
         }
-        if let Some(max) = prop.get("maximum").and_then(Value::as_f64) {
-            if n > max {
-                return Err(format!("field `{key}` must be at most {max}, got {value}"));
-            }
+        if let Some(max) = prop.get("maximum").and_then(Value::as_f64)
+            && n > max
+        {
+            return Err(format!("field `{key}` must be at most {max}, got {value}"));
         }
     }
     Ok(())
