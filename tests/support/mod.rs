@@ -286,3 +286,18 @@ pub fn assert_version_first(raw: &str) {
         raw.chars().take(80).collect::<String>()
     );
 }
+
+/// A copy of `v` without any `cache_control` key: prompt-cache breakpoints (SPEC §9)
+/// move with the newest message, so requests are compared without them.
+pub fn without_cache_control(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .filter(|(k, _)| *k != "cache_control")
+                .map(|(k, v)| (k.clone(), without_cache_control(v)))
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(without_cache_control).collect()),
+        other => other.clone(),
+    }
+}
