@@ -11,3 +11,4 @@ mod limits;
 mod mock_selftest;
 mod session;
 mod stdin;
+mod stop_reasons;
