@@ -1,8 +1,29 @@
-//! The Glob tool (stub: being written).
+//! The Glob tool (SPEC §4): lists the files under a directory whose path, relative to that
+//! directory, matches a glob pattern, newest first.
+//!
+//! Fast on large trees: the walk is parallel (`walk::collect_files`), the pattern is
+//! matched on the relative path string, and only matching files are stat'ed for their
+//! modification time. Output is deterministic: newest first, ties broken by path.
 
+use std::time::SystemTime;
+
+use globset::{GlobBuilder, GlobMatcher};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Category, Tool, ToolContext, ToolError, ToolResult};
+use super::walk::{self, path_order};
+use super::{Category, Tool, ToolContext, ToolError, ToolResult, parse_input, sandbox};
+
+/// Paths listed at most: a long list costs context and a narrower pattern serves better.
+pub(crate) const GLOB_MAX_RESULTS: usize = 200;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GlobInput {
+    pattern: String,
+    #[serde(default)]
+    path: Option<String>,
+}
 
 pub(crate) struct Glob;
 
@@ -10,19 +31,440 @@ impl Tool for Glob {
     fn name(&self) -> &'static str {
         "Glob"
     }
+
     fn description(&self) -> &'static str {
-        "Stub description of the Glob tool, to be written for the model with care."
+        "Find files by name pattern. Use it to locate files (\"**/*.rs\", \"src/**/test_*.py\", \
+\"**/Cargo.toml\") before reading them; to search file contents use Grep instead.\n\
+\n\
+Pattern syntax: `*` matches within one path component (it does not cross `/`), `**` matches \
+any number of directories, `?` one character, `[abc]` a class, `{a,b}` alternatives. The \
+pattern is matched against each file's path relative to the search directory, so `*.rs` \
+matches only files directly in it while `**/*.rs` matches at any depth.\n\
+\n\
+`path` is the directory to search (absolute, or relative to the workspace root; default: the \
+workspace root). It must be inside the workspace.\n\
+\n\
+Always skipped: directories named .git, node_modules, vendor, .idea, __pycache__ and target \
+(unless `path` itself points inside one), files excluded by .gitignore / .ignore (also outside \
+a git repository), and symbolic links. Hidden files such as .github/ or .env.example are \
+included. Only files are listed, never directories.\n\
+\n\
+Returns one path per line, relative to the search directory (a first line says so when it \
+is not the workspace root), most recently modified first, at most 200; a note says when the \
+list was cut and how many files matched in total."
     }
+
     fn input_schema(&self) -> Value {
-        json!({"type": "object", "properties": {}, "additionalProperties": false})
+        json!({
+            "type": "object",
+            "properties": {
+                "pattern": {
+                    "type": "string",
+                    "description": "Glob pattern matched against paths relative to `path`, e.g. \"**/*.ts\" or \"src/**/mod.rs\". `*` stays within one directory; `**` crosses directories."
+                },
+                "path": {
+                    "type": "string",
+                    "description": "Directory to search, absolute or relative to the workspace root. Default: the workspace root."
+                }
+            },
+            "required": ["pattern"],
+            "additionalProperties": false
+        })
     }
+
     fn is_read_only(&self) -> bool {
         true
     }
+
+    fn is_concurrency_safe(&self, _input: &Value) -> bool {
+        true
+    }
+
     fn category(&self) -> Category {
         Category::Search
     }
-    fn execute(&self, _ctx: &ToolContext, _input: &Value) -> Result<ToolResult, ToolError> {
-        Err(ToolError::failed("not implemented"))
+
+    fn validate_input(&self, input: &Value) -> Result<(), ToolError> {
+        let input: GlobInput = parse_input(input)?;
+        if input.pattern.trim().is_empty() {
+            return Err(ToolError::failed(
+                "`pattern` is empty; give a glob such as \"**/*.rs\"",
+            ));
+        }
+        Ok(())
+    }
+
+    fn execute(&self, ctx: &ToolContext, input: &Value) -> Result<ToolResult, ToolError> {
+        let input: GlobInput = parse_input(input)?;
+        let root = sandbox::resolve_for_read(ctx, input.path.as_deref().unwrap_or("."))?;
+        let shown_root = input.path.as_deref().unwrap_or("the workspace root");
+        if !root.is_dir() {
+            return Err(ToolError::failed(format!(
+                "path {shown_root} is not a directory; Glob searches a directory (use ReadFile for a file)"
+            )));
+        }
+        let pattern = relative_pattern(&input.pattern, &root)?;
+        let matcher = compile(&pattern)?;
+
+        let walked = walk::collect_files(&root, |entry, rel| {
+            if !matcher.is_match(rel) {
+                return None;
+            }
+            // Only matching files are stat'ed. A file that vanished meanwhile is dropped.
+            let mtime = entry
+                .metadata()
+                .ok()?
+                .modified()
+                .unwrap_or(SystemTime::UNIX_EPOCH);
+            Some((mtime, rel.to_string()))
+        });
+        let mut files = walked.items;
+        files.sort_unstable_by(|a, b| {
+            b.0.cmp(&a.0)
+                .then_with(|| path_order(a.1.as_bytes(), b.1.as_bytes()))
+        });
+
+        let total = files.len();
+        let truncated = total > GLOB_MAX_RESULTS;
+        let content = if total == 0 {
+            no_match_message(&input.pattern, &pattern, shown_root, &root)
+        } else {
+            let mut out = walk::root_header(&ctx.workspace, &root);
+            out.reserve(files.len().min(GLOB_MAX_RESULTS) * 48);
+            for (_, path) in files.iter().take(GLOB_MAX_RESULTS) {
+                out.push_str(path);
+                out.push('\n');
+            }
+            if truncated {
+                out.push_str(&format!(
+                    "\n[Showing the {GLOB_MAX_RESULTS} most recently modified of {total} matching files. \
+Narrow the pattern or the path to see the others.]\n"
+                ));
+            }
+            out
+        };
+        Ok(ToolResult::ok(content)
+            .with_meta("root", root.to_string_lossy().into_owned())
+            .with_meta("matches", total)
+            .with_meta("shown", total.min(GLOB_MAX_RESULTS))
+            .with_meta("truncated", truncated)
+            .with_meta("walk_errors", walked.errors))
+    }
+}
+
+/// The pattern as matched against relative paths: a leading `./` is dropped, and an
+/// absolute pattern is accepted when it lies under the search root.
+fn relative_pattern(pattern: &str, root: &std::path::Path) -> Result<String, ToolError> {
+    let mut p = pattern.trim();
+    while let Some(rest) = p.strip_prefix("./") {
+        p = rest;
+    }
+    if p.starts_with('/') {
+        let root_str = root.to_string_lossy();
+        return match p
+            .strip_prefix(root_str.as_ref())
+            .and_then(|r| r.strip_prefix('/'))
+        {
+            Some(rest) if !rest.is_empty() => Ok(rest.to_string()),
+            _ => Err(ToolError::failed(format!(
+                "pattern {pattern} is absolute and not under the search directory {root_str}; \
+give a pattern relative to `path` (e.g. \"**/*.rs\") and put the directory in `path`"
+            ))),
+        };
+    }
+    if p.is_empty() {
+        return Err(ToolError::failed(
+            "`pattern` is empty; give a glob such as \"**/*.rs\"",
+        ));
+    }
+    if p.split('/').any(|c| c == "..") {
+        return Err(ToolError::failed(format!(
+            "pattern {pattern} contains `..`; patterns cannot leave the search directory, set `path` to search elsewhere in the workspace"
+        )));
+    }
+    Ok(p.to_string())
+}
+
+fn compile(pattern: &str) -> Result<GlobMatcher, ToolError> {
+    GlobBuilder::new(pattern)
+        .literal_separator(true)
+        .build()
+        .map(|g| g.compile_matcher())
+        .map_err(|e| ToolError::failed(format!("invalid glob pattern {pattern:?}: {}", e.kind())))
+}
+
+/// A helpful message when nothing matched: the two usual mistakes are a pattern without
+/// `**/` that was meant to recurse, and a directory name (Glob lists files only).
+fn no_match_message(
+    original: &str,
+    pattern: &str,
+    shown_root: &str,
+    root: &std::path::Path,
+) -> String {
+    let mut msg = format!("No files match the pattern {original:?} under {shown_root}.");
+    if !pattern.contains('/') && !pattern.starts_with("**") {
+        msg.push_str(&format!(
+            " `{pattern}` matches only files directly in that directory; use \"**/{pattern}\" to search all subdirectories."
+        ));
+    } else if root.join(pattern).is_dir() {
+        msg.push_str(&format!(
+            " {pattern} is a directory and Glob lists files only; use \"{}/**\" to list its files.",
+            pattern.trim_end_matches('/')
+        ));
+    }
+    msg.push_str(" Skipped directories (.git, node_modules, vendor, .idea, __pycache__, target) and .gitignore'd files are not searched.");
+    msg
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::schema;
+    use crate::tools::test_support::ctx;
+    use std::fs;
+    use std::path::Path;
+    use std::time::Duration;
+
+    fn touch(root: &Path, rel: &str) {
+        let p = root.join(rel);
+        fs::create_dir_all(p.parent().unwrap()).unwrap();
+        fs::write(p, "x\n").unwrap();
+    }
+
+    /// Sets a file's mtime to `secs` after the epoch, so that "newest first" is testable.
+    fn set_mtime(root: &Path, rel: &str, secs: u64) {
+        let f = fs::File::options()
+            .write(true)
+            .open(root.join(rel))
+            .unwrap();
+        f.set_modified(SystemTime::UNIX_EPOCH + Duration::from_secs(secs))
+            .unwrap();
+    }
+
+    fn run(dir: &Path, input: Value) -> Result<ToolResult, ToolError> {
+        Glob.execute(&ctx(dir), &input)
+    }
+
+    fn lines(r: &ToolResult) -> Vec<&str> {
+        r.content.lines().collect()
+    }
+
+    #[test]
+    fn schema_agrees_with_struct() {
+        let s = Glob.input_schema();
+        let full = json!({"pattern": "**/*.rs", "path": "src"});
+        assert_eq!(schema::validate(&s, &full), Ok(()));
+        parse_input::<GlobInput>(&full).unwrap();
+        // Required set equals the non-optional fields.
+        assert_eq!(s["required"], json!(["pattern"]));
+        parse_input::<GlobInput>(&json!({"pattern": "x"})).unwrap();
+        let e = parse_input::<GlobInput>(&json!({"path": "x"})).unwrap_err();
+        assert!(e.message().contains("pattern"), "{e}");
+        // Both reject unknown fields; every schema property has a description.
+        assert!(schema::validate(&s, &json!({"pattern": "x", "bogus": 1})).is_err());
+        assert!(parse_input::<GlobInput>(&json!({"pattern": "x", "bogus": 1})).is_err());
+        assert_eq!(s["additionalProperties"], json!(false));
+        for (_, p) in s["properties"].as_object().unwrap() {
+            assert!(p["description"].as_str().is_some_and(|d| !d.is_empty()));
+        }
+        assert_eq!(s["properties"].as_object().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn description_states_the_limits() {
+        let d = Glob.description();
+        assert!(d.contains(&GLOB_MAX_RESULTS.to_string()));
+        for dir in crate::tools::walk::SKIP_DIRS {
+            assert!(d.contains(dir), "{dir}");
+        }
+        assert!(d.contains(".gitignore") && d.contains("Grep"));
+    }
+
+    #[test]
+    fn metadata_flags() {
+        assert!(Glob.is_read_only());
+        assert!(!Glob.is_destructive());
+        assert!(Glob.is_concurrency_safe(&json!({})));
+        assert_eq!(Glob.category(), Category::Search);
+    }
+
+    #[test]
+    fn star_does_not_cross_slash_but_double_star_does() {
+        let d = tempfile::tempdir().unwrap();
+        touch(d.path(), "top.rs");
+        touch(d.path(), "src/a.rs");
+        touch(d.path(), "src/deep/b.rs");
+        touch(d.path(), "src/c.txt");
+        let mut top = lines(&run(d.path(), json!({"pattern": "*.rs"})).unwrap())
+            .into_iter()
+            .map(str::to_string)
+            .collect::<Vec<_>>();
+        top.sort();
+        assert_eq!(top, vec!["top.rs"]);
+        let r = run(d.path(), json!({"pattern": "**/*.rs"})).unwrap();
+        let mut all = lines(&r);
+        all.sort();
+        assert_eq!(all, vec!["src/a.rs", "src/deep/b.rs", "top.rs"]);
+        let r = run(d.path(), json!({"pattern": "src/*.rs"})).unwrap();
+        assert_eq!(lines(&r), vec!["src/a.rs"]);
+        let r = run(d.path(), json!({"pattern": "src/**/*.{rs,txt}"})).unwrap();
+        let mut v = lines(&r);
+        v.sort();
+        assert_eq!(v, vec!["src/a.rs", "src/c.txt", "src/deep/b.rs"]);
+        assert_eq!(r.metadata["matches"], json!(3));
+        assert_eq!(r.metadata["truncated"], json!(false));
+    }
+
+    #[test]
+    fn skip_list_and_gitignore_in_a_non_git_dir() {
+        let d = tempfile::tempdir().unwrap();
+        for dir in crate::tools::walk::SKIP_DIRS {
+            touch(d.path(), &format!("{dir}/x.rs"));
+            touch(d.path(), &format!("sub/{dir}/x.rs"));
+        }
+        fs::write(d.path().join(".gitignore"), "ignored/\n*.gen.rs\n").unwrap();
+        touch(d.path(), "ignored/x.rs");
+        touch(d.path(), "a.gen.rs");
+        touch(d.path(), "keep.rs");
+        touch(d.path(), ".hidden/h.rs");
+        let r = run(d.path(), json!({"pattern": "**/*.rs"})).unwrap();
+        let mut v = lines(&r);
+        v.sort();
+        assert_eq!(v, vec![".hidden/h.rs", "keep.rs"]);
+    }
+
+    #[test]
+    fn files_only() {
+        let d = tempfile::tempdir().unwrap();
+        touch(d.path(), "src/a.rs");
+        fs::create_dir_all(d.path().join("dir.rs")).unwrap();
+        let r = run(d.path(), json!({"pattern": "**/*.rs"})).unwrap();
+        assert_eq!(lines(&r), vec!["src/a.rs"]);
+        let r = run(d.path(), json!({"pattern": "src"})).unwrap();
+        assert!(r.content.starts_with("No files match"), "{}", r.content);
+        let r = run(d.path(), json!({"pattern": "src/"})).unwrap();
+        assert!(
+            r.content.contains("is a directory") && r.content.contains("\"src/**\""),
+            "{}",
+            r.content
+        );
+    }
+
+    #[test]
+    fn newest_first_with_path_tie_break() {
+        let d = tempfile::tempdir().unwrap();
+        for f in ["a.txt", "b.txt", "c.txt", "d.txt"] {
+            touch(d.path(), f);
+        }
+        set_mtime(d.path(), "a.txt", 1_000);
+        set_mtime(d.path(), "b.txt", 3_000);
+        set_mtime(d.path(), "c.txt", 2_000);
+        set_mtime(d.path(), "d.txt", 3_000);
+        let r = run(d.path(), json!({"pattern": "*.txt"})).unwrap();
+        assert_eq!(lines(&r), vec!["b.txt", "d.txt", "c.txt", "a.txt"]);
+    }
+
+    #[test]
+    fn cap_with_note_keeps_the_newest() {
+        let d = tempfile::tempdir().unwrap();
+        for i in 0..250 {
+            let f = format!("f/{i:03}.txt");
+            touch(d.path(), &f);
+            set_mtime(d.path(), &f, 10_000 + i);
+        }
+        let r = run(d.path(), json!({"pattern": "**/*.txt"})).unwrap();
+        let v = lines(&r);
+        assert_eq!(
+            v.len(),
+            GLOB_MAX_RESULTS + 2,
+            "200 paths, a blank line, the note"
+        );
+        assert_eq!(v[0], "f/249.txt");
+        assert_eq!(v[199], "f/050.txt");
+        assert!(
+            v[201].contains("200 most recently modified of 250"),
+            "{}",
+            v[201]
+        );
+        assert_eq!(r.metadata["matches"], json!(250));
+        assert_eq!(r.metadata["truncated"], json!(true));
+        // Exactly at the cap: no note.
+        let r = run(d.path(), json!({"pattern": "f/[0-1]*.txt"})).unwrap();
+        assert_eq!(lines(&r).len(), 200);
+        assert_eq!(r.metadata["truncated"], json!(false));
+    }
+
+    #[test]
+    fn paths_relative_to_the_search_root() {
+        let d = tempfile::tempdir().unwrap();
+        touch(d.path(), "src/x/a.rs");
+        let r = run(d.path(), json!({"pattern": "**/*.rs", "path": "src"})).unwrap();
+        assert_eq!(lines(&r), vec!["(paths relative to src)", "x/a.rs"]);
+        let abs = d.path().canonicalize().unwrap().join("src");
+        let r = run(
+            d.path(),
+            json!({"pattern": "x/*.rs", "path": abs.to_str().unwrap()}),
+        )
+        .unwrap();
+        assert_eq!(lines(&r), vec!["(paths relative to src)", "x/a.rs"]);
+        // An absolute pattern under the root and a leading ./ are accepted.
+        let pat = format!("{}/**/*.rs", abs.display());
+        let r = run(d.path(), json!({"pattern": pat, "path": "src"})).unwrap();
+        assert_eq!(lines(&r), vec!["(paths relative to src)", "x/a.rs"]);
+        let r = run(d.path(), json!({"pattern": "./src/**/*.rs"})).unwrap();
+        assert_eq!(lines(&r), vec!["src/x/a.rs"]);
+    }
+
+    #[test]
+    fn path_outside_workspace_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        touch(outside.path(), "secret.rs");
+        let ws = d.path().join("ws");
+        fs::create_dir(&ws).unwrap();
+        assert!(run(&ws, json!({"pattern": "**/*", "path": ".."})).is_err());
+        let e = run(
+            &ws,
+            json!({"pattern": "**/*", "path": outside.path().to_str().unwrap()}),
+        )
+        .unwrap_err();
+        assert!(e.message().contains("outside the workspace"), "{e}");
+        // An absolute pattern elsewhere is refused too, not silently matched.
+        let pat = format!("{}/*.rs", outside.path().display());
+        let e = run(&ws, json!({"pattern": pat})).unwrap_err();
+        assert!(e.message().contains("absolute"), "{e}");
+    }
+
+    #[test]
+    fn failure_modes() {
+        let d = tempfile::tempdir().unwrap();
+        touch(d.path(), "a.rs");
+        let e = run(d.path(), json!({"pattern": "src/[a"})).unwrap_err();
+        assert!(
+            e.message().contains("invalid glob pattern") && e.message().contains("unclosed"),
+            "{e}"
+        );
+        let e = run(d.path(), json!({"pattern": "../*.rs"})).unwrap_err();
+        assert!(e.message().contains("`..`"), "{e}");
+        let e = run(d.path(), json!({"pattern": "*", "path": "a.rs"})).unwrap_err();
+        assert!(e.message().contains("not a directory"), "{e}");
+        let e = run(d.path(), json!({"pattern": "*", "path": "missing"})).unwrap_err();
+        assert!(e.message().contains("missing"), "{e}");
+        assert!(Glob.validate_input(&json!({"pattern": "  "})).is_err());
+        assert!(Glob.validate_input(&json!({"pattern": "*"})).is_ok());
+    }
+
+    #[test]
+    fn no_match_message_hints_recursion() {
+        let d = tempfile::tempdir().unwrap();
+        touch(d.path(), "src/a.py");
+        let r = run(d.path(), json!({"pattern": "*.py"})).unwrap();
+        assert!(!r.is_error);
+        assert!(
+            r.content.contains("No files match") && r.content.contains("\"**/*.py\""),
+            "{}",
+            r.content
+        );
+        assert_eq!(r.metadata["matches"], json!(0));
     }
 }

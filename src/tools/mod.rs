@@ -12,6 +12,7 @@ pub(crate) mod read_file;
 pub(crate) mod registry;
 pub(crate) mod sandbox;
 pub(crate) mod schema;
+pub(crate) mod walk;
 pub(crate) mod write_file;
 
 use std::path::PathBuf;
