@@ -462,7 +462,7 @@ struct ChatAccumulator {
     model: String,
     text: String,
     refused: bool,
-    /// In the order they started.
+    /// In the order they started (the model's order: servers open them by rising index).
     calls: Vec<CallBuf>,
     finish_reason: Option<String>,
     usage: Usage,
@@ -609,7 +609,8 @@ impl ChatAccumulator {
         Ok(())
     }
 
-    /// Completes (and announces) every open call that `ready` accepts.
+    /// Completes (and announces) the open calls in order, up to the first one `ready`
+    /// does not accept: `ToolReady` order is always the turn's call order.
     fn complete_calls(
         &mut self,
         on_notice: &mut dyn FnMut(StreamNotice<'_>),
@@ -617,8 +618,11 @@ impl ChatAccumulator {
     ) -> Result<(), StreamFailure> {
         let cut_by_length = self.finish_reason.as_deref() == Some("length");
         for call in &mut self.calls {
-            if call.done.is_some() || !ready(call) {
+            if call.done.is_some() {
                 continue;
+            }
+            if !ready(call) {
+                break; // announced in order, as the loop's early start expects
             }
             if call.name.is_empty() {
                 return Err(StreamFailure::Malformed {
@@ -685,7 +689,6 @@ impl ChatAccumulator {
             "content_filter" => StopReason::Refusal,
             other => StopReason::Other(other.to_string()),
         };
-        self.calls.sort_by_key(|c| c.index);
         let mut content = Vec::with_capacity(self.calls.len() + 1);
         if !self.text.is_empty() {
             content.push(ContentBlock::Text { text: self.text });
@@ -1033,6 +1036,24 @@ mod tests {
         );
         // Neither was whole when the other started: both announced at the finish.
         assert_eq!(heard.ready, turn.calls);
+    }
+
+    #[test]
+    fn calls_are_announced_in_order_even_when_a_later_one_is_whole_first() {
+        let bytes = stream(
+            &[
+                call_start(0, "c0", "ReadFile", "{\"path\":"),
+                call_start(1, "c1", "Glob", "{}"),
+                call_start(2, "c2", "Glob", "{}"),
+                args(0, "\"a\"}"),
+                finish("tool_calls"),
+            ],
+            true,
+        );
+        let (turn, heard) = read_with_notices(&bytes[..]);
+        let ids: Vec<_> = heard.ready.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(ids, ["c0", "c1", "c2"]);
+        assert_eq!(heard.ready, turn.unwrap().calls);
     }
 
     #[test]
