@@ -63,6 +63,12 @@ pub(crate) struct RetryPolicy {
     pub quiet: bool,
 }
 
+/// The receiver of a turn's notices.
+pub(crate) type OnNotice<'n> = dyn FnMut(StreamNotice<'_>) + 'n;
+
+/// One try at a turn, given where to send its notices.
+pub(crate) type Attempt<'a> = dyn FnMut(&mut OnNotice<'_>) -> Result<Turn, AttemptError> + 'a;
+
 /// Runs `attempt` until it succeeds, fails for good, or the retries are spent. Each
 /// retry is logged (unless quiet) and announced with `StreamNotice::Retry`; messages
 /// are scrubbed of `secrets` before they go anywhere.
@@ -70,7 +76,7 @@ pub(crate) fn with_retries(
     policy: RetryPolicy,
     secrets: &[String],
     on_notice: &mut dyn FnMut(StreamNotice<'_>),
-    attempt: &mut dyn FnMut(&mut dyn FnMut(StreamNotice<'_>)) -> Result<Turn, AttemptError>,
+    attempt: &mut Attempt<'_>,
 ) -> Result<Turn, ProviderError> {
     let mut retries = 0;
     loop {

@@ -3,3 +3,5 @@
 
 #[path = "../support/mod.rs"]
 mod support;
+
+mod openai;
