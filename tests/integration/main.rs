@@ -9,6 +9,7 @@ mod cli;
 mod faults;
 mod limits;
 mod mock_selftest;
+mod openai;
 mod session;
 mod stdin;
 mod stop_reasons;

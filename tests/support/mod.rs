@@ -6,6 +6,7 @@
 
 pub mod invariants;
 pub mod mock;
+pub mod openai;
 pub mod sse;
 
 pub use mock::{MockServer, Recorded, Reply, SseOpts, ToolResultSeen};
