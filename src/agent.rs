@@ -77,8 +77,8 @@ impl Agent<'_> {
         let mut turn_no = 0u32;
         loop {
             turn_no += 1;
-            if let Some(msg) = self.ci.before_request(turn_no, self.record) {
-                return Outcome::fail(Status::Budget, "budget", msg);
+            if let Some(stop) = self.ci.before_request(turn_no, self.record) {
+                return stop;
             }
             output::progress(&format!("turn {turn_no}: waiting for the model"));
             output::debug(&format!(

@@ -452,7 +452,7 @@ mod tests {
         // Same name, input keys in another order: the same call.
         let g = RepeatGuard::default();
         let v = |i: u32| {
-            let input = if i % 2 == 0 {
+            let input = if i.is_multiple_of(2) {
                 json!({"pattern": "p", "path": "src"})
             } else {
                 json!({"path": "src", "pattern": "p"})

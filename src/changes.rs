@@ -152,7 +152,7 @@ pub fn git_diff_stat(ctx: &ToolContext) -> Option<String> {
         &ctx.spill_dir,
     );
     let out = process::run(&spec).ok()?;
-    (out.exit_code == Some(0) && !out.timed_out).then(|| out.output.text)
+    (out.exit_code == Some(0) && !out.timed_out).then_some(out.output.text)
 }
 
 #[cfg(test)]

@@ -7,18 +7,18 @@
 
 use std::sync::Arc;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use serde_json::json;
 
-use crate::agent::lock;
+use crate::agent::{Outcome, lock};
 use crate::budget::{Budget, Prices, RepeatGuard};
 use crate::config::Config;
 use crate::dispatch::{CallOutcome, Watch};
 use crate::events::Events;
 use crate::provider::StreamNotice;
 use crate::tools::ToolContext;
-use crate::transcript::RunRecord;
+use crate::transcript::{RunRecord, Status};
 use crate::turn::{PendingCall, Turn};
 use crate::verify::{Verdict, Verifier};
 
@@ -34,6 +34,8 @@ pub struct CiRun {
     pub repeats: RepeatGuard,
     /// The turn being streamed or executed, for tool events.
     turn: AtomicU32,
+    /// Set when a signal or the deadline is finishing the run: no further request.
+    pub stopping: Arc<AtomicBool>,
 }
 
 impl CiRun {
@@ -45,6 +47,7 @@ impl CiRun {
             prices: config.prices.clone(),
             repeats: RepeatGuard::default(),
             turn: AtomicU32::new(0),
+            stopping: Arc::default(),
         }
     }
 
@@ -57,6 +60,7 @@ impl CiRun {
             prices: Prices::default(),
             repeats: RepeatGuard::default(),
             turn: AtomicU32::new(0),
+            stopping: Arc::default(),
         }
     }
 
@@ -73,15 +77,22 @@ impl CiRun {
         );
     }
 
-    /// Before each request: a used-up budget ends the run (status `budget`) with this
-    /// message; otherwise `turn.started`.
-    pub fn before_request(&self, turn_no: u32, record: &Mutex<RunRecord>) -> Option<String> {
+    /// Before each request: a used-up budget ends the run (status `budget`), as does a
+    /// run that is being finished by a signal or the deadline; otherwise `turn.started`.
+    pub fn before_request(&self, turn_no: u32, record: &Mutex<RunRecord>) -> Option<Outcome> {
+        if self.stopping.load(Ordering::SeqCst) {
+            return Some(Outcome::fail(
+                Status::Interrupted,
+                "interrupted",
+                "the run is stopping",
+            ));
+        }
         let (calls, cost) = {
             let r = lock(record);
             (r.tool_calls.len(), r.cost_usd)
         };
         if let Some(msg) = self.budget.exceeded(calls, cost) {
-            return Some(msg);
+            return Some(Outcome::fail(Status::Budget, "budget", msg));
         }
         self.turn.store(turn_no, Ordering::Relaxed);
         self.events.emit("turn.started", json!({"turn": turn_no}));

@@ -130,11 +130,19 @@ struct Finisher {
     events: Arc<events::Events>,
     /// The workspace scan taken at the start, for `files_changed`.
     baseline: Option<changes::Baseline>,
+    /// Tells the loop to make no further request once finishing has begun.
+    stopping: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Finisher {
     /// Rewrites the `-o` file with the run so far (status `running`).
     fn checkpoint(&self) {
+        // Held while writing: once `finish` has begun, a late checkpoint from the loop
+        // (a tool killed by the shutdown returns) must not overwrite the final file.
+        let done = self.done.lock().unwrap_or_else(|p| p.into_inner());
+        if *done {
+            return;
+        }
         if let Some(path) = &self.output_file {
             let doc = output::redact(&lock(&self.record).to_json(Status::Running, None));
             if let Err(e) = output::write_file_atomic(path, doc.as_bytes()) {
@@ -153,6 +161,8 @@ impl Finisher {
             }
             *done = true;
         }
+        self.stopping
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         process::kill_all_running();
         output::progress_done();
         if let Some(b) = &self.baseline {
@@ -265,6 +275,7 @@ fn run_command(args: &RunArgs) -> ExitCode {
         done: Mutex::new(false),
         events,
         baseline: Some(changes::Baseline::take(&config.workspace, own_files)),
+        stopping: ci.stopping.clone(),
     });
     watch_signals(finisher.clone());
     if let Some(limit) = config.timeout {

@@ -5,6 +5,12 @@
 mod support;
 
 mod bad_input;
+mod ci_action;
+mod ci_batch;
+mod ci_budget;
+mod ci_files;
+mod ci_jsonl;
+mod ci_verify;
 mod cli;
 mod faults;
 mod limits;
