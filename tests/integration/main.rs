@@ -13,3 +13,4 @@ mod openai;
 mod session;
 mod stdin;
 mod stop_reasons;
+mod cassette;
