@@ -127,6 +127,15 @@ impl Agent<'_> {
                     if let Some(fatal) = scheduled.iter().find_map(|s| s.outcome.fatal.clone()) {
                         return Outcome::fail(Status::Error, "tool_fatal", fatal);
                     }
+                    if self.gate.ends_run_on_denial()
+                        && let Some(d) = scheduled.iter().find_map(|s| s.outcome.denial.as_ref())
+                    {
+                        return Outcome::fail(
+                            Status::Denied,
+                            "denied",
+                            format!("a tool call was denied (--on-deny fail): {}", d.reason),
+                        );
+                    }
                 }
                 StopReason::EndTurn | StopReason::StopSequence | StopReason::MaxTokens => {
                     return Outcome::ok(Status::Success);
@@ -189,7 +198,9 @@ impl Agent<'_> {
             let Some(s) = done.get(i) else {
                 content.push(ContentBlock::ToolResult {
                     tool_use_id: call.id.clone(),
-                    content: "not executed: the run ended after a system failure".into(),
+                    content: "not executed: the run ended before this call (a system failure, \
+                              or a denial with --on-deny fail)"
+                        .into(),
                     is_error: true,
                 });
                 continue;

@@ -6,8 +6,10 @@ use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::cli::{RunArgs, ToolArgs};
+use crate::cli::{RunArgs, SecurityArgs, ToolArgs};
+use crate::confine::{self, SandboxMode, SandboxSpec};
 use crate::error::Error;
+use crate::policy::{OnDeny, Settings, SettingsSources};
 use crate::tools::registry::{Registry, ToolSelection};
 
 /// A current Claude Sonnet model id.
@@ -48,6 +50,13 @@ pub struct Config {
     pub tools: ToolSelection,
     pub replay: Option<PathBuf>,
     pub record: Option<PathBuf>,
+    /// Permission rules and hooks from the settings files.
+    pub settings: Settings,
+    pub on_deny: OnDeny,
+    /// The Bash sandbox, checked against the kernel.
+    pub sandbox: SandboxSpec,
+    /// Secret-looking variables kept for Bash and hooks (`--keep-env`).
+    pub keep_env: Vec<String>,
 }
 
 /// The environment as config sees it: injectable so tests need not mutate the process env.
@@ -111,6 +120,15 @@ impl Config {
             args.system.as_deref(),
             args.append_system_prompt.as_deref(),
         )?;
+        let settings = Settings::load(
+            &SettingsSources {
+                workspace: &workspace,
+                files: &args.security.settings,
+                no_project_settings: args.security.no_project_settings,
+            },
+            &Registry::builtin(&ToolSelection::default()).all_names(),
+        )?;
+        let sandbox = sandbox_spec(&args.security, env)?;
         let verbosity = if args.quiet {
             Verbosity::Quiet
         } else if args.verbose {
@@ -137,8 +155,45 @@ impl Config {
             tools,
             replay: args.replay.clone(),
             record: args.record.clone(),
+            settings,
+            on_deny: args.security.on_deny,
+            sandbox,
+            keep_env: args.security.keep_env.clone(),
         })
     }
+}
+
+/// `--sandbox`, `--writable`, `--no-network`, validated, and refused when the kernel
+/// cannot enforce them (never silently downgraded).
+fn sandbox_spec(args: &SecurityArgs, env: &dyn Env) -> Result<SandboxSpec, Error> {
+    if !args.writable.is_empty() && args.sandbox != SandboxMode::WorkspaceWrite {
+        return Err(Error::Usage(
+            "--writable only applies with --sandbox workspace-write".into(),
+        ));
+    }
+    let mut writable = Vec::new();
+    for dir in &args.writable {
+        let canon = dir
+            .canonicalize()
+            .map_err(|e| Error::Usage(format!("--writable {}: {e}", dir.display())))?;
+        if !canon.is_dir() {
+            return Err(Error::Usage(format!(
+                "--writable {}: not a directory",
+                dir.display()
+            )));
+        }
+        writable.push(canon);
+    }
+    let spec = SandboxSpec {
+        mode: args.sandbox,
+        writable,
+        no_network: args.no_network,
+    };
+    if !spec.is_off() {
+        let abi = confine::kernel_abi(env.var(confine::TEST_ABI_ENV).as_deref());
+        spec.check_kernel(abi).map_err(Error::Usage)?;
+    }
+    Ok(spec)
 }
 
 fn workspace_root(cwd: Option<&Path>) -> Result<PathBuf, Error> {

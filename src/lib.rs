@@ -9,14 +9,17 @@
 pub mod agent;
 pub mod cli;
 pub mod config;
+pub mod confine;
 pub mod dispatch;
 pub mod error;
 pub mod output;
+pub mod policy;
 pub(crate) mod process;
 pub mod protocol;
 pub(crate) mod provider;
 pub mod scheduler;
 pub(crate) mod secrets;
+pub(crate) mod shell_words;
 pub mod tools;
 pub mod transcript;
 pub(crate) mod turn;
@@ -33,8 +36,8 @@ use serde_json::json;
 use crate::agent::{Agent, lock};
 use crate::cli::{Cli, Command, RunArgs, ToolsArgs};
 use crate::config::{Config, ProcessEnv, Verbosity};
-use crate::dispatch::OpenGate;
 use crate::error::Error;
+use crate::policy::PolicyGate;
 use crate::provider::Provider;
 use crate::provider::anthropic::{AnthropicConfig, AnthropicProvider};
 use crate::provider::cassette::{CassetteWriter, ReplayProvider};
@@ -202,6 +205,16 @@ fn run_command(args: &RunArgs) -> ExitCode {
     output::init(config.verbosity, secrets);
     turn::set_debug_log(config.verbosity == Verbosity::Verbose);
 
+    let sandbox = match crate::confine::Confinement::build(&config.sandbox, &config.workspace) {
+        Ok(s) => s,
+        Err(e) => {
+            output::error(&e);
+            return ExitCode::from(Error::Usage(e).exit_code());
+        }
+    };
+    if let Some(s) = &sandbox {
+        output::debug(s.summary());
+    }
     let registry = Registry::builtin(&config.tools);
     let mut provider = match make_provider(&config, &registry) {
         Ok(p) => p,
@@ -214,8 +227,13 @@ fn run_command(args: &RunArgs) -> ExitCode {
         workspace: config.workspace.clone(),
         spill_dir: spill_dir(),
         bash_timeout: config.bash_timeout,
-        child_env: Arc::new(crate::secrets::scrubbed_env(std::env::vars(), &[])),
+        child_env: Arc::new(crate::secrets::scrubbed_env(
+            std::env::vars(),
+            &config.keep_env,
+        )),
+        sandbox,
     };
+    let gate = PolicyGate::new(config.settings.clone(), &ctx, config.on_deny);
     let record = Arc::new(Mutex::new(RunRecord::new(
         &config.model,
         config.workspace.clone(),
@@ -250,7 +268,7 @@ fn run_command(args: &RunArgs) -> ExitCode {
         config: &config,
         registry: &registry,
         ctx: &ctx,
-        gate: &OpenGate,
+        gate: &gate,
         record: &record,
         checkpoint: &checkpoint,
     }

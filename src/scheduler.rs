@@ -68,14 +68,16 @@ pub fn run_calls(
                 None => slice.iter().map(|c| dispatcher.dispatch(c)).collect(),
             }
         };
-        let fatal = outcomes.iter().any(|o| o.fatal.is_some());
+        let fatal = outcomes.iter().any(|o| {
+            o.fatal.is_some() || (o.denial.is_some() && dispatcher.gate.ends_run_on_denial())
+        });
         out.extend(
             outcomes
                 .into_iter()
                 .map(|outcome| Scheduled { outcome, batch }),
         );
         if fatal {
-            break; // a system failure ends the run; later calls must not run
+            break; // a system failure (or a denial with --on-deny fail) ends the run
         }
     }
     out

@@ -889,7 +889,11 @@ mod tests {
 
     #[test]
     fn deeply_nested_tool_input_is_an_error_result() {
-        let nested = format!(r#"{{"command": {}{}}}"#, "[".repeat(10_000), "]".repeat(10_000));
+        let nested = format!(
+            r#"{{"command": {}{}}}"#,
+            "[".repeat(10_000),
+            "]".repeat(10_000)
+        );
         let bytes = stream(&[
             START,
             &tool_start(0, "t1"),
