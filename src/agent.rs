@@ -10,7 +10,7 @@ use crate::dispatch::{Dispatcher, Gate};
 use crate::output;
 use crate::protocol::{ContentBlock, Message, Role, StopReason};
 use crate::provider::{Provider, StreamNotice, TurnRequest};
-use crate::scheduler::{self, Scheduled};
+use crate::scheduler::{self, EarlyResults, EarlyStart, Scheduled};
 use crate::tools::ToolContext;
 use crate::tools::registry::Registry;
 use crate::transcript::{DenialRecord, ErrorInfo, RunRecord, Status, ToolCallRecord};
@@ -87,22 +87,29 @@ impl Agent<'_> {
             };
             let t0 = Instant::now();
             let mut chars = 0usize;
-            let result = provider.stream_turn(&request, &mut |notice| match notice {
-                StreamNotice::Retry { .. } => lock(self.record).retries += 1,
-                StreamNotice::TextDelta(t) => {
-                    chars += t.len();
-                    output::progress(&format!("turn {turn_no}: streaming ({chars} chars)"));
-                }
-                StreamNotice::ToolReady(c) => {
-                    output::progress(&format!("turn {turn_no}: model called {}", c.name));
-                }
-                StreamNotice::TurnStarted => chars = 0,
-            });
+            let early_results: EarlyResults = Mutex::new(Vec::new());
+            let mut early = EarlyStart::new(turn_no < self.config.max_turns, &early_results);
+            let result = match scheduler::pool() {
+                Some(pool) => pool.in_place_scope(|scope| {
+                    provider.stream_turn(&request, &mut |n| {
+                        match &n {
+                            StreamNotice::ToolReady(c) => early.offer(scope, c, &dispatcher),
+                            StreamNotice::TurnStarted => early.restart(),
+                            _ => {}
+                        }
+                        self.on_notice(turn_no, &mut chars, n);
+                    })
+                }),
+                None => provider.stream_turn(&request, &mut |n| {
+                    self.on_notice(turn_no, &mut chars, n);
+                }),
+            };
             lock(self.record).api_duration += t0.elapsed();
             let turn = match result {
                 Ok(t) => t,
                 Err(e) => return Outcome::fail(Status::Error, e.kind_str(), e.message),
             };
+            let early = early.take(&turn.calls);
             self.note_turn(&turn);
             messages.push(turn.message.clone());
 
@@ -120,7 +127,8 @@ impl Agent<'_> {
                     if turn_no >= self.config.max_turns {
                         return self.max_turns();
                     }
-                    let scheduled = scheduler::run_calls(&turn.calls, &dispatcher, &mut next_batch);
+                    let scheduled =
+                        scheduler::run_calls(&turn.calls, &dispatcher, &mut next_batch, early);
                     let results = self.note_results(turn_no, &turn.calls, &scheduled);
                     messages.push(results);
                     (self.checkpoint)();
@@ -155,6 +163,21 @@ impl Agent<'_> {
                     );
                 }
             }
+        }
+    }
+
+    /// Progress and retry accounting for what the stream tells us.
+    fn on_notice(&self, turn_no: u32, chars: &mut usize, notice: StreamNotice<'_>) {
+        match notice {
+            StreamNotice::Retry { .. } => lock(self.record).retries += 1,
+            StreamNotice::TextDelta(t) => {
+                *chars += t.len();
+                output::progress(&format!("turn {turn_no}: streaming ({chars} chars)"));
+            }
+            StreamNotice::ToolReady(c) => {
+                output::progress(&format!("turn {turn_no}: model called {}", c.name));
+            }
+            StreamNotice::TurnStarted => *chars = 0,
         }
     }
 
@@ -249,5 +272,211 @@ impl Agent<'_> {
         };
         r.messages.push(msg.clone());
         msg
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Verbosity;
+    use crate::dispatch::OpenGate;
+    use crate::protocol::Usage;
+    use crate::provider::ProviderError;
+    use crate::tools::registry::ToolSelection;
+    use crate::tools::{Category, Tool, ToolError, ToolResult};
+    use serde_json::{Value, json};
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::mpsc;
+    use std::sync::{Arc, Mutex as StdMutex};
+    use std::time::Duration;
+
+    /// Hang guard only: a broken early start would otherwise block the test forever.
+    const HANG_GUARD: Duration = Duration::from_secs(60);
+
+    fn config(dir: &std::path::Path) -> Config {
+        Config {
+            prompt: "task".into(),
+            workspace: dir.to_path_buf(),
+            json: true,
+            output_file: None,
+            verbosity: Verbosity::Quiet,
+            model: "m".into(),
+            max_tokens: 100,
+            base_url: "http://127.0.0.1:9".into(),
+            api_key: String::new(),
+            system_prompt: "sys".into(),
+            max_turns: 10,
+            timeout: None,
+            bash_timeout: Duration::from_secs(5),
+            max_retries: 0,
+            idle_timeout: Duration::from_secs(5),
+            tools: ToolSelection::default(),
+            replay: None,
+            record: None,
+        }
+    }
+
+    /// A read-only tool that reports each execution on a channel.
+    struct Probe {
+        runs: AtomicU32,
+        started: StdMutex<mpsc::Sender<u32>>,
+    }
+    impl Tool for Probe {
+        fn name(&self) -> &'static str {
+            "Probe"
+        }
+        fn description(&self) -> &'static str {
+            "test probe"
+        }
+        fn input_schema(&self) -> Value {
+            json!({"type": "object"})
+        }
+        fn is_read_only(&self) -> bool {
+            true
+        }
+        fn is_concurrency_safe(&self, _: &Value) -> bool {
+            true
+        }
+        fn category(&self) -> Category {
+            Category::Search
+        }
+        fn execute(&self, _: &ToolContext, _: &Value) -> Result<ToolResult, ToolError> {
+            let n = self.runs.fetch_add(1, Ordering::SeqCst) + 1;
+            let _ = self.started.lock().unwrap().send(n);
+            Ok(ToolResult::ok(format!("run {n}")))
+        }
+    }
+
+    fn call(id: &str) -> PendingCall {
+        PendingCall {
+            id: id.into(),
+            name: "Probe".into(),
+            input: Ok(json!({})),
+        }
+    }
+
+    fn turn(calls: Vec<PendingCall>, stop: StopReason) -> Turn {
+        let mut content = vec![ContentBlock::Text { text: "t".into() }];
+        for c in &calls {
+            content.push(ContentBlock::ToolUse {
+                id: c.id.clone(),
+                name: c.name.clone(),
+                input: json!({}),
+            });
+        }
+        Turn {
+            id: "msg".into(),
+            model: "m".into(),
+            message: Message {
+                role: Role::Assistant,
+                content,
+            },
+            calls,
+            stop_reason: stop,
+            usage: Usage::default(),
+        }
+    }
+
+    /// First turn: announces a call, then (optionally) waits until the tool has started
+    /// before finishing the response — which only happens if the call started early.
+    struct Scripted {
+        turns: u32,
+        started: mpsc::Receiver<u32>,
+        retry_first: bool,
+    }
+    impl Provider for Scripted {
+        fn stream_turn(
+            &mut self,
+            _request: &TurnRequest<'_>,
+            on_notice: &mut dyn FnMut(StreamNotice<'_>),
+        ) -> Result<Turn, ProviderError> {
+            self.turns += 1;
+            if self.turns > 1 {
+                return Ok(turn(vec![], StopReason::EndTurn));
+            }
+            on_notice(StreamNotice::TurnStarted);
+            let a = call("toolu_a");
+            on_notice(StreamNotice::ToolReady(&a));
+            // The rest of the response streams only after the tool is running.
+            assert_eq!(
+                self.started.recv_timeout(HANG_GUARD),
+                Ok(1),
+                "call did not start early"
+            );
+            if self.retry_first {
+                on_notice(StreamNotice::Retry {
+                    attempt: 1,
+                    reason: "dropped",
+                    delay: Duration::ZERO,
+                });
+                on_notice(StreamNotice::TurnStarted);
+                on_notice(StreamNotice::ToolReady(&a));
+                assert_eq!(self.started.recv_timeout(HANG_GUARD), Ok(2));
+            }
+            on_notice(StreamNotice::TextDelta("more text after the call"));
+            Ok(turn(vec![a], StopReason::ToolUse))
+        }
+    }
+
+    fn run_scripted(retry_first: bool) -> (Outcome, RunRecord, u32) {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = config(dir.path());
+        let (tx, rx) = mpsc::channel();
+        let probe = Arc::new(Probe {
+            runs: AtomicU32::new(0),
+            started: StdMutex::new(tx),
+        });
+        let mut registry = Registry::builtin(&ToolSelection::default());
+        registry.register(probe.clone());
+        let ctx = ToolContext::for_workspace(dir.path().to_path_buf());
+        let record = Mutex::new(RunRecord::new("m", dir.path().to_path_buf(), vec![]));
+        let agent = Agent {
+            config: &cfg,
+            registry: &registry,
+            ctx: &ctx,
+            gate: &OpenGate,
+            record: &record,
+            checkpoint: &|| {},
+        };
+        let mut provider = Scripted {
+            turns: 0,
+            started: rx,
+            retry_first,
+        };
+        let outcome = agent.run(&mut provider);
+        let runs = probe.runs.load(Ordering::SeqCst);
+        (outcome, record.into_inner().unwrap(), runs)
+    }
+
+    #[test]
+    fn safe_call_starts_while_the_response_streams() {
+        let (outcome, record, runs) = run_scripted(false);
+        assert_eq!(outcome.status, Status::Success);
+        assert_eq!(
+            runs, 1,
+            "the early call is not run again after message_stop"
+        );
+        assert_eq!(record.tool_calls.len(), 1);
+        assert_eq!(record.tool_calls[0].batch, 1);
+        let results: Vec<_> = record.messages[2]
+            .content
+            .iter()
+            .map(|b| match b {
+                ContentBlock::ToolResult { content, .. } => content.clone(),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(results, vec!["run 1"]);
+    }
+
+    #[test]
+    fn early_results_of_a_retried_attempt_are_discarded() {
+        let (outcome, record, runs) = run_scripted(true);
+        assert_eq!(outcome.status, Status::Success);
+        assert_eq!(runs, 2);
+        match &record.messages[2].content[0] {
+            ContentBlock::ToolResult { content, .. } => assert_eq!(content, "run 2"),
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -3,7 +3,7 @@
 //! its own, run alone, in order. Results come back in the model's order.
 
 use std::ops::Range;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 use rayon::prelude::*;
 
@@ -36,7 +36,7 @@ pub fn partition(n: usize, safe: impl Fn(usize) -> bool) -> Vec<Range<usize>> {
     batches
 }
 
-fn pool() -> Option<&'static rayon::ThreadPool> {
+pub(crate) fn pool() -> Option<&'static rayon::ThreadPool> {
     static POOL: OnceLock<Option<rayon::ThreadPool>> = OnceLock::new();
     POOL.get_or_init(|| {
         rayon::ThreadPoolBuilder::new()
@@ -48,17 +48,34 @@ fn pool() -> Option<&'static rayon::ThreadPool> {
     .as_ref()
 }
 
-/// Runs the calls batch by batch; `next_batch` is the run-wide batch counter.
+/// Runs the calls batch by batch; `next_batch` is the run-wide batch counter. `early`
+/// holds the outcomes of the turn's leading concurrency-safe calls, already run while the
+/// response streamed (see `EarlyStart`); they form the turn's first batch.
 pub fn run_calls(
     calls: &[PendingCall],
     dispatcher: &Dispatcher<'_>,
     next_batch: &mut u32,
+    early: Vec<CallOutcome>,
 ) -> Vec<Scheduled> {
     let mut out = Vec::with_capacity(calls.len());
-    for range in partition(calls.len(), |i| dispatcher.is_concurrency_safe(&calls[i])) {
+    let skip = early.len();
+    if skip > 0 {
         *next_batch += 1;
         let batch = *next_batch;
-        let slice = &calls[range];
+        out.extend(
+            early
+                .into_iter()
+                .map(|outcome| Scheduled { outcome, batch }),
+        );
+        if out.iter().any(|s| s.outcome.fatal.is_some()) {
+            return out;
+        }
+    }
+    let rest = &calls[skip..];
+    for range in partition(rest.len(), |i| dispatcher.is_concurrency_safe(&rest[i])) {
+        *next_batch += 1;
+        let batch = *next_batch;
+        let slice = &rest[range];
         let outcomes: Vec<CallOutcome> = if slice.len() == 1 {
             vec![dispatcher.dispatch(&slice[0])]
         } else {
@@ -81,6 +98,88 @@ pub fn run_calls(
         }
     }
     out
+}
+
+/// Streaming tool execution (SPEC §8): the turn's leading run of concurrency-safe calls
+/// starts as each call's `content_block_stop` arrives, while the response still streams.
+/// The first call that is not safe closes the run: it and everything after it wait for
+/// the end of the response, so batch semantics hold. When an attempt fails and is
+/// retried, what started early is discarded (read-only calls, so nothing to undo).
+pub struct EarlyStart<'s> {
+    enabled: bool,
+    accepting: bool,
+    /// Bumped on every new attempt; results of older attempts are ignored.
+    attempt: u32,
+    /// Ids started early in the current attempt, in order.
+    started: Vec<String>,
+    results: &'s EarlyResults,
+}
+
+/// Where early calls leave their outcomes, tagged with the attempt they belong to.
+pub type EarlyResults = Mutex<Vec<(u32, String, CallOutcome)>>;
+
+impl<'s> EarlyStart<'s> {
+    /// `enabled: false` runs nothing early (the last allowed turn runs no tools at all).
+    pub fn new(enabled: bool, results: &'s EarlyResults) -> Self {
+        EarlyStart {
+            enabled,
+            accepting: enabled,
+            attempt: 0,
+            started: Vec::new(),
+            results,
+        }
+    }
+
+    /// A new attempt's response begins: forget the previous attempt's calls.
+    pub fn restart(&mut self) {
+        self.attempt += 1;
+        self.accepting = self.enabled;
+        self.started.clear();
+    }
+
+    /// A tool_use block completed: start it now if it continues the leading safe run.
+    pub fn offer(
+        &mut self,
+        scope: &rayon::Scope<'s>,
+        call: &PendingCall,
+        dispatcher: &'s Dispatcher<'s>,
+    ) {
+        if !self.accepting {
+            return;
+        }
+        if !dispatcher.is_concurrency_safe(call) {
+            self.accepting = false;
+            return;
+        }
+        self.started.push(call.id.clone());
+        let (attempt, call, results) = (self.attempt, call.clone(), self.results);
+        scope.spawn(move |_| {
+            let outcome = dispatcher.dispatch(&call);
+            results
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push((attempt, call.id, outcome));
+        });
+    }
+
+    /// After the response and the scope completed: the outcomes of the turn's leading
+    /// calls that were started early, in order. Anything else that ran is dropped.
+    pub fn take(self, calls: &[PendingCall]) -> Vec<CallOutcome> {
+        let mut results =
+            std::mem::take(&mut *self.results.lock().unwrap_or_else(|p| p.into_inner()));
+        results.retain(|(a, _, _)| *a == self.attempt);
+        let mut out = Vec::new();
+        for (call, id) in calls.iter().zip(&self.started) {
+            if &call.id != id {
+                break;
+            }
+            match results.iter().position(|(_, rid, _)| rid == id) {
+                Some(i) => out.push(results.swap_remove(i).2),
+                None => break,
+            }
+        }
+        out
+    }
 }
 
 #[cfg(test)]
@@ -209,7 +308,7 @@ mod tests {
             call("7", "Meet", "f"),
         ];
         let mut next = 4; // batches continue across turns
-        let out = run_calls(&calls, &d, &mut next);
+        let out = run_calls(&calls, &d, &mut next, Vec::new());
         let contents: Vec<_> = out
             .iter()
             .map(|s| s.outcome.result.content.as_str())

@@ -116,12 +116,127 @@ pub(crate) struct AnthropicProvider {
 struct RequestBody<'a> {
     model: &'a str,
     max_tokens: u32,
-    #[serde(skip_serializing_if = "str::is_empty")]
-    system: &'a str,
-    messages: &'a [Message],
-    #[serde(skip_serializing_if = "<[Value]>::is_empty")]
-    tools: &'a [Value],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    system: Option<[Value; 1]>,
+    messages: CachedTail<'a>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<Value>,
     stream: bool,
+}
+
+/// Prompt caching (SPEC §9): the marker every breakpoint carries.
+fn ephemeral() -> Value {
+    serde_json::json!({"type": "ephemeral"})
+}
+
+/// Block types that may carry a `cache_control` breakpoint.
+const CACHEABLE_BLOCKS: &[&str] = &["text", "tool_result", "tool_use"];
+
+#[cfg(test)]
+mod cache_tests {
+    use super::*;
+    use crate::protocol::{ContentBlock, Role};
+    use serde_json::json;
+
+    #[test]
+    fn breakpoints_only_on_last_tool_and_newest_message() {
+        let messages = vec![
+            Message::user_text("task"),
+            Message {
+                role: Role::Assistant,
+                content: vec![ContentBlock::ToolUse {
+                    id: "t1".into(),
+                    name: "ReadFile".into(),
+                    input: json!({"path": "a"}),
+                }],
+            },
+            Message {
+                role: Role::User,
+                content: vec![ContentBlock::ToolResult {
+                    tool_use_id: "t1".into(),
+                    content: "x".into(),
+                    is_error: false,
+                }],
+            },
+        ];
+        let tools = vec![json!({"name": "A"}), json!({"name": "B"})];
+        let req = TurnRequest {
+            model: "m",
+            max_tokens: 1,
+            system: "",
+            messages: &messages,
+            tools: &tools,
+        };
+        let body: Value = serde_json::from_slice(&request_body(&req).unwrap()).unwrap();
+        assert!(body.get("system").is_none());
+        assert!(body["tools"][0].get("cache_control").is_none());
+        assert_eq!(body["tools"][1]["cache_control"]["type"], "ephemeral");
+        assert!(
+            body["messages"][0]["content"][0]
+                .get("cache_control")
+                .is_none()
+        );
+        assert!(
+            body["messages"][1]["content"][0]
+                .get("cache_control")
+                .is_none()
+        );
+        assert_eq!(
+            body["messages"][2]["content"][0]["cache_control"]["type"],
+            "ephemeral"
+        );
+        // The history itself is untouched.
+        assert_eq!(
+            serde_json::to_value(&messages[2]).unwrap()["content"][0].get("cache_control"),
+            None
+        );
+    }
+}
+
+/// The history, serialised as it is except for a cache breakpoint on the last block of
+/// the newest message, so that each turn reads the whole previous prefix from the cache.
+/// Only that one message is copied.
+struct CachedTail<'a>(&'a [Message]);
+
+impl Serialize for CachedTail<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{Error, SerializeSeq};
+        let mut seq = serializer.serialize_seq(Some(self.0.len()))?;
+        if let Some((last, rest)) = self.0.split_last() {
+            for m in rest {
+                seq.serialize_element(m)?;
+            }
+            let mut last = serde_json::to_value(last).map_err(S::Error::custom)?;
+            if let Some(block) = last["content"].as_array_mut().and_then(|c| c.last_mut())
+                && CACHEABLE_BLOCKS.contains(&block["type"].as_str().unwrap_or(""))
+            {
+                block["cache_control"] = ephemeral();
+            }
+            seq.serialize_element(&last)?;
+        }
+        seq.end()
+    }
+}
+
+/// The request body with prompt-cache breakpoints on the last tool definition, the
+/// system prompt and the newest message. The prefix order is tools → system → messages,
+/// so the first two cache everything a run re-sends every turn.
+fn request_body(request: &TurnRequest<'_>) -> serde_json::Result<Vec<u8>> {
+    let mut tools = request.tools.to_vec();
+    if let Some(last) = tools.last_mut() {
+        last["cache_control"] = ephemeral();
+    }
+    let system = (!request.system.is_empty()).then(|| {
+        [serde_json::json!({"type": "text", "text": request.system, "cache_control": ephemeral()})]
+    });
+    serde_json::to_vec(&RequestBody {
+        model: request.model,
+        max_tokens: request.max_tokens,
+        system,
+        messages: CachedTail(request.messages),
+        tools,
+        stream: true,
+    })
 }
 
 /// An HTTP error body: `{"type":"error","error":{"type","message"},"request_id"?}`.
@@ -278,15 +393,7 @@ impl Provider for AnthropicProvider {
         request: &TurnRequest<'_>,
         on_notice: &mut dyn FnMut(StreamNotice<'_>),
     ) -> Result<Turn, ProviderError> {
-        let body = serde_json::to_vec(&RequestBody {
-            model: request.model,
-            max_tokens: request.max_tokens,
-            system: request.system,
-            messages: request.messages,
-            tools: request.tools,
-            stream: true,
-        })
-        .map_err(|e| ProviderError {
+        let body = request_body(request).map_err(|e| ProviderError {
             kind: ProviderErrorKind::Transport,
             message: format!("could not serialise the request: {e}"),
         })?;
@@ -741,9 +848,12 @@ mod tests {
             json!({
                 "model": "claude-test",
                 "max_tokens": 1000,
-                "system": "be brief",
-                "messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}],
-                "tools": [{"name": "Bash", "input_schema": {"type": "object"}}],
+                "system": [{"type": "text", "text": "be brief",
+                            "cache_control": {"type": "ephemeral"}}],
+                "messages": [{"role": "user", "content": [{"type": "text", "text": "hi",
+                              "cache_control": {"type": "ephemeral"}}]}],
+                "tools": [{"name": "Bash", "input_schema": {"type": "object"},
+                           "cache_control": {"type": "ephemeral"}}],
                 "stream": true
             })
         );
