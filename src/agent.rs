@@ -313,6 +313,10 @@ mod tests {
             tools: ToolSelection::default(),
             replay: None,
             record: None,
+            settings: Default::default(),
+            on_deny: Default::default(),
+            sandbox: Default::default(),
+            keep_env: Vec::new(),
         }
     }
 

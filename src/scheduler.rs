@@ -67,7 +67,11 @@ pub fn run_calls(
                 .into_iter()
                 .map(|outcome| Scheduled { outcome, batch }),
         );
-        if out.iter().any(|s| s.outcome.fatal.is_some()) {
+        let stop_on_denial = dispatcher.gate.ends_run_on_denial();
+        if out
+            .iter()
+            .any(|s| s.outcome.fatal.is_some() || (stop_on_denial && s.outcome.denial.is_some()))
+        {
             return out;
         }
     }
