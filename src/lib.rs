@@ -335,7 +335,11 @@ fn make_provider(config: &Config, registry: &Registry) -> Result<Box<dyn Provide
             &config.model,
             &config.workspace,
             &names,
-            vec![config.api_key.clone()],
+            // The model may echo a secret a tool printed: every known value is redacted.
+            crate::secrets::secret_values()
+                .into_iter()
+                .chain([config.api_key.clone()])
+                .collect(),
         )
         .map_err(|e| Error::Usage(format!("--record {}: {e}", path.display())))?;
         let shown = path.display().to_string();
