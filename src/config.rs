@@ -407,6 +407,69 @@ mod tests {
     }
 
     #[test]
+    fn sandbox_flags_are_validated_against_the_kernel() {
+        let no_ll = FakeEnv(vec![
+            ("ANTHROPIC_API_KEY", "k"),
+            (confine::TEST_ABI_ENV, "0"),
+        ]);
+        let new_ll = FakeEnv(vec![
+            ("ANTHROPIC_API_KEY", "k"),
+            (confine::TEST_ABI_ENV, "7"),
+        ]);
+        for (args, needle) in [
+            (vec!["hi", "--writable", "/tmp"], "--writable only applies"),
+            (
+                vec![
+                    "hi",
+                    "--sandbox",
+                    "workspace-write",
+                    "--writable",
+                    "/no/such/dir",
+                ],
+                "--writable /no/such/dir",
+            ),
+            (vec!["hi", "--sandbox", "read-only"], "no Landlock support"),
+            (vec!["hi", "--no-network"], "--no-network needs"),
+        ] {
+            let env = if needle.contains("Landlock") || needle.contains("network") {
+                &no_ll
+            } else {
+                &new_ll
+            };
+            let e = Config::from_args(&parse(&args), env).unwrap_err();
+            assert!(e.to_string().contains(needle), "{args:?}: {e}");
+            assert_eq!(e.exit_code(), 2);
+        }
+        let c = Config::from_args(
+            &parse(&[
+                "hi",
+                "--sandbox",
+                "workspace-write",
+                "--writable",
+                "/tmp",
+                "--no-network",
+            ]),
+            &new_ll,
+        )
+        .unwrap();
+        assert_eq!(c.sandbox.mode, SandboxMode::WorkspaceWrite);
+        assert!(c.sandbox.no_network);
+        assert_eq!(
+            c.sandbox.writable,
+            vec![PathBuf::from("/tmp").canonicalize().unwrap()]
+        );
+        // Off needs nothing from the kernel.
+        assert!(Config::from_args(&parse(&["hi"]), &no_ll).is_ok());
+        let c = Config::from_args(
+            &parse(&["hi", "--on-deny", "fail", "--keep-env", "GH_TOKEN"]),
+            &no_ll,
+        )
+        .unwrap();
+        assert_eq!(c.on_deny, OnDeny::Fail);
+        assert_eq!(c.keep_env, vec!["GH_TOKEN".to_string()]);
+    }
+
+    #[test]
     fn system_prompt_rules_and_project_file() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("AGENTS.md"), "Always run make check.").unwrap();
