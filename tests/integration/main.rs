@@ -4,3 +4,5 @@
 mod policy;
 #[path = "../support/mod.rs"]
 mod support;
+
+mod openai;
