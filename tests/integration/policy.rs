@@ -507,3 +507,71 @@ fn secrets_from_token_variables_never_reach_the_transcript_or_logs() {
     let results = tool_results(&doc);
     assert!(results[1].1.contains("env:[REDACTED]"), "{:?}", results[1]);
 }
+
+/// Against a live (loopback) server: the hook's message is in the very next request the
+/// model gets, and a secret the model echoes never reaches the `--record` cassette.
+#[test]
+fn hook_message_reaches_the_next_request_and_cassettes_are_scrubbed() {
+    use crate::support::openai::{OpenAiMock, Reply, run_agent, text_turn, tool_turn, transcript};
+    const SECRET: &str = "tok_live_9f8e7d6c5b4a3210";
+    let mock = OpenAiMock::start(vec![
+        Reply::Sse(tool_turn(
+            None,
+            &[("call_1", "Bash", json!({"command": "touch made"}))],
+        )),
+        // The secret lies whole in one delta (the builder splits the text in half).
+        Reply::Sse(text_turn(&format!(
+            "{SECRET} is the token; the file said so, and so did the logs."
+        ))),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(ws.join(".agent")).unwrap();
+    std::fs::write(
+        ws.join(".agent/settings.json"),
+        r#"{"hooks": {"PreToolUse": [{"matcher": "Bash",
+            "command": "echo 'blocked: use the Makefile' >&2; exit 2"}]}}"#,
+    )
+    .unwrap();
+    let cassette = dir.path().join("rec.jsonl");
+    let out = run_agent(
+        &ws,
+        &[
+            "--provider",
+            "openai",
+            "--base-url",
+            &mock.base_url,
+            "-m",
+            "local-model",
+            "--full-auto",
+            "--json",
+            "--record",
+            cassette.to_str().unwrap(),
+            "task",
+        ],
+        &[("DEPLOY_TOKEN", SECRET)],
+    );
+    let doc = transcript(&out);
+    assert_eq!(doc["status"], "success", "{}", stderr(&out));
+    assert!(!ws.join("made").exists());
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 2);
+    let tool_msg = requests[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .cloned()
+        .unwrap_or_else(|| panic!("no tool message in {}", requests[1].body));
+    assert_eq!(tool_msg["tool_call_id"], "call_1");
+    assert!(
+        tool_msg["content"]
+            .as_str()
+            .is_some_and(|c| c.contains("blocked: use the Makefile")),
+        "{tool_msg}"
+    );
+    let recorded = std::fs::read_to_string(&cassette).unwrap();
+    assert!(recorded.contains("[REDACTED] is the token"), "{recorded}");
+    assert!(!recorded.contains(SECRET), "the cassette leaks the secret");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains(SECRET));
+}
