@@ -149,6 +149,15 @@ impl Agent<'_> {
                     if let Some(fatal) = scheduled.iter().find_map(|s| s.outcome.fatal.clone()) {
                         return Outcome::fail(Status::Error, "tool_fatal", fatal);
                     }
+                    if self.gate.ends_run_on_denial()
+                        && let Some(d) = scheduled.iter().find_map(|s| s.outcome.denial.as_ref())
+                    {
+                        return Outcome::fail(
+                            Status::Denied,
+                            "denied",
+                            format!("a tool call was denied (--on-deny fail): {}", d.reason),
+                        );
+                    }
                 }
                 StopReason::EndTurn | StopReason::StopSequence | StopReason::MaxTokens => {
                     return Outcome::ok(Status::Success);
@@ -226,7 +235,9 @@ impl Agent<'_> {
             let Some(s) = done.get(i) else {
                 content.push(ContentBlock::ToolResult {
                     tool_use_id: call.id.clone(),
-                    content: "not executed: the run ended after a system failure".into(),
+                    content: "not executed: the run ended before this call (a system failure, \
+                              or a denial with --on-deny fail)"
+                        .into(),
                     is_error: true,
                 });
                 continue;
@@ -317,6 +328,10 @@ mod tests {
             tools: ToolSelection::default(),
             replay: None,
             record: None,
+            settings: Default::default(),
+            on_deny: Default::default(),
+            sandbox: Default::default(),
+            keep_env: Vec::new(),
         }
     }
 

@@ -6,6 +6,9 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::confine::SandboxMode;
+use crate::policy::OnDeny;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "agent",
@@ -132,6 +135,36 @@ pub struct RunArgs {
     pub record: Option<PathBuf>,
     #[command(flatten)]
     pub tools: ToolArgs,
+    #[command(flatten)]
+    pub security: SecurityArgs,
+}
+
+/// Permission rules, hooks, the Bash sandbox and the child environment (SPEC §6).
+#[derive(Debug, Clone, Default, Args)]
+pub struct SecurityArgs {
+    /// Read permission rules and hooks from FILE too (repeatable; after the project's
+    /// .agent/settings.json; lists are concatenated).
+    #[arg(long = "settings", value_name = "FILE")]
+    pub settings: Vec<PathBuf>,
+    /// Ignore the workspace's .agent/settings.json (for untrusted checkouts).
+    #[arg(long)]
+    pub no_project_settings: bool,
+    /// What a denied tool call does: tell the model and go on, or end the run (exit 5).
+    #[arg(long, value_enum, default_value_t = OnDeny::Feedback, value_name = "MODE")]
+    pub on_deny: OnDeny,
+    /// Confine Bash commands with Landlock (Linux): where they may write.
+    #[arg(long, value_enum, default_value_t = SandboxMode::Off, value_name = "MODE")]
+    pub sandbox: SandboxMode,
+    /// With --sandbox workspace-write: also allow writes under DIR (repeatable).
+    #[arg(long, value_name = "DIR")]
+    pub writable: Vec<PathBuf>,
+    /// Deny Bash commands TCP connect and bind (Landlock ABI 4+).
+    #[arg(long)]
+    pub no_network: bool,
+    /// Keep the environment variable NAME for Bash and hooks even if it looks secret
+    /// (repeatable).
+    #[arg(long, value_name = "NAME")]
+    pub keep_env: Vec<String>,
 }
 
 #[derive(Debug, Args)]

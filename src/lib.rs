@@ -9,14 +9,17 @@
 pub mod agent;
 pub mod cli;
 pub mod config;
+pub mod confine;
 pub mod dispatch;
 pub mod error;
 pub mod output;
+pub mod policy;
 pub(crate) mod process;
 pub mod protocol;
 pub(crate) mod provider;
 pub mod scheduler;
 pub(crate) mod secrets;
+pub(crate) mod shell_words;
 pub mod tools;
 pub mod transcript;
 pub(crate) mod turn;
@@ -34,8 +37,8 @@ use serde_json::json;
 use crate::agent::{Agent, lock};
 use crate::cli::{Cli, Command, ProviderKind, RunArgs, ToolsArgs};
 use crate::config::{Config, ProcessEnv, Verbosity};
-use crate::dispatch::OpenGate;
 use crate::error::Error;
+use crate::policy::PolicyGate;
 use crate::provider::Provider;
 use crate::provider::anthropic::{AnthropicConfig, AnthropicProvider, Recorder};
 use crate::provider::cassette::{CassetteWriter, ReplayProvider};
@@ -212,6 +215,16 @@ fn run_command(args: &RunArgs) -> ExitCode {
     output::init(config.verbosity, secrets);
     turn::set_debug_log(config.verbosity == Verbosity::Verbose);
 
+    let sandbox = match crate::confine::Confinement::build(&config.sandbox, &config.workspace) {
+        Ok(s) => s,
+        Err(e) => {
+            output::error(&e);
+            return ExitCode::from(Error::Usage(e).exit_code());
+        }
+    };
+    if let Some(s) = &sandbox {
+        output::debug(s.summary());
+    }
     let registry = Registry::builtin(&config.tools);
     let mut provider = match make_provider(&config, &registry) {
         Ok(p) => p,
@@ -224,8 +237,13 @@ fn run_command(args: &RunArgs) -> ExitCode {
         workspace: config.workspace.clone(),
         spill_dir: spill_dir(),
         bash_timeout: config.bash_timeout,
-        child_env: Arc::new(crate::secrets::scrubbed_env(std::env::vars(), &[])),
+        child_env: Arc::new(crate::secrets::scrubbed_env(
+            std::env::vars(),
+            &config.keep_env,
+        )),
+        sandbox,
     };
+    let gate = PolicyGate::new(config.settings.clone(), &ctx, config.on_deny);
     let record = Arc::new(Mutex::new(RunRecord::new(
         &config.model,
         config.workspace.clone(),
@@ -261,7 +279,7 @@ fn run_command(args: &RunArgs) -> ExitCode {
         config: &config,
         registry: &registry,
         ctx: &ctx,
-        gate: &OpenGate,
+        gate: &gate,
         record: &record,
         checkpoint: &checkpoint,
         cancelled: &finisher.cancelled,
@@ -353,7 +371,11 @@ fn cassette_recorder(
         &config.model,
         &config.workspace,
         &names,
-        vec![config.api_key.clone()],
+        // The model may echo a secret a tool printed: every known value is redacted.
+        crate::secrets::secret_values()
+            .into_iter()
+            .chain([config.api_key.clone()])
+            .collect(),
     )
     .map_err(|e| Error::Usage(format!("--record {}: {e}", path.display())))?;
     let shown = path.display().to_string();
