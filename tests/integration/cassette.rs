@@ -14,7 +14,11 @@ fn script(ws: &str) -> Vec<Reply> {
         Reply::Sse(
             Turn::new()
                 .text("Reading the code and the test.")
-                .tool("toolu_r1", "ReadFile", json!({"path": format!("{ws}/lib.sh")}))
+                .tool(
+                    "toolu_r1",
+                    "ReadFile",
+                    json!({"path": format!("{ws}/lib.sh")}),
+                )
                 .tool("toolu_r2", "ReadFile", json!({"path": "test.sh"}))
                 .tool("toolu_g", "Glob", json!({"pattern": "*.sh", "path": ws}))
                 .usage(120, 30)
@@ -34,14 +38,20 @@ fn script(ws: &str) -> Vec<Reply> {
         ),
         Reply::Sse(
             Turn::new()
-                .tool("toolu_b", "Bash", json!({"command": format!("cd {ws} && sh test.sh")}))
+                .tool(
+                    "toolu_b",
+                    "Bash",
+                    json!({"command": format!("cd {ws} && sh test.sh")}),
+                )
                 .usage(260, 20)
                 .frames(),
         ),
         Reply::Sse(
             Turn::new()
                 // A model that echoes the key: it must still never reach the cassette.
-                .text(&format!("Fixed; test.sh prints PASS. (not a key: {API_KEY})"))
+                .text(&format!(
+                    "Fixed; test.sh prints PASS. (not a key: {API_KEY})"
+                ))
                 .usage(300, 25)
                 .frames(),
         ),
@@ -122,7 +132,12 @@ fn record_then_replay_into_a_fresh_workspace() {
             .as_array()
             .unwrap()
             .iter()
-            .map(|c| (c["name"].as_str().unwrap().to_string(), c["input"].to_string()))
+            .map(|c| {
+                (
+                    c["name"].as_str().unwrap().to_string(),
+                    c["input"].to_string(),
+                )
+            })
             .collect()
     };
     let rec_ws = rec_env.ws().to_str().unwrap().to_string();
@@ -132,8 +147,21 @@ fn record_then_replay_into_a_fresh_workspace() {
         calls(&normalized(&t, &new_ws)),
         "the same tool calls, paths rewritten to the replay workspace"
     );
-    assert!(t["tool_calls"][4]["input"]["command"].as_str().unwrap().contains(&new_ws));
+    assert!(
+        t["tool_calls"][4]["input"]["command"]
+            .as_str()
+            .unwrap()
+            .contains(&new_ws)
+    );
     assert_eq!(normalized(&rec_t, &rec_ws), normalized(&t, &new_ws));
+    // The key the model echoed was split across deltas; the cassette still lost it.
+    assert!(
+        t["result"]
+            .as_str()
+            .unwrap()
+            .ends_with("(not a key: [REDACTED])")
+    );
+    assert!(!out.stdout.contains(API_KEY));
 }
 
 #[test]
@@ -157,7 +185,11 @@ fn truncated_cassette_ends_with_error_and_a_transcript() {
         "fix mul",
     ]);
     out.assert_code(1);
-    assert!(out.stderr.contains("ran out after 2 turns"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("ran out after 2 turns"),
+        "{}",
+        out.stderr
+    );
     assert!(out.stdout.is_empty(), "no answer on stdout: {}", out.stdout);
     let t = read_json(&out_file);
     assert_eq!(t["status"], "error");
@@ -171,7 +203,11 @@ fn replay_and_record_together_is_a_usage_error() {
     let env = TestEnv::new(vec![]);
     let out = env.run(&["run", "--replay", "a.jsonl", "--record", "b.jsonl", "task"]);
     out.assert_code(2);
-    assert!(out.stderr.contains("--record") || out.stderr.contains("--replay"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("--record") || out.stderr.contains("--replay"),
+        "{}",
+        out.stderr
+    );
     let out = env.run(&["run", "--replay", "missing.jsonl", "task"]);
     out.assert_code(2);
     assert!(out.stderr.contains("missing.jsonl"), "{}", out.stderr);
@@ -186,7 +222,11 @@ fn different_tools_warn_on_replay() {
     // Read-only tools only: the edit is refused, the run still goes on to the end.
     let out = env.run(&["run", "--replay", cassette.to_str().unwrap(), "fix mul"]);
     out.assert_code(0);
-    assert!(out.stderr.contains("differ from those recorded"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("differ from those recorded"),
+        "{}",
+        out.stderr
+    );
     assert_eq!(env.read("lib.sh"), LIB);
 }
 
@@ -196,8 +236,15 @@ fn shipped_demo_fixes_the_demo_project() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let env = TestEnv::new(vec![]);
     copy_dir(&root.join("fixtures/demo/project"), &env.ws());
-    let before = std::process::Command::new("sh").arg("tests/run.sh").current_dir(env.ws()).output().unwrap();
-    assert!(!before.status.success(), "the demo project must start broken");
+    let before = std::process::Command::new("sh")
+        .arg("tests/run.sh")
+        .current_dir(env.ws())
+        .output()
+        .unwrap();
+    assert!(
+        !before.status.success(),
+        "the demo project must start broken"
+    );
     let cassette = root.join("fixtures/demo/demo.cassette.jsonl");
     let mut cmd = env.command(&[
         "run",
@@ -211,12 +258,34 @@ fn shipped_demo_fixes_the_demo_project() {
     let out = env.spawn_command(cmd).wait();
     out.assert_code(0);
     let t = out.json();
-    let batches: Vec<u64> =
-        t["tool_calls"].as_array().unwrap().iter().map(|c| c["batch"].as_u64().unwrap()).collect();
-    assert_eq!(batches, vec![1, 1, 1, 2, 3, 4], "three parallel reads, then one call per batch");
-    assert!(t["tool_calls"].as_array().unwrap().iter().all(|c| c["is_error"] == false));
-    let after = std::process::Command::new("sh").arg("tests/run.sh").current_dir(env.ws()).output().unwrap();
-    assert!(after.status.success(), "{}", String::from_utf8_lossy(&after.stdout));
+    let batches: Vec<u64> = t["tool_calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["batch"].as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        batches,
+        vec![1, 1, 1, 2, 3, 4],
+        "three parallel reads, then one call per batch"
+    );
+    assert!(
+        t["tool_calls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["is_error"] == false)
+    );
+    let after = std::process::Command::new("sh")
+        .arg("tests/run.sh")
+        .current_dir(env.ws())
+        .output()
+        .unwrap();
+    assert!(
+        after.status.success(),
+        "{}",
+        String::from_utf8_lossy(&after.stdout)
+    );
 }
 
 fn copy_dir(from: &std::path::Path, to: &std::path::Path) {

@@ -6,6 +6,7 @@ mod policy;
 mod support;
 
 mod bad_input;
+mod cassette;
 mod cli;
 mod faults;
 mod limits;
@@ -14,4 +15,3 @@ mod openai;
 mod session;
 mod stdin;
 mod stop_reasons;
-mod cassette;
