@@ -141,6 +141,10 @@ impl Agent<'_> {
                             "the run was stopped",
                         );
                     }
+                    if output::progress_enabled() {
+                        let names: Vec<&str> = turn.calls.iter().map(|c| c.name.as_str()).collect();
+                        output::progress(&format!("turn {turn_no} · running {}", names.join(", ")));
+                    }
                     let scheduled =
                         scheduler::run_calls(&turn.calls, &dispatcher, &mut next_batch, early);
                     let results = self.note_results(turn_no, &turn.calls, &scheduled);
@@ -182,16 +186,28 @@ impl Agent<'_> {
 
     /// Progress and retry accounting for what the stream tells us.
     fn on_notice(&self, turn_no: u32, chars: &mut usize, notice: StreamNotice<'_>) {
-        match notice {
-            StreamNotice::Retry { .. } => lock(self.record).retries += 1,
+        let what = match notice {
+            StreamNotice::Retry { attempt, delay, .. } => {
+                lock(self.record).retries += 1;
+                format!("retry {attempt} in {:.1}s", delay.as_secs_f64())
+            }
             StreamNotice::TextDelta(t) => {
                 *chars += t.len();
-                output::progress(&format!("turn {turn_no}: streaming ({chars} chars)"));
+                format!("streaming ({chars} chars)")
             }
-            StreamNotice::ToolReady(c) => {
-                output::progress(&format!("turn {turn_no}: model called {}", c.name));
+            StreamNotice::ToolReady(c) => format!("model called {}", c.name),
+            StreamNotice::TurnStarted => {
+                *chars = 0;
+                "streaming".to_string()
             }
-            StreamNotice::TurnStarted => *chars = 0,
+        };
+        if output::progress_enabled() {
+            let u = lock(self.record).usage;
+            let input = u.input_tokens + u.cache_read_input_tokens + u.cache_creation_input_tokens;
+            output::progress(&format!(
+                "turn {turn_no} · {what} · {input} in / {} out tokens",
+                u.output_tokens
+            ));
         }
     }
 

@@ -81,6 +81,12 @@ pub fn debug(msg: &str) {
     emit(2, "", msg);
 }
 
+/// Whether a spinner is drawn (stderr is a terminal and not -q): callers skip building
+/// messages nobody will see.
+pub fn progress_enabled() -> bool {
+    BAR.lock().map(|b| b.is_some()).unwrap_or(false)
+}
+
 /// Updates the spinner's message (a no-op when stderr is not a terminal).
 pub fn progress(msg: &str) {
     if let Some(b) = BAR.lock().ok().and_then(|b| b.clone()) {
