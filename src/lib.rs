@@ -213,7 +213,6 @@ fn run_command(args: &RunArgs) -> ExitCode {
     let mut secrets = crate::secrets::secret_values();
     secrets.push(config.api_key.clone());
     output::init(config.verbosity, secrets);
-    turn::set_debug_log(config.verbosity == Verbosity::Verbose);
 
     let sandbox = match crate::confine::Confinement::build(&config.sandbox, &config.workspace) {
         Ok(s) => s,

@@ -76,6 +76,11 @@ pub fn info(msg: &str) {
     emit(1, "", msg);
 }
 
+/// Whether -v logging is on (to skip building messages nobody will see).
+pub fn debug_enabled() -> bool {
+    LEVEL.load(Ordering::Relaxed) >= 2
+}
+
 /// Shown with -v.
 pub fn debug(msg: &str) {
     emit(2, "", msg);

@@ -5,7 +5,6 @@
 //! replayed, and classifies how a stream can fail (`StreamFailure`).
 
 use std::io::{self, BufRead};
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::{Map, Value};
 
@@ -89,17 +88,10 @@ const PERMANENT_ERROR_TYPES: &[&str] = &[
     "billing_error",
 ];
 
-static DEBUG_LOG: AtomicBool = AtomicBool::new(false);
-
-/// Turns on the debug log of skipped stream content (unknown events, blocks, deltas).
-#[allow(dead_code)] // wired to `-v` by the CLI
-pub(crate) fn set_debug_log(on: bool) {
-    DEBUG_LOG.store(on, Ordering::Relaxed);
-}
-
+/// Skipped stream content is logged with -v only; the message is built only then.
 fn debug(message: impl FnOnce() -> String) {
-    if DEBUG_LOG.load(Ordering::Relaxed) {
-        eprintln!("agent: debug: {}", message());
+    if crate::output::debug_enabled() {
+        crate::output::debug(&message());
     }
 }
 
