@@ -3,6 +3,7 @@
 //! stops or a limit is reached. It never names a tool.
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use crate::ci::CiRun;
@@ -52,6 +53,9 @@ pub struct Agent<'a> {
     pub checkpoint: &'a dyn Fn(),
     /// Events, verification, budgets, the repeated-call guard (SPEC §9).
     pub ci: &'a CiRun,
+    /// Set when a signal or the deadline is ending the run: make no further request and
+    /// start no further tool.
+    pub cancelled: &'a AtomicBool,
 }
 
 /// Locks the record even if a panicking thread poisoned it: the record is plain data.
@@ -76,6 +80,9 @@ impl Agent<'_> {
         let mut next_batch = 0u32;
         let mut turn_no = 0u32;
         loop {
+            if self.cancelled.load(Ordering::SeqCst) {
+                return Outcome::fail(Status::Interrupted, "interrupted", "the run was stopped");
+            }
             turn_no += 1;
             if let Some(stop) = self.ci.before_request(turn_no, self.record) {
                 return stop;
@@ -145,6 +152,17 @@ impl Agent<'_> {
                     if turn_no >= self.config.max_turns {
                         return self.max_turns();
                     }
+                    if self.cancelled.load(Ordering::SeqCst) {
+                        return Outcome::fail(
+                            Status::Interrupted,
+                            "interrupted",
+                            "the run was stopped",
+                        );
+                    }
+                    if output::progress_enabled() {
+                        let names: Vec<&str> = turn.calls.iter().map(|c| c.name.as_str()).collect();
+                        output::progress(&format!("turn {turn_no} · running {}", names.join(", ")));
+                    }
                     let scheduled =
                         scheduler::run_calls(&turn.calls, &dispatcher, &mut next_batch, early);
                     let results = self.note_results(turn_no, &turn.calls, &scheduled);
@@ -153,6 +171,15 @@ impl Agent<'_> {
                     (self.checkpoint)();
                     if let Some(fatal) = scheduled.iter().find_map(|s| s.outcome.fatal.clone()) {
                         return Outcome::fail(Status::Error, "tool_fatal", fatal);
+                    }
+                    if self.gate.ends_run_on_denial()
+                        && let Some(d) = scheduled.iter().find_map(|s| s.outcome.denial.as_ref())
+                    {
+                        return Outcome::fail(
+                            Status::Denied,
+                            "denied",
+                            format!("a tool call was denied (--on-deny fail): {}", d.reason),
+                        );
                     }
                 }
                 StopReason::EndTurn | StopReason::StopSequence | StopReason::MaxTokens => {
@@ -189,16 +216,28 @@ impl Agent<'_> {
 
     /// Progress and retry accounting for what the stream tells us.
     fn on_notice(&self, turn_no: u32, chars: &mut usize, notice: StreamNotice<'_>) {
-        match notice {
-            StreamNotice::Retry { .. } => lock(self.record).retries += 1,
+        let what = match notice {
+            StreamNotice::Retry { attempt, delay, .. } => {
+                lock(self.record).retries += 1;
+                format!("retry {attempt} in {:.1}s", delay.as_secs_f64())
+            }
             StreamNotice::TextDelta(t) => {
                 *chars += t.len();
-                output::progress(&format!("turn {turn_no}: streaming ({chars} chars)"));
+                format!("streaming ({chars} chars)")
             }
-            StreamNotice::ToolReady(c) => {
-                output::progress(&format!("turn {turn_no}: model called {}", c.name));
+            StreamNotice::ToolReady(c) => format!("model called {}", c.name),
+            StreamNotice::TurnStarted => {
+                *chars = 0;
+                "streaming".to_string()
             }
-            StreamNotice::TurnStarted => *chars = 0,
+        };
+        if output::progress_enabled() {
+            let u = lock(self.record).usage;
+            let input = u.input_tokens + u.cache_read_input_tokens + u.cache_creation_input_tokens;
+            output::progress(&format!(
+                "turn {turn_no} · {what} · {input} in / {} out tokens",
+                u.output_tokens
+            ));
         }
     }
 
@@ -242,7 +281,9 @@ impl Agent<'_> {
             let Some(s) = done.get(i) else {
                 content.push(ContentBlock::ToolResult {
                     tool_use_id: call.id.clone(),
-                    content: "not executed: the run ended after a system failure".into(),
+                    content: "not executed: the run ended before this call (a system failure, \
+                              or a denial with --on-deny fail)"
+                        .into(),
                     is_error: true,
                 });
                 continue;
@@ -304,7 +345,7 @@ mod tests {
     use crate::tools::registry::ToolSelection;
     use crate::tools::{Category, Tool, ToolError, ToolResult};
     use serde_json::{Value, json};
-    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::atomic::AtomicU32;
     use std::sync::mpsc;
     use std::sync::{Arc, Mutex as StdMutex};
     use std::time::Duration;
@@ -337,6 +378,10 @@ mod tests {
             verify: None,
             budget: Default::default(),
             prices: Default::default(),
+            settings: Default::default(),
+            on_deny: Default::default(),
+            sandbox: Default::default(),
+            keep_env: Vec::new(),
         }
     }
 
@@ -462,6 +507,7 @@ mod tests {
             record: &record,
             checkpoint: &|| {},
             ci: &CiRun::off(),
+            cancelled: &AtomicBool::new(false),
         };
         let mut provider = Scripted {
             turns: 0,

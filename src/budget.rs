@@ -6,7 +6,7 @@
 //! longest id prefix, so dated ids and aliases both match) and overridable under the
 //! `"prices"` key of the settings files.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use serde::Deserialize;
@@ -111,12 +111,12 @@ struct PriceSetting {
 }
 
 /// Reads `"prices"` from the workspace's `.agent/settings.json` (unless `no_project`) and
-/// then `--settings FILE` (later wins). A missing project file is fine; a missing
-/// `--settings` file, bad JSON or a bad price is a usage error naming the file.
-// Lead: when the settings loader of src/policy.rs lands, feed its merged document here.
+/// then each `--settings FILE` (later wins), the same files as `policy::Settings::load`,
+/// which accepts the key and leaves it to this function. A missing project file is
+/// fine; a missing `--settings` file, bad JSON or a bad price is a usage error naming the file.
 pub(crate) fn load_prices(
     workspace: &Path,
-    settings: Option<&Path>,
+    settings: &[PathBuf],
     no_project: bool,
 ) -> Result<Prices, Error> {
     let mut prices = Prices::default();
@@ -124,7 +124,7 @@ pub(crate) fn load_prices(
     if !no_project && project.is_file() {
         read_prices_into(&mut prices, &project)?;
     }
-    if let Some(file) = settings {
+    for file in settings {
         read_prices_into(&mut prices, file)?;
     }
     Ok(prices)
@@ -356,7 +356,7 @@ mod tests {
             r#"{"prices": {"claude-sonnet-4": {"input": 1, "output": 2, "cache_read": 0}}}"#,
         )
         .unwrap();
-        let p = load_prices(dir.path(), Some(&extra), false).unwrap();
+        let p = load_prices(dir.path(), &[extra], false).unwrap();
         let mock = p.lookup("claude-mock-1").unwrap();
         assert_eq!(
             (mock.input, mock.cache_write, mock.cache_read),
@@ -365,7 +365,7 @@ mod tests {
         let s = p.lookup("claude-sonnet-4-5").unwrap();
         assert_eq!((s.input, s.output, s.cache_read), (1.0, 2.0, 0.0));
         // --no-project-settings ignores the workspace's file.
-        let p = load_prices(dir.path(), None, true).unwrap();
+        let p = load_prices(dir.path(), &[], true).unwrap();
         assert_eq!(p.lookup("claude-mock-1"), None);
     }
 
@@ -387,16 +387,16 @@ mod tests {
             ),
         ] {
             std::fs::write(&f, text).unwrap();
-            let e = load_prices(dir.path(), Some(&f), false).unwrap_err();
+            let e = load_prices(dir.path(), std::slice::from_ref(&f), false).unwrap_err();
             assert!(e.to_string().contains(needle), "{text}: {e}");
             assert!(e.to_string().contains("s.json"), "{e}");
             assert_eq!(e.exit_code(), 2);
         }
-        let e = load_prices(dir.path(), Some(&dir.path().join("none.json")), false).unwrap_err();
+        let e = load_prices(dir.path(), &[dir.path().join("none.json")], false).unwrap_err();
         assert!(e.to_string().contains("none.json"), "{e}");
         // No project file and no --settings: the built-in table.
         assert_eq!(
-            load_prices(dir.path(), None, false).unwrap(),
+            load_prices(dir.path(), &[], false).unwrap(),
             Prices::default()
         );
     }

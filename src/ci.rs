@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use serde_json::json;
 
@@ -34,8 +34,6 @@ pub struct CiRun {
     pub repeats: RepeatGuard,
     /// The turn being streamed or executed, for tool events.
     turn: AtomicU32,
-    /// Set when a signal or the deadline is finishing the run: no further request.
-    pub stopping: Arc<AtomicBool>,
 }
 
 impl CiRun {
@@ -47,7 +45,6 @@ impl CiRun {
             prices: config.prices.clone(),
             repeats: RepeatGuard::default(),
             turn: AtomicU32::new(0),
-            stopping: Arc::default(),
         }
     }
 
@@ -60,7 +57,6 @@ impl CiRun {
             prices: Prices::default(),
             repeats: RepeatGuard::default(),
             turn: AtomicU32::new(0),
-            stopping: Arc::default(),
         }
     }
 
@@ -77,16 +73,9 @@ impl CiRun {
         );
     }
 
-    /// Before each request: a used-up budget ends the run (status `budget`), as does a
-    /// run that is being finished by a signal or the deadline; otherwise `turn.started`.
+    /// Before each request: a used-up budget ends the run (status `budget`); otherwise
+    /// `turn.started`.
     pub fn before_request(&self, turn_no: u32, record: &Mutex<RunRecord>) -> Option<Outcome> {
-        if self.stopping.load(Ordering::SeqCst) {
-            return Some(Outcome::fail(
-                Status::Interrupted,
-                "interrupted",
-                "the run is stopping",
-            ));
-        }
         let (calls, cost) = {
             let r = lock(record);
             (r.tool_calls.len(), r.cost_usd)

@@ -6,6 +6,9 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::confine::SandboxMode;
+use crate::policy::OnDeny;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "agent",
@@ -138,9 +141,11 @@ pub struct RunArgs {
     pub tools: ToolArgs,
     #[command(flatten)]
     pub ci: CiArgs,
+    #[command(flatten)]
+    pub security: SecurityArgs,
 }
 
-/// The CI features of SPEC §9: verification, live events, budgets, settings.
+/// The CI features of SPEC §9: verification, live events, budgets.
 #[derive(Debug, Clone, Args)]
 pub struct CiArgs {
     /// After the model stops, run CMD in the workspace; while it fails, its output goes
@@ -162,12 +167,6 @@ pub struct CiArgs {
     /// Stop (status budget, exit 3) before a request once the run cost this much (USD).
     #[arg(long, value_name = "USD")]
     pub max_cost_usd: Option<f64>,
-    /// A settings file (JSON); read after the workspace's .agent/settings.json.
-    #[arg(long, value_name = "FILE")]
-    pub settings: Option<PathBuf>,
-    /// Ignore the workspace's .agent/settings.json (for untrusted checkouts).
-    #[arg(long)]
-    pub no_project_settings: bool,
 }
 
 #[derive(Debug, Args)]
@@ -192,6 +191,34 @@ pub struct SummaryArgs {
     /// Print GitHub Actions outputs (status, result, transcript) instead of Markdown.
     #[arg(long)]
     pub github_output: bool,
+}
+
+/// Permission rules, hooks, the Bash sandbox and the child environment (SPEC §6).
+#[derive(Debug, Clone, Default, Args)]
+pub struct SecurityArgs {
+    /// Read permission rules and hooks from FILE too (repeatable; after the project's
+    /// .agent/settings.json; lists are concatenated).
+    #[arg(long = "settings", value_name = "FILE")]
+    pub settings: Vec<PathBuf>,
+    /// Ignore the workspace's .agent/settings.json (for untrusted checkouts).
+    #[arg(long)]
+    pub no_project_settings: bool,
+    /// What a denied tool call does: tell the model and go on, or end the run (exit 5).
+    #[arg(long, value_enum, default_value_t = OnDeny::Feedback, value_name = "MODE")]
+    pub on_deny: OnDeny,
+    /// Confine Bash commands with Landlock (Linux): where they may write.
+    #[arg(long, value_enum, default_value_t = SandboxMode::Off, value_name = "MODE")]
+    pub sandbox: SandboxMode,
+    /// With --sandbox workspace-write: also allow writes under DIR (repeatable).
+    #[arg(long, value_name = "DIR")]
+    pub writable: Vec<PathBuf>,
+    /// Deny Bash commands TCP connect and bind (Landlock ABI 4+).
+    #[arg(long)]
+    pub no_network: bool,
+    /// Keep the environment variable NAME for Bash and hooks even if it looks secret
+    /// (repeatable).
+    #[arg(long, value_name = "NAME")]
+    pub keep_env: Vec<String>,
 }
 
 #[derive(Debug, Args)]

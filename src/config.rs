@@ -9,8 +9,10 @@ use std::time::Duration;
 use clap::ValueEnum;
 
 use crate::budget::{Budget, Prices};
-use crate::cli::{CiArgs, ProviderKind, RunArgs, ToolArgs};
+use crate::cli::{CiArgs, ProviderKind, RunArgs, SecurityArgs, ToolArgs};
+use crate::confine::{self, SandboxMode, SandboxSpec};
 use crate::error::Error;
+use crate::policy::{OnDeny, Settings, SettingsSources};
 use crate::provider::openai::DEFAULT_OPENAI_BASE_URL;
 use crate::tools::registry::{Registry, ToolSelection};
 use crate::verify::VerifySpec;
@@ -61,6 +63,13 @@ pub struct Config {
     pub verify: Option<VerifySpec>,
     pub budget: Budget,
     pub prices: Prices,
+    /// Permission rules and hooks from the settings files.
+    pub settings: Settings,
+    pub on_deny: OnDeny,
+    /// The Bash sandbox, checked against the kernel.
+    pub sandbox: SandboxSpec,
+    /// Secret-looking variables kept for Bash and hooks (`--keep-env`).
+    pub keep_env: Vec<String>,
 }
 
 /// The environment as config sees it: injectable so tests need not mutate the process env.
@@ -130,7 +139,16 @@ impl Config {
             args.system.as_deref(),
             args.append_system_prompt.as_deref(),
         )?;
-        let (verify, budget, prices) = ci_settings(&args.ci, &workspace, &model)?;
+        let settings = Settings::load(
+            &SettingsSources {
+                workspace: &workspace,
+                files: &args.security.settings,
+                no_project_settings: args.security.no_project_settings,
+            },
+            &Registry::builtin(&ToolSelection::default()).all_names(),
+        )?;
+        let sandbox = sandbox_spec(&args.security, env)?;
+        let (verify, budget, prices) = ci_settings(&args.ci, &args.security, &workspace, &model)?;
         let verbosity = if args.quiet {
             Verbosity::Quiet
         } else if args.verbose {
@@ -162,6 +180,10 @@ impl Config {
             verify,
             budget,
             prices,
+            settings,
+            on_deny: args.security.on_deny,
+            sandbox,
+            keep_env: args.security.keep_env.clone(),
         })
     }
 }
@@ -169,6 +191,7 @@ impl Config {
 /// `--verify`, the budgets and the price table (SPEC §9), validated.
 fn ci_settings(
     ci: &CiArgs,
+    security: &SecurityArgs,
     workspace: &Path,
     model: &str,
 ) -> Result<(Option<VerifySpec>, Budget, Prices), Error> {
@@ -202,7 +225,7 @@ fn ci_settings(
         )));
     }
     let prices =
-        crate::budget::load_prices(workspace, ci.settings.as_deref(), ci.no_project_settings)?;
+        crate::budget::load_prices(workspace, &security.settings, security.no_project_settings)?;
     if ci.max_cost_usd.is_some() && prices.lookup(model).is_none() {
         return Err(Error::Usage(format!(
             "--max-cost-usd: no price is known for the model {model:?}; add it under \"prices\" \
@@ -218,6 +241,39 @@ fn ci_settings(
         },
         prices,
     ))
+}
+
+/// `--sandbox`, `--writable`, `--no-network`, validated, and refused when the kernel
+/// cannot enforce them (never silently downgraded).
+fn sandbox_spec(args: &SecurityArgs, env: &dyn Env) -> Result<SandboxSpec, Error> {
+    if !args.writable.is_empty() && args.sandbox != SandboxMode::WorkspaceWrite {
+        return Err(Error::Usage(
+            "--writable only applies with --sandbox workspace-write".into(),
+        ));
+    }
+    let mut writable = Vec::new();
+    for dir in &args.writable {
+        let canon = dir
+            .canonicalize()
+            .map_err(|e| Error::Usage(format!("--writable {}: {e}", dir.display())))?;
+        if !canon.is_dir() {
+            return Err(Error::Usage(format!(
+                "--writable {}: not a directory",
+                dir.display()
+            )));
+        }
+        writable.push(canon);
+    }
+    let spec = SandboxSpec {
+        mode: args.sandbox,
+        writable,
+        no_network: args.no_network,
+    };
+    if !spec.is_off() {
+        let abi = confine::kernel_abi(env.var(confine::TEST_ABI_ENV).as_deref());
+        spec.check_kernel(abi).map_err(Error::Usage)?;
+    }
+    Ok(spec)
 }
 
 /// `--provider`, else `AGENT_PROVIDER`, else anthropic.
@@ -473,6 +529,69 @@ mod tests {
             let e = Config::from_args(&parse(&args), &env).unwrap_err();
             assert!(e.to_string().contains(needle), "{args:?}: {e}");
         }
+    }
+
+    #[test]
+    fn sandbox_flags_are_validated_against_the_kernel() {
+        let no_ll = FakeEnv(vec![
+            ("ANTHROPIC_API_KEY", "k"),
+            (confine::TEST_ABI_ENV, "0"),
+        ]);
+        let new_ll = FakeEnv(vec![
+            ("ANTHROPIC_API_KEY", "k"),
+            (confine::TEST_ABI_ENV, "7"),
+        ]);
+        for (args, needle) in [
+            (vec!["hi", "--writable", "/tmp"], "--writable only applies"),
+            (
+                vec![
+                    "hi",
+                    "--sandbox",
+                    "workspace-write",
+                    "--writable",
+                    "/no/such/dir",
+                ],
+                "--writable /no/such/dir",
+            ),
+            (vec!["hi", "--sandbox", "read-only"], "no Landlock support"),
+            (vec!["hi", "--no-network"], "--no-network needs"),
+        ] {
+            let env = if needle.contains("Landlock") || needle.contains("network") {
+                &no_ll
+            } else {
+                &new_ll
+            };
+            let e = Config::from_args(&parse(&args), env).unwrap_err();
+            assert!(e.to_string().contains(needle), "{args:?}: {e}");
+            assert_eq!(e.exit_code(), 2);
+        }
+        let c = Config::from_args(
+            &parse(&[
+                "hi",
+                "--sandbox",
+                "workspace-write",
+                "--writable",
+                "/tmp",
+                "--no-network",
+            ]),
+            &new_ll,
+        )
+        .unwrap();
+        assert_eq!(c.sandbox.mode, SandboxMode::WorkspaceWrite);
+        assert!(c.sandbox.no_network);
+        assert_eq!(
+            c.sandbox.writable,
+            vec![PathBuf::from("/tmp").canonicalize().unwrap()]
+        );
+        // Off needs nothing from the kernel.
+        assert!(Config::from_args(&parse(&["hi"]), &no_ll).is_ok());
+        let c = Config::from_args(
+            &parse(&["hi", "--on-deny", "fail", "--keep-env", "GH_TOKEN"]),
+            &no_ll,
+        )
+        .unwrap();
+        assert_eq!(c.on_deny, OnDeny::Fail);
+        assert_eq!(c.keep_env, vec!["GH_TOKEN".to_string()]);
     }
 
     #[test]

@@ -30,6 +30,10 @@ pub trait Gate: Send + Sync {
     }
     /// Runs after the tool; may amend the result the model sees.
     fn after(&self, _tool: &dyn Tool, _call_id: &str, _input: &Value, _result: &mut ToolResult) {}
+    /// `--on-deny fail`: a denial ends the run (no later call of the turn runs).
+    fn ends_run_on_denial(&self) -> bool {
+        false
+    }
 }
 
 /// The gate that allows every call of an enabled tool.

@@ -13,15 +13,18 @@ pub(crate) mod changes;
 pub(crate) mod ci;
 pub mod cli;
 pub mod config;
+pub mod confine;
 pub mod dispatch;
 pub mod error;
 pub(crate) mod events;
 pub mod output;
+pub mod policy;
 pub(crate) mod process;
 pub mod protocol;
 pub(crate) mod provider;
 pub mod scheduler;
 pub(crate) mod secrets;
+pub(crate) mod shell_words;
 pub(crate) mod summary;
 pub mod tools;
 pub mod transcript;
@@ -31,6 +34,7 @@ pub(crate) mod verify;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -40,8 +44,8 @@ use serde_json::json;
 use crate::agent::{Agent, lock};
 use crate::cli::{Cli, Command, ProviderKind, RunArgs, ToolsArgs};
 use crate::config::{Config, ProcessEnv, Verbosity};
-use crate::dispatch::OpenGate;
 use crate::error::Error;
+use crate::policy::PolicyGate;
 use crate::provider::Provider;
 use crate::provider::anthropic::{AnthropicConfig, AnthropicProvider, Recorder};
 use crate::provider::cassette::{CassetteWriter, ReplayProvider};
@@ -130,15 +134,14 @@ struct Finisher {
     events: Arc<events::Events>,
     /// The workspace scan taken at the start, for `files_changed`.
     baseline: Option<changes::Baseline>,
-    /// Tells the loop to make no further request once finishing has begun.
-    stopping: Arc<std::sync::atomic::AtomicBool>,
+    /// Tells the agent loop to stop once a way out has been taken.
+    cancelled: Arc<AtomicBool>,
 }
 
 impl Finisher {
     /// Rewrites the `-o` file with the run so far (status `running`).
     fn checkpoint(&self) {
-        // Held while writing: once `finish` has begun, a late checkpoint from the loop
-        // (a tool killed by the shutdown returns) must not overwrite the final file.
+        // Held while writing, so that a checkpoint can never land after the final write.
         let done = self.done.lock().unwrap_or_else(|p| p.into_inner());
         if *done {
             return;
@@ -161,8 +164,7 @@ impl Finisher {
             }
             *done = true;
         }
-        self.stopping
-            .store(true, std::sync::atomic::Ordering::SeqCst);
+        self.cancelled.store(true, Ordering::SeqCst);
         process::kill_all_running();
         output::progress_done();
         if let Some(b) = &self.baseline {
@@ -231,8 +233,17 @@ fn run_command(args: &RunArgs) -> ExitCode {
     let mut secrets = crate::secrets::secret_values();
     secrets.push(config.api_key.clone());
     output::init(config.verbosity, secrets);
-    turn::set_debug_log(config.verbosity == Verbosity::Verbose);
 
+    let sandbox = match crate::confine::Confinement::build(&config.sandbox, &config.workspace) {
+        Ok(s) => s,
+        Err(e) => {
+            output::error(&e);
+            return ExitCode::from(Error::Usage(e).exit_code());
+        }
+    };
+    if let Some(s) = &sandbox {
+        output::debug(s.summary());
+    }
     let registry = Registry::builtin(&config.tools);
     let mut provider = match make_provider(&config, &registry) {
         Ok(p) => p,
@@ -245,8 +256,13 @@ fn run_command(args: &RunArgs) -> ExitCode {
         workspace: config.workspace.clone(),
         spill_dir: spill_dir(),
         bash_timeout: config.bash_timeout,
-        child_env: Arc::new(crate::secrets::scrubbed_env(std::env::vars(), &[])),
+        child_env: Arc::new(crate::secrets::scrubbed_env(
+            std::env::vars(),
+            &config.keep_env,
+        )),
+        sandbox,
     };
+    let gate = PolicyGate::new(config.settings.clone(), &ctx, config.on_deny);
     let record = Arc::new(Mutex::new(RunRecord::new(
         &config.model,
         config.workspace.clone(),
@@ -275,7 +291,7 @@ fn run_command(args: &RunArgs) -> ExitCode {
         done: Mutex::new(false),
         events,
         baseline: Some(changes::Baseline::take(&config.workspace, own_files)),
-        stopping: ci.stopping.clone(),
+        cancelled: Arc::new(AtomicBool::new(false)),
     });
     watch_signals(finisher.clone());
     if let Some(limit) = config.timeout {
@@ -296,10 +312,11 @@ fn run_command(args: &RunArgs) -> ExitCode {
         config: &config,
         registry: &registry,
         ctx: &ctx,
-        gate: &OpenGate,
+        gate: &gate,
         record: &record,
         checkpoint: &checkpoint,
         ci: &ci,
+        cancelled: &finisher.cancelled,
     }
     .run(provider.as_mut());
     let diff_stat = changes::git_diff_stat(&ctx);
@@ -402,7 +419,11 @@ fn cassette_recorder(
         &config.model,
         &config.workspace,
         &names,
-        vec![config.api_key.clone()],
+        // The model may echo a secret a tool printed: every known value is redacted.
+        crate::secrets::secret_values()
+            .into_iter()
+            .chain([config.api_key.clone()])
+            .collect(),
     )
     .map_err(|e| Error::Usage(format!("--record {}: {e}", path.display())))?;
     let shown = path.display().to_string();

@@ -64,15 +64,15 @@ impl Verifier {
         turns_left: bool,
     ) -> Verdict {
         let spec = &self.spec;
-        // Sandbox seam: when ToolContext carries the Bash sandbox (wt-policy), set
-        // `cmd.pre_exec` from it here exactly as the Bash tool does.
-        let cmd = CommandSpec::new(
+        let mut cmd = CommandSpec::new(
             spec.command.clone(),
             &ctx.workspace,
             ctx.child_env.clone(),
             spec.timeout,
             &ctx.spill_dir,
         );
+        // The Bash sandbox (`--sandbox`), exactly as the Bash tool applies it.
+        cmd.pre_exec = ctx.sandbox.as_ref().map(|s| s.pre_exec());
         crate::output::info(&format!("verifying: {}", spec.command));
         let ran = process::run(&cmd);
         let (exit_code, timed_out, duration, text, why) = match &ran {

@@ -260,7 +260,7 @@ impl AnthropicProvider {
         let status = response.status().as_u16();
         if self.config.verbose {
             let id = retry::header(response.headers(), "request-id").unwrap_or("-");
-            eprintln!("agent: HTTP {status} (request-id {id})");
+            crate::output::debug(&format!("HTTP {status} (request-id {id})"));
         }
         if !(200..300).contains(&status) {
             return Err(retry::http_error(response, parse_error_body));
@@ -301,14 +301,14 @@ impl Provider for AnthropicProvider {
         };
         retry::with_retries(policy, &secrets, on_notice, &mut |on_notice| {
             if self.config.verbose {
-                eprintln!(
-                    "agent: POST {} (model {}, {} messages, {} tools, {} bytes)",
+                crate::output::debug(&format!(
+                    "POST {} (model {}, {} messages, {} tools, {} bytes)",
                     self.url,
                     request.model,
                     request.messages.len(),
                     request.tools.len(),
                     body.len()
-                );
+                ));
             }
             self.attempt(&body, request, on_notice)
         })

@@ -159,7 +159,7 @@ impl OpenAiProvider {
         let status = response.status().as_u16();
         if self.config.verbose {
             let id = retry::header(response.headers(), "x-request-id").unwrap_or("-");
-            eprintln!("agent: HTTP {status} (x-request-id {id})");
+            crate::output::debug(&format!("HTTP {status} (x-request-id {id})"));
         }
         if !(200..300).contains(&status) {
             return Err(retry::http_error(response, parse_error_body));
@@ -203,14 +203,14 @@ impl Provider for OpenAiProvider {
         };
         retry::with_retries(policy, &secrets, on_notice, &mut |on_notice| {
             if self.config.verbose {
-                eprintln!(
-                    "agent: POST {} (model {}, {} messages, {} tools, {} bytes)",
+                crate::output::debug(&format!(
+                    "POST {} (model {}, {} messages, {} tools, {} bytes)",
                     self.url,
                     request.model,
                     request.messages.len(),
                     request.tools.len(),
                     body.len()
-                );
+                ));
             }
             self.attempt(&body, request, on_notice)
         })

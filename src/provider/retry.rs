@@ -101,12 +101,12 @@ pub(crate) fn with_retries(
             .map(|d| d.min(MAX_RETRY_AFTER))
             .unwrap_or_else(|| backoff(policy.backoff_base, retries));
         if !policy.quiet {
-            eprintln!(
-                "agent: retrying in {:.1}s (attempt {retries}/{}): {}",
+            crate::output::warn(&format!(
+                "retrying in {:.1}s (attempt {retries}/{}): {}",
                 delay.as_secs_f64(),
                 policy.max_retries,
                 error.message
-            );
+            ));
         }
         on_notice(StreamNotice::Retry {
             attempt: retries,

@@ -153,3 +153,35 @@ fn a_failed_verification_on_the_last_allowed_turn_ends_the_run() {
 fn support_text(m: &serde_json::Value) -> String {
     crate::support::mock::message_text(m)
 }
+
+#[test]
+fn verification_runs_inside_the_bash_sandbox() {
+    let env = TestEnv::new(vec![Reply::Sse(turn_text("Done."))]);
+    let out = env.run(&[
+        "run",
+        "--json",
+        "--sandbox",
+        "read-only",
+        "--verify",
+        "touch verify-wrote",
+        "--max-verify",
+        "1",
+        "x",
+    ]);
+    if out.code() == Some(2) {
+        eprintln!("skipped (no Landlock here): {}", out.stderr);
+        return;
+    }
+    out.assert_code(4);
+    let t = out.json();
+    assert_ne!(t["verifications"][0]["exit_code"], 0);
+    assert!(
+        !env.path("verify-wrote").exists(),
+        "the sandbox let verify write"
+    );
+    // Without the sandbox the same command passes.
+    let env = TestEnv::new(vec![Reply::Sse(turn_text("Done."))]);
+    env.run(&["run", "--verify", "touch verify-wrote", "x"])
+        .assert_code(0);
+    assert!(env.path("verify-wrote").exists());
+}
