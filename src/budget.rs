@@ -59,7 +59,15 @@ const BUILTIN_PRICES: &[(&str, Price)] = &[
     ("claude-3-5-sonnet", price(3.0, 15.0)),
     ("claude-3-5-haiku", price(0.8, 4.0)),
     ("claude-3-opus", price(15.0, 75.0)),
-    ("claude-3-haiku", price(0.25, 1.25)),
+    (
+        "claude-3-haiku",
+        Price {
+            input: 0.25,
+            output: 1.25,
+            cache_write: 0.30,
+            cache_read: 0.03,
+        },
+    ),
 ];
 
 /// The run's price table: settings overrides first, then the built-in table.
