@@ -58,6 +58,17 @@ fn script(ws: &str) -> Vec<Reply> {
     ]
 }
 
+/// Writes the two files with distinct, fixed modification times, so that Glob's
+/// newest-first order is the same in both workspaces (coarse timestamps can tie).
+fn write_project(env: &TestEnv) {
+    let base = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000);
+    for (i, (name, text)) in [("lib.sh", LIB), ("test.sh", TEST)].into_iter().enumerate() {
+        let path = env.write(name, text);
+        let f = std::fs::File::options().write(true).open(path).unwrap();
+        f.set_modified(base + std::time::Duration::from_secs(i as u64)).unwrap();
+    }
+}
+
 /// The transcript without what may differ between two runs of the same session.
 fn normalized(t: &Value, ws: &str) -> Value {
     fn walk(v: &mut Value, ws: &str) {
@@ -80,8 +91,7 @@ fn normalized(t: &Value, ws: &str) -> Value {
 
 fn record() -> (TestEnv, Value, std::path::PathBuf) {
     let env = TestEnv::keep_alive_for(script);
-    env.write("lib.sh", LIB);
-    env.write("test.sh", TEST);
+    write_project(&env);
     let cassette = env.out("session.cassette.jsonl");
     let out = env.run(&[
         "run",
@@ -110,8 +120,7 @@ fn record_then_replay_into_a_fresh_workspace() {
 
     // A fresh workspace, no key, and a server that must not be asked anything.
     let env = TestEnv::new(vec![]);
-    env.write("lib.sh", LIB);
-    env.write("test.sh", TEST);
+    write_project(&env);
     let mut cmd = env.command(&[
         "run",
         "--full-auto",
@@ -169,8 +178,7 @@ fn truncated_cassette_ends_with_error_and_a_transcript() {
     let (_rec_env, _t, cassette) = record();
     let text = std::fs::read_to_string(&cassette).unwrap();
     let env = TestEnv::new(vec![]);
-    env.write("lib.sh", LIB);
-    env.write("test.sh", TEST);
+    write_project(&env);
     let short = env.out("short.jsonl");
     let kept: Vec<&str> = text.lines().take(3).collect(); // header + two turns
     std::fs::write(&short, kept.join("\n") + "\n").unwrap();
@@ -217,8 +225,7 @@ fn replay_and_record_together_is_a_usage_error() {
 fn different_tools_warn_on_replay() {
     let (_rec_env, _t, cassette) = record();
     let env = TestEnv::new(vec![]);
-    env.write("lib.sh", LIB);
-    env.write("test.sh", TEST);
+    write_project(&env);
     // Read-only tools only: the edit is refused, the run still goes on to the end.
     let out = env.run(&["run", "--replay", cassette.to_str().unwrap(), "fix mul"]);
     out.assert_code(0);
