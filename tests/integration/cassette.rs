@@ -65,7 +65,8 @@ fn write_project(env: &TestEnv) {
     for (i, (name, text)) in [("lib.sh", LIB), ("test.sh", TEST)].into_iter().enumerate() {
         let path = env.write(name, text);
         let f = std::fs::File::options().write(true).open(path).unwrap();
-        f.set_modified(base + std::time::Duration::from_secs(i as u64)).unwrap();
+        f.set_modified(base + std::time::Duration::from_secs(i as u64))
+            .unwrap();
     }
 }
 
