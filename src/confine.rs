@@ -287,11 +287,26 @@ mod tests {
         crate::process::run(&s).unwrap().output.text
     }
 
-    /// Directories outside the temp dir (which workspace-write allows): under target/.
+    /// Directories outside the temp dir (which workspace-write allows): under target/,
+    /// unless the checkout itself lies in the temp dir (CI may clone there), then
+    /// /var/tmp or $HOME.
     fn outside_tmp() -> tempfile::TempDir {
-        let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/confine-tests");
-        std::fs::create_dir_all(&base).unwrap();
-        tempfile::tempdir_in(base).unwrap()
+        let temp = std::env::temp_dir().canonicalize().unwrap();
+        let candidates = [
+            Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("target")),
+            Some(PathBuf::from("/var/tmp")),
+            std::env::var_os("HOME").map(PathBuf::from),
+        ];
+        for c in candidates.into_iter().flatten() {
+            let base = c.join("confine-tests");
+            if std::fs::create_dir_all(&base).is_ok()
+                && let Ok(canon) = base.canonicalize()
+                && !canon.starts_with(&temp)
+            {
+                return tempfile::tempdir_in(canon).unwrap();
+            }
+        }
+        panic!("no writable directory outside {}", temp.display());
     }
 
     #[test]

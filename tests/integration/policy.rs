@@ -64,8 +64,7 @@ impl Run {
 
     /// A workspace outside the temp directory (which `--sandbox workspace-write` allows).
     fn outside_tmp(turns: &[Vec<(&str, &str, Value)>]) -> Run {
-        let base = Path::new(env!("CARGO_TARGET_TMPDIR")).join("policy-tests");
-        std::fs::create_dir_all(&base).unwrap();
+        let base = crate::support::dir_outside_temp("policy-tests");
         Run::new_in(tempfile::tempdir_in(base).unwrap(), turns)
     }
 
@@ -359,8 +358,8 @@ fn sandbox_workspace_write_confines_bash_writes() {
     if !kernel_has_landlock(3) {
         return;
     }
-    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let extra = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let outside = tempfile::tempdir_in(crate::support::dir_outside_temp("policy-tests")).unwrap();
+    let extra = tempfile::tempdir_in(crate::support::dir_outside_temp("policy-tests")).unwrap();
     let tmp_file = std::env::temp_dir().join(format!("agent-sbx-{}", std::process::id()));
     let cmd = format!(
         "touch {o}/escaped; echo out=$?; touch inside; echo in=$?; touch {t}; echo tmp=$?; \

@@ -310,3 +310,28 @@ pub fn without_cache_control(v: &Value) -> Value {
         other => other.clone(),
     }
 }
+
+/// A base directory for test files that must lie outside the temp directory (which
+/// `--sandbox workspace-write` allows): the build's target dir, unless the checkout itself
+/// is under the temp dir (CI may clone there), then /var/tmp or $HOME.
+pub fn dir_outside_temp(tag: &str) -> std::path::PathBuf {
+    let temp = std::env::temp_dir()
+        .canonicalize()
+        .unwrap_or_else(|_| std::env::temp_dir());
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let candidates = [
+        Some(std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target")),
+        Some(std::path::PathBuf::from("/var/tmp")),
+        home,
+    ];
+    for c in candidates.into_iter().flatten() {
+        let base = c.join(tag);
+        if std::fs::create_dir_all(&base).is_ok()
+            && let Ok(canon) = base.canonicalize()
+            && !canon.starts_with(&temp)
+        {
+            return canon;
+        }
+    }
+    panic!("no writable directory outside {}", temp.display());
+}
