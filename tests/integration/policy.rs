@@ -3,7 +3,7 @@
 //! written by the test (`--replay`), so tools really run and the transcript's `messages`
 //! hold exactly the tool_results the next request would send.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
 
 use serde_json::{Value, json};
