@@ -75,7 +75,7 @@ impl Agent<'_> {
             turn_no += 1;
             output::progress(&format!("turn {turn_no}: waiting for the model"));
             output::debug(&format!(
-                "turn {turn_no}: POST {}/v1/messages ({} messages, {} tools)",
+                "turn {turn_no}: request to {} ({} messages, {} tools)",
                 self.config.base_url,
                 messages.len(),
                 tools.len()
@@ -294,6 +294,7 @@ mod tests {
             json: true,
             output_file: None,
             verbosity: Verbosity::Quiet,
+            provider: crate::cli::ProviderKind::Anthropic,
             model: "m".into(),
             max_tokens: 100,
             base_url: "http://127.0.0.1:9".into(),

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -23,6 +23,25 @@ pub enum Command {
     Run(Box<RunArgs>),
     /// List the enabled tools and the exact `tools` array sent to the API.
     Tools(ToolsArgs),
+}
+
+/// Which API the model is reached through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProviderKind {
+    /// The Anthropic Messages API.
+    Anthropic,
+    /// An OpenAI-compatible chat-completions server (OpenAI, vLLM, llama.cpp, Ollama).
+    Openai,
+}
+
+impl ProviderKind {
+    /// The name used on the command line and in cassette headers.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProviderKind::Anthropic => "anthropic",
+            ProviderKind::Openai => "openai",
+        }
+    }
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -71,13 +90,17 @@ pub struct RunArgs {
     /// Log each request and tool call to stderr.
     #[arg(short, long)]
     pub verbose: bool,
-    /// Model id [env: AGENT_MODEL].
+    /// API to use [env: AGENT_PROVIDER] (default anthropic).
+    #[arg(long, value_enum, value_name = "PROVIDER")]
+    pub provider: Option<ProviderKind>,
+    /// Model id [env: AGENT_MODEL] (required with --provider openai).
     #[arg(short, long)]
     pub model: Option<String>,
     /// Maximum output tokens per response.
     #[arg(long, default_value_t = 8192, value_name = "N")]
     pub max_tokens: u32,
-    /// API base URL [env: ANTHROPIC_BASE_URL] (default https://api.anthropic.com).
+    /// API base URL [env: ANTHROPIC_BASE_URL, or OPENAI_BASE_URL with --provider openai]
+    /// (default https://api.anthropic.com, or https://api.openai.com/v1).
     #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
     /// Replace the built-in system prompt (TEXT, or @FILE).

@@ -6,8 +6,11 @@ use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::cli::{RunArgs, ToolArgs};
+use clap::ValueEnum;
+
+use crate::cli::{ProviderKind, RunArgs, ToolArgs};
 use crate::error::Error;
+use crate::provider::openai::DEFAULT_OPENAI_BASE_URL;
 use crate::tools::registry::{Registry, ToolSelection};
 
 /// A current Claude Sonnet model id.
@@ -34,10 +37,13 @@ pub struct Config {
     pub json: bool,
     pub output_file: Option<PathBuf>,
     pub verbosity: Verbosity,
+    /// Which API `model` is reached through (a cassette's header decides on replay).
+    pub provider: ProviderKind,
     pub model: String,
     pub max_tokens: u32,
     pub base_url: String,
-    /// Empty with `--replay`, which needs no key.
+    /// Empty with `--replay`, which needs no key, and with an OpenAI-compatible server
+    /// that takes none.
     pub api_key: String,
     pub system_prompt: String,
     pub max_turns: u32,
@@ -80,32 +86,38 @@ impl Config {
         if args.timeout.is_some_and(|t| t.is_zero()) {
             return Err(Error::Usage("--timeout must be longer than 0s".into()));
         }
-        let api_key = match (env.var("ANTHROPIC_API_KEY"), &args.replay) {
-            (Some(k), _) => k,
-            (None, Some(_)) => String::new(),
-            (None, None) => {
-                return Err(Error::Usage(
-                    "ANTHROPIC_API_KEY is not set: export your Anthropic API key in \
-                     ANTHROPIC_API_KEY (or use --replay CASSETTE to run offline)"
-                        .into(),
-                ));
-            }
+        let provider = provider_kind(args, env)?;
+        let api_key = match provider {
+            ProviderKind::Anthropic => anthropic_key(args, env)?,
+            // Optional: local servers (vLLM, llama.cpp, Ollama) take no key.
+            ProviderKind::Openai => env.var("OPENAI_API_KEY").unwrap_or_default(),
+        };
+        let (base_var, default_base) = match provider {
+            ProviderKind::Anthropic => ("ANTHROPIC_BASE_URL", DEFAULT_BASE_URL),
+            ProviderKind::Openai => ("OPENAI_BASE_URL", DEFAULT_OPENAI_BASE_URL),
         };
         let base_url = args
             .base_url
             .clone()
-            .or_else(|| env.var("ANTHROPIC_BASE_URL"))
-            .unwrap_or_else(|| DEFAULT_BASE_URL.to_string());
+            .or_else(|| env.var(base_var))
+            .unwrap_or_else(|| default_base.to_string());
         if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
             return Err(Error::Usage(format!(
-                "--base-url / ANTHROPIC_BASE_URL must start with http:// or https://, got {base_url:?}"
+                "--base-url / {base_var} must start with http:// or https://, got {base_url:?}"
             )));
         }
-        let model = args
-            .model
-            .clone()
-            .or_else(|| env.var("AGENT_MODEL"))
-            .unwrap_or_else(|| DEFAULT_MODEL.to_string());
+        let model = match args.model.clone().or_else(|| env.var("AGENT_MODEL")) {
+            Some(m) => m,
+            // No default fits every OpenAI-compatible server: each serves its own models.
+            None if provider == ProviderKind::Openai && args.replay.is_none() => {
+                return Err(Error::Usage(
+                    "--provider openai needs a model: pass -m/--model MODEL or set \
+                     AGENT_MODEL (the name your server serves, e.g. qwen2.5-coder:7b)"
+                        .into(),
+                ));
+            }
+            None => DEFAULT_MODEL.to_string(),
+        };
         let system_prompt = system_prompt(
             &workspace,
             args.system.as_deref(),
@@ -124,6 +136,7 @@ impl Config {
             json: args.json,
             output_file: args.output.clone(),
             verbosity,
+            provider,
             model,
             max_tokens: args.max_tokens,
             base_url: base_url.trim_end_matches('/').to_string(),
@@ -138,6 +151,35 @@ impl Config {
             replay: args.replay.clone(),
             record: args.record.clone(),
         })
+    }
+}
+
+/// `--provider`, else `AGENT_PROVIDER`, else anthropic.
+fn provider_kind(args: &RunArgs, env: &dyn Env) -> Result<ProviderKind, Error> {
+    if let Some(p) = args.provider {
+        return Ok(p);
+    }
+    match env.var("AGENT_PROVIDER") {
+        Some(v) => ProviderKind::from_str(v.trim(), true).map_err(|_| {
+            Error::Usage(format!(
+                "AGENT_PROVIDER must be `anthropic` or `openai`, got {v:?}"
+            ))
+        }),
+        None => Ok(ProviderKind::Anthropic),
+    }
+}
+
+/// The Anthropic key: required, except with `--replay`.
+fn anthropic_key(args: &RunArgs, env: &dyn Env) -> Result<String, Error> {
+    match (env.var("ANTHROPIC_API_KEY"), &args.replay) {
+        (Some(k), _) => Ok(k),
+        (None, Some(_)) => Ok(String::new()),
+        (None, None) => Err(Error::Usage(
+            "ANTHROPIC_API_KEY is not set: export your Anthropic API key in \
+             ANTHROPIC_API_KEY (or use --replay CASSETTE to run offline, or --provider \
+             openai for an OpenAI-compatible server)"
+                .into(),
+        )),
     }
 }
 
@@ -364,5 +406,59 @@ mod tests {
         let p = system_prompt(dir.path(), Some(&format!("@{}", f.display())), None).unwrap();
         assert_eq!(p, "Custom.");
         assert!(system_prompt(dir.path(), Some("@/no/such/file"), None).is_err());
+    }
+    #[test]
+    fn openai_provider_key_base_url_and_model() {
+        let env = FakeEnv(vec![("AGENT_PROVIDER", "OpenAI"), ("AGENT_MODEL", "qwen")]);
+        let c = Config::from_args(&parse(&["hi"]), &env).unwrap();
+        assert_eq!(c.provider, ProviderKind::Openai);
+        assert_eq!(c.api_key, "", "the key is optional for local servers");
+        assert_eq!(c.base_url, "https://api.openai.com/v1");
+        assert_eq!(c.model, "qwen");
+        let env = FakeEnv(vec![
+            ("OPENAI_API_KEY", "sk-o"),
+            ("OPENAI_BASE_URL", "http://127.0.0.1:8000/v1/"),
+            ("ANTHROPIC_BASE_URL", "http://wrong"),
+            ("ANTHROPIC_API_KEY", "sk-a"),
+        ]);
+        let c =
+            Config::from_args(&parse(&["hi", "--provider", "openai", "-m", "x"]), &env).unwrap();
+        assert_eq!(
+            (c.api_key.as_str(), c.base_url.as_str()),
+            ("sk-o", "http://127.0.0.1:8000/v1")
+        );
+        // The flag beats the environment, and anthropic stays the default.
+        let env = FakeEnv(vec![
+            ("AGENT_PROVIDER", "openai"),
+            ("ANTHROPIC_API_KEY", "k"),
+        ]);
+        let c = Config::from_args(&parse(&["hi", "--provider", "anthropic"]), &env).unwrap();
+        assert_eq!(c.provider, ProviderKind::Anthropic);
+        let c = Config::from_args(&parse(&["hi"]), &FakeEnv(vec![("ANTHROPIC_API_KEY", "k")]));
+        assert_eq!(c.unwrap().provider, ProviderKind::Anthropic);
+    }
+
+    #[test]
+    fn openai_usage_errors_name_what_to_fix() {
+        let no_model = Config::from_args(&parse(&["hi", "--provider", "openai"]), &FakeEnv(vec![]));
+        let e = no_model.unwrap_err();
+        assert!(
+            e.to_string().contains("--model") && e.to_string().contains("AGENT_MODEL"),
+            "{e}"
+        );
+        assert_eq!(e.exit_code(), 2);
+        let env = FakeEnv(vec![("AGENT_PROVIDER", "gemini")]);
+        let e = Config::from_args(&parse(&["hi"]), &env).unwrap_err();
+        assert!(e.to_string().contains("AGENT_PROVIDER"), "{e}");
+        let env = FakeEnv(vec![("OPENAI_BASE_URL", "localhost:11434")]);
+        let e = Config::from_args(&parse(&["hi", "--provider", "openai", "-m", "m"]), &env)
+            .unwrap_err();
+        assert!(e.to_string().contains("OPENAI_BASE_URL"), "{e}");
+        // Replay needs neither key nor model.
+        let c = Config::from_args(
+            &parse(&["hi", "--provider", "openai", "--replay", "x.jsonl"]),
+            &FakeEnv(vec![]),
+        );
+        assert!(c.is_ok());
     }
 }

@@ -31,13 +31,14 @@ use clap::Parser;
 use serde_json::json;
 
 use crate::agent::{Agent, lock};
-use crate::cli::{Cli, Command, RunArgs, ToolsArgs};
+use crate::cli::{Cli, Command, ProviderKind, RunArgs, ToolsArgs};
 use crate::config::{Config, ProcessEnv, Verbosity};
 use crate::dispatch::OpenGate;
 use crate::error::Error;
 use crate::provider::Provider;
-use crate::provider::anthropic::{AnthropicConfig, AnthropicProvider};
+use crate::provider::anthropic::{AnthropicConfig, AnthropicProvider, Recorder};
 use crate::provider::cassette::{CassetteWriter, ReplayProvider};
+use crate::provider::openai::{OpenAiConfig, OpenAiProvider};
 use crate::tools::ToolContext;
 use crate::tools::registry::Registry;
 use crate::transcript::{ErrorInfo, RunRecord, Status};
@@ -293,11 +294,23 @@ fn watch_signals(finisher: Arc<Finisher>) {
     });
 }
 
-/// The provider of this run: cassette replay, or the Anthropic API (optionally recorded).
+/// The provider of this run: cassette replay, or the Anthropic API or an
+/// OpenAI-compatible server (optionally recorded).
 fn make_provider(config: &Config, registry: &Registry) -> Result<Box<dyn Provider>, Error> {
     if let Some(path) = &config.replay {
         let replay = ReplayProvider::open(path, &config.workspace).map_err(Error::Usage)?;
         return Ok(Box::new(replay));
+    }
+    let recorder = match &config.record {
+        Some(path) => Some(cassette_recorder(config, registry, path)?),
+        None => None,
+    };
+    if config.provider == ProviderKind::Openai {
+        let mut provider = OpenAiProvider::new(OpenAiConfig::from_config(config));
+        if let Some(r) = recorder {
+            provider.set_recorder(r);
+        }
+        return Ok(Box::new(provider));
     }
     let mut api = AnthropicConfig::new(config.base_url.clone(), config.api_key.clone());
     api.max_retries = config.max_retries;
@@ -305,31 +318,41 @@ fn make_provider(config: &Config, registry: &Registry) -> Result<Box<dyn Provide
     api.verbose = config.verbosity == Verbosity::Verbose;
     api.quiet = config.verbosity == Verbosity::Quiet;
     let mut provider = AnthropicProvider::new(api);
-    if let Some(path) = &config.record {
-        let names: Vec<String> = registry
-            .enabled_names()
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-        let mut writer = CassetteWriter::create(
-            path,
-            "anthropic",
-            &config.model,
-            &config.workspace,
-            &names,
-            vec![config.api_key.clone()],
-        )
-        .map_err(|e| Error::Usage(format!("--record {}: {e}", path.display())))?;
-        let shown = path.display().to_string();
-        let mut failed = false;
-        provider.set_recorder(Box::new(move |request, sse| {
-            if let Err(e) = writer.append(request, sse)
-                && !failed
-            {
-                output::warn(&format!("cannot append to the cassette {shown}: {e}"));
-                failed = true;
-            }
-        }));
+    if let Some(r) = recorder {
+        provider.set_recorder(r);
     }
     Ok(Box::new(provider))
+}
+
+/// Appends each successful turn to the `--record` cassette, whose header names the
+/// provider; a failing append is warned about once.
+fn cassette_recorder(
+    config: &Config,
+    registry: &Registry,
+    path: &std::path::Path,
+) -> Result<Recorder, Error> {
+    let names: Vec<String> = registry
+        .enabled_names()
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let mut writer = CassetteWriter::create(
+        path,
+        config.provider.as_str(),
+        &config.model,
+        &config.workspace,
+        &names,
+        vec![config.api_key.clone()],
+    )
+    .map_err(|e| Error::Usage(format!("--record {}: {e}", path.display())))?;
+    let shown = path.display().to_string();
+    let mut failed = false;
+    Ok(Box::new(move |request, sse| {
+        if let Err(e) = writer.append(request, sse)
+            && !failed
+        {
+            output::warn(&format!("cannot append to the cassette {shown}: {e}"));
+            failed = true;
+        }
+    }))
 }

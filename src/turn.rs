@@ -43,7 +43,7 @@ pub struct Turn {
 /// Largest text, thinking or tool-input buffer of one block, in bytes. A request body
 /// is capped at 32 MB by the API, so a larger block could never be sent back anyway;
 /// past this the server is broken, and memory stays bounded.
-const MAX_BLOCK_BYTES: usize = 32 * 1024 * 1024;
+pub(crate) const MAX_BLOCK_BYTES: usize = 32 * 1024 * 1024;
 
 /// How much of an unparsable tool input is quoted back to the model, in chars: enough
 /// to show where it went wrong without echoing a whole file.
@@ -53,7 +53,7 @@ const MAX_QUOTED_INPUT_CHARS: usize = 200;
 const MAX_QUOTED_EVENT_CHARS: usize = 300;
 
 /// The error result of a tool call that `max_tokens` cut off mid-input.
-const CUT_OFF_BY_MAX_TOKENS: &str = "the output was cut off by max_tokens before this tool \
+pub(crate) const CUT_OFF_BY_MAX_TOKENS: &str = "the output was cut off by max_tokens before this tool \
      call's input was complete; the call was not run. Retry with a smaller input (for \
      example, write a large file in several steps).";
 
@@ -463,7 +463,7 @@ fn start_block(index: usize, block: &Value) -> Result<Block, StreamFailure> {
 
 /// The call's input: the joined fragments parsed, `{}` for none, or the start input of
 /// a call made from code execution (which arrives whole, without fragments).
-fn parse_tool_input(buf: &str, start_input: &Value) -> Result<Value, String> {
+pub(crate) fn parse_tool_input(buf: &str, start_input: &Value) -> Result<Value, String> {
     if buf.trim().is_empty() {
         return Ok(match start_input {
             Value::Object(m) if !m.is_empty() => start_input.clone(),
@@ -486,7 +486,7 @@ fn parse_tool_input(buf: &str, start_input: &Value) -> Result<Value, String> {
 }
 
 /// At most `max` chars of `s`, with a marker when cut.
-fn quote(s: &str, max: usize) -> String {
+pub(crate) fn quote(s: &str, max: usize) -> String {
     match s.char_indices().nth(max) {
         Some((i, _)) => format!("{}…", &s[..i]),
         None => s.to_string(),

@@ -1,56 +1,27 @@
 //! The Anthropic Messages API provider (SPEC §3.1): one blocking ureq POST per attempt,
 //! the body read as a stream through the SSE decoder and turn accumulator
-//! (`turn::read_turn`), and the retry policy — which failures are retried, how long to
-//! wait (exponential backoff with jitter, `retry-after`), and which fail at once with
-//! the API's own message. A partial turn from a failed attempt is discarded whole.
-//! The API key goes only into the `x-api-key` header: never into an error or a log.
+//! (`turn::read_turn`). The retry policy — which failures are retried, how long to wait
+//! (exponential backoff with jitter, `retry-after`), and which fail at once with the
+//! API's own message — is shared with the OpenAI-compatible provider (`retry`). A
+//! partial turn from a failed attempt is discarded whole. The API key goes only into
+//! the `x-api-key` header: never into an error or a log.
 
-use std::io::{self, BufReader, Read};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::io::BufReader;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::retry::{
+    self, AttemptError, DEFAULT_BACKOFF_BASE, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_RETRIES,
+    READ_BUFFER_BYTES, RetryPolicy, Tee,
+};
 use super::{Provider, ProviderError, ProviderErrorKind, StreamNotice, TurnRequest};
 use crate::protocol::{ApiErrorBody, Message};
-use crate::secrets;
-use crate::turn::{StreamFailure, Turn, read_turn};
+use crate::turn::{Turn, read_turn};
 
 /// The API version header every request carries.
 const ANTHROPIC_VERSION: &str = "2023-06-01";
-
-/// First backoff delay; doubled per retry (the SDKs start at 0.5 s too).
-const DEFAULT_BACKOFF_BASE: Duration = Duration::from_millis(500);
-
-/// Longest computed backoff: long enough to ride out an overload, short enough for CI.
-const MAX_BACKOFF: Duration = Duration::from_secs(30);
-
-/// Longest `retry-after` we honour: a server asking for more is capped rather than
-/// allowed to park a CI job for an hour.
-const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
-
-/// TCP/TLS connect timeout: a host that does not answer in this long is down.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// Bytes of an error response body read for its message: error JSON is tiny, and a
-/// proxy's HTML error page need not be read whole.
-const MAX_ERROR_BODY_BYTES: u64 = 64 * 1024;
-
-/// Chars of a non-JSON error body quoted in the error message.
-const MAX_QUOTED_ERROR_CHARS: usize = 500;
-
-/// Read buffer over the response body: a few typical network chunks.
-const READ_BUFFER_BYTES: usize = 64 * 1024;
-
-/// Default idle timeout (SPEC §3.1): a stream silent this long counts as dropped.
-const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
-
-/// Default `--max-retries` (SPEC §2).
-const DEFAULT_MAX_RETRIES: u32 = 4;
-
-/// Statuses that are never retried, whatever the headers say: the request itself is
-/// wrong, and sending it again cannot help.
-const NEVER_RETRY: &[u16] = &[400, 401, 403, 404, 413];
 
 /// How to reach the API and how hard to try.
 #[derive(Clone)]
@@ -245,26 +216,15 @@ struct ErrorEnvelope {
     error: ApiErrorBody,
 }
 
-/// Why one attempt failed, and whether another may succeed.
-struct AttemptError {
-    error: ProviderError,
-    retryable: bool,
-    /// What the server asked us to wait, if it said.
-    retry_after: Option<Duration>,
+/// The `(type, message)` of an Anthropic error body.
+fn parse_error_body(raw: &[u8]) -> Option<(String, String)> {
+    let env = serde_json::from_slice::<ErrorEnvelope>(raw).ok()?;
+    Some((env.error.kind, env.error.message))
 }
 
 impl AnthropicProvider {
     pub(crate) fn new(config: AnthropicConfig) -> Self {
-        let agent = ureq::Agent::new_with_config(
-            ureq::Agent::config_builder()
-                .http_status_as_error(false)
-                .timeout_connect(Some(CONNECT_TIMEOUT))
-                // Per socket read, so it is exactly "silent for longer than".
-                .timeout_per_read(Some(config.idle_timeout))
-                .timeout_per_write(Some(config.idle_timeout))
-                .user_agent(format!("agent/{}", env!("CARGO_PKG_VERSION")))
-                .build(),
-        );
+        let agent = retry::http_agent(config.idle_timeout);
         let url = format!("{}/v1/messages", config.base_url.trim_end_matches('/'));
         AnthropicProvider {
             config,
@@ -294,14 +254,16 @@ impl AnthropicProvider {
             .header("anthropic-version", ANTHROPIC_VERSION)
             .header("content-type", "application/json")
             .send(body);
-        let response = sent.map_err(|e| self.transport_error(e))?;
+        let response = sent.map_err(|e| {
+            retry::transport_error(e, &self.config.base_url, self.config.idle_timeout)
+        })?;
         let status = response.status().as_u16();
         if self.config.verbose {
-            let id = header(response.headers(), "request-id").unwrap_or("-");
+            let id = retry::header(response.headers(), "request-id").unwrap_or("-");
             eprintln!("agent: HTTP {status} (request-id {id})");
         }
         if !(200..300).contains(&status) {
-            return Err(http_error(response));
+            return Err(retry::http_error(response, parse_error_body));
         }
         on_notice(StreamNotice::TurnStarted);
         let tee = Tee {
@@ -316,73 +278,7 @@ impl AnthropicProvider {
                 }
                 Ok(turn)
             }
-            Err(failure) => Err(self.stream_error(failure)),
-        }
-    }
-
-    fn idle_message(&self) -> String {
-        format!(
-            "the stream was silent for longer than the idle timeout ({})",
-            humantime::format_duration(self.config.idle_timeout)
-        )
-    }
-
-    fn transport_error(&self, e: ureq::Error) -> AttemptError {
-        let retryable = !matches!(
-            e,
-            ureq::Error::BadUri(_)
-                | ureq::Error::Http(_)
-                | ureq::Error::InvalidProxyUrl
-                | ureq::Error::RequireHttpsOnly(_)
-                | ureq::Error::RedirectFailed
-                | ureq::Error::TooManyRedirects
-        );
-        let message = match &e {
-            ureq::Error::Timeout(ureq::Timeout::PerRead) => self.idle_message(),
-            ureq::Error::Io(io) if is_timeout(io) => self.idle_message(),
-            _ => format!("connection to {} failed: {e}", self.config.base_url),
-        };
-        AttemptError {
-            error: ProviderError {
-                kind: ProviderErrorKind::Transport,
-                message,
-            },
-            retryable,
-            retry_after: None,
-        }
-    }
-
-    fn stream_error(&self, failure: StreamFailure) -> AttemptError {
-        let retryable = failure.is_retryable();
-        let (kind, message) = match failure {
-            StreamFailure::Api {
-                error_type,
-                message,
-            } => (
-                ProviderErrorKind::StreamError {
-                    error_type: error_type.clone(),
-                },
-                format!("stream error {error_type}: {message}"),
-            ),
-            StreamFailure::Incomplete { detail } => (ProviderErrorKind::Transport, detail),
-            StreamFailure::Io(e) if is_timeout(&e) => {
-                (ProviderErrorKind::Transport, self.idle_message())
-            }
-            StreamFailure::Io(e) => (
-                ProviderErrorKind::Transport,
-                format!("the connection failed mid-stream: {e}"),
-            ),
-            StreamFailure::Malformed { detail } => (
-                ProviderErrorKind::StreamError {
-                    error_type: "invalid_stream".to_string(),
-                },
-                detail,
-            ),
-        };
-        AttemptError {
-            error: ProviderError { kind, message },
-            retryable,
-            retry_after: None,
+            Err(failure) => Err(retry::stream_error(failure, self.config.idle_timeout)),
         }
     }
 }
@@ -398,8 +294,12 @@ impl Provider for AnthropicProvider {
             message: format!("could not serialise the request: {e}"),
         })?;
         let secrets = [self.config.api_key.clone()];
-        let mut retries = 0;
-        loop {
+        let policy = RetryPolicy {
+            max_retries: self.config.max_retries,
+            backoff_base: self.config.backoff_base,
+            quiet: self.config.quiet,
+        };
+        retry::with_retries(policy, &secrets, on_notice, &mut |on_notice| {
             if self.config.verbose {
                 eprintln!(
                     "agent: POST {} (model {}, {} messages, {} tools, {} bytes)",
@@ -410,159 +310,8 @@ impl Provider for AnthropicProvider {
                     body.len()
                 );
             }
-            let failure = match self.attempt(&body, request, on_notice) {
-                Ok(turn) => return Ok(turn),
-                Err(failure) => failure,
-            };
-            let mut error = failure.error;
-            error.message = secrets::redact(&error.message, &secrets);
-            if !failure.retryable {
-                return Err(error);
-            }
-            if retries >= self.config.max_retries {
-                if retries > 0 {
-                    error.message = format!("{} (gave up after {retries} retries)", error.message);
-                }
-                return Err(error);
-            }
-            retries += 1;
-            let delay = failure
-                .retry_after
-                .map(|d| d.min(MAX_RETRY_AFTER))
-                .unwrap_or_else(|| backoff(self.config.backoff_base, retries));
-            if !self.config.quiet {
-                eprintln!(
-                    "agent: retrying in {:.1}s (attempt {retries}/{}): {}",
-                    delay.as_secs_f64(),
-                    self.config.max_retries,
-                    error.message
-                );
-            }
-            on_notice(StreamNotice::Retry {
-                attempt: retries,
-                reason: &error.message,
-                delay,
-            });
-            std::thread::sleep(delay);
-        }
-    }
-}
-
-/// A non-2xx response: the API's own error type and message, and whether to retry.
-fn http_error(response: ureq::http::Response<ureq::Body>) -> AttemptError {
-    let status = response.status().as_u16();
-    let headers = response.headers();
-    let retry_after = retry_after(headers);
-    let should_retry = header(headers, "x-should-retry").map(|v| v.trim() == "true");
-    let mut raw = Vec::new();
-    // A body that fails mid-read still tells us the status; keep what arrived.
-    let _ = response
-        .into_body()
-        .into_reader()
-        .take(MAX_ERROR_BODY_BYTES)
-        .read_to_end(&mut raw);
-    let (error_type, message) = match serde_json::from_slice::<ErrorEnvelope>(&raw) {
-        Ok(env) => (env.error.kind, env.error.message),
-        Err(_) => {
-            let text = String::from_utf8_lossy(&raw);
-            let text = text.trim();
-            let text = match text.char_indices().nth(MAX_QUOTED_ERROR_CHARS) {
-                Some((i, _)) => format!("{}…", &text[..i]),
-                None => text.to_string(),
-            };
-            (String::new(), text)
-        }
-    };
-    let retryable = if NEVER_RETRY.contains(&status) {
-        false
-    } else if let Some(should) = should_retry {
-        should
-    } else {
-        matches!(status, 408 | 409 | 429) || status >= 500
-    };
-    let label = if error_type.is_empty() {
-        String::new()
-    } else {
-        format!(" {error_type}")
-    };
-    let message = if message.is_empty() {
-        format!("HTTP {status}{label}")
-    } else {
-        format!("HTTP {status}{label}: {message}")
-    };
-    AttemptError {
-        error: ProviderError {
-            kind: ProviderErrorKind::Http { status, error_type },
-            message,
-        },
-        retryable,
-        retry_after,
-    }
-}
-
-fn header<'h>(headers: &'h ureq::http::HeaderMap, name: &str) -> Option<&'h str> {
-    headers.get(name).and_then(|v| v.to_str().ok())
-}
-
-/// `retry-after-ms` (checked first) or `retry-after`, in seconds (fractions allowed).
-/// The HTTP-date form is not supported: it falls back to our own backoff.
-fn retry_after(headers: &ureq::http::HeaderMap) -> Option<Duration> {
-    let parse = |name: &str, scale: f64| {
-        let v: f64 = header(headers, name)?.trim().parse().ok()?;
-        (v.is_finite() && v >= 0.0).then(|| Duration::from_secs_f64((v / scale).min(1e6)))
-    };
-    parse("retry-after-ms", 1000.0).or_else(|| parse("retry-after", 1.0))
-}
-
-/// The delay before retry number `retry` (from 1): `base · 2^(retry-1)`, capped at
-/// [`MAX_BACKOFF`], minus up to 25 % jitter so that many clients do not retry in step.
-fn backoff(base: Duration, retry: u32) -> Duration {
-    let exp = base.saturating_mul(1u32 << retry.saturating_sub(1).min(20));
-    exp.min(MAX_BACKOFF).mul_f64(1.0 - 0.25 * jitter_fraction())
-}
-
-/// A number in [0, 1) from the clock: cheap, and random enough to spread retries.
-fn jitter_fraction() -> f64 {
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    // splitmix64 finaliser: neighbouring clock values give unrelated outputs.
-    let mut x = (nanos as u64).wrapping_add(0x9E37_79B9_7F4A_7C15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    x ^= x >> 31;
-    (x >> 11) as f64 / (1u64 << 53) as f64
-}
-
-/// Whether an I/O error is a read timeout (ureq wraps its own timeout error in io).
-fn is_timeout(e: &io::Error) -> bool {
-    matches!(
-        e.kind(),
-        io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock
-    ) || e
-        .get_ref()
-        .and_then(|inner| inner.downcast_ref::<ureq::Error>())
-        .is_some_and(|u| match u {
-            ureq::Error::Timeout(_) => true,
-            ureq::Error::Io(io) => is_timeout(io),
-            _ => false,
+            self.attempt(&body, request, on_notice)
         })
-}
-
-/// Copies what is read from the body when recording; a pass-through otherwise.
-struct Tee<R> {
-    inner: R,
-    copy: Option<Vec<u8>>,
-}
-
-impl<R: Read> Read for Tee<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        if let Some(copy) = &mut self.copy {
-            copy.extend_from_slice(&buf[..n]);
-        }
-        Ok(n)
     }
 }
 
@@ -571,7 +320,7 @@ mod tests {
     use super::*;
     use crate::protocol::StopReason;
     use serde_json::json;
-    use std::io::{BufRead, Write};
+    use std::io::{self, BufRead, Read, Write};
     use std::net::{TcpListener, TcpStream};
     use std::sync::{Arc, Mutex};
 
@@ -1173,41 +922,5 @@ mod tests {
         let (result, heard) = run(cfg);
         assert_eq!(result.unwrap_err().kind, ProviderErrorKind::Transport);
         assert!(heard.is_empty());
-    }
-
-    #[test]
-    fn backoff_doubles_caps_and_jitters_down_by_at_most_a_quarter() {
-        let base = Duration::from_millis(500);
-        for (retry, full) in [
-            (1, 500),
-            (2, 1_000),
-            (3, 2_000),
-            (4, 4_000),
-            (7, 30_000),
-            (40, 30_000),
-        ] {
-            let d = backoff(base, retry);
-            let full = Duration::from_millis(full);
-            assert!(d <= full && d >= full.mul_f64(0.75), "retry {retry}: {d:?}");
-        }
-        let f = jitter_fraction();
-        assert!((0.0..1.0).contains(&f));
-    }
-
-    #[test]
-    fn retry_after_parsing() {
-        let mut h = ureq::http::HeaderMap::new();
-        assert_eq!(retry_after(&h), None);
-        h.insert("retry-after", "2.5".parse().unwrap());
-        assert_eq!(retry_after(&h), Some(Duration::from_millis(2_500)));
-        h.insert(
-            "retry-after",
-            "Wed, 21 Oct 2015 07:28:00 GMT".parse().unwrap(),
-        );
-        assert_eq!(retry_after(&h), None, "HTTP-dates fall back to our backoff");
-        h.insert("retry-after", "-3".parse().unwrap());
-        assert_eq!(retry_after(&h), None);
-        h.insert("retry-after-ms", "250".parse().unwrap());
-        assert_eq!(retry_after(&h), Some(Duration::from_millis(250)));
     }
 }

@@ -15,9 +15,10 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::openai::read_chat_turn;
 use super::{Provider, ProviderError, ProviderErrorKind, StreamNotice, TurnRequest};
 use crate::protocol::ContentBlock;
-use crate::turn::{Turn, read_turn};
+use crate::turn::{StreamFailure, Turn, read_turn};
 
 pub(crate) const CASSETTE_FORMAT: u32 = 1;
 
@@ -115,9 +116,15 @@ impl CassetteWriter {
     }
 }
 
+/// Providers whose recorded streams replay knows how to decode (the header's
+/// `provider`): the Anthropic event stream, or OpenAI chat-completion chunks.
+const REPLAYABLE_PROVIDERS: &[&str] = &["anthropic", "openai"];
+
 /// Answers each request with the next recorded turn.
 pub(crate) struct ReplayProvider {
     path: PathBuf,
+    /// The recording's provider: it picks the decoder.
+    provider: String,
     turns: Vec<String>,
     next: usize,
     recorded_workspace: String,
@@ -137,13 +144,14 @@ impl ReplayProvider {
             Some(Err(e)) => return Err(format!("--replay {shown}: {e}")),
             None => return Err(format!("--replay {shown}: the cassette is empty")),
         };
-        let (recorded_workspace, recorded_tools) = match serde_json::from_str(&header) {
+        let (provider, recorded_workspace, recorded_tools) = match serde_json::from_str(&header) {
             Ok(Line::Header {
                 format,
+                provider,
                 workspace,
                 tools,
                 ..
-            }) if format == CASSETTE_FORMAT => (workspace, tools),
+            }) if format == CASSETTE_FORMAT => (provider, workspace, tools),
             Ok(Line::Header { format, .. }) => {
                 return Err(format!(
                     "--replay {shown}: cassette format {format} is not supported \
@@ -152,6 +160,13 @@ impl ReplayProvider {
             }
             _ => return Err(format!("--replay {shown}: line 1 is not a cassette header")),
         };
+        if !REPLAYABLE_PROVIDERS.contains(&provider.as_str()) {
+            return Err(format!(
+                "--replay {shown}: the cassette was recorded with provider {provider:?}; \
+                 this agent replays {}",
+                REPLAYABLE_PROVIDERS.join(", ")
+            ));
+        }
         let mut turns = Vec::new();
         for (i, line) in lines.enumerate() {
             let line = line.map_err(|e| format!("--replay {shown}: {e}"))?;
@@ -171,6 +186,7 @@ impl ReplayProvider {
         }
         Ok(ReplayProvider {
             path: path.to_path_buf(),
+            provider,
             turns,
             next: 0,
             recorded_workspace,
@@ -227,7 +243,11 @@ impl Provider for ReplayProvider {
         on_notice(StreamNotice::TurnStarted);
         // Decode the whole turn first, so that paths are rewritten before anything (a
         // streaming executor included) sees a tool call.
-        let mut turn = read_turn(sse.as_bytes(), &mut |_| {}).map_err(|e| ProviderError {
+        let decoded: Result<Turn, StreamFailure> = match self.provider.as_str() {
+            "openai" => read_chat_turn(sse.as_bytes(), &mut |_| {}),
+            _ => read_turn(sse.as_bytes(), &mut |_| {}),
+        };
+        let mut turn = decoded.map_err(|e| ProviderError {
             kind: ProviderErrorKind::Cassette,
             message: format!(
                 "turn {} of the cassette {}: {e}",
@@ -351,5 +371,61 @@ event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
                 .unwrap()
                 .contains("--replay")
         );
+    }
+    #[test]
+    fn an_openai_cassette_replays_through_the_chat_decoder() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("o.jsonl");
+        let tools = vec![json!({"name": "ReadFile"})];
+        let mut w = CassetteWriter::create(
+            &path,
+            "openai",
+            "qwen",
+            Path::new("/rec/ws"),
+            &["ReadFile".to_string()],
+            vec![],
+        )
+        .unwrap();
+        let sse = "data: {\"id\":\"chatcmpl-1\",\"model\":\"qwen\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"call_1\",\"type\":\"function\",\"function\":{\"name\":\"ReadFile\",\"arguments\":\"{\\\"path\\\": \\\"/rec/ws/a.txt\\\"}\"}}]},\"finish_reason\":null}]}\n\n\
+data: {\"id\":\"chatcmpl-1\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n\
+data: [DONE]\n\n";
+        w.append(&request(&tools), sse.as_bytes()).unwrap();
+        drop(w);
+        let header: Value = serde_json::from_str(
+            std::fs::read_to_string(&path)
+                .unwrap()
+                .lines()
+                .next()
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(header["provider"], "openai");
+        let mut p = ReplayProvider::open(&path, Path::new("/new/place")).unwrap();
+        let mut ready = Vec::new();
+        let turn = p
+            .stream_turn(&request(&tools), &mut |n| {
+                if let StreamNotice::ToolReady(c) = n {
+                    ready.push(c.id.clone());
+                }
+            })
+            .unwrap();
+        assert_eq!(turn.stop_reason, crate::protocol::StopReason::ToolUse);
+        assert_eq!(turn.calls[0].input, Ok(json!({"path": "/new/place/a.txt"})));
+        assert_eq!(ready, ["call_1"]);
+        // The same text under an anthropic header does not decode as a turn.
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, text.replace("\"openai\"", "\"anthropic\"")).unwrap();
+        let mut p = ReplayProvider::open(&path, Path::new("/new/place")).unwrap();
+        let e = p.stream_turn(&request(&tools), &mut |_| {}).unwrap_err();
+        assert_eq!(e.kind, ProviderErrorKind::Cassette);
+    }
+
+    #[test]
+    fn an_unknown_provider_is_refused_at_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("g.jsonl");
+        CassetteWriter::create(&path, "gemini", "m", Path::new("/w"), &[], vec![]).unwrap();
+        let e = ReplayProvider::open(&path, dir.path()).err().unwrap();
+        assert!(e.contains("\"gemini\""), "{e}");
     }
 }

@@ -4,6 +4,8 @@
 
 pub(crate) mod anthropic;
 pub(crate) mod cassette;
+pub(crate) mod openai;
+pub(crate) mod retry;
 pub(crate) mod sse;
 
 use std::time::Duration;

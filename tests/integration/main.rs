@@ -3,3 +3,13 @@
 
 #[path = "../support/mod.rs"]
 mod support;
+
+mod bad_input;
+mod cli;
+mod faults;
+mod limits;
+mod mock_selftest;
+mod openai;
+mod session;
+mod stdin;
+mod stop_reasons;

@@ -1,1 +1,304 @@
-//! Test support: the loopback mock Anthropic server, SSE builders and `TestEnv` (stub).
+//! Test support for the integration tests: the loopback mock Anthropic server (`mock`),
+//! realistic SSE builders (`sse`), the request invariants it checks (`invariants`), and
+//! `TestEnv`, which runs the real `agent` binary in a temporary workspace against the
+//! mock with a clean environment, so that tests drive the product as a CI job would.
+#![allow(dead_code, unused_imports)] // not every test module uses every helper
+
+pub mod invariants;
+pub mod mock;
+pub mod openai;
+pub mod sse;
+
+pub use mock::{MockServer, Recorded, Reply, SseOpts, ToolResultSeen};
+pub use sse::{Turn, turn_max_tokens_cut_tool, turn_raw_tool, turn_text, turn_tools};
+
+use serde_json::Value;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::thread::{self, JoinHandle};
+use std::time::Duration;
+use wait_timeout::ChildExt;
+
+/// The API key every run gets; it must never show up in any output.
+pub const API_KEY: &str = "sk-ant-test-DO-NOT-LEAK-0123456789";
+/// A run that takes longer than this is hung: it is killed and the test fails (rather
+/// than the CI job timing out).
+const RUN_LIMIT: Duration = Duration::from_secs(60);
+
+/// A temporary workspace, a mock server and the means to run the binary against it.
+/// Layout: `<tmp>/ws` is the workspace (the binary's cwd), `<tmp>/home` its HOME,
+/// `<tmp>/out` a place for `-o` files outside the workspace.
+pub struct TestEnv {
+    pub server: MockServer,
+    root: tempfile::TempDir,
+}
+
+impl TestEnv {
+    /// A mock that closes the connection after each response.
+    pub fn new(script: Vec<Reply>) -> TestEnv {
+        TestEnv::with_server(MockServer::start(script))
+    }
+
+    /// A mock that keeps connections alive between responses.
+    pub fn keep_alive(script: Vec<Reply>) -> TestEnv {
+        TestEnv::with_server(MockServer::start_keep_alive(script))
+    }
+
+    pub fn with_server(server: MockServer) -> TestEnv {
+        let root = tempfile::tempdir().unwrap();
+        for d in ["ws", "home", "out"] {
+            std::fs::create_dir(root.path().join(d)).unwrap();
+        }
+        TestEnv { server, root }
+    }
+
+    /// The workspace root (canonical, so that it compares with the transcript's).
+    pub fn ws(&self) -> PathBuf {
+        self.root.path().join("ws").canonicalize().unwrap()
+    }
+
+    /// A path inside the workspace.
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.ws().join(rel)
+    }
+
+    /// A path outside the workspace, for `-o` files.
+    pub fn out(&self, name: &str) -> PathBuf {
+        self.root.path().join("out").join(name)
+    }
+
+    /// Writes a workspace file, creating parent directories.
+    pub fn write(&self, rel: &str, content: &str) -> PathBuf {
+        let p = self.path(rel);
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent).unwrap();
+        }
+        std::fs::write(&p, content).unwrap();
+        p
+    }
+
+    pub fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.path(rel)).unwrap()
+    }
+
+    /// The command with a clean environment: PATH, HOME, the mock's URL and the test key;
+    /// cwd is the workspace; stdin is null.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_agent"));
+        c.args(args)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", self.root.path().join("home"))
+            .env("NO_COLOR", "1")
+            .env("ANTHROPIC_BASE_URL", self.server.url())
+            .env("ANTHROPIC_API_KEY", API_KEY)
+            .current_dir(self.ws())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        c
+    }
+
+    /// Runs the binary to completion.
+    pub fn run(&self, args: &[&str]) -> RunOutput {
+        Running::start(self.command(args), false).wait()
+    }
+
+    /// Runs the binary with `input` on stdin (then closed).
+    pub fn run_with_stdin(&self, args: &[&str], input: &str) -> RunOutput {
+        let mut c = self.command(args);
+        c.stdin(Stdio::piped());
+        let mut r = Running::start(c, true);
+        {
+            use std::io::Write;
+            let mut stdin = r.stdin.take().unwrap();
+            stdin.write_all(input.as_bytes()).unwrap();
+        }
+        r.wait()
+    }
+
+    /// Starts the binary with a stdin pipe left open (the test owns its end).
+    pub fn spawn(&self, args: &[&str]) -> Running {
+        let mut c = self.command(args);
+        c.stdin(Stdio::piped());
+        Running::start(c, true)
+    }
+
+    /// Starts a prepared command (stdin as configured on it).
+    pub fn spawn_command(&self, c: Command) -> Running {
+        Running::start(c, false)
+    }
+}
+
+/// A running binary whose stdout/stderr are drained by threads (so it never blocks on a
+/// full pipe).
+pub struct Running {
+    child: Child,
+    /// The open stdin pipe, if any; kept open until `wait` returns.
+    pub stdin: Option<ChildStdin>,
+    out: Option<JoinHandle<String>>,
+    err: Option<JoinHandle<String>>,
+    /// Set once reaped; a `Running` dropped before (a failed test) kills its process.
+    reaped: bool,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if !self.reaped {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+fn drain(mut r: impl Read + Send + 'static) -> JoinHandle<String> {
+    thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = r.read_to_end(&mut buf);
+        String::from_utf8_lossy(&buf).into_owned()
+    })
+}
+
+impl Running {
+    fn start(mut c: Command, keep_stdin: bool) -> Running {
+        let mut child = c.spawn().unwrap();
+        let stdin = if keep_stdin { child.stdin.take() } else { None };
+        let out = child.stdout.take().map(drain);
+        let err = child.stderr.take().map(drain);
+        Running {
+            child,
+            stdin,
+            out,
+            err,
+            reaped: false,
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Sends a signal (libc::SIGTERM, SIGINT …) to the process.
+    pub fn signal(&self, sig: i32) {
+        let pid = i32::try_from(self.child.id()).unwrap();
+        // SAFETY: kill(2) on our own child's pid; it has not been reaped yet (we hold it).
+        let rc = unsafe { libc::kill(pid, sig) };
+        assert_eq!(rc, 0, "kill({pid}, {sig}) failed");
+    }
+
+    /// Waits for the exit (killing it after `RUN_LIMIT`, which fails the test), then
+    /// closes stdin and collects the output.
+    pub fn wait(mut self) -> RunOutput {
+        let status = match self.child.wait_timeout(RUN_LIMIT).unwrap() {
+            Some(s) => s,
+            None => {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                self.reaped = true;
+                drop(self.stdin.take());
+                let stderr = self
+                    .err
+                    .take()
+                    .map(|h| h.join().unwrap())
+                    .unwrap_or_default();
+                panic!("agent did not exit within {RUN_LIMIT:?}; stderr:\n{stderr}");
+            }
+        };
+        self.reaped = true;
+        drop(self.stdin.take());
+        let stdout = self
+            .out
+            .take()
+            .map(|h| h.join().unwrap())
+            .unwrap_or_default();
+        let stderr = self
+            .err
+            .take()
+            .map(|h| h.join().unwrap())
+            .unwrap_or_default();
+        RunOutput {
+            status,
+            stdout,
+            stderr,
+        }
+    }
+}
+
+/// What a finished run left behind.
+#[derive(Debug)]
+pub struct RunOutput {
+    pub status: ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl RunOutput {
+    pub fn code(&self) -> Option<i32> {
+        self.status.code()
+    }
+
+    /// Asserts the exit code, showing everything on failure.
+    pub fn assert_code(&self, code: i32) -> &Self {
+        assert_eq!(
+            self.status.code(),
+            Some(code),
+            "unexpected exit ({:?})\n--- stdout:\n{}\n--- stderr:\n{}",
+            self.status,
+            self.stdout,
+            self.stderr
+        );
+        self
+    }
+
+    /// stdout parsed as exactly one JSON document (the `--json` transcript).
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not one JSON document ({e})\n--- stdout:\n{}\n--- stderr:\n{}",
+                self.stdout, self.stderr
+            )
+        })
+    }
+
+    /// The key appears nowhere in stdout or stderr.
+    pub fn assert_no_secret(&self) -> &Self {
+        assert!(!self.stdout.contains(API_KEY), "API key in stdout");
+        assert!(!self.stderr.contains(API_KEY), "API key in stderr");
+        self
+    }
+}
+
+/// A JSON file (an `-o` transcript).
+pub fn read_json(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    assert!(!text.contains(API_KEY), "API key in {}", path.display());
+    serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("{} is not JSON ({e}):\n{text}", path.display()))
+}
+
+/// Asserts `version` is the first key of a transcript's raw text.
+pub fn assert_version_first(raw: &str) {
+    let after_brace = raw.trim_start().strip_prefix('{').unwrap_or("");
+    assert!(
+        after_brace.trim_start().starts_with("\"version\""),
+        "version is not the first key: {}",
+        raw.chars().take(80).collect::<String>()
+    );
+}
+
+/// A copy of `v` without any `cache_control` key: prompt-cache breakpoints (SPEC §9)
+/// move with the newest message, so requests are compared without them.
+pub fn without_cache_control(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .filter(|(k, _)| *k != "cache_control")
+                .map(|(k, v)| (k.clone(), without_cache_control(v)))
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(without_cache_control).collect()),
+        other => other.clone(),
+    }
+}

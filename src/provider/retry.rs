@@ -1,0 +1,420 @@
+//! What the HTTP providers (Anthropic, OpenAI-compatible) share: the retry loop, which
+//! failures are retried and how long to wait (exponential backoff with jitter,
+//! `retry-after`), the ureq agent with its timeouts, and the mapping of transport,
+//! HTTP-status and stream failures to `ProviderError`s. Each provider only says how to
+//! make one attempt and how its API words an error body.
+
+use std::io::{self, Read};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use super::{ProviderError, ProviderErrorKind, StreamNotice};
+use crate::secrets;
+use crate::turn::{StreamFailure, Turn};
+
+/// First backoff delay; doubled per retry (the SDKs start at 0.5 s too).
+pub(crate) const DEFAULT_BACKOFF_BASE: Duration = Duration::from_millis(500);
+
+/// Longest computed backoff: long enough to ride out an overload, short enough for CI.
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+/// Longest `retry-after` we honour: a server asking for more is capped rather than
+/// allowed to park a CI job for an hour.
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+
+/// TCP/TLS connect timeout: a host that does not answer in this long is down.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Bytes of an error response body read for its message: error JSON is tiny, and a
+/// proxy's HTML error page need not be read whole.
+const MAX_ERROR_BODY_BYTES: u64 = 64 * 1024;
+
+/// Chars of a non-JSON error body quoted in the error message.
+const MAX_QUOTED_ERROR_CHARS: usize = 500;
+
+/// Read buffer over the response body: a few typical network chunks.
+pub(crate) const READ_BUFFER_BYTES: usize = 64 * 1024;
+
+/// Default idle timeout (SPEC §3.1): a stream silent this long counts as dropped.
+pub(crate) const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Default `--max-retries` (SPEC §2).
+pub(crate) const DEFAULT_MAX_RETRIES: u32 = 4;
+
+/// Statuses that are never retried, whatever the headers say: the request itself is
+/// wrong, and sending it again cannot help.
+const NEVER_RETRY: &[u16] = &[400, 401, 403, 404, 413];
+
+/// Why one attempt failed, and whether another may succeed.
+pub(crate) struct AttemptError {
+    pub error: ProviderError,
+    pub retryable: bool,
+    /// What the server asked us to wait, if it said.
+    pub retry_after: Option<Duration>,
+}
+
+/// How hard to try.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RetryPolicy {
+    /// Retries after the first attempt.
+    pub max_retries: u32,
+    /// First backoff delay.
+    pub backoff_base: Duration,
+    /// Do not log retries to stderr; the `Retry` notices still go out.
+    pub quiet: bool,
+}
+
+/// The receiver of a turn's notices.
+pub(crate) type OnNotice<'n> = dyn FnMut(StreamNotice<'_>) + 'n;
+
+/// One try at a turn, given where to send its notices.
+pub(crate) type Attempt<'a> = dyn FnMut(&mut OnNotice<'_>) -> Result<Turn, AttemptError> + 'a;
+
+/// Runs `attempt` until it succeeds, fails for good, or the retries are spent. Each
+/// retry is logged (unless quiet) and announced with `StreamNotice::Retry`; messages
+/// are scrubbed of `secrets` before they go anywhere.
+pub(crate) fn with_retries(
+    policy: RetryPolicy,
+    secrets: &[String],
+    on_notice: &mut dyn FnMut(StreamNotice<'_>),
+    attempt: &mut Attempt<'_>,
+) -> Result<Turn, ProviderError> {
+    let mut retries = 0;
+    loop {
+        let failure = match attempt(on_notice) {
+            Ok(turn) => return Ok(turn),
+            Err(failure) => failure,
+        };
+        let mut error = failure.error;
+        error.message = secrets::redact(&error.message, secrets);
+        if !failure.retryable {
+            return Err(error);
+        }
+        if retries >= policy.max_retries {
+            if retries > 0 {
+                error.message = format!("{} (gave up after {retries} retries)", error.message);
+            }
+            return Err(error);
+        }
+        retries += 1;
+        let delay = failure
+            .retry_after
+            .map(|d| d.min(MAX_RETRY_AFTER))
+            .unwrap_or_else(|| backoff(policy.backoff_base, retries));
+        if !policy.quiet {
+            eprintln!(
+                "agent: retrying in {:.1}s (attempt {retries}/{}): {}",
+                delay.as_secs_f64(),
+                policy.max_retries,
+                error.message
+            );
+        }
+        on_notice(StreamNotice::Retry {
+            attempt: retries,
+            reason: &error.message,
+            delay,
+        });
+        std::thread::sleep(delay);
+    }
+}
+
+/// The blocking HTTP agent: status codes are ours to handle, and `idle_timeout` bounds
+/// every socket read, so it is exactly "silent for longer than".
+pub(crate) fn http_agent(idle_timeout: Duration) -> ureq::Agent {
+    ureq::Agent::new_with_config(
+        ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_connect(Some(CONNECT_TIMEOUT))
+            .timeout_per_read(Some(idle_timeout))
+            .timeout_per_write(Some(idle_timeout))
+            .user_agent(format!("agent/{}", env!("CARGO_PKG_VERSION")))
+            .build(),
+    )
+}
+
+fn idle_message(idle_timeout: Duration) -> String {
+    format!(
+        "the stream was silent for longer than the idle timeout ({})",
+        humantime::format_duration(idle_timeout)
+    )
+}
+
+/// A request that never got a response: retried unless the URL or setup is wrong.
+pub(crate) fn transport_error(
+    e: ureq::Error,
+    base_url: &str,
+    idle_timeout: Duration,
+) -> AttemptError {
+    let retryable = !matches!(
+        e,
+        ureq::Error::BadUri(_)
+            | ureq::Error::Http(_)
+            | ureq::Error::InvalidProxyUrl
+            | ureq::Error::RequireHttpsOnly(_)
+            | ureq::Error::RedirectFailed
+            | ureq::Error::TooManyRedirects
+    );
+    let message = match &e {
+        ureq::Error::Timeout(ureq::Timeout::PerRead) => idle_message(idle_timeout),
+        ureq::Error::Io(io) if is_timeout(io) => idle_message(idle_timeout),
+        _ => format!("connection to {base_url} failed: {e}"),
+    };
+    AttemptError {
+        error: ProviderError {
+            kind: ProviderErrorKind::Transport,
+            message,
+        },
+        retryable,
+        retry_after: None,
+    }
+}
+
+/// A response whose stream failed part-way.
+pub(crate) fn stream_error(failure: StreamFailure, idle_timeout: Duration) -> AttemptError {
+    let retryable = failure.is_retryable();
+    let (kind, message) = match failure {
+        StreamFailure::Api {
+            error_type,
+            message,
+        } => (
+            ProviderErrorKind::StreamError {
+                error_type: error_type.clone(),
+            },
+            format!("stream error {error_type}: {message}"),
+        ),
+        StreamFailure::Incomplete { detail } => (ProviderErrorKind::Transport, detail),
+        StreamFailure::Io(e) if is_timeout(&e) => {
+            (ProviderErrorKind::Transport, idle_message(idle_timeout))
+        }
+        StreamFailure::Io(e) => (
+            ProviderErrorKind::Transport,
+            format!("the connection failed mid-stream: {e}"),
+        ),
+        StreamFailure::Malformed { detail } => (
+            ProviderErrorKind::StreamError {
+                error_type: "invalid_stream".to_string(),
+            },
+            detail,
+        ),
+    };
+    AttemptError {
+        error: ProviderError { kind, message },
+        retryable,
+        retry_after: None,
+    }
+}
+
+/// A non-2xx response: the API's own error type and message (from `parse_body`, which
+/// returns `(type, message)` for a body it understands), and whether to retry.
+pub(crate) fn http_error(
+    response: ureq::http::Response<ureq::Body>,
+    parse_body: fn(&[u8]) -> Option<(String, String)>,
+) -> AttemptError {
+    let status = response.status().as_u16();
+    let headers = response.headers();
+    let retry_after = retry_after(headers);
+    let should_retry = header(headers, "x-should-retry").map(|v| v.trim() == "true");
+    let mut raw = Vec::new();
+    // A body that fails mid-read still tells us the status; keep what arrived.
+    let _ = response
+        .into_body()
+        .into_reader()
+        .take(MAX_ERROR_BODY_BYTES)
+        .read_to_end(&mut raw);
+    let (error_type, message) = match parse_body(&raw) {
+        Some(parsed) => parsed,
+        None => {
+            let text = String::from_utf8_lossy(&raw);
+            let text = text.trim();
+            let text = match text.char_indices().nth(MAX_QUOTED_ERROR_CHARS) {
+                Some((i, _)) => format!("{}…", &text[..i]),
+                None => text.to_string(),
+            };
+            (String::new(), text)
+        }
+    };
+    let retryable = if NEVER_RETRY.contains(&status) {
+        false
+    } else if let Some(should) = should_retry {
+        should
+    } else {
+        matches!(status, 408 | 409 | 429) || status >= 500
+    };
+    let label = if error_type.is_empty() {
+        String::new()
+    } else {
+        format!(" {error_type}")
+    };
+    let message = if message.is_empty() {
+        format!("HTTP {status}{label}")
+    } else {
+        format!("HTTP {status}{label}: {message}")
+    };
+    AttemptError {
+        error: ProviderError {
+            kind: ProviderErrorKind::Http { status, error_type },
+            message,
+        },
+        retryable,
+        retry_after,
+    }
+}
+
+pub(crate) fn header<'h>(headers: &'h ureq::http::HeaderMap, name: &str) -> Option<&'h str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+/// `retry-after-ms` (checked first) or `retry-after`, in seconds (fractions allowed).
+/// The HTTP-date form is not supported: it falls back to our own backoff.
+fn retry_after(headers: &ureq::http::HeaderMap) -> Option<Duration> {
+    let parse = |name: &str, scale: f64| {
+        let v: f64 = header(headers, name)?.trim().parse().ok()?;
+        (v.is_finite() && v >= 0.0).then(|| Duration::from_secs_f64((v / scale).min(1e6)))
+    };
+    parse("retry-after-ms", 1000.0).or_else(|| parse("retry-after", 1.0))
+}
+
+/// The delay before retry number `retry` (from 1): `base · 2^(retry-1)`, capped at
+/// [`MAX_BACKOFF`], minus up to 25 % jitter so that many clients do not retry in step.
+fn backoff(base: Duration, retry: u32) -> Duration {
+    let exp = base.saturating_mul(1u32 << retry.saturating_sub(1).min(20));
+    exp.min(MAX_BACKOFF).mul_f64(1.0 - 0.25 * jitter_fraction())
+}
+
+/// A number in [0, 1) from the clock: cheap, and random enough to spread retries.
+fn jitter_fraction() -> f64 {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    // splitmix64 finaliser: neighbouring clock values give unrelated outputs.
+    let mut x = (nanos as u64).wrapping_add(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^= x >> 31;
+    (x >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// Whether an I/O error is a read timeout (ureq wraps its own timeout error in io).
+fn is_timeout(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock
+    ) || e
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<ureq::Error>())
+        .is_some_and(|u| match u {
+            ureq::Error::Timeout(_) => true,
+            ureq::Error::Io(io) => is_timeout(io),
+            _ => false,
+        })
+}
+
+/// Copies what is read from the body when recording; a pass-through otherwise.
+pub(crate) struct Tee<R> {
+    pub inner: R,
+    pub copy: Option<Vec<u8>>,
+}
+
+impl<R: Read> Read for Tee<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if let Some(copy) = &mut self.copy {
+            copy.extend_from_slice(&buf[..n]);
+        }
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_caps_and_jitters_down_by_at_most_a_quarter() {
+        let base = Duration::from_millis(500);
+        for (retry, full) in [
+            (1, 500),
+            (2, 1_000),
+            (3, 2_000),
+            (4, 4_000),
+            (7, 30_000),
+            (40, 30_000),
+        ] {
+            let d = backoff(base, retry);
+            let full = Duration::from_millis(full);
+            assert!(d <= full && d >= full.mul_f64(0.75), "retry {retry}: {d:?}");
+        }
+        let f = jitter_fraction();
+        assert!((0.0..1.0).contains(&f));
+    }
+
+    #[test]
+    fn retry_after_parsing() {
+        let mut h = ureq::http::HeaderMap::new();
+        assert_eq!(retry_after(&h), None);
+        h.insert("retry-after", "2.5".parse().unwrap());
+        assert_eq!(retry_after(&h), Some(Duration::from_millis(2_500)));
+        h.insert(
+            "retry-after",
+            "Wed, 21 Oct 2015 07:28:00 GMT".parse().unwrap(),
+        );
+        assert_eq!(retry_after(&h), None, "HTTP-dates fall back to our backoff");
+        h.insert("retry-after", "-3".parse().unwrap());
+        assert_eq!(retry_after(&h), None);
+        h.insert("retry-after-ms", "250".parse().unwrap());
+        assert_eq!(retry_after(&h), Some(Duration::from_millis(250)));
+    }
+
+    fn failing(retryable: bool, retry_after: Option<Duration>) -> AttemptError {
+        AttemptError {
+            error: ProviderError {
+                kind: ProviderErrorKind::Transport,
+                message: "boom with sk-secret-123456".into(),
+            },
+            retryable,
+            retry_after,
+        }
+    }
+
+    const POLICY: RetryPolicy = RetryPolicy {
+        max_retries: 2,
+        backoff_base: Duration::from_millis(1),
+        quiet: true,
+    };
+
+    #[test]
+    fn with_retries_gives_up_after_max_retries_and_redacts() {
+        let mut attempts = 0;
+        let mut notices = Vec::new();
+        let err = with_retries(
+            POLICY,
+            &["sk-secret-123456".to_string()],
+            &mut |n| notices.push(format!("{n:?}")),
+            &mut |_| {
+                attempts += 1;
+                Err(failing(true, Some(Duration::from_millis(2))))
+            },
+        )
+        .unwrap_err();
+        assert_eq!(attempts, 3);
+        assert_eq!(
+            err.message,
+            "boom with [REDACTED] (gave up after 2 retries)"
+        );
+        assert_eq!(notices.len(), 2);
+        assert!(notices[0].contains("delay: 2ms"), "{}", notices[0]);
+        assert!(!notices[0].contains("sk-secret"), "{}", notices[0]);
+    }
+
+    #[test]
+    fn with_retries_stops_at_a_permanent_failure() {
+        let mut attempts = 0;
+        let err = with_retries(POLICY, &[], &mut |_| {}, &mut |_| {
+            attempts += 1;
+            Err(failing(false, None))
+        })
+        .unwrap_err();
+        assert_eq!(attempts, 1);
+        assert!(!err.message.contains("gave up"));
+    }
+}

@@ -1,0 +1,254 @@
+//! What the real Messages API would reject, checked on every request the mock receives:
+//! the headers and body shape of SPEC §3.1 and, above all, the tool_use/tool_result
+//! pairing of SPEC §3.2 (each assistant tool_use answered by one tool_result in the next
+//! user message, tool_results first and in the same order, none orphaned). A violation is
+//! a bug of the binary even when the test's own assertions pass.
+
+use serde_json::Value;
+use std::collections::HashSet;
+
+/// The API version SPEC §3.1 requires.
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+
+/// Checks the request line and headers. `headers` are (lower-case name, value).
+pub fn check_head(method: &str, path: &str, headers: &[(String, String)]) -> Vec<String> {
+    let mut v = Vec::new();
+    let get = |name: &str| {
+        headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, value)| value.as_str())
+    };
+    if method != "POST" {
+        v.push(format!("method is {method}, want POST"));
+    }
+    if path != "/v1/messages" {
+        v.push(format!("path is {path}, want /v1/messages"));
+    }
+    match get("x-api-key") {
+        Some(k) if !k.is_empty() => {}
+        _ => v.push("missing x-api-key header".into()),
+    }
+    if get("anthropic-version") != Some(ANTHROPIC_VERSION) {
+        v.push(format!(
+            "anthropic-version is {:?}, want {ANTHROPIC_VERSION}",
+            get("anthropic-version")
+        ));
+    }
+    if !get("content-type").is_some_and(|c| c.starts_with("application/json")) {
+        v.push(format!(
+            "content-type is {:?}, want application/json",
+            get("content-type")
+        ));
+    }
+    v
+}
+
+/// Checks the JSON body: stream/model/max_tokens, non-empty content, tool blocks, tools
+/// array, and the pairing invariant.
+pub fn check_body(body: &Value) -> Vec<String> {
+    let mut v = Vec::new();
+    if !body.is_object() {
+        return vec![format!("body is not a JSON object: {body}")];
+    }
+    if body["stream"] != Value::Bool(true) {
+        v.push(format!("stream is {}, want true", body["stream"]));
+    }
+    if body["model"].as_str().is_none_or(str::is_empty) {
+        v.push(format!(
+            "model is {}, want a non-empty string",
+            body["model"]
+        ));
+    }
+    if body["max_tokens"].as_u64().is_none_or(|n| n == 0) {
+        v.push(format!("max_tokens is {}", body["max_tokens"]));
+    }
+    check_tools(&body["tools"], &mut v);
+    let Some(messages) = body["messages"].as_array() else {
+        v.push("messages is not an array".into());
+        return v;
+    };
+    if messages.is_empty() {
+        v.push("messages is empty".into());
+        return v;
+    }
+    if messages[0]["role"] != "user" {
+        v.push(format!("first message role is {}", messages[0]["role"]));
+    }
+    let mut seen_ids = HashSet::new();
+    for (i, m) in messages.iter().enumerate() {
+        check_message(i, m, &mut seen_ids, &mut v);
+    }
+    check_pairing(messages, &mut v);
+    v
+}
+
+fn check_tools(tools: &Value, v: &mut Vec<String>) {
+    if tools.is_null() {
+        return;
+    }
+    let Some(tools) = tools.as_array() else {
+        v.push("tools is not an array".into());
+        return;
+    };
+    let mut names = HashSet::new();
+    for t in tools {
+        let name = t["name"].as_str().unwrap_or("");
+        if name.is_empty() {
+            v.push(format!("tool without a name: {t}"));
+        }
+        if !names.insert(name.to_string()) {
+            v.push(format!("tool {name} sent twice"));
+        }
+        if t["description"].as_str().is_none_or(str::is_empty) {
+            v.push(format!("tool {name} has no description"));
+        }
+        if t["input_schema"]["type"] != "object" {
+            v.push(format!("tool {name} input_schema.type is not object"));
+        }
+    }
+}
+
+fn check_message(i: usize, m: &Value, seen_ids: &mut HashSet<String>, v: &mut Vec<String>) {
+    let role = m["role"].as_str().unwrap_or("");
+    if role != "user" && role != "assistant" {
+        v.push(format!("messages[{i}] has role {:?}", m["role"]));
+    }
+    let content = &m["content"];
+    if let Some(s) = content.as_str() {
+        if s.is_empty() {
+            v.push(format!("messages[{i}] has empty string content"));
+        }
+        return;
+    }
+    let Some(blocks) = content.as_array() else {
+        v.push(format!("messages[{i}] content is neither string nor array"));
+        return;
+    };
+    if blocks.is_empty() {
+        v.push(format!("messages[{i}] has an empty content array"));
+    }
+    for (j, b) in blocks.iter().enumerate() {
+        let at = format!("messages[{i}].content[{j}]");
+        match b["type"].as_str().unwrap_or("") {
+            "text" => {
+                if b["text"].as_str().is_none_or(str::is_empty) {
+                    v.push(format!("{at}: text block with empty text"));
+                }
+            }
+            "tool_use" => {
+                if role != "assistant" {
+                    v.push(format!("{at}: tool_use in a {role} message"));
+                }
+                let id = b["id"].as_str().unwrap_or("");
+                if id.is_empty() || b["name"].as_str().is_none_or(str::is_empty) {
+                    v.push(format!("{at}: tool_use without id or name"));
+                }
+                if !seen_ids.insert(id.to_string()) {
+                    v.push(format!("{at}: tool_use id {id} used twice"));
+                }
+                if !b["input"].is_object() {
+                    v.push(format!(
+                        "{at}: tool_use input is not an object: {}",
+                        b["input"]
+                    ));
+                }
+            }
+            "tool_result" => {
+                if role != "user" {
+                    v.push(format!("{at}: tool_result in a {role} message"));
+                }
+                if !b["is_error"].is_null() && !b["is_error"].is_boolean() {
+                    v.push(format!("{at}: is_error is not a boolean"));
+                }
+            }
+            "thinking" | "redacted_thinking" | "image" | "document" => {}
+            other => v.push(format!("{at}: unknown block type {other:?}")),
+        }
+    }
+}
+
+fn blocks(m: &Value) -> &[Value] {
+    m["content"].as_array().map(Vec::as_slice).unwrap_or(&[])
+}
+
+fn tool_use_ids(m: &Value) -> Vec<&str> {
+    blocks(m)
+        .iter()
+        .filter(|b| b["type"] == "tool_use")
+        .map(|b| b["id"].as_str().unwrap_or(""))
+        .collect()
+}
+
+/// SPEC §3.2: every assistant message's tool_use ids are answered, in order, by the
+/// leading tool_result blocks of the next user message, and nothing else; no user
+/// message holds a tool_result that does not answer the assistant message before it.
+fn check_pairing(messages: &[Value], v: &mut Vec<String>) {
+    for (i, m) in messages.iter().enumerate() {
+        if m["role"] == "assistant" {
+            let uses = tool_use_ids(m);
+            if uses.is_empty() {
+                continue;
+            }
+            let Some(next) = messages.get(i + 1) else {
+                v.push(format!(
+                    "messages[{i}]: tool_use {uses:?} is the last message, never answered"
+                ));
+                continue;
+            };
+            if next["role"] != "user" {
+                v.push(format!(
+                    "messages[{}] after tool_use is not a user message",
+                    i + 1
+                ));
+                continue;
+            }
+            let nb = blocks(next);
+            for (k, id) in uses.iter().enumerate() {
+                match nb.get(k) {
+                    Some(b) if b["type"] == "tool_result" && b["tool_use_id"] == *id => {}
+                    Some(b) => v.push(format!(
+                        "messages[{}].content[{k}] should be the tool_result for {id}, is {}",
+                        i + 1,
+                        compact(b)
+                    )),
+                    None => v.push(format!(
+                        "messages[{}]: no tool_result for {id} (only {} blocks)",
+                        i + 1,
+                        nb.len()
+                    )),
+                }
+            }
+            for (k, b) in nb.iter().enumerate().skip(uses.len()) {
+                if b["type"] == "tool_result" {
+                    v.push(format!(
+                        "messages[{}].content[{k}]: extra tool_result {}",
+                        i + 1,
+                        b["tool_use_id"]
+                    ));
+                }
+            }
+        } else {
+            let has_results = blocks(m).iter().any(|b| b["type"] == "tool_result");
+            let prev_uses = i
+                .checked_sub(1)
+                .map(|p| tool_use_ids(&messages[p]))
+                .unwrap_or_default();
+            if has_results && prev_uses.is_empty() {
+                v.push(format!(
+                    "messages[{i}]: tool_result without a tool_use in the message before"
+                ));
+            }
+        }
+    }
+}
+
+/// A block shown short in a violation message.
+fn compact(b: &Value) -> String {
+    let s = b.to_string();
+    if s.chars().count() > 120 {
+        format!("{}…", s.chars().take(120).collect::<String>())
+    } else {
+        s
+    }
+}
