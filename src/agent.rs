@@ -3,6 +3,7 @@
 //! stops or a limit is reached. It never names a tool.
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use crate::config::Config;
@@ -48,6 +49,9 @@ pub struct Agent<'a> {
     pub record: &'a Mutex<RunRecord>,
     /// Rewrites the `-o` file after every turn.
     pub checkpoint: &'a dyn Fn(),
+    /// Set when a signal or the deadline is ending the run: make no further request and
+    /// start no further tool.
+    pub cancelled: &'a AtomicBool,
 }
 
 /// Locks the record even if a panicking thread poisoned it: the record is plain data.
@@ -72,6 +76,9 @@ impl Agent<'_> {
         // Benchmarking switch (README "Performance"): run every call only after message_stop.
         let early_tools = std::env::var_os("AGENT_NO_EARLY_TOOLS").is_none_or(|v| v != "1");
         loop {
+            if self.cancelled.load(Ordering::SeqCst) {
+                return Outcome::fail(Status::Interrupted, "interrupted", "the run was stopped");
+            }
             turn_no += 1;
             output::progress(&format!("turn {turn_no}: waiting for the model"));
             output::debug(&format!(
@@ -131,6 +138,13 @@ impl Agent<'_> {
                 _ if !turn.calls.is_empty() => {
                     if turn_no >= self.config.max_turns {
                         return self.max_turns();
+                    }
+                    if self.cancelled.load(Ordering::SeqCst) {
+                        return Outcome::fail(
+                            Status::Interrupted,
+                            "interrupted",
+                            "the run was stopped",
+                        );
                     }
                     let scheduled =
                         scheduler::run_calls(&turn.calls, &dispatcher, &mut next_batch, early);
@@ -279,7 +293,7 @@ mod tests {
     use crate::tools::registry::ToolSelection;
     use crate::tools::{Category, Tool, ToolError, ToolResult};
     use serde_json::{Value, json};
-    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::atomic::AtomicU32;
     use std::sync::mpsc;
     use std::sync::{Arc, Mutex as StdMutex};
     use std::time::Duration;
@@ -432,6 +446,7 @@ mod tests {
             gate: &OpenGate,
             record: &record,
             checkpoint: &|| {},
+            cancelled: &AtomicBool::new(false),
         };
         let mut provider = Scripted {
             turns: 0,

@@ -24,6 +24,7 @@ pub(crate) mod turn;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -117,11 +118,18 @@ struct Finisher {
     json: bool,
     output_file: Option<PathBuf>,
     done: Mutex<bool>,
+    /// Tells the agent loop to stop once a way out has been taken.
+    cancelled: Arc<AtomicBool>,
 }
 
 impl Finisher {
     /// Rewrites the `-o` file with the run so far (status `running`).
     fn checkpoint(&self) {
+        // Held while writing, so that a checkpoint can never land after the final write.
+        let done = self.done.lock().unwrap_or_else(|p| p.into_inner());
+        if *done {
+            return;
+        }
         if let Some(path) = &self.output_file {
             let doc = output::redact(&lock(&self.record).to_json(Status::Running, None));
             if let Err(e) = output::write_file_atomic(path, doc.as_bytes()) {
@@ -140,6 +148,7 @@ impl Finisher {
             }
             *done = true;
         }
+        self.cancelled.store(true, Ordering::SeqCst);
         process::kill_all_running();
         output::progress_done();
         let (doc, text, summary) = {
@@ -231,6 +240,7 @@ fn run_command(args: &RunArgs) -> ExitCode {
         json: config.json,
         output_file: config.output_file.clone(),
         done: Mutex::new(false),
+        cancelled: Arc::new(AtomicBool::new(false)),
     });
     watch_signals(finisher.clone());
     if let Some(limit) = config.timeout {
@@ -254,6 +264,7 @@ fn run_command(args: &RunArgs) -> ExitCode {
         gate: &OpenGate,
         record: &record,
         checkpoint: &checkpoint,
+        cancelled: &finisher.cancelled,
     }
     .run(provider.as_mut());
     match finisher.finish(outcome.status, outcome.error.as_ref()) {
