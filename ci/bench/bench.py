@@ -38,7 +38,7 @@ HYPERFINE_RUNS = 10  # runs per command in each hyperfine comparison
 HYPERFINE_WARMUP = 2  # warm the page cache and the binaries before timing
 STARTUP_RUNS = 100  # `agent --version` is a few ms: many runs for a stable median
 MIN_TEXT_S = 0.2  # the streaming check's text lasts at least this long, to stand out of the noise
-CALIBRATION_RUNS = 3  # transcripts read for the Grep's own duration, which sets the text's length
+CALIBRATION_RUNS = 3  # runs that time the Grep alone, to make the text after it as long
 DEFAULT_PATTERN = r"def \w+_nonblocking\("  # rare in CPython's tree: both tools walk it all
 GLOB_SUFFIX = "pyi"
 API_KEY = "sk-ant-bench-not-a-real-key"
@@ -345,13 +345,9 @@ def bench_search(agent, fd, tree, pattern, out_dir):
     res["rg_matches"] = len(rg_out.stdout.splitlines())
     fd_out = subprocess.run([fd, "-g", f"*.{GLOB_SUFFIX}", tree], capture_output=True, text=True)
     res["fd_files"] = len(fd_out.stdout.splitlines())
-    tool_times = []
-    for _ in range(CALIBRATION_RUNS):
-        t = subprocess.run([agent, "run", "x", "--replay", grep_cassette, "-C", tree, "--json", "-q"],
-                           capture_output=True, text=True)
-        _, took, meta = first_tool_result(t.stdout)
-        tool_times.append(took)
-    res["agent_grep_tool_s"] = statistics.median(tool_times)  # the Grep alone, from transcripts
+    t = subprocess.run([agent, "run", "x", "--replay", grep_cassette, "-C", tree, "--json", "-q"],
+                       capture_output=True, text=True)
+    _, _, meta = first_tool_result(t.stdout)
     res["agent_grep_matches"] = meta.get("matches", "?")
     res["agent_grep_files"] = meta.get("files_considered", "?")
     rg_files = subprocess.run(["rg", "--files", tree], capture_output=True, text=True)
@@ -379,23 +375,39 @@ def bench_search(agent, fd, tree, pattern, out_dir):
     return res
 
 
-def bench_streaming(agent, tree, pattern, tool_s, out_dir):
-    """Item 3: a read-only call followed by as much streamed text; early execution on vs off."""
-    text_s = max(MIN_TEXT_S, round(tool_s, 2))
-    res = {"tool_s": tool_s, "text_s": text_s}
+def bench_streaming(agent, tree, pattern, out_dir, runs=HYPERFINE_RUNS):
+    """Item 3: a read-only call followed by as much streamed text; early execution on vs off.
+    The runs alternate off/on; each reads the tool's own time from its transcript."""
+    env = dict(os.environ, ANTHROPIC_API_KEY=API_KEY)
     with Mock(out_dir, "stream", "--script", "stream", "--workspace", tree, "--pattern", pattern,
-              "--text-seconds", str(text_s)) as mock:
-        env = dict(os.environ, ANTHROPIC_API_KEY=API_KEY)
-        base = [agent, "run", "Search the tree.", "-C", tree, "--base-url", mock.url, "-q"]
-        # The tool's own time in this setting, from the transcript (not from the clock here).
-        t = subprocess.run(["env", "AGENT_NO_EARLY_TOOLS=1", *base, "--json"], env=env,
-                           capture_output=True, text=True)
-        _, res["tool_in_run_s"], _ = first_tool_result(t.stdout)
-        times = hyperfine([("early execution off", ["env", "AGENT_NO_EARLY_TOOLS=1", *base]),
-                           ("early execution on", ["env", "AGENT_NO_EARLY_TOOLS=0", *base])],
-                          out_dir, "streaming", env=env)
-    res["off"], res["on"] = times["early execution off"], times["early execution on"]
-    return res
+              "--text-seconds", "0") as mock:
+        def run(early, text_s):
+            argv = ["env", f"AGENT_NO_EARLY_TOOLS={0 if early else 1}", agent, "run",
+                    f"Search the tree. text_seconds={text_s:.3f}", "-C", tree, "--base-url", mock.url,
+                    "--json", "-q"]
+            r = measure(argv, tree, env, timeout=120)
+            if r["rc"] != 0:
+                raise RuntimeError(f"agent failed in the streaming check: {r['stderr'][-400:]}")
+            _, tool, _ = first_tool_result(r["stdout"])
+            return r["wall_s"], tool
+
+        # Calibrate: the Grep's own time here, with no text after it.
+        calib = [run(False, 0.0)[1] for _ in range(CALIBRATION_RUNS)]
+        text_s = max(MIN_TEXT_S, statistics.median(calib))
+        log(f"streaming: the Grep takes {statistics.median(calib) * 1000:.0f} ms; text {text_s * 1000:.0f} ms")
+        walls = {False: [], True: []}
+        tools = []
+        for i in range(runs + 1):  # the first round is a warm-up
+            for early in (False, True):
+                wall, tool = run(early, text_s)
+                if i > 0:
+                    walls[early].append(wall)
+                    tools.append(tool)
+    with open(os.path.join(out_dir, "streaming.json"), "w") as f:
+        json.dump({"text_s": text_s, "calibration_tool_s": calib, "tool_s": tools,
+                   "off_wall_s": walls[False], "on_wall_s": walls[True]}, f, indent=2)
+    return {"text_s": text_s, "tool_s": statistics.median(tools), "runs": runs,
+            "off": statistics.median(walls[False]), "on": statistics.median(walls[True])}
 
 
 def bench_startup(agent, out_dir):
@@ -505,20 +517,22 @@ def report(m, versions, session, search, streaming, startup):
 
     # 3. streaming
     s = streaming
-    tool, text = s["tool_in_run_s"], s["text_s"]
-    off, on = s["off"]["median"], s["on"]["median"]
+    tool, text = s["tool_s"], s["text_s"]
+    off, on = s["off"], s["on"]
     hidden = (off - on) / min(tool, text) if min(tool, text) > 0 else 0.0
-    add(f"**Streaming tool execution**: the mock streams one Grep over the tree above "
-        f"(the tool takes {ms(tool)} in this setting), then {ms(text)} of text before "
-        f"`message_stop`; then a final answer. Wall time of the whole run, hyperfine, "
-        f"{HYPERFINE_RUNS} runs; `AGENT_NO_EARLY_TOOLS=1` turns early execution off")
+    add(f"**Streaming tool execution**: the mock streams one Grep call over the tree above, then "
+        f"{ms(text)} of text (as long as the Grep took alone, at least {ms(MIN_TEXT_S)}) before "
+        f"`message_stop`, then a final answer. Wall time of the whole agent run, {s['runs']} runs "
+        f"per mode, alternating, after a warm-up; the tool's own time (median {ms(tool)}) is read "
+        "from each run's transcript. `AGENT_NO_EARLY_TOOLS=1` turns early execution off")
     add("")
-    add("| early execution | wall | vs tool + text | vs max(tool, text) |")
+    add("| early execution | wall | minus (tool + text) | minus max(tool, text) |")
     add("|---|---|---|---|")
     for label, v in (("off", off), ("on", on)):
         add(f"| {label} | {ms(v)} | {ms(v - tool - text)} | {ms(v - max(tool, text))} |")
     add("")
-    add(f"Saved {ms(off - on)}: {hidden * 100:.0f}% of the shorter of tool and text was hidden.")
+    add(f"Saved {ms(off - on)}, i.e. {hidden * 100:.0f}% of min(tool, text) = {ms(min(tool, text))} "
+        "(100% means the total is max(tool, text) plus the fixed costs; 0% means the sum).")
     add("")
     targets.append(("streaming: total ≈ max(tool, text), not the sum",
                     f"{hidden * 100:.0f}% of min(tool, text) hidden", hidden >= T_HIDDEN_SHARE,
@@ -597,7 +611,7 @@ def main():
     log("2/4 search")
     search = bench_search(agent, fd, tree, a.pattern, a.out)
     log("3/4 streaming tool execution")
-    streaming = bench_streaming(agent, tree, a.pattern, search["agent_grep_tool_s"], a.out)
+    streaming = bench_streaming(agent, tree, a.pattern, a.out)
     log("4/4 start-up")
     startup = bench_startup(agent, a.out)
 

@@ -14,13 +14,15 @@ Scripts (`--script`):
            turn is derived from the request itself (the number of tool results in it), so
            the server is stateless and any number of runs can reuse it.
   stream   turn 1 streams one Grep call for --pattern over the workspace, then keeps
-           streaming text for --text-seconds before message_stop; turn 2 ends the run.
+           streaming text for --text-seconds before message_stop (a prompt containing
+           `text_seconds=S` overrides it for that run); turn 2 ends the run.
 
 Usage: mock_server.py --script session --turns 100 --workspace DIR --port-file F --log F
 The server prints nothing; it writes its port to --port-file once it listens."""
 import argparse
 import json
 import os
+import re
 import sys
 import threading
 import time
@@ -141,6 +143,16 @@ def result_text(block):
     return str(c or "")
 
 
+def text_seconds(body, args):
+    """The stream script's text length: `text_seconds=S` in the first user message, if any."""
+    msgs = body.get("messages") or []
+    first = msgs[0].get("content") if msgs and isinstance(msgs[0], dict) else ""
+    if isinstance(first, list):
+        first = " ".join(b.get("text", "") for b in first if isinstance(b, dict))
+    m = re.search(r"text_seconds=([0-9.]+)", str(first))
+    return float(m.group(1)) if m else args.text_seconds
+
+
 class Script:
     def __init__(self, args):
         self.args = args
@@ -168,7 +180,7 @@ class Script:
         if peer == "claude":
             args["path"] = a.workspace
         r.tool("toolu_bench_grep", "Grep", args)
-        r.text("While that runs, here is some more reasoning about the search. ", a.text_seconds)
+        r.text("While that runs, here is some more reasoning about the search. ", text_seconds(body, a))
         r.stop_reason = "tool_use"
         return r
 
