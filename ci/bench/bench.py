@@ -34,9 +34,11 @@ END_MARK = "<!-- bench:end -->"
 SESSION_TURNS = 100  # tool turns in the scripted session; the model answers once more at the end
 SESSION_TIMEOUT_S = 600  # one peer's whole session; claude -p takes seconds, a hang must not block
 DEFAULT_RUNS = 5  # session repetitions per peer (medians are quoted)
-HYPERFINE_RUNS = 10  # runs per command in each hyperfine comparison
+HYPERFINE_RUNS = 21  # runs per command in each hyperfine comparison, over all rounds
+HYPERFINE_ROUNDS = 3  # hyperfine calls per comparison, the command order rotating
 HYPERFINE_WARMUP = 2  # warm the page cache and the binaries before timing
 STARTUP_RUNS = 100  # `agent --version` is a few ms: many runs for a stable median
+STREAMING_RUNS = 10  # streaming check runs per mode, alternating
 MIN_TEXT_S = 0.2  # the streaming check's text lasts at least this long, to stand out of the noise
 CALIBRATION_RUNS = 3  # runs that time the Grep alone, to make the text after it as long
 DEFAULT_PATTERN = r"def \w+_nonblocking\("  # rare in CPython's tree: both tools walk it all
@@ -172,23 +174,35 @@ def measure(argv, cwd, env, timeout=SESSION_TIMEOUT_S):
                 "stderr": err.read().decode(errors="replace")}
 
 
-def hyperfine(commands, out_dir, name, env=None, runs=HYPERFINE_RUNS, warmup=HYPERFINE_WARMUP):
-    """Times [(label, argv)] with hyperfine (no shell in between); returns label -> stats (s)."""
-    export = os.path.join(out_dir, f"hyperfine-{name}.json")
-    argv = ["hyperfine", "-N", "--style", "basic", "--warmup", str(warmup), "--runs", str(runs),
-            "--export-json", export]
-    for label, cmd in commands:
-        argv += ["-n", label, shlex.join(cmd)]
+def hyperfine(commands, out_dir, name, env=None, runs=HYPERFINE_RUNS, warmup=HYPERFINE_WARMUP,
+              rounds=HYPERFINE_ROUNDS):
+    """Times [(label, argv)] with hyperfine (no shell in between); returns label -> stats (s).
+    hyperfine runs one command's runs back to back, so a burst of load on a shared machine
+    would land on one side only: the runs are split over `rounds` hyperfine calls, the
+    command order rotating each round, and the statistics are taken over all the times."""
+    times = {label: [] for label, _ in commands}
+    per_round = max(2, -(-runs // rounds))
     log(f"hyperfine {name}: {', '.join(label for label, _ in commands)}")
-    res = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    with open(os.path.join(out_dir, f"hyperfine-{name}.txt"), "w") as f:
-        f.write(res.stdout)
-    if res.returncode != 0:
-        raise RuntimeError(f"hyperfine {name} failed:\n{res.stdout[-2000:]}")
-    with open(export) as f:
-        data = json.load(f)
-    return {r["command"]: {"median": r["median"], "mean": r["mean"], "stddev": r["stddev"] or 0.0,
-                           "min": r["min"], "max": r["max"]} for r in data["results"]}
+    with open(os.path.join(out_dir, f"hyperfine-{name}.txt"), "w") as transcript:
+        for r in range(rounds):
+            k = r % len(commands)
+            order = commands[k:] + commands[:k]
+            export = os.path.join(out_dir, f"hyperfine-{name}-{r + 1}.json")
+            argv = ["hyperfine", "-N", "--style", "basic", "--warmup", str(warmup), "--runs",
+                    str(per_round), "--export-json", export]
+            for label, cmd in order:
+                argv += ["-n", label, shlex.join(cmd)]
+            res = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                 text=True)
+            transcript.write(f"== round {r + 1}\n{res.stdout}\n")
+            if res.returncode != 0:
+                raise RuntimeError(f"hyperfine {name} failed:\n{res.stdout[-2000:]}")
+            with open(export) as f:
+                for result in json.load(f)["results"]:
+                    times[result["command"]] += result["times"]
+    return {label: {"median": statistics.median(t), "mean": statistics.mean(t),
+                    "stddev": statistics.stdev(t) if len(t) > 1 else 0.0, "min": min(t), "max": max(t),
+                    "runs": len(t)} for label, t in times.items()}
 
 
 # ---------------------------------------------------------------- cassettes
@@ -375,7 +389,7 @@ def bench_search(agent, fd, tree, pattern, out_dir):
     return res
 
 
-def bench_streaming(agent, tree, pattern, out_dir, runs=HYPERFINE_RUNS):
+def bench_streaming(agent, tree, pattern, out_dir, runs=STREAMING_RUNS):
     """Item 3: a read-only call followed by as much streamed text; early execution on vs off.
     The runs alternate off/on; each reads the tool's own time from its transcript."""
     env = dict(os.environ, ANTHROPIC_API_KEY=API_KEY)
@@ -413,7 +427,7 @@ def bench_streaming(agent, tree, pattern, out_dir, runs=HYPERFINE_RUNS):
 def bench_startup(agent, out_dir):
     """Item 4: start-up time and binary size."""
     t = hyperfine([("agent --version", [agent, "--version"])], out_dir, "startup",
-                  runs=STARTUP_RUNS, warmup=10)
+                  runs=STARTUP_RUNS, warmup=10, rounds=1)
     return {"version": t["agent --version"], "size_bytes": os.path.getsize(agent)}
 
 
@@ -486,8 +500,8 @@ def report(m, versions, session, search, streaming, startup):
     glob_same = gl["agent Glob"]["median"] / gl["fd same files"]["median"]
     add(f"**Search** on `{search['tree']}` ({search['tree_files']} files, {search['tree_mb']:.0f} MB): "
         f"the whole `agent` process replaying a 2-turn cassette (one tool call, then the answer) "
-        f"against the peer's whole process; hyperfine, {HYPERFINE_RUNS} runs after {HYPERFINE_WARMUP} "
-        "warm-ups each")
+        f"against the peer's whole process; hyperfine, {g['rg']['runs']} runs each in "
+        f"{HYPERFINE_ROUNDS} rounds, the order rotating, {HYPERFINE_WARMUP} warm-ups per round")
     add("")
     add("| search | wall | agent / this | found |")
     add("|---|---|---|---|")
