@@ -6,6 +6,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
+use crate::ci::CiRun;
 use crate::config::Config;
 use crate::dispatch::{Dispatcher, Gate};
 use crate::output;
@@ -16,6 +17,7 @@ use crate::tools::ToolContext;
 use crate::tools::registry::Registry;
 use crate::transcript::{DenialRecord, ErrorInfo, RunRecord, Status, ToolCallRecord};
 use crate::turn::{PendingCall, Turn};
+use crate::verify::Verdict;
 
 /// How the loop ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,14 +27,14 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    fn ok(status: Status) -> Self {
+    pub(crate) fn ok(status: Status) -> Self {
         Outcome {
             status,
             error: None,
         }
     }
 
-    fn fail(status: Status, kind: &str, message: impl Into<String>) -> Self {
+    pub(crate) fn fail(status: Status, kind: &str, message: impl Into<String>) -> Self {
         Outcome {
             status,
             error: Some(ErrorInfo::new(kind, message)),
@@ -49,6 +51,8 @@ pub struct Agent<'a> {
     pub record: &'a Mutex<RunRecord>,
     /// Rewrites the `-o` file after every turn.
     pub checkpoint: &'a dyn Fn(),
+    /// Events, verification, budgets, the repeated-call guard (SPEC §9).
+    pub ci: &'a CiRun,
     /// Set when a signal or the deadline is ending the run: make no further request and
     /// start no further tool.
     pub cancelled: &'a AtomicBool,
@@ -70,7 +74,9 @@ impl Agent<'_> {
             ctx: self.ctx,
             gate: self.gate,
             run_start,
+            watch: Some(self.ci),
         };
+        self.ci.run_started(self.config, self.record);
         let mut next_batch = 0u32;
         let mut turn_no = 0u32;
         // Benchmarking switch (README "Performance"): run every call only after message_stop.
@@ -80,6 +86,9 @@ impl Agent<'_> {
                 return Outcome::fail(Status::Interrupted, "interrupted", "the run was stopped");
             }
             turn_no += 1;
+            if let Some(stop) = self.ci.before_request(turn_no, self.record) {
+                return stop;
+            }
             output::progress(&format!("turn {turn_no}: waiting for the model"));
             output::debug(&format!(
                 "turn {turn_no}: request to {} ({} messages, {} tools)",
@@ -104,6 +113,7 @@ impl Agent<'_> {
             let result = match scheduler::pool() {
                 Some(pool) => pool.in_place_scope(|scope| {
                     provider.stream_turn(&request, &mut |n| {
+                        self.ci.on_notice(&n);
                         match &n {
                             StreamNotice::ToolReady(c) => early.offer(scope, c, &dispatcher),
                             StreamNotice::TurnStarted => early.restart(),
@@ -113,6 +123,7 @@ impl Agent<'_> {
                     })
                 }),
                 None => provider.stream_turn(&request, &mut |n| {
+                    self.ci.on_notice(&n);
                     self.on_notice(turn_no, &mut chars, n);
                 }),
             };
@@ -124,6 +135,13 @@ impl Agent<'_> {
             let early = early.take(&turn.calls);
             self.note_turn(&turn);
             messages.push(turn.message.clone());
+            let runs_tools = !turn.calls.is_empty()
+                && turn_no < self.config.max_turns
+                && !matches!(
+                    turn.stop_reason,
+                    StopReason::Refusal | StopReason::PauseTurn
+                );
+            self.ci.after_turn(turn_no, &turn, self.record, runs_tools);
 
             match &turn.stop_reason {
                 StopReason::Refusal => {
@@ -146,17 +164,42 @@ impl Agent<'_> {
                             "the run was stopped",
                         );
                     }
+                    if output::progress_enabled() {
+                        let names: Vec<&str> = turn.calls.iter().map(|c| c.name.as_str()).collect();
+                        output::progress(&format!("turn {turn_no} · running {}", names.join(", ")));
+                    }
                     let scheduled =
                         scheduler::run_calls(&turn.calls, &dispatcher, &mut next_batch, early);
                     let results = self.note_results(turn_no, &turn.calls, &scheduled);
                     messages.push(results);
+                    self.ci.turn_finished(turn_no, self.record);
                     (self.checkpoint)();
                     if let Some(fatal) = scheduled.iter().find_map(|s| s.outcome.fatal.clone()) {
                         return Outcome::fail(Status::Error, "tool_fatal", fatal);
                     }
+                    if self.gate.ends_run_on_denial()
+                        && let Some(d) = scheduled.iter().find_map(|s| s.outcome.denial.as_ref())
+                    {
+                        return Outcome::fail(
+                            Status::Denied,
+                            "denied",
+                            format!("a tool call was denied (--on-deny fail): {}", d.reason),
+                        );
+                    }
                 }
                 StopReason::EndTurn | StopReason::StopSequence | StopReason::MaxTokens => {
-                    return Outcome::ok(Status::Success);
+                    let turns_left = turn_no < self.config.max_turns;
+                    match self.ci.after_stop(self.ctx, self.record, turns_left) {
+                        Verdict::Passed => return Outcome::ok(Status::Success),
+                        Verdict::Failed(m) => {
+                            return Outcome::fail(Status::VerifyFailed, "verify_failed", m);
+                        }
+                        Verdict::Retry(msg) => {
+                            lock(self.record).messages.push(msg.clone());
+                            messages.push(msg);
+                            (self.checkpoint)();
+                        }
+                    }
                 }
                 StopReason::ToolUse => {
                     return Outcome::fail(
@@ -178,16 +221,28 @@ impl Agent<'_> {
 
     /// Progress and retry accounting for what the stream tells us.
     fn on_notice(&self, turn_no: u32, chars: &mut usize, notice: StreamNotice<'_>) {
-        match notice {
-            StreamNotice::Retry { .. } => lock(self.record).retries += 1,
+        let what = match notice {
+            StreamNotice::Retry { attempt, delay, .. } => {
+                lock(self.record).retries += 1;
+                format!("retry {attempt} in {:.1}s", delay.as_secs_f64())
+            }
             StreamNotice::TextDelta(t) => {
                 *chars += t.len();
-                output::progress(&format!("turn {turn_no}: streaming ({chars} chars)"));
+                format!("streaming ({chars} chars)")
             }
-            StreamNotice::ToolReady(c) => {
-                output::progress(&format!("turn {turn_no}: model called {}", c.name));
+            StreamNotice::ToolReady(c) => format!("model called {}", c.name),
+            StreamNotice::TurnStarted => {
+                *chars = 0;
+                "streaming".to_string()
             }
-            StreamNotice::TurnStarted => *chars = 0,
+        };
+        if output::progress_enabled() {
+            let u = lock(self.record).usage;
+            let input = u.input_tokens + u.cache_read_input_tokens + u.cache_creation_input_tokens;
+            output::progress(&format!(
+                "turn {turn_no} · {what} · {input} in / {} out tokens",
+                u.output_tokens
+            ));
         }
     }
 
@@ -231,7 +286,9 @@ impl Agent<'_> {
             let Some(s) = done.get(i) else {
                 content.push(ContentBlock::ToolResult {
                     tool_use_id: call.id.clone(),
-                    content: "not executed: the run ended after a system failure".into(),
+                    content: "not executed: the run ended before this call (a system failure, \
+                              or a denial with --on-deny fail)"
+                        .into(),
                     is_error: true,
                 });
                 continue;
@@ -322,6 +379,14 @@ mod tests {
             tools: ToolSelection::default(),
             replay: None,
             record: None,
+            jsonl: false,
+            verify: None,
+            budget: Default::default(),
+            prices: Default::default(),
+            settings: Default::default(),
+            on_deny: Default::default(),
+            sandbox: Default::default(),
+            keep_env: Vec::new(),
         }
     }
 
@@ -446,6 +511,7 @@ mod tests {
             gate: &OpenGate,
             record: &record,
             checkpoint: &|| {},
+            ci: &CiRun::off(),
             cancelled: &AtomicBool::new(false),
         };
         let mut provider = Scripted {

@@ -6,6 +6,9 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::confine::SandboxMode;
+use crate::policy::OnDeny;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "agent",
@@ -23,6 +26,10 @@ pub enum Command {
     Run(Box<RunArgs>),
     /// List the enabled tools and the exact `tools` array sent to the API.
     Tools(ToolsArgs),
+    /// Run many tasks (JSON lines), each in its own copy of its workspace.
+    Batch(BatchArgs),
+    /// Render a transcript as a Markdown summary (or GitHub Actions outputs).
+    Summary(SummaryArgs),
 }
 
 /// Which API the model is reached through.
@@ -132,6 +139,86 @@ pub struct RunArgs {
     pub record: Option<PathBuf>,
     #[command(flatten)]
     pub tools: ToolArgs,
+    #[command(flatten)]
+    pub ci: CiArgs,
+    #[command(flatten)]
+    pub security: SecurityArgs,
+}
+
+/// The CI features of SPEC §9: verification, live events, budgets.
+#[derive(Debug, Clone, Args)]
+pub struct CiArgs {
+    /// After the model stops, run CMD in the workspace; while it fails, its output goes
+    /// back to the model (exit 4 when it still fails after --max-verify rounds).
+    #[arg(long, value_name = "CMD")]
+    pub verify: Option<String>,
+    /// Verification rounds before giving up with status verify_failed.
+    #[arg(long, default_value_t = 3, value_name = "N")]
+    pub max_verify: u32,
+    /// Timeout of one --verify run (test suites take longer than one Bash call).
+    #[arg(long, value_parser = parse_duration, default_value = "10m", value_name = "DURATION")]
+    pub verify_timeout: Duration,
+    /// Print events as JSON lines on stdout while the run goes; the last is run.finished.
+    #[arg(long, conflicts_with = "json")]
+    pub jsonl: bool,
+    /// Stop (status budget, exit 3) before a request once this many tool calls were made.
+    #[arg(long, value_name = "N")]
+    pub max_tool_calls: Option<u32>,
+    /// Stop (status budget, exit 3) before a request once the run cost this much (USD).
+    #[arg(long, value_name = "USD")]
+    pub max_cost_usd: Option<f64>,
+}
+
+#[derive(Debug, Args)]
+pub struct BatchArgs {
+    /// The tasks: one JSON object per line, {"id", "prompt", "workspace"?, "args"?}.
+    pub tasks: PathBuf,
+    /// Where the transcripts (<id>.json), logs and summary.json go.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Tasks run at the same time.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub parallel: usize,
+    /// Run only shard I of N (1-based): the tasks whose index % N == I - 1.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct SummaryArgs {
+    /// A transcript written by `agent run -o FILE` (or --json).
+    pub transcript: PathBuf,
+    /// Print GitHub Actions outputs (status, result, transcript) instead of Markdown.
+    #[arg(long)]
+    pub github_output: bool,
+}
+
+/// Permission rules, hooks, the Bash sandbox and the child environment (SPEC §6).
+#[derive(Debug, Clone, Default, Args)]
+pub struct SecurityArgs {
+    /// Read permission rules and hooks from FILE too (repeatable; after the project's
+    /// .agent/settings.json; lists are concatenated).
+    #[arg(long = "settings", value_name = "FILE")]
+    pub settings: Vec<PathBuf>,
+    /// Ignore the workspace's .agent/settings.json (for untrusted checkouts).
+    #[arg(long)]
+    pub no_project_settings: bool,
+    /// What a denied tool call does: tell the model and go on, or end the run (exit 5).
+    #[arg(long, value_enum, default_value_t = OnDeny::Feedback, value_name = "MODE")]
+    pub on_deny: OnDeny,
+    /// Confine Bash commands with Landlock (Linux): where they may write.
+    #[arg(long, value_enum, default_value_t = SandboxMode::Off, value_name = "MODE")]
+    pub sandbox: SandboxMode,
+    /// With --sandbox workspace-write: also allow writes under DIR (repeatable).
+    #[arg(long, value_name = "DIR")]
+    pub writable: Vec<PathBuf>,
+    /// Deny Bash commands TCP connect and bind (Landlock ABI 4+).
+    #[arg(long)]
+    pub no_network: bool,
+    /// Keep the environment variable NAME for Bash and hooks even if it looks secret
+    /// (repeatable).
+    #[arg(long, value_name = "NAME")]
+    pub keep_env: Vec<String>,
 }
 
 #[derive(Debug, Args)]

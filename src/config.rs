@@ -8,10 +8,14 @@ use std::time::Duration;
 
 use clap::ValueEnum;
 
-use crate::cli::{ProviderKind, RunArgs, ToolArgs};
+use crate::budget::{Budget, Prices};
+use crate::cli::{CiArgs, ProviderKind, RunArgs, SecurityArgs, ToolArgs};
+use crate::confine::{self, SandboxMode, SandboxSpec};
 use crate::error::Error;
+use crate::policy::{OnDeny, Settings, SettingsSources};
 use crate::provider::openai::DEFAULT_OPENAI_BASE_URL;
 use crate::tools::registry::{Registry, ToolSelection};
+use crate::verify::VerifySpec;
 
 /// A current Claude Sonnet model id.
 pub const DEFAULT_MODEL: &str = "claude-sonnet-4-5";
@@ -54,6 +58,18 @@ pub struct Config {
     pub tools: ToolSelection,
     pub replay: Option<PathBuf>,
     pub record: Option<PathBuf>,
+    /// `--jsonl`: events on stdout instead of the text or the JSON document.
+    pub jsonl: bool,
+    pub verify: Option<VerifySpec>,
+    pub budget: Budget,
+    pub prices: Prices,
+    /// Permission rules and hooks from the settings files.
+    pub settings: Settings,
+    pub on_deny: OnDeny,
+    /// The Bash sandbox, checked against the kernel.
+    pub sandbox: SandboxSpec,
+    /// Secret-looking variables kept for Bash and hooks (`--keep-env`).
+    pub keep_env: Vec<String>,
 }
 
 /// The environment as config sees it: injectable so tests need not mutate the process env.
@@ -123,6 +139,16 @@ impl Config {
             args.system.as_deref(),
             args.append_system_prompt.as_deref(),
         )?;
+        let settings = Settings::load(
+            &SettingsSources {
+                workspace: &workspace,
+                files: &args.security.settings,
+                no_project_settings: args.security.no_project_settings,
+            },
+            &Registry::builtin(&ToolSelection::default()).all_names(),
+        )?;
+        let sandbox = sandbox_spec(&args.security, env)?;
+        let (verify, budget, prices) = ci_settings(&args.ci, &args.security, &workspace, &model)?;
         let verbosity = if args.quiet {
             Verbosity::Quiet
         } else if args.verbose {
@@ -150,8 +176,104 @@ impl Config {
             tools,
             replay: args.replay.clone(),
             record: args.record.clone(),
+            jsonl: args.ci.jsonl,
+            verify,
+            budget,
+            prices,
+            settings,
+            on_deny: args.security.on_deny,
+            sandbox,
+            keep_env: args.security.keep_env.clone(),
         })
     }
+}
+
+/// `--verify`, the budgets and the price table (SPEC §9), validated.
+fn ci_settings(
+    ci: &CiArgs,
+    security: &SecurityArgs,
+    workspace: &Path,
+    model: &str,
+) -> Result<(Option<VerifySpec>, Budget, Prices), Error> {
+    let verify = match &ci.verify {
+        Some(c) if c.trim().is_empty() => {
+            return Err(Error::Usage("--verify: the command is empty".into()));
+        }
+        Some(c) => Some(VerifySpec {
+            command: c.clone(),
+            max_rounds: ci.max_verify,
+            timeout: ci.verify_timeout,
+        }),
+        None => None,
+    };
+    if ci.max_verify == 0 {
+        return Err(Error::Usage("--max-verify must be at least 1".into()));
+    }
+    if ci.verify_timeout.is_zero() {
+        return Err(Error::Usage(
+            "--verify-timeout must be longer than 0s".into(),
+        ));
+    }
+    if ci.max_tool_calls == Some(0) {
+        return Err(Error::Usage("--max-tool-calls must be at least 1".into()));
+    }
+    if let Some(x) = ci.max_cost_usd
+        && !(x.is_finite() && x > 0.0)
+    {
+        return Err(Error::Usage(format!(
+            "--max-cost-usd must be a positive number of dollars, got {x}"
+        )));
+    }
+    let prices =
+        crate::budget::load_prices(workspace, &security.settings, security.no_project_settings)?;
+    if ci.max_cost_usd.is_some() && prices.lookup(model).is_none() {
+        return Err(Error::Usage(format!(
+            "--max-cost-usd: no price is known for the model {model:?}; add it under \"prices\" \
+             in the settings file ({{\"prices\": {{\"{model}\": {{\"input\": 3, \"output\": 15}}}}}}, \
+             USD per million tokens)"
+        )));
+    }
+    Ok((
+        verify,
+        Budget {
+            max_tool_calls: ci.max_tool_calls,
+            max_cost_usd: ci.max_cost_usd,
+        },
+        prices,
+    ))
+}
+
+/// `--sandbox`, `--writable`, `--no-network`, validated, and refused when the kernel
+/// cannot enforce them (never silently downgraded).
+fn sandbox_spec(args: &SecurityArgs, env: &dyn Env) -> Result<SandboxSpec, Error> {
+    if !args.writable.is_empty() && args.sandbox != SandboxMode::WorkspaceWrite {
+        return Err(Error::Usage(
+            "--writable only applies with --sandbox workspace-write".into(),
+        ));
+    }
+    let mut writable = Vec::new();
+    for dir in &args.writable {
+        let canon = dir
+            .canonicalize()
+            .map_err(|e| Error::Usage(format!("--writable {}: {e}", dir.display())))?;
+        if !canon.is_dir() {
+            return Err(Error::Usage(format!(
+                "--writable {}: not a directory",
+                dir.display()
+            )));
+        }
+        writable.push(canon);
+    }
+    let spec = SandboxSpec {
+        mode: args.sandbox,
+        writable,
+        no_network: args.no_network,
+    };
+    if !spec.is_off() {
+        let abi = confine::kernel_abi(env.var(confine::TEST_ABI_ENV).as_deref());
+        spec.check_kernel(abi).map_err(Error::Usage)?;
+    }
+    Ok(spec)
 }
 
 /// `--provider`, else `AGENT_PROVIDER`, else anthropic.
@@ -387,10 +509,89 @@ mod tests {
             (vec!["  "], "empty"),
             (vec!["hi", "-C", "/definitely/not/here"], "--cwd"),
             (vec!["hi", "--base-url", "ftp://x"], "--base-url"),
+            (vec!["hi", "--verify", " "], "--verify"),
+            (
+                vec!["hi", "--verify", "true", "--max-verify", "0"],
+                "--max-verify",
+            ),
+            (vec!["hi", "--max-tool-calls", "0"], "--max-tool-calls"),
+            (vec!["hi", "--max-cost-usd=-1"], "--max-cost-usd"),
+            (vec!["hi", "--max-cost-usd", "NaN"], "--max-cost-usd"),
+            (
+                vec!["hi", "-m", "my-model", "--max-cost-usd", "1"],
+                "\"prices\"",
+            ),
+            (
+                vec!["hi", "--settings", "/no/such/settings.json"],
+                "settings.json",
+            ),
         ] {
             let e = Config::from_args(&parse(&args), &env).unwrap_err();
             assert!(e.to_string().contains(needle), "{args:?}: {e}");
         }
+    }
+
+    #[test]
+    fn sandbox_flags_are_validated_against_the_kernel() {
+        let no_ll = FakeEnv(vec![
+            ("ANTHROPIC_API_KEY", "k"),
+            (confine::TEST_ABI_ENV, "0"),
+        ]);
+        let new_ll = FakeEnv(vec![
+            ("ANTHROPIC_API_KEY", "k"),
+            (confine::TEST_ABI_ENV, "7"),
+        ]);
+        for (args, needle) in [
+            (vec!["hi", "--writable", "/tmp"], "--writable only applies"),
+            (
+                vec![
+                    "hi",
+                    "--sandbox",
+                    "workspace-write",
+                    "--writable",
+                    "/no/such/dir",
+                ],
+                "--writable /no/such/dir",
+            ),
+            (vec!["hi", "--sandbox", "read-only"], "no Landlock support"),
+            (vec!["hi", "--no-network"], "--no-network needs"),
+        ] {
+            let env = if needle.contains("Landlock") || needle.contains("network") {
+                &no_ll
+            } else {
+                &new_ll
+            };
+            let e = Config::from_args(&parse(&args), env).unwrap_err();
+            assert!(e.to_string().contains(needle), "{args:?}: {e}");
+            assert_eq!(e.exit_code(), 2);
+        }
+        let c = Config::from_args(
+            &parse(&[
+                "hi",
+                "--sandbox",
+                "workspace-write",
+                "--writable",
+                "/tmp",
+                "--no-network",
+            ]),
+            &new_ll,
+        )
+        .unwrap();
+        assert_eq!(c.sandbox.mode, SandboxMode::WorkspaceWrite);
+        assert!(c.sandbox.no_network);
+        assert_eq!(
+            c.sandbox.writable,
+            vec![PathBuf::from("/tmp").canonicalize().unwrap()]
+        );
+        // Off needs nothing from the kernel.
+        assert!(Config::from_args(&parse(&["hi"]), &no_ll).is_ok());
+        let c = Config::from_args(
+            &parse(&["hi", "--on-deny", "fail", "--keep-env", "GH_TOKEN"]),
+            &no_ll,
+        )
+        .unwrap();
+        assert_eq!(c.on_deny, OnDeny::Fail);
+        assert_eq!(c.keep_env, vec!["GH_TOKEN".to_string()]);
     }
 
     #[test]

@@ -30,11 +30,28 @@ pub trait Gate: Send + Sync {
     }
     /// Runs after the tool; may amend the result the model sees.
     fn after(&self, _tool: &dyn Tool, _call_id: &str, _input: &Value, _result: &mut ToolResult) {}
+    /// `--on-deny fail`: a denial ends the run (no later call of the turn runs).
+    fn ends_run_on_denial(&self) -> bool {
+        false
+    }
 }
 
 /// The gate that allows every call of an enabled tool.
 pub struct OpenGate;
 impl Gate for OpenGate {}
+
+/// Run-level observers of every call (the repeated-call guard, `--jsonl` events), on
+/// whichever thread dispatches it, early or not. A refusal is not a policy denial.
+pub trait Watch: Send + Sync {
+    /// Called when dispatch begins.
+    fn started(&self, _call: &PendingCall) {}
+    /// An error result to answer a valid call with instead of running it.
+    fn refuse(&self, _call: &PendingCall) -> Option<String> {
+        None
+    }
+    /// Called with the final outcome.
+    fn finished(&self, _call: &PendingCall, _outcome: &CallOutcome) {}
+}
 
 /// What happened to one call.
 #[derive(Debug, Clone)]
@@ -53,6 +70,7 @@ pub struct Dispatcher<'a> {
     pub ctx: &'a ToolContext,
     pub gate: &'a dyn Gate,
     pub run_start: Instant,
+    pub watch: Option<&'a dyn Watch>,
 }
 
 impl Dispatcher<'_> {
@@ -69,7 +87,17 @@ impl Dispatcher<'_> {
         let started = t0.duration_since(self.run_start);
         let mut denial = None;
         let mut fatal = None;
-        let result = match self.prepare(call) {
+        if let Some(w) = self.watch {
+            w.started(call);
+        }
+        // A refused call is answered like an invalid one: it never reaches hooks or policy.
+        let prepared =
+            self.prepare(call)
+                .and_then(|ready| match self.watch.and_then(|w| w.refuse(call)) {
+                    Some(msg) => Err(ToolResult::error(msg)),
+                    None => Ok(ready),
+                });
+        let result = match prepared {
             Err(r) => r,
             Ok((tool, input)) => match self.gate.before(tool, &call.id, input) {
                 Err(d) => {
@@ -94,13 +122,17 @@ impl Dispatcher<'_> {
                 }
             },
         };
-        CallOutcome {
+        let outcome = CallOutcome {
             result,
             started,
             duration: t0.elapsed(),
             denial,
             fatal,
+        };
+        if let Some(w) = self.watch {
+            w.finished(call, &outcome);
         }
+        outcome
     }
 
     /// Lookup, schema check and the tool's own validation.
@@ -262,6 +294,7 @@ mod tests {
             ctx,
             gate,
             run_start: Instant::now(),
+            watch: None,
         }
         .dispatch(c)
     }

@@ -7,19 +7,29 @@
 #![deny(clippy::print_stdout)]
 
 pub mod agent;
+pub(crate) mod batch;
+pub(crate) mod budget;
+pub(crate) mod changes;
+pub(crate) mod ci;
 pub mod cli;
 pub mod config;
+pub mod confine;
 pub mod dispatch;
 pub mod error;
+pub(crate) mod events;
 pub mod output;
+pub mod policy;
 pub(crate) mod process;
 pub mod protocol;
 pub(crate) mod provider;
 pub mod scheduler;
 pub(crate) mod secrets;
+pub(crate) mod shell_words;
+pub(crate) mod summary;
 pub mod tools;
 pub mod transcript;
 pub(crate) mod turn;
+pub(crate) mod verify;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -34,8 +44,8 @@ use serde_json::json;
 use crate::agent::{Agent, lock};
 use crate::cli::{Cli, Command, ProviderKind, RunArgs, ToolsArgs};
 use crate::config::{Config, ProcessEnv, Verbosity};
-use crate::dispatch::OpenGate;
 use crate::error::Error;
+use crate::policy::PolicyGate;
 use crate::provider::Provider;
 use crate::provider::anthropic::{AnthropicConfig, AnthropicProvider, Recorder};
 use crate::provider::cassette::{CassetteWriter, ReplayProvider};
@@ -57,6 +67,8 @@ pub fn main_with_args(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     match cli.command {
         Command::Run(args) => run_command(&args),
         Command::Tools(args) => tools_command(&args),
+        Command::Batch(args) => batch::batch_command(&args),
+        Command::Summary(args) => summary::summary_command(&args),
     }
 }
 
@@ -118,6 +130,10 @@ struct Finisher {
     json: bool,
     output_file: Option<PathBuf>,
     done: Mutex<bool>,
+    /// `--jsonl`: `run.finished` carries the transcript instead of stdout's document.
+    events: Arc<events::Events>,
+    /// The workspace scan taken at the start, for `files_changed`.
+    baseline: Option<changes::Baseline>,
     /// Tells the agent loop to stop once a way out has been taken.
     cancelled: Arc<AtomicBool>,
 }
@@ -151,6 +167,9 @@ impl Finisher {
         self.cancelled.store(true, Ordering::SeqCst);
         process::kill_all_running();
         output::progress_done();
+        if let Some(b) = &self.baseline {
+            b.apply(&mut lock(&self.record));
+        }
         let (doc, text, summary) = {
             let r = lock(&self.record);
             let summary = format!(
@@ -178,7 +197,11 @@ impl Finisher {
         if let Some(e) = error {
             output::error(&e.message);
         }
-        if self.json {
+        if self.events.enabled() {
+            let transcript: serde_json::Value = serde_json::from_str(&doc).unwrap_or_default();
+            self.events.finish(json!({"status": status.as_str(),
+                "exit_code": status.exit_code(), "transcript": transcript}));
+        } else if self.json {
             output::print_stdout(&doc);
         } else if status == Status::Success {
             output::print_stdout(&text);
@@ -210,8 +233,17 @@ fn run_command(args: &RunArgs) -> ExitCode {
     let mut secrets = crate::secrets::secret_values();
     secrets.push(config.api_key.clone());
     output::init(config.verbosity, secrets);
-    turn::set_debug_log(config.verbosity == Verbosity::Verbose);
 
+    let sandbox = match crate::confine::Confinement::build(&config.sandbox, &config.workspace) {
+        Ok(s) => s,
+        Err(e) => {
+            output::error(&e);
+            return ExitCode::from(Error::Usage(e).exit_code());
+        }
+    };
+    if let Some(s) = &sandbox {
+        output::debug(s.summary());
+    }
     let registry = Registry::builtin(&config.tools);
     let mut provider = match make_provider(&config, &registry) {
         Ok(p) => p,
@@ -224,8 +256,13 @@ fn run_command(args: &RunArgs) -> ExitCode {
         workspace: config.workspace.clone(),
         spill_dir: spill_dir(),
         bash_timeout: config.bash_timeout,
-        child_env: Arc::new(crate::secrets::scrubbed_env(std::env::vars(), &[])),
+        child_env: Arc::new(crate::secrets::scrubbed_env(
+            std::env::vars(),
+            &config.keep_env,
+        )),
+        sandbox,
     };
+    let gate = PolicyGate::new(config.settings.clone(), &ctx, config.on_deny);
     let record = Arc::new(Mutex::new(RunRecord::new(
         &config.model,
         config.workspace.clone(),
@@ -235,11 +272,25 @@ fn run_command(args: &RunArgs) -> ExitCode {
             .map(|s| s.to_string())
             .collect(),
     )));
+    let events = Arc::new(if config.jsonl {
+        events::Events::stdout(lock(&record).started)
+    } else {
+        events::Events::disabled()
+    });
+    let ci = ci::CiRun::new(&config, events.clone());
+    // The run's own files are not changes the run made to the workspace.
+    let own_files = [&config.output_file, &config.record]
+        .into_iter()
+        .flatten()
+        .map(|p| absolute(p))
+        .collect();
     let finisher = Arc::new(Finisher {
         record: record.clone(),
         json: config.json,
         output_file: config.output_file.clone(),
         done: Mutex::new(false),
+        events,
+        baseline: Some(changes::Baseline::take(&config.workspace, own_files)),
         cancelled: Arc::new(AtomicBool::new(false)),
     });
     watch_signals(finisher.clone());
@@ -261,17 +312,32 @@ fn run_command(args: &RunArgs) -> ExitCode {
         config: &config,
         registry: &registry,
         ctx: &ctx,
-        gate: &OpenGate,
+        gate: &gate,
         record: &record,
         checkpoint: &checkpoint,
+        ci: &ci,
         cancelled: &finisher.cancelled,
     }
     .run(provider.as_mut());
+    let diff_stat = changes::git_diff_stat(&ctx);
+    lock(&record).git_diff_stat = diff_stat;
     match finisher.finish(outcome.status, outcome.error.as_ref()) {
         Some(code) => ExitCode::from(code),
         None => loop {
             std::thread::park(); // a signal or the deadline is finishing the run
         },
+    }
+}
+
+/// `path` made absolute with its directory resolved (as the canonical workspace is).
+fn absolute(path: &std::path::Path) -> PathBuf {
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    match (
+        abs.parent().and_then(|d| d.canonicalize().ok()),
+        abs.file_name(),
+    ) {
+        (Some(dir), Some(name)) => dir.join(name),
+        _ => abs,
     }
 }
 
@@ -353,7 +419,11 @@ fn cassette_recorder(
         &config.model,
         &config.workspace,
         &names,
-        vec![config.api_key.clone()],
+        // The model may echo a secret a tool printed: every known value is redacted.
+        crate::secrets::secret_values()
+            .into_iter()
+            .chain([config.api_key.clone()])
+            .collect(),
     )
     .map_err(|e| Error::Usage(format!("--record {}: {e}", path.display())))?;
     let shown = path.display().to_string();

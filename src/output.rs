@@ -76,9 +76,20 @@ pub fn info(msg: &str) {
     emit(1, "", msg);
 }
 
+/// Whether -v logging is on (to skip building messages nobody will see).
+pub fn debug_enabled() -> bool {
+    LEVEL.load(Ordering::Relaxed) >= 2
+}
+
 /// Shown with -v.
 pub fn debug(msg: &str) {
     emit(2, "", msg);
+}
+
+/// Whether a spinner is drawn (stderr is a terminal and not -q): callers skip building
+/// messages nobody will see.
+pub fn progress_enabled() -> bool {
+    BAR.lock().map(|b| b.is_some()).unwrap_or(false)
 }
 
 /// Updates the spinner's message (a no-op when stderr is not a terminal).

@@ -53,7 +53,6 @@ pub(crate) enum Stderr {
     #[default]
     Merged,
     /// Captured on its own (hooks: their stderr is the message for the model).
-    #[allow(dead_code)] // hooks (SPEC §6) are the first user; they land next
     Separate,
 }
 
@@ -127,7 +126,6 @@ pub(crate) struct CommandOutput {
     /// stdout and stderr in order (or stdout alone with `Stderr::Separate`).
     pub output: Captured,
     /// stderr, with `Stderr::Separate` only.
-    #[allow(dead_code)] // read by hooks, which land next
     pub stderr: Option<Captured>,
     /// A process outside the group still held the output pipe when we stopped reading.
     pub pipe_left_open: bool,

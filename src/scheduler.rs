@@ -67,7 +67,11 @@ pub fn run_calls(
                 .into_iter()
                 .map(|outcome| Scheduled { outcome, batch }),
         );
-        if out.iter().any(|s| s.outcome.fatal.is_some()) {
+        let stop_on_denial = dispatcher.gate.ends_run_on_denial();
+        if out
+            .iter()
+            .any(|s| s.outcome.fatal.is_some() || (stop_on_denial && s.outcome.denial.is_some()))
+        {
             return out;
         }
     }
@@ -85,14 +89,16 @@ pub fn run_calls(
                 None => slice.iter().map(|c| dispatcher.dispatch(c)).collect(),
             }
         };
-        let fatal = outcomes.iter().any(|o| o.fatal.is_some());
+        let fatal = outcomes.iter().any(|o| {
+            o.fatal.is_some() || (o.denial.is_some() && dispatcher.gate.ends_run_on_denial())
+        });
         out.extend(
             outcomes
                 .into_iter()
                 .map(|outcome| Scheduled { outcome, batch }),
         );
         if fatal {
-            break; // a system failure ends the run; later calls must not run
+            break; // a system failure (or a denial with --on-deny fail) ends the run
         }
     }
     out
@@ -295,6 +301,7 @@ mod tests {
             ctx: &ctx,
             gate: &OpenGate,
             run_start: Instant::now(),
+            watch: None,
         };
         let calls = vec![
             call("1", "Meet", "a"),

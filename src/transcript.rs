@@ -100,6 +100,21 @@ pub struct DenialRecord {
     pub reason: String,
 }
 
+/// One run of the `--verify` command (SPEC §9).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct VerificationRecord {
+    /// 1, 2, 3 … in the order they ran.
+    pub round: u32,
+    pub command: String,
+    /// None when the command timed out, was killed by a signal or could not start.
+    pub exit_code: Option<i32>,
+    pub passed: bool,
+    pub timed_out: bool,
+    pub duration_ms: u64,
+    /// The last characters of its output (the model saw up to the runner's head + tail).
+    pub output_tail: String,
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct FileChange {
     pub path: String,
@@ -124,6 +139,11 @@ pub struct RunRecord {
     pub permission_denials: Vec<DenialRecord>,
     /// Path → "created" | "modified" | "deleted", first change kind wins for "created".
     pub files_changed: BTreeMap<String, String>,
+    /// USD so far; None when the model's price is unknown.
+    pub cost_usd: Option<f64>,
+    pub verifications: Vec<VerificationRecord>,
+    /// `git diff --stat` at the end of the run; None outside a git repository.
+    pub git_diff_stat: Option<String>,
 }
 
 impl RunRecord {
@@ -142,6 +162,9 @@ impl RunRecord {
             stop_reason: None,
             permission_denials: Vec::new(),
             files_changed: BTreeMap::new(),
+            cost_usd: None,
+            verifications: Vec::new(),
+            git_diff_stat: None,
         }
     }
 
@@ -210,6 +233,7 @@ impl RunRecord {
             duration_ms: self.started.elapsed().as_millis() as u64,
             api_duration_ms: self.api_duration.as_millis() as u64,
             usage: &self.usage,
+            cost_usd: self.cost_usd,
             retries: self.retries,
             messages: &self.messages,
             tool_calls: &self.tool_calls,
@@ -217,6 +241,8 @@ impl RunRecord {
             tools: &self.tools,
             permission_denials: &self.permission_denials,
             files_changed,
+            verifications: &self.verifications,
+            git_diff_stat: self.git_diff_stat.as_deref(),
         };
         serde_json::to_string_pretty(&t).unwrap_or_else(|e| {
             format!(
@@ -242,6 +268,7 @@ struct Transcript<'a> {
     duration_ms: u64,
     api_duration_ms: u64,
     usage: &'a Usage,
+    cost_usd: Option<f64>,
     retries: u32,
     messages: &'a [Message],
     tool_calls: &'a [ToolCallRecord],
@@ -249,6 +276,8 @@ struct Transcript<'a> {
     tools: &'a [String],
     permission_denials: &'a [DenialRecord],
     files_changed: Vec<FileChange>,
+    verifications: &'a [VerificationRecord],
+    git_diff_stat: Option<&'a str>,
 }
 
 #[cfg(test)]
@@ -287,6 +316,9 @@ mod tests {
             "permission_denials",
             "files_changed",
             "retries",
+            "cost_usd",
+            "verifications",
+            "git_diff_stat",
         ] {
             assert!(v.get(k).is_some(), "missing {k}");
         }

@@ -5,7 +5,6 @@
 //! replayed, and classifies how a stream can fail (`StreamFailure`).
 
 use std::io::{self, BufRead};
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::{Map, Value};
 
@@ -44,6 +43,11 @@ pub struct Turn {
 /// is capped at 32 MB by the API, so a larger block could never be sent back anyway;
 /// past this the server is broken, and memory stays bounded.
 pub(crate) const MAX_BLOCK_BYTES: usize = 32 * 1024 * 1024;
+
+/// Largest tool input kept, in bytes: generous, since a WriteFile `content` can be a
+/// large file, yet bounded, so a hostile or runaway stream cannot exhaust memory. A
+/// larger input is dropped and the call gets an error result; the stream goes on.
+const MAX_TOOL_INPUT_BYTES: usize = 8 * 1024 * 1024;
 
 /// How much of an unparsable tool input is quoted back to the model, in chars: enough
 /// to show where it went wrong without echoing a whole file.
@@ -84,17 +88,10 @@ const PERMANENT_ERROR_TYPES: &[&str] = &[
     "billing_error",
 ];
 
-static DEBUG_LOG: AtomicBool = AtomicBool::new(false);
-
-/// Turns on the debug log of skipped stream content (unknown events, blocks, deltas).
-#[allow(dead_code)] // wired to `-v` by the CLI
-pub(crate) fn set_debug_log(on: bool) {
-    DEBUG_LOG.store(on, Ordering::Relaxed);
-}
-
+/// Skipped stream content is logged with -v only; the message is built only then.
 fn debug(message: impl FnOnce() -> String) {
-    if DEBUG_LOG.load(Ordering::Relaxed) {
-        eprintln!("agent: debug: {}", message());
+    if crate::output::debug_enabled() {
+        crate::output::debug(&message());
     }
 }
 
@@ -161,6 +158,9 @@ enum Block {
         buf: String,
         start_input: Value,
         done: Option<PendingCall>,
+        /// Bytes of input received in all: past `MAX_TOOL_INPUT_BYTES` `buf` is emptied
+        /// and stays empty, and the call gets an error result.
+        input_bytes: usize,
     },
     /// A block type we do not know (server tools, future types): skipped.
     Ignored,
@@ -269,7 +269,17 @@ impl TurnAccumulator {
             (Block::Thinking { signature, .. }, Delta::SignatureDelta { signature: piece }) => {
                 (signature, piece)
             }
-            (Block::ToolUse { buf, .. }, Delta::InputJsonDelta { partial_json }) => {
+            (
+                Block::ToolUse {
+                    buf, input_bytes, ..
+                },
+                Delta::InputJsonDelta { partial_json },
+            ) => {
+                *input_bytes = input_bytes.saturating_add(partial_json.len());
+                if *input_bytes > MAX_TOOL_INPUT_BYTES {
+                    *buf = String::new(); // frees the memory; the call is refused at stop
+                    return Ok(());
+                }
                 (buf, partial_json)
             }
             (Block::Ignored, _) => return Ok(()),
@@ -299,12 +309,22 @@ impl TurnAccumulator {
                 buf,
                 start_input,
                 done,
+                input_bytes,
             }) => {
                 if done.is_none() {
+                    let input = if *input_bytes > MAX_TOOL_INPUT_BYTES {
+                        Err(format!(
+                            "the tool input was {input_bytes} bytes, more than the limit of \
+                             {MAX_TOOL_INPUT_BYTES} bytes; the call was not run. Split the work \
+                             into smaller calls (for example write a large file in parts)."
+                        ))
+                    } else {
+                        parse_tool_input(buf, start_input)
+                    };
                     let call = PendingCall {
                         id: id.clone(),
                         name: name.clone(),
-                        input: parse_tool_input(buf, start_input),
+                        input,
                     };
                     on_notice(StreamNotice::ToolReady(done.insert(call)));
                 }
@@ -452,6 +472,7 @@ fn start_block(index: usize, block: &Value) -> Result<Block, StreamFailure> {
                 buf: String::new(),
                 start_input,
                 done: None,
+                input_bytes: 0,
             }
         }
         other => {
@@ -828,6 +849,54 @@ mod tests {
         let turn = read(&bytes).unwrap();
         assert_eq!(turn.calls[0].input, Ok(json!({})));
         assert_eq!(turn.calls[1].input, Ok(json!({"command": "ls"})));
+    }
+
+    #[test]
+    fn oversized_tool_input_is_an_error_result_and_memory_stays_bounded() {
+        // 9 MiB of input in 1 MiB fragments, then a normal call: the first is refused,
+        // the second still works, and the stream is not failed.
+        let chunk = "a".repeat(1024 * 1024);
+        let mut events = vec![START.to_string(), tool_start(0, "t1")];
+        events.push(json_delta(0, r#"{"command": ""#));
+        for _ in 0..9 {
+            events.push(json_delta(0, &chunk));
+        }
+        events.push(json_delta(0, r#""}"#));
+        events.push(block_stop(0));
+        events.push(tool_start(1, "t2"));
+        events.push(json_delta(1, r#"{"command": "ls"}"#));
+        events.push(block_stop(1));
+        events.push(STOP_TOOL_USE.to_string());
+        events.push(END.to_string());
+        let refs: Vec<&str> = events.iter().map(String::as_str).collect();
+        let turn = read(&stream(&refs)).unwrap();
+        let err = turn.calls[0].input.clone().unwrap_err();
+        assert!(err.contains("more than the limit"), "{err}");
+        assert_eq!(turn.calls[1].input, Ok(json!({"command": "ls"})));
+        match &turn.message.content[0] {
+            ContentBlock::ToolUse { input, .. } => assert_eq!(input, &json!({})),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn deeply_nested_tool_input_is_an_error_result() {
+        let nested = format!(
+            r#"{{"command": {}{}}}"#,
+            "[".repeat(10_000),
+            "]".repeat(10_000)
+        );
+        let bytes = stream(&[
+            START,
+            &tool_start(0, "t1"),
+            &json_delta(0, &nested),
+            &block_stop(0),
+            STOP_TOOL_USE,
+            END,
+        ]);
+        let turn = read(&bytes).unwrap();
+        let err = turn.calls[0].input.clone().unwrap_err();
+        assert!(err.contains("recursion limit"), "{err}");
     }
 
     #[test]

@@ -6,7 +6,6 @@
 //! partial turn from a failed attempt is discarded whole. The API key goes only into
 //! the `x-api-key` header: never into an error or a log.
 
-use std::io::BufReader;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -14,7 +13,7 @@ use serde_json::Value;
 
 use super::retry::{
     self, AttemptError, DEFAULT_BACKOFF_BASE, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_RETRIES,
-    READ_BUFFER_BYTES, RetryPolicy, Tee,
+    RetryPolicy,
 };
 use super::{Provider, ProviderError, ProviderErrorKind, StreamNotice, TurnRequest};
 use crate::protocol::{ApiErrorBody, Message};
@@ -254,32 +253,19 @@ impl AnthropicProvider {
             .header("anthropic-version", ANTHROPIC_VERSION)
             .header("content-type", "application/json")
             .send(body);
-        let response = sent.map_err(|e| {
-            retry::transport_error(e, &self.config.base_url, self.config.idle_timeout)
-        })?;
-        let status = response.status().as_u16();
-        if self.config.verbose {
-            let id = retry::header(response.headers(), "request-id").unwrap_or("-");
-            eprintln!("agent: HTTP {status} (request-id {id})");
-        }
-        if !(200..300).contains(&status) {
-            return Err(retry::http_error(response, parse_error_body));
-        }
-        on_notice(StreamNotice::TurnStarted);
-        let tee = Tee {
-            inner: response.into_body().into_reader(),
-            copy: self.recorder.as_ref().map(|_| Vec::new()),
-        };
-        let mut reader = BufReader::with_capacity(READ_BUFFER_BYTES, tee);
-        match read_turn(&mut reader, on_notice) {
-            Ok(turn) => {
-                if let (Some(record), Some(bytes)) = (&mut self.recorder, &reader.get_ref().copy) {
-                    record(request, bytes);
-                }
-                Ok(turn)
-            }
-            Err(failure) => Err(retry::stream_error(failure, self.config.idle_timeout)),
-        }
+        retry::receive(
+            sent,
+            retry::Exchange {
+                base_url: &self.config.base_url,
+                idle_timeout: self.config.idle_timeout,
+                request_id_header: "request-id",
+                parse_error_body,
+                decode: |r, n| read_turn(r, n),
+                recorder: self.recorder.as_mut(),
+            },
+            request,
+            on_notice,
+        )
     }
 }
 
@@ -301,14 +287,14 @@ impl Provider for AnthropicProvider {
         };
         retry::with_retries(policy, &secrets, on_notice, &mut |on_notice| {
             if self.config.verbose {
-                eprintln!(
-                    "agent: POST {} (model {}, {} messages, {} tools, {} bytes)",
+                crate::output::debug(&format!(
+                    "POST {} (model {}, {} messages, {} tools, {} bytes)",
                     self.url,
                     request.model,
                     request.messages.len(),
                     request.tools.len(),
                     body.len()
-                );
+                ));
             }
             self.attempt(&body, request, on_notice)
         })

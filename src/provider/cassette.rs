@@ -38,6 +38,10 @@ enum Line {
         index: u32,
         request: RequestSummary,
         sse: String,
+        /// Set when `sse` is not the raw response but a re-encoding of it in this format
+        /// (a secret had to be removed from a value the stream split across events).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        encoding: Option<String>,
     },
 }
 
@@ -66,6 +70,7 @@ fn tool_names(tools: &[Value]) -> Vec<String> {
 pub(crate) struct CassetteWriter {
     file: File,
     turns: u32,
+    provider: String,
     /// Values that must never reach the file (the API key), replaced if ever present.
     secrets: Vec<String>,
 }
@@ -83,6 +88,7 @@ impl CassetteWriter {
         let mut w = CassetteWriter {
             file,
             turns: 0,
+            provider: provider.to_string(),
             secrets,
         };
         w.write_line(&Line::Header {
@@ -97,14 +103,46 @@ impl CassetteWriter {
     }
 
     /// Records one successful turn: the raw SSE bytes and what they answered.
+    ///
+    /// A secret the model echoed may be split across several deltas, where redacting
+    /// the raw text cannot see it. So the turn is decoded first; if any secret is in it,
+    /// the line holds the redacted turn re-encoded as a canonical Anthropic stream.
     pub(crate) fn append(&mut self, request: &TurnRequest<'_>, sse: &[u8]) -> std::io::Result<()> {
         self.turns += 1;
+        let raw = String::from_utf8_lossy(sse).into_owned();
+        let (sse, encoding) = match decode(&self.provider, &raw) {
+            Ok(turn) if self.holds_secret(&turn) => (
+                encode_anthropic(&self.redacted(turn)),
+                Some("anthropic".to_string()),
+            ),
+            _ => (raw, None),
+        };
         let line = Line::Turn {
             index: self.turns,
             request: summarize(request),
-            sse: String::from_utf8_lossy(sse).into_owned(),
+            sse,
+            encoding,
         };
         self.write_line(&line)
+    }
+
+    fn holds_secret(&self, turn: &Turn) -> bool {
+        let text = serde_json::to_string(&turn.message).unwrap_or_default();
+        crate::secrets::redact(&text, &self.secrets) != text
+    }
+
+    fn redacted(&self, mut turn: Turn) -> Turn {
+        let redact = |s: &mut String| *s = crate::secrets::redact(s, &self.secrets);
+        for block in &mut turn.message.content {
+            match block {
+                ContentBlock::Text { text } => redact(text),
+                ContentBlock::Thinking { thinking, .. } => redact(thinking),
+                ContentBlock::ToolUse { input, .. } => redact_value(input, &self.secrets),
+                ContentBlock::ToolResult { content, .. } => redact(content),
+                ContentBlock::RedactedThinking { .. } => {}
+            }
+        }
+        turn
     }
 
     fn write_line(&mut self, line: &Line) -> std::io::Result<()> {
@@ -125,7 +163,8 @@ pub(crate) struct ReplayProvider {
     path: PathBuf,
     /// The recording's provider: it picks the decoder.
     provider: String,
-    turns: Vec<String>,
+    /// Each turn's stream and, when re-encoded, its format.
+    turns: Vec<(String, Option<String>)>,
     next: usize,
     recorded_workspace: String,
     workspace: String,
@@ -174,7 +213,7 @@ impl ReplayProvider {
                 continue;
             }
             match serde_json::from_str(&line) {
-                Ok(Line::Turn { sse, .. }) => turns.push(sse),
+                Ok(Line::Turn { sse, encoding, .. }) => turns.push((sse, encoding)),
                 Ok(Line::Header { .. }) => {
                     return Err(format!(
                         "--replay {shown}: line {} is a second header",
@@ -202,6 +241,88 @@ impl ReplayProvider {
         }
         rewrite_paths(value, &self.recorded_workspace, &self.workspace);
     }
+}
+
+/// Decodes one recorded response with the decoder of the format it was recorded in.
+fn decode(format: &str, sse: &str) -> Result<Turn, StreamFailure> {
+    match format {
+        "openai" => read_chat_turn(sse.as_bytes(), &mut |_| {}),
+        _ => read_turn(sse.as_bytes(), &mut |_| {}),
+    }
+}
+
+fn redact_value(value: &mut Value, secrets: &[String]) {
+    match value {
+        Value::String(s) => *s = crate::secrets::redact(s, secrets),
+        Value::Array(a) => a.iter_mut().for_each(|v| redact_value(v, secrets)),
+        Value::Object(o) => o.values_mut().for_each(|v| redact_value(v, secrets)),
+        _ => {}
+    }
+}
+
+/// A turn as a canonical Anthropic event stream: one delta per block.
+fn encode_anthropic(turn: &Turn) -> String {
+    use serde_json::json;
+    let mut out = String::new();
+    let mut event = |name: &str, data: Value| {
+        out.push_str(&format!("event: {name}\ndata: {data}\n\n"));
+    };
+    let u = &turn.usage;
+    event(
+        "message_start",
+        json!({"type": "message_start", "message": {"id": turn.id, "type": "message",
+               "role": "assistant", "model": turn.model, "content": [],
+               "usage": {"input_tokens": u.input_tokens, "output_tokens": 0,
+                         "cache_creation_input_tokens": u.cache_creation_input_tokens,
+                         "cache_read_input_tokens": u.cache_read_input_tokens}}}),
+    );
+    for (index, block) in turn.message.content.iter().enumerate() {
+        let (start, deltas) = match block {
+            ContentBlock::Text { text } => (
+                json!({"type": "text", "text": ""}),
+                vec![json!({"type": "text_delta", "text": text})],
+            ),
+            ContentBlock::ToolUse { id, name, input } => (
+                json!({"type": "tool_use", "id": id, "name": name, "input": {}}),
+                vec![json!({"type": "input_json_delta", "partial_json": input.to_string()})],
+            ),
+            ContentBlock::Thinking {
+                thinking,
+                signature,
+            } => (
+                json!({"type": "thinking", "thinking": "", "signature": ""}),
+                vec![
+                    json!({"type": "thinking_delta", "thinking": thinking}),
+                    json!({"type": "signature_delta", "signature": signature}),
+                ],
+            ),
+            ContentBlock::RedactedThinking { data } => {
+                (json!({"type": "redacted_thinking", "data": data}), vec![])
+            }
+            ContentBlock::ToolResult { .. } => continue, // never in an assistant turn
+        };
+        event(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": index, "content_block": start}),
+        );
+        for delta in deltas {
+            event(
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": index, "delta": delta}),
+            );
+        }
+        event(
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": index}),
+        );
+    }
+    event(
+        "message_delta",
+        json!({"type": "message_delta", "delta": {"stop_reason": turn.stop_reason.as_str()},
+               "usage": {"output_tokens": u.output_tokens}}),
+    );
+    event("message_stop", json!({"type": "message_stop"}));
+    out
 }
 
 /// Replaces the recorded workspace root by the replay's in every string of `value`.
@@ -243,17 +364,16 @@ impl Provider for ReplayProvider {
         on_notice(StreamNotice::TurnStarted);
         // Decode the whole turn first, so that paths are rewritten before anything (a
         // streaming executor included) sees a tool call.
-        let decoded: Result<Turn, StreamFailure> = match self.provider.as_str() {
-            "openai" => read_chat_turn(sse.as_bytes(), &mut |_| {}),
-            _ => read_turn(sse.as_bytes(), &mut |_| {}),
-        };
-        let mut turn = decoded.map_err(|e| ProviderError {
-            kind: ProviderErrorKind::Cassette,
-            message: format!(
-                "turn {} of the cassette {}: {e}",
-                self.next,
-                self.path.display()
-            ),
+        let (sse, encoding) = sse;
+        let mut turn = decode(encoding.as_deref().unwrap_or(&self.provider), sse).map_err(|e| {
+            ProviderError {
+                kind: ProviderErrorKind::Cassette,
+                message: format!(
+                    "turn {} of the cassette {}: {e}",
+                    self.next,
+                    self.path.display()
+                ),
+            }
         })?;
         for call in &mut turn.calls {
             if let Ok(input) = &mut call.input {

@@ -13,7 +13,7 @@
 //! The API key (optional: local servers need none) goes only into the `Authorization`
 //! header, never into an error or a log.
 
-use std::io::{BufRead, BufReader};
+use std::io::BufRead;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -23,7 +23,7 @@ use serde_json::{Map, Value, json};
 use super::anthropic::Recorder;
 use super::retry::{
     self, AttemptError, DEFAULT_BACKOFF_BASE, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_RETRIES,
-    READ_BUFFER_BYTES, RetryPolicy, Tee,
+    RetryPolicy,
 };
 use super::sse::SseReader;
 use super::{Provider, ProviderError, ProviderErrorKind, StreamNotice, TurnRequest};
@@ -153,32 +153,19 @@ impl OpenAiProvider {
         if let Some(key) = &self.config.api_key {
             post = post.header("authorization", &format!("Bearer {key}"));
         }
-        let response = post.send(body).map_err(|e| {
-            retry::transport_error(e, &self.config.base_url, self.config.idle_timeout)
-        })?;
-        let status = response.status().as_u16();
-        if self.config.verbose {
-            let id = retry::header(response.headers(), "x-request-id").unwrap_or("-");
-            eprintln!("agent: HTTP {status} (x-request-id {id})");
-        }
-        if !(200..300).contains(&status) {
-            return Err(retry::http_error(response, parse_error_body));
-        }
-        on_notice(StreamNotice::TurnStarted);
-        let tee = Tee {
-            inner: response.into_body().into_reader(),
-            copy: self.recorder.as_ref().map(|_| Vec::new()),
-        };
-        let mut reader = BufReader::with_capacity(READ_BUFFER_BYTES, tee);
-        match read_chat_turn(&mut reader, on_notice) {
-            Ok(turn) => {
-                if let (Some(record), Some(bytes)) = (&mut self.recorder, &reader.get_ref().copy) {
-                    record(request, bytes);
-                }
-                Ok(turn)
-            }
-            Err(failure) => Err(retry::stream_error(failure, self.config.idle_timeout)),
-        }
+        retry::receive(
+            post.send(body),
+            retry::Exchange {
+                base_url: &self.config.base_url,
+                idle_timeout: self.config.idle_timeout,
+                request_id_header: "x-request-id",
+                parse_error_body,
+                decode: |r, n| read_chat_turn(r, n),
+                recorder: self.recorder.as_mut(),
+            },
+            request,
+            on_notice,
+        )
     }
 }
 
@@ -203,14 +190,14 @@ impl Provider for OpenAiProvider {
         };
         retry::with_retries(policy, &secrets, on_notice, &mut |on_notice| {
             if self.config.verbose {
-                eprintln!(
-                    "agent: POST {} (model {}, {} messages, {} tools, {} bytes)",
+                crate::output::debug(&format!(
+                    "POST {} (model {}, {} messages, {} tools, {} bytes)",
                     self.url,
                     request.model,
                     request.messages.len(),
                     request.tools.len(),
                     body.len()
-                );
+                ));
             }
             self.attempt(&body, request, on_notice)
         })

@@ -101,12 +101,12 @@ pub(crate) fn with_retries(
             .map(|d| d.min(MAX_RETRY_AFTER))
             .unwrap_or_else(|| backoff(policy.backoff_base, retries));
         if !policy.quiet {
-            eprintln!(
-                "agent: retrying in {:.1}s (attempt {retries}/{}): {}",
+            crate::output::warn(&format!(
+                "retrying in {:.1}s (attempt {retries}/{}): {}",
                 delay.as_secs_f64(),
                 policy.max_retries,
                 error.message
-            );
+            ));
         }
         on_notice(StreamNotice::Retry {
             attempt: retries,
@@ -307,6 +307,56 @@ fn is_timeout(e: &io::Error) -> bool {
             ureq::Error::Io(io) => is_timeout(io),
             _ => false,
         })
+}
+
+/// A provider's stream decoder: SSE body in, one turn out.
+pub(crate) type Decoder =
+    fn(&mut dyn io::BufRead, &mut dyn FnMut(StreamNotice<'_>)) -> Result<Turn, StreamFailure>;
+
+/// What differs between providers once a request is sent.
+pub(crate) struct Exchange<'a> {
+    pub base_url: &'a str,
+    pub idle_timeout: Duration,
+    /// The response header naming the request, logged with -v.
+    pub request_id_header: &'static str,
+    pub parse_error_body: fn(&[u8]) -> Option<(String, String)>,
+    pub decode: Decoder,
+    /// Receives the raw bytes of a successful turn (cassette recording).
+    pub recorder: Option<&'a mut super::anthropic::Recorder>,
+}
+
+/// Everything after a request was sent: the status, the streamed decode, and the
+/// recording of a successful turn. Shared by every HTTP provider.
+pub(crate) fn receive(
+    sent: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
+    x: Exchange<'_>,
+    request: &super::TurnRequest<'_>,
+    on_notice: &mut dyn FnMut(StreamNotice<'_>),
+) -> Result<Turn, AttemptError> {
+    let response = sent.map_err(|e| transport_error(e, x.base_url, x.idle_timeout))?;
+    let status = response.status().as_u16();
+    if crate::output::debug_enabled() {
+        let id = header(response.headers(), x.request_id_header).unwrap_or("-");
+        crate::output::debug(&format!("HTTP {status} ({} {id})", x.request_id_header));
+    }
+    if !(200..300).contains(&status) {
+        return Err(http_error(response, x.parse_error_body));
+    }
+    on_notice(StreamNotice::TurnStarted);
+    let tee = Tee {
+        inner: response.into_body().into_reader(),
+        copy: x.recorder.as_ref().map(|_| Vec::new()),
+    };
+    let mut reader = io::BufReader::with_capacity(READ_BUFFER_BYTES, tee);
+    match (x.decode)(&mut reader, on_notice) {
+        Ok(turn) => {
+            if let (Some(record), Some(bytes)) = (x.recorder, &reader.get_ref().copy) {
+                record(request, bytes);
+            }
+            Ok(turn)
+        }
+        Err(failure) => Err(stream_error(failure, x.idle_timeout)),
+    }
 }
 
 /// Copies what is read from the body when recording; a pass-through otherwise.

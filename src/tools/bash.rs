@@ -132,14 +132,14 @@ impl Tool for Bash {
             )));
         }
         let timeout = input.timeout.map_or(ctx.bash_timeout, Duration::from_secs);
-        // The Landlock sandbox (a later issue) plugs in here as `spec.pre_exec`.
-        let spec = CommandSpec::new(
+        let mut spec = CommandSpec::new(
             input.command,
             &ctx.workspace,
             ctx.child_env.clone(),
             timeout,
             &ctx.spill_dir,
         );
+        spec.pre_exec = ctx.sandbox.as_ref().map(|s| s.pre_exec());
         let out = process::run(&spec).map_err(ToolError::Failed)?;
         Ok(render(&out, timeout))
     }

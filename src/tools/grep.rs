@@ -380,8 +380,18 @@ fn search_all(matcher: &Matcher, files: &[PathBuf], context: usize) -> Vec<Outco
         .collect()
 }
 
+/// Opens a listed file without following a symlink or blocking on a FIFO that was
+/// swapped in after the walk listed a regular file (SPEC §6).
+fn open_listed(path: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+}
+
 fn search_file(m: &Matcher, path: &Path, buf: &mut Vec<u8>, context: usize) -> Outcome {
-    let Ok(mut file) = File::open(path) else {
+    let Ok(mut file) = open_listed(path) else {
         return Outcome::Unreadable;
     };
     buf.clear();
@@ -1080,5 +1090,21 @@ f.txt-14- l14\nf.txt:15: hit 15\nf.txt-16- l16\n--\ng.txt:1: hit g\ng.txt-2- l2\
         // The walk does not follow the link either.
         write(&ws, "own.txt", "hay\n");
         assert!(ok(&ws, json!({"pattern": "needle"})).starts_with("No matches"));
+    }
+
+    #[test]
+    fn a_file_swapped_for_a_fifo_or_symlink_after_the_walk_is_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("pipe");
+        crate::tools::sandbox::test_util::mkfifo(&fifo);
+        // Opening returns at once (no writer needed) and reads end of file.
+        let mut f =
+            crate::tools::sandbox::test_util::without_hanging(move || open_listed(&fifo).unwrap());
+        let mut s = String::new();
+        let _ = f.read_to_string(&mut s);
+        assert!(s.is_empty());
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink("/etc/hostname", &link).unwrap();
+        assert!(open_listed(&link).is_err());
     }
 }

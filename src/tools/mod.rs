@@ -111,6 +111,8 @@ pub struct ToolContext {
     pub bash_timeout: Duration,
     /// The environment given to child processes (Bash, hooks, verify), secrets removed.
     pub child_env: Arc<Vec<(String, String)>>,
+    /// The Landlock sandbox for commands (`--sandbox`, `--no-network`); `None`: off.
+    pub sandbox: Option<Arc<crate::confine::Confinement>>,
 }
 
 impl ToolContext {
@@ -122,6 +124,7 @@ impl ToolContext {
             spill_dir,
             bash_timeout: Duration::from_secs(30),
             child_env: Arc::new(crate::secrets::scrubbed_env(std::env::vars(), &[])),
+            sandbox: None,
         }
     }
 }

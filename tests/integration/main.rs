@@ -1,10 +1,18 @@
 //! The integration tests: the built `agent` binary driven as a user would, against the
 //! loopback mock Anthropic server of `tests/support`.
 
+mod policy;
 #[path = "../support/mod.rs"]
 mod support;
 
 mod bad_input;
+mod cassette;
+mod ci_action;
+mod ci_batch;
+mod ci_budget;
+mod ci_files;
+mod ci_jsonl;
+mod ci_verify;
 mod cli;
 mod faults;
 mod limits;

@@ -45,6 +45,14 @@ impl TestEnv {
         TestEnv::with_server(MockServer::start_keep_alive(script))
     }
 
+    /// A keep-alive server whose script needs the workspace path (absolute tool paths).
+    pub fn keep_alive_for(script: impl FnOnce(&str) -> Vec<Reply>) -> TestEnv {
+        let mut env = TestEnv::with_server(MockServer::start_keep_alive(vec![]));
+        let ws = env.ws().to_str().unwrap().to_string();
+        env.server = MockServer::start_keep_alive(script(&ws));
+        env
+    }
+
     pub fn with_server(server: MockServer) -> TestEnv {
         let root = tempfile::tempdir().unwrap();
         for d in ["ws", "home", "out"] {

@@ -1,0 +1,493 @@
+//! Budgets (SPEC §9): the price table behind `cost_usd` and `--max-cost-usd`, the
+//! `--max-tool-calls` / `--max-cost-usd` checks made before each request, and the guard
+//! that answers the same tool call made over and over with an error instead of running it.
+//!
+//! Prices are USD per million tokens, built in for current Claude models (matched by the
+//! longest id prefix, so dated ids and aliases both match) and overridable under the
+//! `"prices"` key of the settings files.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::error::Error;
+use crate::protocol::Usage;
+use crate::turn::PendingCall;
+
+/// The same name and input this many times in a row: the call is refused, not run.
+pub(crate) const REPEAT_LIMIT: u32 = 5; // 4 identical tries are already a loop; the 5th is refused
+/// Tokens per price unit (prices are per million tokens, MTok).
+const TOKENS_PER_UNIT: f64 = 1_000_000.0;
+/// Cache writes (5-minute TTL) cost 1.25 × input, reads 0.1 × input (Anthropic pricing),
+/// the defaults when a settings price omits them.
+const CACHE_WRITE_FACTOR: f64 = 1.25;
+const CACHE_READ_FACTOR: f64 = 0.1;
+/// The workspace's settings file (SPEC §6).
+pub(crate) const PROJECT_SETTINGS: &str = ".agent/settings.json";
+
+/// USD per million tokens.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Price {
+    pub input: f64,
+    pub output: f64,
+    pub cache_write: f64,
+    pub cache_read: f64,
+}
+
+const fn price(input: f64, output: f64) -> Price {
+    Price {
+        input,
+        output,
+        cache_write: input * CACHE_WRITE_FACTOR,
+        cache_read: input * CACHE_READ_FACTOR,
+    }
+}
+
+/// Built-in prices (list prices per MTok, standard context), longest prefix wins. Ids
+/// are matched after dropping a vendor prefix (`anthropic.`, `us.anthropic.`).
+const BUILTIN_PRICES: &[(&str, Price)] = &[
+    // Opus 4 and 4.1 kept the Opus 3 price; Opus 4.5 and later are cheaper.
+    ("claude-opus-4-20250514", price(15.0, 75.0)),
+    ("claude-opus-4-0", price(15.0, 75.0)),
+    ("claude-opus-4-1", price(15.0, 75.0)),
+    ("claude-opus-4", price(5.0, 25.0)),
+    ("claude-sonnet-4", price(3.0, 15.0)),
+    ("claude-haiku-4", price(1.0, 5.0)),
+    ("claude-3-7-sonnet", price(3.0, 15.0)),
+    ("claude-3-5-sonnet", price(3.0, 15.0)),
+    ("claude-3-5-haiku", price(0.8, 4.0)),
+    ("claude-3-opus", price(15.0, 75.0)),
+    (
+        "claude-3-haiku",
+        Price {
+            input: 0.25,
+            output: 1.25,
+            cache_write: 0.30,
+            cache_read: 0.03,
+        },
+    ),
+];
+
+/// The run's price table: settings overrides first, then the built-in table.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Prices {
+    overrides: Vec<(String, Price)>,
+}
+
+impl Prices {
+    /// The price of `model`: the longest matching override prefix, else the longest
+    /// matching built-in prefix.
+    pub fn lookup(&self, model: &str) -> Option<Price> {
+        let longest = |table: &mut dyn Iterator<Item = (&str, Price)>, id: &str| {
+            table
+                .filter(|(prefix, _)| id.starts_with(prefix))
+                .max_by_key(|(prefix, _)| prefix.len())
+                .map(|(_, p)| p)
+        };
+        let id = model.to_ascii_lowercase();
+        let mut overrides = self.overrides.iter().map(|(k, p)| (k.as_str(), *p));
+        if let Some(p) = longest(&mut overrides, &id) {
+            return Some(p);
+        }
+        let family = id.find("claude-").map_or(id.as_str(), |i| &id[i..]);
+        longest(&mut BUILTIN_PRICES.iter().copied(), family)
+    }
+
+    /// What `usage` cost with `model`, or None when its price is unknown.
+    pub fn cost(&self, model: &str, usage: &Usage) -> Option<f64> {
+        let p = self.lookup(model)?;
+        let mtok = |n: u64| n as f64 / TOKENS_PER_UNIT;
+        Some(
+            mtok(usage.input_tokens) * p.input
+                + mtok(usage.output_tokens) * p.output
+                + mtok(usage.cache_creation_input_tokens) * p.cache_write
+                + mtok(usage.cache_read_input_tokens) * p.cache_read,
+        )
+    }
+}
+
+/// One price in a settings file; the cache prices default from the input price.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PriceSetting {
+    input: f64,
+    output: f64,
+    cache_write: Option<f64>,
+    cache_read: Option<f64>,
+}
+
+/// Reads `"prices"` from the workspace's `.agent/settings.json` (unless `no_project`) and
+/// then each `--settings FILE` (later wins), the same files as `policy::Settings::load`,
+/// which accepts the key and leaves it to this function. A missing project file is
+/// fine; a missing `--settings` file, bad JSON or a bad price is a usage error naming the file.
+pub(crate) fn load_prices(
+    workspace: &Path,
+    settings: &[PathBuf],
+    no_project: bool,
+) -> Result<Prices, Error> {
+    let mut prices = Prices::default();
+    let project = workspace.join(PROJECT_SETTINGS);
+    if !no_project && project.is_file() {
+        read_prices_into(&mut prices, &project)?;
+    }
+    for file in settings {
+        read_prices_into(&mut prices, file)?;
+    }
+    Ok(prices)
+}
+
+fn read_prices_into(prices: &mut Prices, file: &Path) -> Result<(), Error> {
+    let shown = file.display();
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| Error::Usage(format!("settings file {shown}: {e}")))?;
+    let doc: Value = serde_json::from_str(&text)
+        .map_err(|e| Error::Usage(format!("settings file {shown}: invalid JSON: {e}")))?;
+    let Some(table) = doc.get("prices") else {
+        return Ok(());
+    };
+    let table = table.as_object().ok_or_else(|| {
+        Error::Usage(format!(
+            "settings file {shown}: \"prices\" must be an object of model-id prefix → \
+             {{\"input\", \"output\", \"cache_write\"?, \"cache_read\"?}} (USD per million tokens)"
+        ))
+    })?;
+    for (prefix, v) in table {
+        let p = PriceSetting::deserialize(v)
+            .map_err(|e| Error::Usage(format!("settings file {shown}: prices.{prefix}: {e}")))?;
+        let price = Price {
+            input: p.input,
+            output: p.output,
+            cache_write: p.cache_write.unwrap_or(p.input * CACHE_WRITE_FACTOR),
+            cache_read: p.cache_read.unwrap_or(p.input * CACHE_READ_FACTOR),
+        };
+        let all = [
+            price.input,
+            price.output,
+            price.cache_write,
+            price.cache_read,
+        ];
+        if all.iter().any(|x| !x.is_finite() || *x < 0.0) {
+            return Err(Error::Usage(format!(
+                "settings file {shown}: prices.{prefix}: prices must be finite and not negative"
+            )));
+        }
+        let key = prefix.to_ascii_lowercase();
+        prices.overrides.retain(|(k, _)| *k != key);
+        prices.overrides.push((key, price));
+    }
+    Ok(())
+}
+
+/// `--max-tool-calls` and `--max-cost-usd`.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Budget {
+    pub max_tool_calls: Option<u32>,
+    pub max_cost_usd: Option<f64>,
+}
+
+impl Budget {
+    /// Why the next request must not be made, if a budget is used up.
+    pub fn exceeded(&self, tool_calls: usize, cost_usd: Option<f64>) -> Option<String> {
+        if let Some(max) = self.max_tool_calls
+            && tool_calls >= max as usize
+        {
+            return Some(format!(
+                "reached --max-tool-calls {max} ({tool_calls} tool calls made)"
+            ));
+        }
+        if let (Some(max), Some(cost)) = (self.max_cost_usd, cost_usd)
+            && cost >= max
+        {
+            return Some(format!(
+                "reached --max-cost-usd {max} (the run cost ${cost:.4})"
+            ));
+        }
+        None
+    }
+}
+
+/// Identity of a call for repeat detection: name and input (unparsable input by its
+/// error, so two identical broken calls also count as a repeat).
+type CallKey = (String, Value);
+
+fn key_of(call: &PendingCall) -> CallKey {
+    let input = match &call.input {
+        Ok(v) => v.clone(),
+        Err(e) => Value::String(format!("unparsed: {e}")),
+    };
+    (call.name.clone(), input)
+}
+
+/// Counts identical consecutive calls in the model's order, across turns. A call's
+/// verdict depends only on the calls before it, so it is fixed as soon as the call is
+/// known (streaming order) and the same whichever thread dispatches it.
+#[derive(Debug, Default)]
+pub struct RepeatGuard {
+    state: Mutex<RepeatState>,
+}
+
+#[derive(Debug, Default)]
+struct RepeatState {
+    /// The last call of the finished turns and how many times in a row it was made.
+    committed: Option<(CallKey, u32)>,
+    /// The current turn's calls so far: id, key, count in a row including this one.
+    current: Vec<(String, CallKey, u32)>,
+}
+
+impl RepeatState {
+    fn push(&mut self, call: &PendingCall) {
+        if self.current.iter().any(|(id, _, _)| *id == call.id) {
+            return;
+        }
+        let key = key_of(call);
+        let prev = match self.current.last() {
+            Some((_, k, n)) => Some((k, *n)),
+            None => self.committed.as_ref().map(|(k, n)| (k, *n)),
+        };
+        let count = match prev {
+            Some((k, n)) if *k == key => n + 1,
+            _ => 1,
+        };
+        self.current.push((call.id.clone(), key, count));
+    }
+}
+
+impl RepeatGuard {
+    fn state(&self) -> std::sync::MutexGuard<'_, RepeatState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A call of the streaming turn is complete (in the model's order).
+    pub fn observe(&self, call: &PendingCall) {
+        self.state().push(call);
+    }
+
+    /// A new attempt of the turn starts: the calls heard so far are discarded.
+    pub fn restart(&self) {
+        self.state().current.clear();
+    }
+
+    /// The turn is complete: its calls, in order, are the authority (same verdicts as
+    /// those heard while streaming, which were a prefix of them).
+    pub fn sync(&self, calls: &[PendingCall]) {
+        let mut st = self.state();
+        st.current.clear();
+        for c in calls {
+            st.push(c);
+        }
+    }
+
+    /// The turn's calls were answered: they become the history of the next turn.
+    pub fn commit(&self) {
+        let mut st = self.state();
+        if let Some((_, key, n)) = st.current.pop() {
+            st.committed = Some((key, n));
+        }
+        st.current.clear();
+    }
+
+    /// The error result for a call made `REPEAT_LIMIT` or more times in a row.
+    pub fn refusal(&self, call: &PendingCall) -> Option<String> {
+        let mut st = self.state();
+        if !st.current.iter().any(|(id, _, _)| *id == call.id) {
+            st.push(call); // a provider that did not announce the call while streaming
+        }
+        let (_, _, n) = st.current.iter().find(|(id, _, _)| *id == call.id)?;
+        (*n >= REPEAT_LIMIT)
+            .then(|| format!("you have made this exact call {n} times; change approach"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn usage(i: u64, o: u64, cw: u64, cr: u64) -> Usage {
+        Usage {
+            input_tokens: i,
+            output_tokens: o,
+            cache_creation_input_tokens: cw,
+            cache_read_input_tokens: cr,
+        }
+    }
+
+    #[test]
+    fn builtin_prices_match_by_longest_prefix() {
+        let p = Prices::default();
+        assert_eq!(p.lookup("claude-sonnet-4-5-20250929").unwrap().input, 3.0);
+        assert_eq!(p.lookup("claude-sonnet-4-5").unwrap().output, 15.0);
+        assert_eq!(p.lookup("claude-opus-4-1-20250805").unwrap().input, 15.0);
+        assert_eq!(p.lookup("claude-opus-4-20250514").unwrap().input, 15.0);
+        assert_eq!(p.lookup("claude-opus-4-5-20251101").unwrap().input, 5.0);
+        assert_eq!(p.lookup("claude-haiku-4-5").unwrap().output, 5.0);
+        assert_eq!(p.lookup("claude-3-5-haiku-latest").unwrap().input, 0.8);
+        assert_eq!(
+            p.lookup("us.anthropic.claude-sonnet-4-20250514-v1:0")
+                .unwrap()
+                .input,
+            3.0
+        );
+        assert_eq!(p.lookup("claude-mock-1"), None);
+        assert_eq!(p.lookup("gpt-4o"), None);
+    }
+
+    #[test]
+    fn cost_sums_the_four_token_kinds() {
+        let p = Prices::default();
+        // Sonnet: 3 in, 15 out, 3.75 cache write, 0.30 cache read per MTok.
+        let c = p
+            .cost(
+                "claude-sonnet-4-5",
+                &usage(1_000_000, 100_000, 200_000, 1_000_000),
+            )
+            .unwrap();
+        assert!((c - (3.0 + 1.5 + 0.75 + 0.3)).abs() < 1e-9, "{c}");
+        assert_eq!(p.cost("unknown-model", &usage(1, 1, 1, 1)), None);
+    }
+
+    #[test]
+    fn settings_override_and_extend_the_table() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join(".agent")).unwrap();
+        std::fs::write(
+            dir.path().join(PROJECT_SETTINGS),
+            r#"{"prices": {"claude-mock": {"input": 10, "output": 20}},
+                "permissions": {"allow": []}}"#,
+        )
+        .unwrap();
+        let extra = dir.path().join("extra.json");
+        std::fs::write(
+            &extra,
+            r#"{"prices": {"claude-sonnet-4": {"input": 1, "output": 2, "cache_read": 0}}}"#,
+        )
+        .unwrap();
+        let p = load_prices(dir.path(), &[extra], false).unwrap();
+        let mock = p.lookup("claude-mock-1").unwrap();
+        assert_eq!(
+            (mock.input, mock.cache_write, mock.cache_read),
+            (10.0, 12.5, 1.0)
+        );
+        let s = p.lookup("claude-sonnet-4-5").unwrap();
+        assert_eq!((s.input, s.output, s.cache_read), (1.0, 2.0, 0.0));
+        // --no-project-settings ignores the workspace's file.
+        let p = load_prices(dir.path(), &[], true).unwrap();
+        assert_eq!(p.lookup("claude-mock-1"), None);
+    }
+
+    #[test]
+    fn bad_settings_are_usage_errors_naming_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("s.json");
+        for (text, needle) in [
+            ("{", "invalid JSON"),
+            (r#"{"prices": []}"#, "must be an object"),
+            (r#"{"prices": {"m": {"input": 1}}}"#, "prices.m"),
+            (
+                r#"{"prices": {"m": {"input": -1, "output": 1}}}"#,
+                "not negative",
+            ),
+            (
+                r#"{"prices": {"m": {"input": 1, "output": 1, "x": 1}}}"#,
+                "unknown field",
+            ),
+        ] {
+            std::fs::write(&f, text).unwrap();
+            let e = load_prices(dir.path(), std::slice::from_ref(&f), false).unwrap_err();
+            assert!(e.to_string().contains(needle), "{text}: {e}");
+            assert!(e.to_string().contains("s.json"), "{e}");
+            assert_eq!(e.exit_code(), 2);
+        }
+        let e = load_prices(dir.path(), &[dir.path().join("none.json")], false).unwrap_err();
+        assert!(e.to_string().contains("none.json"), "{e}");
+        // No project file and no --settings: the built-in table.
+        assert_eq!(
+            load_prices(dir.path(), &[], false).unwrap(),
+            Prices::default()
+        );
+    }
+
+    #[test]
+    fn budget_checks() {
+        let b = Budget {
+            max_tool_calls: Some(3),
+            max_cost_usd: Some(0.5),
+        };
+        assert_eq!(b.exceeded(2, Some(0.1)), None);
+        assert!(b.exceeded(3, None).unwrap().contains("--max-tool-calls 3"));
+        assert!(b.exceeded(0, Some(0.5)).unwrap().contains("--max-cost-usd"));
+        assert_eq!(Budget::default().exceeded(1000, Some(1e9)), None);
+    }
+
+    fn call(id: &str, name: &str, input: Value) -> PendingCall {
+        PendingCall {
+            id: id.into(),
+            name: name.into(),
+            input: Ok(input),
+        }
+    }
+
+    #[test]
+    fn fifth_identical_call_in_a_row_is_refused_across_turns() {
+        let g = RepeatGuard::default();
+        let same = |i: u32| call(&format!("t{i}"), "Grep", json!({"pattern": "x"}));
+        // Turn 1: three identical calls; turn 2: two more (the 5th is refused), then a 6th.
+        g.sync(&[same(1), same(2), same(3)]);
+        for i in 1..=3 {
+            assert_eq!(g.refusal(&same(i)), None);
+        }
+        g.commit();
+        g.sync(&[same(4), same(5), same(6)]);
+        assert_eq!(g.refusal(&same(4)), None);
+        assert_eq!(
+            g.refusal(&same(5)).as_deref(),
+            Some("you have made this exact call 5 times; change approach")
+        );
+        assert!(g.refusal(&same(6)).unwrap().contains("6 times"));
+    }
+
+    #[test]
+    fn a_different_call_resets_the_count() {
+        let g = RepeatGuard::default();
+        let a = |i: u32| call(&format!("a{i}"), "Bash", json!({"command": "make"}));
+        let other = call("b", "Bash", json!({"command": "make test"}));
+        g.sync(&[a(1), a(2), a(3), a(4), other.clone(), a(5), a(6)]);
+        for c in [a(1), a(2), a(3), a(4), other, a(5), a(6)] {
+            assert_eq!(g.refusal(&c), None, "{}", c.id);
+        }
+        // Same name, input keys in another order: the same call.
+        let g = RepeatGuard::default();
+        let v = |i: u32| {
+            let input = if i.is_multiple_of(2) {
+                json!({"pattern": "p", "path": "src"})
+            } else {
+                json!({"path": "src", "pattern": "p"})
+            };
+            call(&format!("v{i}"), "Glob", input)
+        };
+        g.sync(&(1..=5).map(v).collect::<Vec<_>>());
+        assert!(g.refusal(&v(5)).is_some());
+    }
+
+    #[test]
+    fn streaming_order_decides_and_a_retry_forgets() {
+        let g = RepeatGuard::default();
+        let same = |i: u32| call(&format!("s{i}"), "ReadFile", json!({"path": "a"}));
+        for i in 1..=4 {
+            g.observe(&same(i));
+        }
+        g.restart(); // the attempt was dropped: its calls never happened
+        for i in 1..=4 {
+            g.observe(&same(i));
+        }
+        // Dispatched out of order (a parallel batch): verdicts follow the model's order.
+        g.observe(&same(5));
+        assert!(g.refusal(&same(5)).is_some());
+        assert_eq!(g.refusal(&same(2)), None);
+        g.sync(&(1..=5).map(same).collect::<Vec<_>>());
+        assert!(g.refusal(&same(5)).is_some());
+        assert_eq!(g.refusal(&same(4)), None);
+    }
+}

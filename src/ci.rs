@@ -1,0 +1,191 @@
+//! The CI features of SPEC §9 as seen by the agent loop: one `CiRun` per run bundles the
+//! `--jsonl` event stream, the `--verify` rounds, the budgets and price table, and the
+//! repeated-call guard, behind a handful of calls the loop makes at fixed points (before
+//! a request, on stream notices, after a turn, when the model stops). It is also the
+//! dispatcher's `Watch`, so tool events and refusals happen on the dispatching thread,
+//! early-started calls included. The logic lives in `events`, `verify` and `budget`.
+
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use serde_json::json;
+
+use crate::agent::{Outcome, lock};
+use crate::budget::{Budget, Prices, RepeatGuard};
+use crate::config::Config;
+use crate::dispatch::{CallOutcome, Watch};
+use crate::events::Events;
+use crate::provider::StreamNotice;
+use crate::tools::ToolContext;
+use crate::transcript::{RunRecord, Status};
+use crate::turn::{PendingCall, Turn};
+use crate::verify::{Verdict, Verifier};
+
+/// How much of a tool result a `tool.finished` event carries: a glance, not the output
+/// (the transcript has the call; the model saw the result).
+const EVENT_CONTENT_CHARS: usize = 1_000;
+
+pub struct CiRun {
+    pub events: Arc<Events>,
+    pub verifier: Option<Verifier>,
+    pub budget: Budget,
+    pub prices: Prices,
+    pub repeats: RepeatGuard,
+    /// The turn being streamed or executed, for tool events.
+    turn: AtomicU32,
+}
+
+impl CiRun {
+    pub fn new(config: &Config, events: Arc<Events>) -> Self {
+        CiRun {
+            events,
+            verifier: config.verify.clone().map(Verifier::new),
+            budget: config.budget,
+            prices: config.prices.clone(),
+            repeats: RepeatGuard::default(),
+            turn: AtomicU32::new(0),
+        }
+    }
+
+    /// No events, no verification, no budget (the repeat guard still applies).
+    pub fn off() -> Self {
+        CiRun {
+            events: Arc::new(Events::disabled()),
+            verifier: None,
+            budget: Budget::default(),
+            prices: Prices::default(),
+            repeats: RepeatGuard::default(),
+            turn: AtomicU32::new(0),
+        }
+    }
+
+    /// `run.started`, and the initial `cost_usd` (0, or null for an unknown model).
+    pub fn run_started(&self, config: &Config, record: &Mutex<RunRecord>) {
+        let mut r = lock(record);
+        r.cost_usd = self.prices.cost(&r.model, &r.usage);
+        self.events.emit(
+            "run.started",
+            json!({"model": r.model, "workspace": r.workspace.display().to_string(),
+                   "tools": r.tools, "prompt": config.prompt, "max_turns": config.max_turns,
+                   "verify": config.verify.as_ref().map(|v| &v.command),
+                   "agent_version": env!("CARGO_PKG_VERSION")}),
+        );
+    }
+
+    /// Before each request: a used-up budget ends the run (status `budget`); otherwise
+    /// `turn.started`.
+    pub fn before_request(&self, turn_no: u32, record: &Mutex<RunRecord>) -> Option<Outcome> {
+        let (calls, cost) = {
+            let r = lock(record);
+            (r.tool_calls.len(), r.cost_usd)
+        };
+        if let Some(msg) = self.budget.exceeded(calls, cost) {
+            return Some(Outcome::fail(Status::Budget, "budget", msg));
+        }
+        self.turn.store(turn_no, Ordering::Relaxed);
+        self.events.emit("turn.started", json!({"turn": turn_no}));
+        None
+    }
+
+    /// What the stream tells the loop: calls in the model's order, retries.
+    pub fn on_notice(&self, notice: &StreamNotice<'_>) {
+        match notice {
+            StreamNotice::ToolReady(call) => self.repeats.observe(call),
+            StreamNotice::TurnStarted => self.repeats.restart(),
+            StreamNotice::Retry {
+                attempt,
+                reason,
+                delay,
+            } => self.events.emit(
+                "retry",
+                json!({"turn": self.turn.load(Ordering::Relaxed), "attempt": attempt,
+                       "reason": reason, "delay_ms": delay.as_millis() as u64}),
+            ),
+            StreamNotice::TextDelta(_) => {}
+        }
+    }
+
+    /// The turn is complete (already in the record): cost, `assistant.message`, and —
+    /// when no tool will run for it — `turn.finished`.
+    pub fn after_turn(
+        &self,
+        turn_no: u32,
+        turn: &Turn,
+        record: &Mutex<RunRecord>,
+        runs_tools: bool,
+    ) {
+        self.repeats.sync(&turn.calls);
+        {
+            let mut r = lock(record);
+            r.cost_usd = self.prices.cost(&r.model, &r.usage);
+        }
+        self.events.emit(
+            "assistant.message",
+            json!({"turn": turn_no, "message": turn.message,
+                   "stop_reason": turn.stop_reason.as_str(), "usage": turn.usage}),
+        );
+        if !runs_tools {
+            self.turn_finished(turn_no, record);
+        }
+    }
+
+    /// The turn's tool calls were answered (or none will run): `turn.finished`.
+    pub fn turn_finished(&self, turn_no: u32, record: &Mutex<RunRecord>) {
+        self.repeats.commit();
+        let r = lock(record);
+        let calls = r.tool_calls.iter().filter(|c| c.turn == turn_no).count();
+        self.events.emit(
+            "turn.finished",
+            json!({"turn": turn_no, "stop_reason": r.stop_reason, "tool_calls": calls,
+                   "usage": r.usage, "cost_usd": r.cost_usd}),
+        );
+    }
+
+    /// The model stopped: run `--verify` if given.
+    pub fn after_stop(
+        &self,
+        ctx: &ToolContext,
+        record: &Mutex<RunRecord>,
+        turns_left: bool,
+    ) -> Verdict {
+        match &self.verifier {
+            None => Verdict::Passed,
+            Some(v) => v.verify(ctx, &self.events, record, turns_left),
+        }
+    }
+}
+
+impl Watch for CiRun {
+    fn started(&self, call: &PendingCall) {
+        if !self.events.enabled() {
+            return;
+        }
+        let input = call.input.as_ref().ok();
+        self.events.emit(
+            "tool.started",
+            json!({"turn": self.turn.load(Ordering::Relaxed), "id": call.id,
+                   "name": call.name, "input": input}),
+        );
+    }
+
+    fn refuse(&self, call: &PendingCall) -> Option<String> {
+        self.repeats.refusal(call)
+    }
+
+    fn finished(&self, call: &PendingCall, outcome: &CallOutcome) {
+        if !self.events.enabled() {
+            return;
+        }
+        let content = &outcome.result.content;
+        let shown: String = content.chars().take(EVENT_CONTENT_CHARS).collect();
+        self.events.emit(
+            "tool.finished",
+            json!({"turn": self.turn.load(Ordering::Relaxed), "id": call.id,
+                   "name": call.name, "is_error": outcome.result.is_error,
+                   "denied": outcome.denial.is_some(),
+                   "duration_ms": outcome.duration.as_millis() as u64,
+                   "content": shown, "content_truncated": shown.len() < content.len()}),
+        );
+    }
+}

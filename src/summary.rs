@@ -1,0 +1,448 @@
+//! `agent summary TRANSCRIPT`: renders a transcript as the Markdown step summary of the
+//! GitHub Action (`ci/action/run.sh`), or with `--github-output` as the step's outputs.
+//! In Rust rather than jq in the script: one tested renderer, no tool to install on the
+//! runner, and the same escaping everywhere.
+//!
+//! What it shows: status, turns, tokens, cost, a table of tool calls (name, a short input
+//! summary, ok/error, duration), files changed, `git diff --stat`, and each verification
+//! with only a short tail of its output. Never tool output, never the environment; the
+//! transcript it reads was already redacted of secrets when it was written.
+
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde_json::Value;
+
+use crate::cli::SummaryArgs;
+use crate::output;
+
+/// Rows of the tool-call table; a long run's summary stays readable (the transcript has all).
+const MAX_TOOL_ROWS: usize = 50;
+/// A tool input is summarised to one short line.
+const INPUT_SUMMARY_CHARS: usize = 80;
+/// The final answer shown in the summary.
+const RESULT_CHARS: usize = 3_000;
+/// The tail of a failing verification's output shown in the summary.
+const VERIFY_TAIL_LINES: usize = 20;
+const VERIFY_TAIL_CHARS: usize = 1_500;
+/// Lines of `git diff --stat` shown.
+const DIFF_STAT_LINES: usize = 40;
+/// Files listed.
+const MAX_FILE_ROWS: usize = 100;
+
+pub(crate) fn summary_command(args: &SummaryArgs) -> ExitCode {
+    let t = match read_transcript(&args.transcript) {
+        Ok(t) => t,
+        Err(e) => {
+            output::error(&e);
+            return ExitCode::from(2);
+        }
+    };
+    let text = if args.github_output {
+        github_outputs(&t, &args.transcript)
+    } else {
+        markdown(&t)
+    };
+    output::print_stdout(&text);
+    ExitCode::SUCCESS
+}
+
+fn read_transcript(path: &Path) -> Result<Value, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read the transcript {}: {e}", path.display()))?;
+    let v: Value = serde_json::from_str(&text)
+        .map_err(|e| format!("{} is not a JSON transcript: {e}", path.display()))?;
+    if !v.is_object() || v.get("status").is_none() {
+        return Err(format!("{} is not an agent transcript", path.display()));
+    }
+    Ok(v)
+}
+
+/// `name=value` lines for `$GITHUB_OUTPUT`; the multi-line result uses the heredoc form
+/// with a delimiter that does not occur in it.
+pub(crate) fn github_outputs(t: &Value, path: &Path) -> String {
+    let status = t["status"].as_str().unwrap_or("error");
+    let result = t["result"].as_str().unwrap_or("");
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let mut delim = format!("ghadelimiter_{nanos:x}");
+    while result.contains(&delim) {
+        delim.push('_');
+    }
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    format!(
+        "status={}\nresult<<{delim}\n{result}\n{delim}\ntranscript={}\n",
+        one_line(status),
+        one_line(&abs.display().to_string())
+    )
+}
+
+fn one_line(s: &str) -> String {
+    s.replace(['\n', '\r'], " ")
+}
+
+/// HTML-escaped inline code, safe inside a Markdown table cell.
+fn code(s: &str) -> String {
+    let flat = s.replace(['\n', '\r', '\t'], " ");
+    let esc = flat
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('|', "&#124;");
+    format!("<code>{esc}</code>")
+}
+
+/// A fenced block whose fence is longer than any backtick run inside.
+fn fenced(lang: &str, body: &str) -> String {
+    let mut run = 0;
+    let mut longest = 0;
+    for c in body.chars() {
+        run = if c == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    let fence = "`".repeat(longest.max(2) + 1);
+    format!("{fence}{lang}\n{}\n{fence}\n", body.trim_end_matches('\n'))
+}
+
+fn cut(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+fn tail_lines(s: &str, lines: usize, chars: usize) -> String {
+    let all: Vec<&str> = s.trim_end_matches('\n').lines().collect();
+    let kept = all[all.len().saturating_sub(lines)..].join("\n");
+    crate::verify::tail(&kept, chars)
+}
+
+fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn secs(ms: &Value) -> String {
+    format!("{:.1} s", ms.as_u64().unwrap_or(0) as f64 / 1000.0)
+}
+
+/// One short line describing a call's input: its command, path or pattern.
+fn input_summary(input: &Value) -> String {
+    let field = |k: &str| input.get(k).and_then(Value::as_str);
+    let s = match (field("command"), field("pattern"), field("path")) {
+        (Some(c), _, _) => c.to_string(),
+        (None, Some(p), Some(path)) => format!("{p} in {path}"),
+        (None, Some(p), None) => p.to_string(),
+        (None, None, Some(path)) => path.to_string(),
+        _ => input.to_string(),
+    };
+    cut(&s, INPUT_SUMMARY_CHARS)
+}
+
+/// The Markdown step summary.
+pub(crate) fn markdown(t: &Value) -> String {
+    let status = t["status"].as_str().unwrap_or("unknown");
+    let icon = match status {
+        "success" => "✅",
+        "verify_failed" | "max_turns" | "budget" | "timeout" => "⚠️",
+        _ => "❌",
+    };
+    let mut md = format!("### agent: {icon} {status}\n\n| | |\n|---|---|\n");
+    let mut row = |k: &str, v: String| md.push_str(&format!("| {k} | {v} |\n"));
+    row("Status", code(status));
+    if let Some(m) = t["model"].as_str() {
+        row("Model", code(m));
+    }
+    row("Turns", t["num_turns"].as_u64().unwrap_or(0).to_string());
+    let u = &t["usage"];
+    let n = |k: &str| u[k].as_u64().unwrap_or(0);
+    row(
+        "Tokens",
+        format!(
+            "{} input ({} cache read, {} cache write) · {} output",
+            thousands(n("input_tokens")),
+            thousands(n("cache_read_input_tokens")),
+            thousands(n("cache_creation_input_tokens")),
+            thousands(n("output_tokens"))
+        ),
+    );
+    row(
+        "Cost",
+        match t["cost_usd"].as_f64() {
+            Some(c) => format!("${c:.4}"),
+            None => "unknown (no price for this model)".to_string(),
+        },
+    );
+    row(
+        "Duration",
+        format!(
+            "{} (API {})",
+            secs(&t["duration_ms"]),
+            secs(&t["api_duration_ms"])
+        ),
+    );
+    if let Some(r) = t["retries"].as_u64().filter(|r| *r > 0) {
+        row("API retries", r.to_string());
+    }
+    if let Some(d) = t["permission_denials"].as_array().filter(|d| !d.is_empty()) {
+        row("Denied calls", d.len().to_string());
+    }
+    md.push('\n');
+    if let Some(kind) = t["error"]["kind"].as_str() {
+        let msg = t["error"]["message"].as_str().unwrap_or("");
+        md.push_str(&format!(
+            "**Error** {}: {}\n\n",
+            code(kind),
+            code(&cut(msg, 500))
+        ));
+    }
+    verification_section(t, &mut md);
+    tool_section(t, &mut md);
+    files_section(t, &mut md);
+    if let Some(result) = t["result"].as_str().filter(|r| !r.trim().is_empty()) {
+        md.push_str("#### Result\n\n");
+        md.push_str(&fenced("text", &cut(result, RESULT_CHARS)));
+        md.push('\n');
+    }
+    md
+}
+
+fn verification_section(t: &Value, md: &mut String) {
+    let Some(vs) = t["verifications"].as_array().filter(|v| !v.is_empty()) else {
+        return;
+    };
+    md.push_str("#### Verification\n\n| Round | Command | Exit | Result | Duration |\n|---|---|---|---|---|\n");
+    for v in vs {
+        let exit = match (v["exit_code"].as_i64(), v["timed_out"].as_bool()) {
+            (_, Some(true)) => "timeout".to_string(),
+            (Some(c), _) => c.to_string(),
+            (None, _) => "—".to_string(),
+        };
+        let passed = v["passed"].as_bool().unwrap_or(false);
+        md.push_str(&format!(
+            "| {} | {} | {exit} | {} | {} |\n",
+            v["round"].as_u64().unwrap_or(0),
+            code(&cut(
+                v["command"].as_str().unwrap_or(""),
+                INPUT_SUMMARY_CHARS
+            )),
+            if passed { "✅ passed" } else { "❌ failed" },
+            secs(&v["duration_ms"])
+        ));
+    }
+    md.push('\n');
+    if let Some(last) = vs.last().filter(|v| v["passed"] != Value::Bool(true)) {
+        let tail = tail_lines(
+            last["output_tail"].as_str().unwrap_or(""),
+            VERIFY_TAIL_LINES,
+            VERIFY_TAIL_CHARS,
+        );
+        md.push_str("<details><summary>Output of the last verification (tail)</summary>\n\n");
+        md.push_str(&fenced("text", &tail));
+        md.push_str("\n</details>\n\n");
+    }
+}
+
+fn tool_section(t: &Value, md: &mut String) {
+    let calls = t["tool_calls"].as_array().cloned().unwrap_or_default();
+    md.push_str(&format!("#### Tool calls ({})\n\n", calls.len()));
+    if calls.is_empty() {
+        md.push_str("None.\n\n");
+        return;
+    }
+    md.push_str("| # | Turn | Tool | Input | Result | Duration |\n|---|---|---|---|---|---|\n");
+    for (i, c) in calls.iter().take(MAX_TOOL_ROWS).enumerate() {
+        md.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} ms |\n",
+            i + 1,
+            c["turn"].as_u64().unwrap_or(0),
+            code(c["name"].as_str().unwrap_or("?")),
+            code(&input_summary(&c["input"])),
+            if c["is_error"].as_bool().unwrap_or(false) {
+                "error"
+            } else {
+                "ok"
+            },
+            c["duration_ms"].as_u64().unwrap_or(0)
+        ));
+    }
+    if calls.len() > MAX_TOOL_ROWS {
+        md.push_str(&format!(
+            "\n… and {} more (see the transcript).\n",
+            calls.len() - MAX_TOOL_ROWS
+        ));
+    }
+    md.push('\n');
+}
+
+fn files_section(t: &Value, md: &mut String) {
+    let files = t["files_changed"].as_array().cloned().unwrap_or_default();
+    md.push_str(&format!("#### Files changed ({})\n\n", files.len()));
+    if files.is_empty() {
+        md.push_str("None.\n\n");
+    }
+    for f in files.iter().take(MAX_FILE_ROWS) {
+        md.push_str(&format!(
+            "- {} {}\n",
+            f["change"].as_str().unwrap_or("?"),
+            code(f["path"].as_str().unwrap_or("?"))
+        ));
+    }
+    if files.len() > MAX_FILE_ROWS {
+        md.push_str(&format!("- … and {} more\n", files.len() - MAX_FILE_ROWS));
+    }
+    if !files.is_empty() {
+        md.push('\n');
+    }
+    if let Some(stat) = t["git_diff_stat"].as_str().filter(|s| !s.trim().is_empty()) {
+        let lines: Vec<&str> = stat.lines().collect();
+        let shown = if lines.len() > DIFF_STAT_LINES {
+            let mut v = lines[..DIFF_STAT_LINES - 1].to_vec();
+            v.push(lines[lines.len() - 1]); // the totals line
+            v.join("\n")
+        } else {
+            lines.join("\n")
+        };
+        md.push_str("<details><summary>git diff --stat</summary>\n\n");
+        md.push_str(&fenced("text", &shown));
+        md.push_str("\n</details>\n\n");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn transcript() -> Value {
+        json!({
+            "version": 1, "status": "success", "is_error": false,
+            "result": "Fixed the `off by one` in mean().", "error": null,
+            "model": "claude-sonnet-4-5", "num_turns": 3, "duration_ms": 12_345,
+            "api_duration_ms": 9_000,
+            "usage": {"input_tokens": 1234567, "output_tokens": 890,
+                      "cache_creation_input_tokens": 10, "cache_read_input_tokens": 20},
+            "cost_usd": 0.01234, "retries": 0,
+            "tool_calls": [
+                {"id": "t1", "name": "Bash", "input": {"command": "sed -n '1|2p' a | wc"},
+                 "is_error": false, "batch": 1, "duration_ms": 12, "turn": 1},
+                {"id": "t2", "name": "EditFile", "input": {"path": "lib/stats.sh",
+                 "old_string": "SECRET-ish old text", "new_string": "x"},
+                 "is_error": true, "batch": 2, "duration_ms": 3, "turn": 2}
+            ],
+            "files_changed": [{"path": "lib/stats.sh", "change": "modified"}],
+            "git_diff_stat": " lib/stats.sh | 2 +-\n 1 file changed, 1 insertion(+), 1 deletion(-)\n",
+            "verifications": [
+                {"round": 1, "command": "tests/run.sh", "exit_code": 1, "passed": false,
+                 "timed_out": false, "duration_ms": 50,
+                 "output_tail": (1..=30).map(|i| format!("line {i}\n")).collect::<String>()},
+                {"round": 2, "command": "tests/run.sh", "exit_code": 0, "passed": true,
+                 "timed_out": false, "duration_ms": 40, "output_tail": "ok\n"}
+            ]
+        })
+    }
+
+    #[test]
+    fn markdown_has_every_section() {
+        let md = markdown(&transcript());
+        for needle in [
+            "### agent: ✅ success",
+            "| Turns | 3 |",
+            "1,234,567 input (20 cache read, 10 cache write) · 890 output",
+            "| Cost | $0.0123 |",
+            "| 1 | 1 | <code>Bash</code> | <code>sed -n '1&#124;2p' a &#124; wc</code> | ok | 12 ms |",
+            "<code>lib/stats.sh</code> | error | 3 ms |",
+            "- modified <code>lib/stats.sh</code>",
+            "1 file changed",
+            "| 1 | <code>tests/run.sh</code> | 1 | ❌ failed |",
+            "| 2 | <code>tests/run.sh</code> | 0 | ✅ passed |",
+            "#### Result",
+            "Fixed the `off by one`",
+        ] {
+            assert!(md.contains(needle), "missing {needle:?} in\n{md}");
+        }
+        // Only a call's summary, never its other input fields or any output.
+        assert!(!md.contains("SECRET-ish"), "{md}");
+        // The last round passed: no failing output shown.
+        assert!(!md.contains("line 30"), "{md}");
+    }
+
+    #[test]
+    fn failing_verification_shows_only_a_short_tail() {
+        let mut t = transcript();
+        t["status"] = json!("verify_failed");
+        t["verifications"].as_array_mut().unwrap().pop();
+        t["cost_usd"] = Value::Null;
+        t["error"] = json!({"kind": "verify_failed", "message": "still fails"});
+        let md = markdown(&t);
+        assert!(md.contains("### agent: ⚠️ verify_failed"), "{md}");
+        assert!(md.contains("unknown (no price for this model)"), "{md}");
+        assert!(md.contains("**Error** <code>verify_failed</code>"), "{md}");
+        assert!(md.contains("line 30") && md.contains("line 11"), "{md}");
+        assert!(
+            !md.contains("line 10\n"),
+            "only the last {VERIFY_TAIL_LINES} lines: {md}"
+        );
+    }
+
+    #[test]
+    fn long_lists_are_capped() {
+        let mut t = transcript();
+        let call = t["tool_calls"][0].clone();
+        t["tool_calls"] = Value::Array(vec![call; MAX_TOOL_ROWS + 5]);
+        let md = markdown(&t);
+        assert!(md.contains("… and 5 more"), "{md}");
+        assert_eq!(md.matches("<code>Bash</code>").count(), MAX_TOOL_ROWS);
+    }
+
+    #[test]
+    fn fences_outgrow_backticks_in_the_body() {
+        let f = fenced("text", "a ``` b");
+        assert!(
+            f.starts_with("````text\n") && f.ends_with("\n````\n"),
+            "{f}"
+        );
+    }
+
+    #[test]
+    fn github_outputs_use_a_safe_heredoc() {
+        let mut t = transcript();
+        t["result"] = json!("two\nlines");
+        let out = github_outputs(&t, Path::new("/tmp/t.json"));
+        let mut lines = out.lines();
+        assert_eq!(lines.next(), Some("status=success"));
+        let head = lines.next().unwrap();
+        let delim = head.strip_prefix("result<<").unwrap();
+        assert_eq!(lines.next(), Some("two"));
+        assert_eq!(lines.next(), Some("lines"));
+        assert_eq!(lines.next(), Some(delim));
+        assert_eq!(lines.next(), Some("transcript=/tmp/t.json"));
+    }
+
+    #[test]
+    fn bad_files_are_reported() {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("t.json");
+        assert!(read_transcript(&f).unwrap_err().contains("cannot read"));
+        std::fs::write(&f, "nope").unwrap();
+        assert!(read_transcript(&f).unwrap_err().contains("not a JSON"));
+        std::fs::write(&f, "[1]").unwrap();
+        assert!(
+            read_transcript(&f)
+                .unwrap_err()
+                .contains("not an agent transcript")
+        );
+    }
+}

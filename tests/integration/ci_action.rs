@@ -1,0 +1,212 @@
+//! The GitHub Action (`ci/action.yml` and `ci/action/run.sh`): the YAML declares the
+//! documented inputs and outputs, and the run script, driven locally against the mock
+//! with GITHUB_OUTPUT and GITHUB_STEP_SUMMARY in temporary files, runs the agent, sets
+//! the outputs and writes the Markdown summary without secrets or tool output.
+
+use crate::support::*;
+use serde_json::json;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn ci_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("ci")
+}
+
+#[test]
+fn action_yml_declares_the_documented_inputs_and_outputs() {
+    let text = std::fs::read_to_string(ci_dir().join("action.yml")).unwrap();
+    let y: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+    let keys = |v: &serde_yaml::Value| -> Vec<String> {
+        let mut k: Vec<String> = v
+            .as_mapping()
+            .unwrap()
+            .keys()
+            .map(|k| k.as_str().unwrap().to_string())
+            .collect();
+        k.sort();
+        k
+    };
+    assert_eq!(
+        keys(&y["inputs"]),
+        ["api-key", "args", "prompt", "workspace"]
+    );
+    assert_eq!(
+        y["inputs"]["prompt"]["required"],
+        serde_yaml::Value::Bool(true)
+    );
+    assert_eq!(
+        keys(&y["outputs"]),
+        ["exit-code", "result", "status", "transcript"]
+    );
+    for out in ["exit-code", "result", "status", "transcript"] {
+        let v = y["outputs"][out]["value"].as_str().unwrap();
+        assert_eq!(v, format!("${{{{ steps.run.outputs.{out} }}}}"));
+    }
+    assert_eq!(y["runs"]["using"], "composite");
+    let steps = y["runs"]["steps"].as_sequence().unwrap();
+    let run = steps.iter().find(|s| s["id"] == "run").unwrap();
+    assert!(run["run"].as_str().unwrap().contains("action/run.sh"));
+    assert_eq!(run["env"]["ANTHROPIC_API_KEY"], "${{ inputs.api-key }}");
+    assert!(ci_dir().join("action/run.sh").is_file());
+    // The example workflows parse too.
+    for ex in ["fix-tests-on-pr.yml", "batch-matrix.yml"] {
+        let text = std::fs::read_to_string(ci_dir().join("examples").join(ex)).unwrap();
+        let w: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+        assert!(w["jobs"].is_mapping(), "{ex}");
+    }
+}
+
+/// `name=value` and `name<<DELIM … DELIM` entries of a GITHUB_OUTPUT file.
+fn parse_outputs(text: &str) -> HashMap<String, String> {
+    let mut out = HashMap::new();
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        if let Some((name, delim)) = line.split_once("<<") {
+            let mut value = Vec::new();
+            for l in lines.by_ref() {
+                if l == delim {
+                    break;
+                }
+                value.push(l);
+            }
+            out.insert(name.to_string(), value.join("\n"));
+        } else if let Some((name, value)) = line.split_once('=') {
+            out.insert(name.to_string(), value.to_string());
+        }
+    }
+    out
+}
+
+fn run_script(
+    env: &TestEnv,
+    args: &str,
+    prompt: &str,
+) -> (RunOutput, String, HashMap<String, String>) {
+    let outputs = env.out("github_output");
+    let summary = env.out("step_summary");
+    std::fs::write(&summary, "previous step\n").unwrap();
+    let mut c = env.command(&[]);
+    c.env("AGENT_BIN", env!("CARGO_BIN_EXE_agent"))
+        .env("AGENT_PROMPT", prompt)
+        .env("AGENT_ARGS", args)
+        .env("AGENT_WORKSPACE", ".")
+        .env("RUNNER_TEMP", env.out(""))
+        .env("GITHUB_OUTPUT", &outputs)
+        .env("GITHUB_STEP_SUMMARY", &summary);
+    let mut script = Command::new("bash");
+    script.arg(ci_dir().join("action/run.sh"));
+    // The clean environment TestEnv prepared for the agent, given to the script instead.
+    script.env_clear();
+    for (k, v) in c.get_envs() {
+        if let Some(v) = v {
+            script.env(k, v);
+        }
+    }
+    script
+        .current_dir(env.ws())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let out = env.spawn_command(script).wait();
+    let summary = std::fs::read_to_string(&summary).unwrap();
+    let outputs = parse_outputs(&std::fs::read_to_string(&outputs).unwrap_or_default());
+    (out, summary, outputs)
+}
+
+#[test]
+fn run_script_sets_outputs_and_writes_the_summary() {
+    let env = TestEnv::new(vec![
+        Reply::Sse(
+            Turn::new()
+                .text("Running the tests.")
+                .tool(
+                    "toolu_b",
+                    "Bash",
+                    json!({"command": "echo TOOL-OUTPUT-MARKER; sh check.sh"}),
+                )
+                .frames(),
+        ),
+        Reply::Sse(
+            Turn::new()
+                .tool(
+                    "toolu_w",
+                    "WriteFile",
+                    json!({"path": "fixed.txt", "content": "ok\n"}),
+                )
+                .frames(),
+        ),
+        Reply::Sse(turn_text("Fixed it.\nThe check passes.")),
+    ]);
+    env.write(
+        "check.sh",
+        "grep -qx ok fixed.txt || { echo 'FAIL: VERIFY-TAIL'; exit 1; }\n",
+    );
+    let (out, summary, outputs) = run_script(
+        &env,
+        r#"--full-auto --verify "sh check.sh" --max-turns '10'"#,
+        "Make check.sh pass",
+    );
+    out.assert_code(0).assert_no_secret();
+    assert_eq!(outputs["status"], "success");
+    assert_eq!(outputs["exit-code"], "0");
+    assert_eq!(outputs["result"], "Fixed it.\nThe check passes.");
+    let transcript = read_json(Path::new(&outputs["transcript"]));
+    assert_eq!(transcript["status"], "success");
+    assert_eq!(transcript["verifications"][0]["passed"], true);
+    assert!(
+        summary.starts_with("previous step\n"),
+        "appended: {summary}"
+    );
+    for needle in [
+        "### agent: ✅ success",
+        "| Turns | 3 |",
+        "Tokens",
+        "| Cost | unknown",
+        "#### Tool calls (2)",
+        "<code>Bash</code> | <code>echo TOOL-OUTPUT-MARKER; sh check.sh</code> | ok |",
+        "<code>WriteFile</code> | <code>fixed.txt</code> | ok |",
+        "#### Files changed (1)",
+        "- created <code>fixed.txt</code>",
+        "#### Verification",
+        "| 1 | <code>sh check.sh</code> | 0 | ✅ passed |",
+        "Fixed it.",
+    ] {
+        assert!(summary.contains(needle), "missing {needle:?} in\n{summary}");
+    }
+    // The Bash command shows; its output does not.
+    assert_eq!(
+        summary.matches("TOOL-OUTPUT-MARKER").count(),
+        1,
+        "{summary}"
+    );
+    assert!(!summary.contains(API_KEY));
+    env.server.assert_invariants();
+}
+
+#[test]
+fn run_script_reports_a_failed_verification_and_its_exit_code() {
+    let env = TestEnv::new(vec![Reply::Sse(turn_text("Done."))]);
+    env.write("check.sh", "echo 'FAIL: VERIFY-TAIL'; exit 1\n");
+    let (out, summary, outputs) = run_script(&env, "--verify 'sh check.sh' --max-verify 1", "fix");
+    out.assert_code(4);
+    assert_eq!(outputs["status"], "verify_failed");
+    assert_eq!(outputs["exit-code"], "4");
+    assert!(summary.contains("### agent: ⚠️ verify_failed"), "{summary}");
+    assert!(summary.contains("❌ failed"), "{summary}");
+    assert!(
+        summary.contains("FAIL: VERIFY-TAIL"),
+        "the short tail: {summary}"
+    );
+}
+
+#[test]
+fn run_script_without_a_transcript_still_sets_outputs() {
+    let env = TestEnv::new(vec![]);
+    let (out, summary, outputs) = run_script(&env, "--max-turns 0", "x");
+    out.assert_code(2);
+    assert_eq!(outputs["status"], "error");
+    assert_eq!(outputs["exit-code"], "2");
+    assert!(summary.contains("did not start (exit 2)"), "{summary}");
+    assert_eq!(env.server.request_count(), 0);
+}
