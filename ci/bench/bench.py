@@ -361,14 +361,16 @@ def bench_search(agent, fd, tree, pattern, out_dir):
     res["fd_files"] = len(fd_out.stdout.splitlines())
     t = subprocess.run([agent, "run", "x", "--replay", grep_cassette, "-C", tree, "--json", "-q"],
                        capture_output=True, text=True)
-    _, _, meta = first_tool_result(t.stdout)
+    _, res["agent_grep_tool_s"], meta = first_tool_result(t.stdout)
+    res["agent_grep_run_s"] = json.loads(t.stdout)["duration_ms"] / 1000.0
     res["agent_grep_matches"] = meta.get("matches", "?")
     res["agent_grep_files"] = meta.get("files_considered", "?")
     rg_files = subprocess.run(["rg", "--files", tree], capture_output=True, text=True)
     res["rg_files"] = len(rg_files.stdout.splitlines())
     t = subprocess.run([agent, "run", "x", "--replay", glob_cassette, "-C", tree, "--json", "-q"],
                        capture_output=True, text=True)
-    _, _, meta = first_tool_result(t.stdout)
+    _, res["agent_glob_tool_s"], meta = first_tool_result(t.stdout)
+    res["agent_glob_run_s"] = json.loads(t.stdout)["duration_ms"] / 1000.0
     res["agent_glob_files"] = meta.get("matches", "?")
 
     # The peers as the issue names them, and the same peers told to look at exactly the
@@ -522,6 +524,12 @@ def report(m, versions, session, search, streaming, startup):
         "hidden files; plain rg and fd do the opposite, hence the \"same files\" rows. All honour "
         "ignore files and walk the whole tree: agent's Grep caps at 100 matches, and the regex is "
         "rare, so it never stops early. The verdict takes the larger of the two ratios.")
+    add("")
+    add(f"Where agent's time goes (one `--json` run each, from the transcript): the Grep call itself "
+        f"took {ms(search['agent_grep_tool_s'])} of a {ms(search['agent_grep_run_s'])} run, the Glob "
+        f"call {ms(search['agent_glob_tool_s'])} of {ms(search['agent_glob_run_s'])}; the rest is the "
+        "run around the tool (start-up, the workspace scans for `files_changed`, `git diff --stat`, "
+        "the transcript).")
     add("")
     gr, glr = max(grep_ratio, grep_same), max(glob_ratio, glob_same)
     targets.append(("Grep ≤ 1.3 × rg", f"{gr:.2f}×", gr <= T_SEARCH_FACTOR,
