@@ -79,6 +79,8 @@ impl Agent<'_> {
         self.ci.run_started(self.config, self.record);
         let mut next_batch = 0u32;
         let mut turn_no = 0u32;
+        // Benchmarking switch (README "Performance"): run every call only after message_stop.
+        let early_tools = std::env::var_os("AGENT_NO_EARLY_TOOLS").is_none_or(|v| v != "1");
         loop {
             if self.cancelled.load(Ordering::SeqCst) {
                 return Outcome::fail(Status::Interrupted, "interrupted", "the run was stopped");
@@ -104,7 +106,10 @@ impl Agent<'_> {
             let t0 = Instant::now();
             let mut chars = 0usize;
             let early_results: EarlyResults = Mutex::new(Vec::new());
-            let mut early = EarlyStart::new(turn_no < self.config.max_turns, &early_results);
+            let mut early = EarlyStart::new(
+                early_tools && turn_no < self.config.max_turns,
+                &early_results,
+            );
             let result = match scheduler::pool() {
                 Some(pool) => pool.in_place_scope(|scope| {
                     provider.stream_turn(&request, &mut |n| {

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The benchmark suite in one command, from a clean clone (issue 6): installs what it needs
+# (hyperfine, ripgrep, fd-find from Debian; Claude Code from npm into ci/bench/node_modules),
+# builds the release binary, runs ci/bench/bench.py, prints the table and writes it into
+# README.md's "Performance" section. Takes several minutes; not part of .ci/run.
+#   ci/bench/run.sh [--tree DIR] [--runs N] [--no-readme]      (env: BENCH_TREE, BENCH_RUNS)
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+cd "$here/../.."
+
+need_apt=()
+command -v hyperfine >/dev/null || need_apt+=(hyperfine)
+command -v rg >/dev/null || need_apt+=(ripgrep)
+command -v fd >/dev/null || command -v fdfind >/dev/null || need_apt+=(fd-find)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "== apt-get install ${need_apt[*]}" >&2
+  sudo_=""; [ "$(id -u)" -eq 0 ] || sudo_="sudo"
+  $sudo_ apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_ apt-get install -y -qq "${need_apt[@]}" >&2
+fi
+
+if [ ! -x "$here/node_modules/.bin/claude" ]; then
+  echo "== npm install @anthropic-ai/claude-code (into ci/bench/node_modules)" >&2
+  if command -v npm >/dev/null; then
+    npm install --prefix "$here" --no-save --no-audit --no-fund @anthropic-ai/claude-code >&2 \
+      || echo "bench: npm install failed; claude -p will be reported as not measured" >&2
+  else
+    echo "bench: npm is not installed; claude -p will be reported as not measured" >&2
+  fi
+fi
+
+echo "== cargo build --release" >&2
+cargo build --release >&2
+
+exec python3 "$here/bench.py" --agent target/release/agent --claude "$here/node_modules/.bin/claude" "$@"
