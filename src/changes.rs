@@ -1,7 +1,8 @@
 //! `files_changed` and `git_diff_stat` (SPEC §7, §9). The file tools report what they
 //! change (`RunRecord::note_file_change`); a Bash `rm`, `touch` or `sed -i` does not, so
-//! the workspace is also scanned: a cheap snapshot (relative path → size, mtime) taken
-//! before the first request and again when the run ends, with the same walker as Glob
+//! the workspace is also scanned when a command can run (Bash enabled, hooks, or
+//! `--verify`): a cheap snapshot (relative path → size, mtime) taken before the first
+//! request and again when the run ends, with the same walker as Glob
 //! and Grep (`.gitignore` honoured; `.git`, `target`, `node_modules` … skipped).
 //!
 //! Merge rule: for every path the scans saw, the scans decide (absent → present is
@@ -140,6 +141,10 @@ fn merge(record: &mut RunRecord, before: &Snapshot, after: &Snapshot) {
 /// `git diff --stat` in the workspace, or None outside a git work tree (or when git is
 /// missing or fails). Runs through the Bash machinery: scrubbed env, timeout, truncation.
 pub fn git_diff_stat(ctx: &ToolContext) -> Option<String> {
+    // Spawning git costs milliseconds; most workspaces outside git are plain to see.
+    if !ctx.workspace.ancestors().any(|d| d.join(".git").exists()) {
+        return None;
+    }
     let script = format!(
         "git rev-parse --is-inside-work-tree >/dev/null 2>&1 || exit {NOT_A_REPO}\n\
          exec git --no-pager diff --stat"

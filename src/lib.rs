@@ -290,7 +290,10 @@ fn run_command(args: &RunArgs) -> ExitCode {
         output_file: config.output_file.clone(),
         done: Mutex::new(false),
         events,
-        baseline: Some(changes::Baseline::take(&config.workspace, own_files)),
+        // The file tools report their own changes; only commands (Bash, hooks, --verify)
+        // can change files behind their back, so only then is the workspace scanned.
+        baseline: commands_may_write(&config, &registry)
+            .then(|| changes::Baseline::take(&config.workspace, own_files)),
         cancelled: Arc::new(AtomicBool::new(false)),
     });
     watch_signals(finisher.clone());
@@ -339,6 +342,14 @@ fn absolute(path: &std::path::Path) -> PathBuf {
         (Some(dir), Some(name)) => dir.join(name),
         _ => abs,
     }
+}
+
+/// Whether anything but the file tools may change the workspace during the run.
+fn commands_may_write(config: &Config, registry: &Registry) -> bool {
+    registry.get("Bash").is_some()
+        || config.verify.is_some()
+        || !config.settings.pre_tool_use.is_empty()
+        || !config.settings.post_tool_use.is_empty()
 }
 
 /// Where this run saves oversized results and full command output.
