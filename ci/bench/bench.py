@@ -528,8 +528,8 @@ def report(m, versions, session, search, streaming, startup):
     add(f"Where agent's time goes (one `--json` run each, from the transcript): the Grep call itself "
         f"took {ms(search['agent_grep_tool_s'])} of a {ms(search['agent_grep_run_s'])} run, the Glob "
         f"call {ms(search['agent_glob_tool_s'])} of {ms(search['agent_glob_run_s'])}; the rest is the "
-        "run around the tool (start-up, the workspace scans for `files_changed`, `git diff --stat`, "
-        "the transcript).")
+        "run around the tool (start-up, reading the cassette, writing the transcript; a read-only "
+        "run does not scan the workspace for `files_changed`).")
     add("")
     gr, glr = max(grep_ratio, grep_same), max(glob_ratio, glob_same)
     targets.append(("Grep ≤ 1.3 × rg", f"{gr:.2f}×", gr <= T_SEARCH_FACTOR,
