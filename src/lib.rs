@@ -43,7 +43,7 @@ use serde_json::json;
 
 use crate::agent::{Agent, lock};
 use crate::cli::{Cli, Command, ProviderKind, RunArgs, ToolsArgs};
-use crate::config::{Config, ProcessEnv, Verbosity};
+use crate::config::{Config, ProcessEnv};
 use crate::error::Error;
 use crate::policy::PolicyGate;
 use crate::provider::Provider;
@@ -403,8 +403,6 @@ fn make_provider(config: &Config, registry: &Registry) -> Result<Box<dyn Provide
     let mut api = AnthropicConfig::new(config.base_url.clone(), config.api_key.clone());
     api.max_retries = config.max_retries;
     api.idle_timeout = config.idle_timeout;
-    api.verbose = config.verbosity == Verbosity::Verbose;
-    api.quiet = config.verbosity == Verbosity::Quiet;
     let mut provider = AnthropicProvider::new(api);
     if let Some(r) = recorder {
         provider.set_recorder(r);

@@ -32,10 +32,6 @@ pub(crate) struct AnthropicConfig {
     pub max_retries: u32,
     /// A stream (or a response) silent longer than this counts as dropped.
     pub idle_timeout: Duration,
-    /// Log each request to stderr.
-    pub verbose: bool,
-    /// Do not log retries to stderr (`-q`); the `Retry` notices still go out.
-    pub quiet: bool,
     /// First backoff delay (tests make it tiny).
     pub backoff_base: Duration,
 }
@@ -49,8 +45,6 @@ impl AnthropicConfig {
             api_key: api_key.into(),
             max_retries: DEFAULT_MAX_RETRIES,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
-            verbose: false,
-            quiet: false,
             backoff_base: DEFAULT_BACKOFF_BASE,
         }
     }
@@ -63,8 +57,6 @@ impl std::fmt::Debug for AnthropicConfig {
             .field("api_key", &"[REDACTED]")
             .field("max_retries", &self.max_retries)
             .field("idle_timeout", &self.idle_timeout)
-            .field("verbose", &self.verbose)
-            .field("quiet", &self.quiet)
             .field("backoff_base", &self.backoff_base)
             .finish()
     }
@@ -283,19 +275,9 @@ impl Provider for AnthropicProvider {
         let policy = RetryPolicy {
             max_retries: self.config.max_retries,
             backoff_base: self.config.backoff_base,
-            quiet: self.config.quiet,
         };
         retry::with_retries(policy, &secrets, on_notice, &mut |on_notice| {
-            if self.config.verbose {
-                crate::output::debug(&format!(
-                    "POST {} (model {}, {} messages, {} tools, {} bytes)",
-                    self.url,
-                    request.model,
-                    request.messages.len(),
-                    request.tools.len(),
-                    body.len()
-                ));
-            }
+            retry::log_request(&self.url, request, body.len());
             self.attempt(&body, request, on_notice)
         })
     }
@@ -479,7 +461,6 @@ mod tests {
             max_retries: 4,
             idle_timeout: Duration::from_secs(10),
             backoff_base: Duration::from_millis(1),
-            quiet: true,
             ..AnthropicConfig::new(format!("{}/", server.base_url), KEY)
         }
     }
@@ -885,7 +866,6 @@ mod tests {
         let cfg = AnthropicConfig {
             max_retries: 1,
             backoff_base: Duration::from_millis(1),
-            quiet: true,
             ..AnthropicConfig::new(format!("http://127.0.0.1:{port}"), KEY)
         };
         let (result, heard) = run(cfg);
@@ -902,7 +882,6 @@ mod tests {
     #[test]
     fn a_bad_url_is_not_retried() {
         let cfg = AnthropicConfig {
-            quiet: true,
             ..AnthropicConfig::new("not a url", KEY)
         };
         let (result, heard) = run(cfg);

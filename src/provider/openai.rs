@@ -27,7 +27,7 @@ use super::retry::{
 };
 use super::sse::SseReader;
 use super::{Provider, ProviderError, ProviderErrorKind, StreamNotice, TurnRequest};
-use crate::config::{Config, Verbosity};
+use crate::config::Config;
 use crate::output;
 use crate::protocol::{ContentBlock, Message, Role, StopReason, Usage};
 use crate::turn::{
@@ -65,10 +65,6 @@ pub(crate) struct OpenAiConfig {
     pub max_retries: u32,
     /// A stream (or a response) silent longer than this counts as dropped.
     pub idle_timeout: Duration,
-    /// Log each request to stderr.
-    pub verbose: bool,
-    /// Do not log retries to stderr (`-q`); the `Retry` notices still go out.
-    pub quiet: bool,
     /// First backoff delay (tests make it tiny).
     pub backoff_base: Duration,
 }
@@ -81,8 +77,6 @@ impl OpenAiConfig {
             api_key: api_key.filter(|k| !k.is_empty()),
             max_retries: DEFAULT_MAX_RETRIES,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
-            verbose: false,
-            quiet: false,
             backoff_base: DEFAULT_BACKOFF_BASE,
         }
     }
@@ -93,8 +87,6 @@ impl OpenAiConfig {
         OpenAiConfig {
             max_retries: config.max_retries,
             idle_timeout: config.idle_timeout,
-            verbose: config.verbosity == Verbosity::Verbose,
-            quiet: config.verbosity == Verbosity::Quiet,
             ..OpenAiConfig::new(config.base_url.clone(), Some(config.api_key.clone()))
         }
     }
@@ -107,8 +99,6 @@ impl std::fmt::Debug for OpenAiConfig {
             .field("api_key", &self.api_key.as_ref().map(|_| "[REDACTED]"))
             .field("max_retries", &self.max_retries)
             .field("idle_timeout", &self.idle_timeout)
-            .field("verbose", &self.verbose)
-            .field("quiet", &self.quiet)
             .field("backoff_base", &self.backoff_base)
             .finish()
     }
@@ -186,19 +176,9 @@ impl Provider for OpenAiProvider {
         let policy = RetryPolicy {
             max_retries: self.config.max_retries,
             backoff_base: self.config.backoff_base,
-            quiet: self.config.quiet,
         };
         retry::with_retries(policy, &secrets, on_notice, &mut |on_notice| {
-            if self.config.verbose {
-                crate::output::debug(&format!(
-                    "POST {} (model {}, {} messages, {} tools, {} bytes)",
-                    self.url,
-                    request.model,
-                    request.messages.len(),
-                    request.tools.len(),
-                    body.len()
-                ));
-            }
+            retry::log_request(&self.url, request, body.len());
             self.attempt(&body, request, on_notice)
         })
     }

@@ -59,8 +59,6 @@ pub(crate) struct RetryPolicy {
     pub max_retries: u32,
     /// First backoff delay.
     pub backoff_base: Duration,
-    /// Do not log retries to stderr; the `Retry` notices still go out.
-    pub quiet: bool,
 }
 
 /// The receiver of a turn's notices.
@@ -70,7 +68,7 @@ pub(crate) type OnNotice<'n> = dyn FnMut(StreamNotice<'_>) + 'n;
 pub(crate) type Attempt<'a> = dyn FnMut(&mut OnNotice<'_>) -> Result<Turn, AttemptError> + 'a;
 
 /// Runs `attempt` until it succeeds, fails for good, or the retries are spent. Each
-/// retry is logged (unless quiet) and announced with `StreamNotice::Retry`; messages
+/// retry is logged (a warning: -q silences it) and announced with `StreamNotice::Retry`; messages
 /// are scrubbed of `secrets` before they go anywhere.
 pub(crate) fn with_retries(
     policy: RetryPolicy,
@@ -100,14 +98,12 @@ pub(crate) fn with_retries(
             .retry_after
             .map(|d| d.min(MAX_RETRY_AFTER))
             .unwrap_or_else(|| backoff(policy.backoff_base, retries));
-        if !policy.quiet {
-            crate::output::warn(&format!(
-                "retrying in {:.1}s (attempt {retries}/{}): {}",
-                delay.as_secs_f64(),
-                policy.max_retries,
-                error.message
-            ));
-        }
+        crate::output::warn(&format!(
+            "retrying in {:.1}s (attempt {retries}/{}): {}",
+            delay.as_secs_f64(),
+            policy.max_retries,
+            error.message
+        ));
         on_notice(StreamNotice::Retry {
             attempt: retries,
             reason: &error.message,
@@ -309,6 +305,18 @@ fn is_timeout(e: &io::Error) -> bool {
         })
 }
 
+/// With -v: one line per attempt, before it is sent.
+pub(crate) fn log_request(url: &str, request: &super::TurnRequest<'_>, body_bytes: usize) {
+    if crate::output::debug_enabled() {
+        crate::output::debug(&format!(
+            "POST {url} (model {}, {} messages, {} tools, {body_bytes} bytes)",
+            request.model,
+            request.messages.len(),
+            request.tools.len(),
+        ));
+    }
+}
+
 /// A provider's stream decoder: SSE body in, one turn out.
 pub(crate) type Decoder =
     fn(&mut dyn io::BufRead, &mut dyn FnMut(StreamNotice<'_>)) -> Result<Turn, StreamFailure>;
@@ -429,7 +437,6 @@ mod tests {
     const POLICY: RetryPolicy = RetryPolicy {
         max_retries: 2,
         backoff_base: Duration::from_millis(1),
-        quiet: true,
     };
 
     #[test]
