@@ -584,32 +584,11 @@ pub(crate) fn read_turn<R: BufRead>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::provider::sse::tests::{PiecesReader, shared_fixture_dir};
+    use crate::provider::sse::tests::{Heard, PiecesReader, fixture, listen, shared_fixture_dir};
     use serde_json::json;
-    use std::path::PathBuf;
-
-    fn fixture(name: &str) -> Vec<u8> {
-        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("fixtures/sse")
-            .join(name);
-        std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-    }
-
-    /// What a turn told the loop while it streamed.
-    #[derive(Debug, Default, PartialEq)]
-    struct Heard {
-        text: String,
-        ready: Vec<PendingCall>,
-    }
 
     fn read_with_notices(reader: impl BufRead) -> (Result<Turn, StreamFailure>, Heard) {
-        let mut heard = Heard::default();
-        let result = read_turn(reader, &mut |n| match n {
-            StreamNotice::TextDelta(t) => heard.text.push_str(t),
-            StreamNotice::ToolReady(c) => heard.ready.push(c.clone()),
-            other => panic!("unexpected notice {other:?}"),
-        });
-        (result, heard)
+        listen(|on_notice| read_turn(reader, on_notice))
     }
 
     fn read(bytes: &[u8]) -> Result<Turn, StreamFailure> {

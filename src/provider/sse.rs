@@ -200,6 +200,44 @@ pub(crate) mod tests {
     use super::*;
     use std::path::PathBuf;
 
+    /// A file of the repository's own `fixtures/sse/`.
+    pub(crate) fn fixture(name: &str) -> Vec<u8> {
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/sse")
+            .join(name);
+        std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    }
+
+    /// What a decoder told the loop while a turn streamed, in order.
+    #[derive(Debug, Default, PartialEq)]
+    pub(crate) struct Heard {
+        pub text: String,
+        pub ready: Vec<crate::turn::PendingCall>,
+        /// `T` per text delta and `R` per ready call, to check the interleaving.
+        pub order: String,
+    }
+
+    /// Runs `decode` with a notice sink that records text and ready calls (any other
+    /// notice is a test failure: decoders do not retry).
+    pub(crate) fn listen<T>(
+        decode: impl FnOnce(&mut dyn FnMut(crate::provider::StreamNotice<'_>)) -> T,
+    ) -> (T, Heard) {
+        use crate::provider::StreamNotice;
+        let mut heard = Heard::default();
+        let result = decode(&mut |n| match n {
+            StreamNotice::TextDelta(t) => {
+                heard.text.push_str(t);
+                heard.order.push('T');
+            }
+            StreamNotice::ToolReady(c) => {
+                heard.ready.push(c.clone());
+                heard.order.push('R');
+            }
+            other => panic!("unexpected notice {other:?}"),
+        });
+        (result, heard)
+    }
+
     /// A `BufRead` that hands out its input in the given pieces, one piece per
     /// `fill_buf`, so that tests control exactly where reads split.
     pub(crate) struct PiecesReader {
@@ -285,13 +323,6 @@ pub(crate) mod tests {
             data: data.into(),
             id: None,
         }
-    }
-
-    fn fixture(name: &str) -> Vec<u8> {
-        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("fixtures/sse")
-            .join(name);
-        std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
     }
 
     /// Our own fixtures: every one must decode the same whatever the read boundaries.
