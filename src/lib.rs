@@ -358,7 +358,10 @@ fn spill_dir() -> PathBuf {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_nanos())
         .unwrap_or(0);
-    std::env::temp_dir().join(format!("agent-run-{}-{nanos}", std::process::id()))
+    // Canonical from the start: ReadFile's exception for it is checked on resolved paths.
+    let temp = std::env::temp_dir();
+    let temp = temp.canonicalize().unwrap_or(temp);
+    temp.join(format!("agent-run-{}-{nanos}", std::process::id()))
 }
 
 /// SIGINT and SIGTERM end the run with status `interrupted`, transcript written.

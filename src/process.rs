@@ -12,10 +12,10 @@
 //! Every live group is listed in a registry, so `kill_all_running` (SIGINT, SIGTERM,
 //! `--timeout`) can stop them all.
 
-use std::fs::{DirBuilder, File, OpenOptions};
+use std::fs::File;
 use std::io::{self, PipeReader, Read, Write};
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -723,17 +723,8 @@ impl OutputCollector {
     }
 
     fn open_spill_file(&self) -> Result<(File, PathBuf), String> {
-        // Private: command output may contain anything the command could read.
-        DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&self.spill_dir)
-            .map_err(|e| {
-                format!(
-                    "the full output could not be saved: cannot create {}: {e}",
-                    self.spill_dir.display()
-                )
-            })?;
+        // Private (0700/0600): command output may contain anything the command could
+        // read. Created without following symlinks: see `create_spill_file`.
         loop {
             let seq = SPILL_SEQ.fetch_add(1, Ordering::Relaxed);
             let name = format!(
@@ -741,13 +732,8 @@ impl OutputCollector {
                 std::process::id(),
                 self.stream_name
             );
-            let path = self.spill_dir.join(name);
-            match OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(&path)
-            {
+            let path = self.spill_dir.join(&name);
+            match crate::tools::sandbox::create_spill_file(&self.spill_dir, &name) {
                 Ok(f) => return Ok((f, path)),
                 // Left by an earlier run with the same pid: take the next number.
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,

@@ -96,7 +96,7 @@ list was cut and how many files matched in total."
 
     fn execute(&self, ctx: &ToolContext, input: &Value) -> Result<ToolResult, ToolError> {
         let input: GlobInput = parse_input(input)?;
-        let root = sandbox::resolve_for_read(ctx, input.path.as_deref().unwrap_or("."))?;
+        let root = sandbox::resolve_for_search(ctx, input.path.as_deref().unwrap_or("."))?;
         let shown_root = input.path.as_deref().unwrap_or("the workspace root");
         if !root.is_dir() {
             return Err(ToolError::failed(format!(

@@ -146,7 +146,7 @@ then narrow the pattern, the path or the glob."
             .map_err(|e| ToolError::failed(format!("invalid regex {:?}: {e}", input.pattern)))?;
         let filter = input.glob.as_deref().map(NameFilter::new).transpose()?;
 
-        let root = sandbox::resolve_for_read(ctx, input.path.as_deref().unwrap_or("."))?;
+        let root = sandbox::resolve_for_search(ctx, input.path.as_deref().unwrap_or("."))?;
         let shown_root = input.path.as_deref().unwrap_or("the workspace root");
         let single_file = root.is_file();
         let (files, walk_errors) = if single_file {

@@ -68,6 +68,42 @@ pub(crate) fn resolve_for_read(ctx: &ToolContext, path: &str) -> Result<PathBuf,
     Ok(r.path)
 }
 
+/// Resolves `path` for Glob and Grep: like `resolve_for_read`, but the workspace only
+/// (the spill directory is ReadFile's exception, for reading one saved result).
+pub(crate) fn resolve_for_search(ctx: &ToolContext, path: &str) -> Result<PathBuf, ToolError> {
+    let r = resolve(ctx, path)?;
+    if !r.path.starts_with(&ctx.workspace) {
+        return Err(outside_error(ctx, path, &r));
+    }
+    if !r.exists {
+        return Err(ToolError::failed(format!(
+            "not found: {path} does not exist in the workspace. Use Glob to find the right path."
+        )));
+    }
+    Ok(r.path)
+}
+
+/// Creates `name` in the spill directory (made 0700 if missing) for writing. The spill
+/// directory lies in the temp dir, which a sandboxed command may write: it could swap the
+/// directory, or a file in it, for a symlink. So the directory is opened without
+/// following a link and the file is created relative to it with `O_EXCL|O_NOFOLLOW`: a
+/// swap can make a save fail, never redirect it.
+pub(crate) fn create_spill_file(spill_dir: &Path, name: &str) -> io::Result<File> {
+    match std::os::unix::fs::DirBuilderExt::mode(&mut std::fs::DirBuilder::new(), 0o700)
+        .create(spill_dir)
+    {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e),
+    }
+    let dir = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(spill_dir)?;
+    let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+    openat(&dir, OsStr::new(name), flags, 0o600)
+}
+
 /// Resolves `path` for writing: the result is inside the workspace and has no symlink in
 /// its existing part; the file and some of its parents may not exist yet (they are
 /// checked through their nearest existing ancestor).
@@ -261,9 +297,10 @@ fn outside_error(ctx: &ToolContext, path: &str, r: &Resolution) -> ToolError {
     ))
 }
 
-/// The spill directory as a canonical path, when it exists.
+/// The spill directory, as the run created it (its path is canonical from the start).
+/// Never re-canonicalised: a command that swapped it for a symlink must not move it.
 fn spill_root(ctx: &ToolContext) -> Option<PathBuf> {
-    ctx.spill_dir.canonicalize().ok()
+    Some(ctx.spill_dir.clone())
 }
 
 /// Splits a resolved path into its trusted root (the workspace, or the spill directory
@@ -320,9 +357,16 @@ fn open_dir_chain(
     create: bool,
     shown: &str,
 ) -> Result<File, ToolError> {
+    // The workspace root is trusted as given; the spill directory, which lies in the
+    // shared temp dir, must not be a symlink.
+    let no_follow = if root == ctx.workspace {
+        0
+    } else {
+        libc::O_NOFOLLOW
+    };
     let mut dir = OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_DIRECTORY | libc::O_CLOEXEC)
+        .custom_flags(libc::O_DIRECTORY | libc::O_CLOEXEC | no_follow)
         .open(root)
         .map_err(|e| {
             if root == ctx.workspace && e.kind() == io::ErrorKind::NotFound {
@@ -774,6 +818,45 @@ mod tests {
         failed(resolve_for_write(&ctx, spilled.to_str().unwrap()));
         assert!(failed(write_atomic(&ctx, &r, "spilled", b"x")).contains("outside"));
         assert_eq!(std::fs::read_to_string(&spilled).unwrap(), "big\n");
+    }
+
+    /// A command (sandboxed or not) that swaps the spill directory for a symlink must not
+    /// turn a save into a write elsewhere, nor ReadFile's spill exception into a way out.
+    #[test]
+    fn a_spill_dir_swapped_for_a_symlink_redirects_nothing() {
+        let (_g, ctx) = setup();
+        let out = outside(&ctx);
+        let before = snapshot(&out);
+        std::fs::remove_dir(&ctx.spill_dir).unwrap();
+        std::os::unix::fs::symlink(&out, &ctx.spill_dir).unwrap();
+        // O_DIRECTORY|O_NOFOLLOW on a symlink: ENOTDIR (or ELOOP on other kernels).
+        assert!(create_spill_file(&ctx.spill_dir, "result-x.txt").is_err());
+        assert_eq!(snapshot(&out), before, "nothing was written through the link");
+        let through = ctx.spill_dir.join("secret.txt");
+        assert!(failed(resolve_for_read(&ctx, through.to_str().unwrap())).contains("outside"));
+        // The same lexical path opened directly is refused too (a swap after resolving).
+        assert!(open_for_read(&ctx, &through, "swapped").is_err());
+    }
+
+    #[test]
+    fn a_file_swapped_into_the_spill_dir_is_never_followed() {
+        let (_g, ctx) = setup();
+        let target = outside(&ctx).join("planted.txt");
+        std::os::unix::fs::symlink(&target, ctx.spill_dir.join("result-y.txt")).unwrap();
+        assert!(create_spill_file(&ctx.spill_dir, "result-y.txt").is_err());
+        assert!(!target.exists());
+        let f = create_spill_file(&ctx.spill_dir, "result-z.txt").unwrap();
+        assert_eq!(f.metadata().unwrap().permissions().mode() & 0o777, 0o600);
+    }
+
+    #[test]
+    fn search_tools_do_not_get_the_spill_exception() {
+        let (_g, ctx) = setup();
+        std::fs::write(ctx.spill_dir.join("result-1.txt"), "big\n").unwrap();
+        let spill = ctx.spill_dir.to_str().unwrap();
+        assert!(resolve_for_read(&ctx, spill).is_ok());
+        assert!(failed(resolve_for_search(&ctx, spill)).contains("outside"));
+        assert!(resolve_for_search(&ctx, ".").is_ok());
     }
 
     #[test]
