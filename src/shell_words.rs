@@ -362,7 +362,7 @@ impl Parser {
                     None => w.push('\\'),
                 }
             }
-            '$' => self.dollar(w)?,
+            '$' => self.dollar(w, false)?,
             '`' => self.backticks(w)?,
             _ => {
                 w.push(c);
@@ -394,7 +394,7 @@ impl Parser {
                         _ => w.push('\\'),
                     }
                 }
-                Some('$') => self.dollar(w)?,
+                Some('$') => self.dollar(w, true)?,
                 Some('`') => self.backticks(w)?,
                 Some(ch) => {
                     w.push(ch);
@@ -404,8 +404,9 @@ impl Parser {
         }
     }
 
-    /// At `$`: `$(…)`, `$((…))`, `${…}`, `$'…'`, `$"…"`, or a plain `$`.
-    fn dollar(&mut self, w: &mut String) -> Result<(), String> {
+    /// At `$`: `$(…)`, `$((…))`, `${…}`, `$'…'`, `$"…"`, or a plain `$`. Inside double
+    /// quotes `$'` and `$"` are not quotes: bash reads a literal `$` there.
+    fn dollar(&mut self, w: &mut String, in_double_quotes: bool) -> Result<(), String> {
         let start = self.i;
         match self.peek_at(1) {
             Some('(') if self.peek_at(2) == Some('(') => {
@@ -426,12 +427,12 @@ impl Parser {
                 self.braced()?;
                 self.depth -= 1;
             }
-            Some('\'') => {
+            Some('\'') if !in_double_quotes => {
                 self.i += 2;
                 self.ansi_c(w)?;
                 return Ok(());
             }
-            Some('"') => {
+            Some('"') if !in_double_quotes => {
                 self.i += 2;
                 self.double_quoted(w, true)?;
                 return Ok(());
@@ -619,6 +620,16 @@ mod tests {
         assert_eq!(cmds(r"r\m x"), ["rm x"]);
         assert_eq!(cmds(r"$'\x72\155' x"), ["rm x"]);
         assert_eq!(cmds("r\\\nm x"), ["rm x"]);
+    }
+
+    /// Inside double quotes `$'` and `$"` are a literal `$` and a quote character, as
+    /// bash reads them: treating them as quote openers would hide what follows.
+    #[test]
+    fn dollar_quotes_inside_double_quotes_are_literal() {
+        assert_eq!(cmds(r#"echo "$'"; rm dq1; echo "'""#), ["echo $'", "rm dq1", "echo '"]);
+        assert_eq!(cmds(r#"echo "$"; rm x"#), ["echo $", "rm x"]);
+        assert_eq!(cmds(r#"echo "a$"b"c""#), ["echo a$bc"]);
+        assert_eq!(cmds("echo $'a b'"), ["echo a b"]);
     }
 
     #[test]
