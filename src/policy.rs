@@ -443,7 +443,11 @@ fn path_candidates(raw: &str, workspace: &Path) -> Vec<String> {
     };
     let lexical = normalize_lexically(&abs);
     let mut out = vec![relative_form(&lexical, workspace)];
-    if let Some(real) = resolve_existing_prefix(&lexical) {
+    // What the tool really opens: symlinks followed before `..` is applied, as the
+    // kernel does (`link/../x` is `x` beside the link's target, not beside the link).
+    let physical = crate::tools::sandbox::physical_path(workspace, raw)
+        .or_else(|| resolve_existing_prefix(&lexical));
+    if let Some(real) = physical {
         let r = relative_form(&real, workspace);
         if !out.contains(&r) {
             out.push(r);
@@ -956,6 +960,28 @@ mod tests {
         // No rules for Bash: anything goes, even what cannot be parsed.
         let s = settings(r#"{"permissions": {"deny": ["ReadFile(.env)"]}}"#);
         assert_eq!(bash(&s, "echo 'x"), None);
+    }
+
+    /// `link/../x` opens `x` beside the link's target: rules must judge that file, not
+    /// the lexical `x` beside the link.
+    #[test]
+    fn file_rules_follow_symlinks_before_dot_dot() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(ws.join("secrets")).unwrap();
+        std::fs::create_dir_all(ws.join("sub")).unwrap();
+        std::fs::write(ws.join(".env"), "K=v").unwrap();
+        std::fs::write(ws.join("secrets/key"), "key").unwrap();
+        std::os::unix::fs::symlink("../secrets", ws.join("sub/link")).unwrap();
+        let s = settings(
+            r#"{"permissions": {"deny": ["ReadFile(.env)", "EditFile(secrets/**)"]}}"#,
+        );
+        let check =
+            |t: &str, path: &str| check_rules(&s, tool(t).as_ref(), &json!({"path": path}), &ws);
+        assert!(check("ReadFile", "sub/link/../.env").is_some());
+        assert!(check("EditFile", "sub/link/../secrets/key").is_some());
+        assert!(check("EditFile", "sub/link/key").is_some());
+        assert_eq!(check("ReadFile", "sub/link/key"), None);
     }
 
     #[test]

@@ -217,6 +217,17 @@ fn pieces(p: &Path) -> Vec<Piece> {
 /// against the link's directory), applies `..` to the already resolved prefix (which has
 /// no symlinks, so a lexical pop is the physical parent) and keeps missing names as-is.
 fn resolve(ctx: &ToolContext, path: &str) -> Result<Resolution, ToolError> {
+    resolve_in(&ctx.workspace, path)
+}
+
+/// The path a file tool would open for `path`, symlinks followed (None when it cannot be
+/// resolved). Permission rules match this, so that `link/../x` is judged as the file the
+/// tool really reaches.
+pub(crate) fn physical_path(workspace: &Path, path: &str) -> Option<PathBuf> {
+    resolve_in(workspace, path).ok().map(|r| r.path)
+}
+
+fn resolve_in(workspace: &Path, path: &str) -> Result<Resolution, ToolError> {
     if path.is_empty() {
         return Err(ToolError::failed(
             "path is empty: give a path relative to the workspace root, or an absolute path inside it",
@@ -225,17 +236,17 @@ fn resolve(ctx: &ToolContext, path: &str) -> Result<Resolution, ToolError> {
     if path.contains('\0') {
         return Err(ToolError::failed("path contains a NUL byte"));
     }
-    if std::fs::symlink_metadata(&ctx.workspace).is_err() {
+    if std::fs::symlink_metadata(&workspace).is_err() {
         return Err(ToolError::Fatal(format!(
             "the workspace {} no longer exists",
-            ctx.workspace.display()
+            workspace.display()
         )));
     }
     let input = Path::new(path);
     let mut cur = if input.is_absolute() {
         PathBuf::from("/")
     } else {
-        ctx.workspace.clone()
+        workspace.to_path_buf()
     };
     let mut pending: std::collections::VecDeque<Piece> = pieces(input).into();
     let (mut hops, mut via_symlink) = (0, false);
