@@ -6,7 +6,10 @@
 //! - Directories named in `SKIP_DIRS` are never entered below the search root (a search
 //!   rooted inside one, e.g. `path: "target/doc"`, is an explicit request and is walked).
 //! - `.gitignore`, `.ignore` and `.git/info/exclude` are honoured also outside a git
-//!   repository (`require_git(false)`), including those of parent directories.
+//!   repository. Inside one, ignore files of parent directories apply up to the
+//!   repository's root, as in git; outside one, only those inside the searched directory
+//!   (a stray `.gitignore` above an unversioned workspace, e.g. a home directory's, must
+//!   not hide the workspace's files).
 //! - Hidden files and directories (`.github/`, `.env.example`) are included: a coding
 //!   agent needs CI configs and dotfiles, and the skip list already removes `.git`.
 //! - Symbolic links are not followed and not listed: a link may point outside the
@@ -40,14 +43,17 @@ fn is_skipped(entry: &DirEntry) -> bool {
 
 /// The walker configuration both tools use (see the module comment for the decisions).
 fn builder(root: &Path) -> WalkBuilder {
+    let in_git = root.ancestors().any(|d| d.join(".git").exists());
     let mut b = WalkBuilder::new(root);
     b.hidden(false)
-        .parents(true)
+        // In a repository the walker stops applying parents' ignore files at its root
+        // (`require_git`); outside one it has no such bound, so parents are not read.
+        .parents(in_git)
         .ignore(true)
         .git_ignore(true)
         .git_exclude(true)
         .git_global(true)
-        .require_git(false)
+        .require_git(in_git)
         .follow_links(false)
         .filter_entry(|e| !is_skipped(e));
     b
@@ -239,8 +245,24 @@ mod tests {
         touch(d.path(), "src/keep.rs");
         touch(d.path(), "src/deep.log");
         assert_eq!(walk(d.path()), vec![".gitignore", "src/keep.rs"]);
-        // A walk rooted below the .gitignore still applies it (parents are read).
-        assert_eq!(walk(&d.path().join("src")), vec!["keep.rs"]);
+        // Outside git, ignore files above the searched directory are not read.
+        assert_eq!(walk(&d.path().join("src")), vec!["deep.log", "keep.rs"]);
+    }
+
+    #[test]
+    fn parent_gitignore_applies_within_a_repository_only() {
+        let d = tempfile::tempdir().unwrap();
+        fs::write(d.path().join(".gitignore"), "*.rs\n").unwrap();
+        touch(d.path(), "ws/src/a.rs");
+        touch(d.path(), "ws/src/b.txt");
+        // The workspace is not versioned: the stray parent .gitignore does not apply.
+        assert_eq!(walk(&d.path().join("ws")), vec!["src/a.rs", "src/b.txt"]);
+        // The workspace is its own repository: git would not apply it either.
+        fs::create_dir(d.path().join("ws/.git")).unwrap();
+        assert_eq!(walk(&d.path().join("ws")), vec!["src/a.rs", "src/b.txt"]);
+        // A subdirectory of a repository: the repository's .gitignore applies, as in git.
+        fs::write(d.path().join("ws/.gitignore"), "*.txt\n").unwrap();
+        assert_eq!(walk(&d.path().join("ws/src")), vec!["a.rs"]);
     }
 
     #[test]
