@@ -973,9 +973,8 @@ mod tests {
         std::fs::write(ws.join(".env"), "K=v").unwrap();
         std::fs::write(ws.join("secrets/key"), "key").unwrap();
         std::os::unix::fs::symlink("../secrets", ws.join("sub/link")).unwrap();
-        let s = settings(
-            r#"{"permissions": {"deny": ["ReadFile(.env)", "EditFile(secrets/**)"]}}"#,
-        );
+        let s =
+            settings(r#"{"permissions": {"deny": ["ReadFile(.env)", "EditFile(secrets/**)"]}}"#);
         let check =
             |t: &str, path: &str| check_rules(&s, tool(t).as_ref(), &json!({"path": path}), &ws);
         assert!(check("ReadFile", "sub/link/../.env").is_some());

@@ -26,12 +26,26 @@ pub(crate) fn scrubbed_env(
 /// Secret values shorter than this are not redacted: they would garble ordinary text.
 const MIN_REDACT_LEN: usize = 8;
 
-/// Replaces every occurrence of each secret value with `[REDACTED]`.
+/// Replaces every occurrence of each secret value with `[REDACTED]`, both as it is and
+/// as it appears inside a JSON string (a value with `"`, `\\` or a newline is escaped
+/// there). Longer values go first, so a secret that contains another is not half-left.
 pub(crate) fn redact(text: &str, secrets: &[String]) -> String {
-    let mut out = text.to_string();
+    let mut patterns: Vec<String> = Vec::new();
     for s in secrets.iter().filter(|s| s.len() >= MIN_REDACT_LEN) {
-        if out.contains(s.as_str()) {
-            out = out.replace(s.as_str(), "[REDACTED]");
+        patterns.push(s.clone());
+        let quoted = serde_json::to_string(s).unwrap_or_default();
+        if let Some(escaped) = quoted.get(1..quoted.len().saturating_sub(1))
+            && escaped != s.as_str()
+        {
+            patterns.push(escaped.to_string());
+        }
+    }
+    patterns.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+    patterns.dedup();
+    let mut out = text.to_string();
+    for p in &patterns {
+        if out.contains(p.as_str()) {
+            out = out.replace(p.as_str(), "[REDACTED]");
         }
     }
     out
@@ -70,6 +84,26 @@ mod tests {
         let out = scrubbed_env(vars.into_iter(), &["GH_TOKEN".to_string()]);
         let names: Vec<_> = out.iter().map(|(k, _)| k.as_str()).collect();
         assert_eq!(names, vec!["PATH", "GH_TOKEN"]);
+    }
+
+    #[test]
+    fn redacts_json_escaped_forms_and_longest_first() {
+        let secret = "pa\"ss\\word\nline2".to_string();
+        let json = serde_json::to_string(&format!("x {secret} y")).unwrap();
+        assert_eq!(
+            redact(&json, std::slice::from_ref(&secret)),
+            "\"x [REDACTED] y\""
+        );
+        assert_eq!(
+            redact(&format!("x {secret} y"), &[secret]),
+            "x [REDACTED] y"
+        );
+        let short = "commonprefix".to_string();
+        let long = "commonprefix-and-more-secret".to_string();
+        assert_eq!(
+            redact(&format!("a {long} b {short}"), &[short, long]),
+            "a [REDACTED] b [REDACTED]"
+        );
     }
 
     #[test]

@@ -626,7 +626,10 @@ mod tests {
     /// bash reads them: treating them as quote openers would hide what follows.
     #[test]
     fn dollar_quotes_inside_double_quotes_are_literal() {
-        assert_eq!(cmds(r#"echo "$'"; rm dq1; echo "'""#), ["echo $'", "rm dq1", "echo '"]);
+        assert_eq!(
+            cmds(r#"echo "$'"; rm dq1; echo "'""#),
+            ["echo $'", "rm dq1", "echo '"]
+        );
         assert_eq!(cmds(r#"echo "$"; rm x"#), ["echo $", "rm x"]);
         assert_eq!(cmds(r#"echo "a$"b"c""#), ["echo a$bc"]);
         assert_eq!(cmds("echo $'a b'"), ["echo a b"]);

@@ -842,7 +842,11 @@ mod tests {
         std::os::unix::fs::symlink(&out, &ctx.spill_dir).unwrap();
         // O_DIRECTORY|O_NOFOLLOW on a symlink: ENOTDIR (or ELOOP on other kernels).
         assert!(create_spill_file(&ctx.spill_dir, "result-x.txt").is_err());
-        assert_eq!(snapshot(&out), before, "nothing was written through the link");
+        assert_eq!(
+            snapshot(&out),
+            before,
+            "nothing was written through the link"
+        );
         let through = ctx.spill_dir.join("secret.txt");
         assert!(failed(resolve_for_read(&ctx, through.to_str().unwrap())).contains("outside"));
         // The same lexical path opened directly is refused too (a swap after resolving).
