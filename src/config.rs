@@ -102,6 +102,15 @@ impl Config {
         if args.timeout.is_some_and(|t| t.is_zero()) {
             return Err(Error::Usage("--timeout must be longer than 0s".into()));
         }
+        if args.idle_timeout.is_zero() {
+            return Err(Error::Usage("--idle-timeout must be longer than 0s".into()));
+        }
+        if args.model.as_deref().is_some_and(|m| m.trim().is_empty()) {
+            return Err(Error::Usage("-m/--model is empty: name a model".into()));
+        }
+        if let Some(out) = &args.output {
+            check_output_file(out)?;
+        }
         let provider = provider_kind(args, env)?;
         let api_key = match provider {
             ProviderKind::Anthropic => anthropic_key(args, env)?,
@@ -321,6 +330,28 @@ fn workspace_root(cwd: Option<&Path>) -> Result<PathBuf, Error> {
         )));
     }
     Ok(canon)
+}
+
+/// `-o FILE` must be writable at the end of the run, whatever happens: a missing parent
+/// directory or a directory in its place is a usage error now, not a lost transcript.
+fn check_output_file(path: &Path) -> Result<(), Error> {
+    let shown = path.display();
+    if path.is_dir() {
+        return Err(Error::Usage(format!(
+            "-o/--output {shown}: is a directory, not a file"
+        )));
+    }
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if !parent.is_dir() {
+        return Err(Error::Usage(format!(
+            "-o/--output {shown}: the directory {} does not exist",
+            parent.display()
+        )));
+    }
+    Ok(())
 }
 
 /// Validates tool names and builds the selection (SPEC §6).

@@ -43,7 +43,9 @@ impl Events {
     pub fn stdout(start: Instant) -> Self {
         Events::to_writer(
             start,
-            Box::new(|line| crate::output::print_stdout(&crate::output::redact(line))),
+            Box::new(|line| {
+                crate::output::print_stdout(&crate::output::redact(line));
+            }),
         )
     }
 
@@ -68,12 +70,18 @@ impl Events {
         self.write(kind, fields, false);
     }
 
-    /// Writes `run.finished` (the last event) and closes the stream.
-    pub fn finish(&self, fields: Value) {
-        self.write("run.finished", fields, true);
+    /// Writes `run.finished` (the last event) and closes the stream. `transcript` is the
+    /// transcript's one-line JSON, spliced in as it is so its key order (`version` first)
+    /// survives.
+    pub fn finish(&self, fields: Value, transcript: &str) {
+        self.write_with("run.finished", fields, Some(transcript), true);
     }
 
     fn write(&self, kind: &str, fields: Value, last: bool) {
+        self.write_with(kind, fields, None, last);
+    }
+
+    fn write_with(&self, kind: &str, fields: Value, transcript: Option<&str>, last: bool) {
         let Some(sink) = &self.sink else { return };
         let mut s = sink.lock().unwrap_or_else(|p| p.into_inner());
         if s.closed {
@@ -81,7 +89,13 @@ impl Events {
         }
         s.seq += 1;
         s.closed = last;
-        let line = render(kind, s.seq, self.start.elapsed().as_millis() as u64, fields);
+        let mut line = render(kind, s.seq, self.start.elapsed().as_millis() as u64, fields);
+        if let Some(t) = transcript {
+            line.pop(); // the closing brace
+            line.push_str(",\"transcript\":");
+            line.push_str(t);
+            line.push('}');
+        }
         (s.write)(&line);
     }
 }
@@ -130,7 +144,10 @@ mod tests {
     fn common_fields_first_then_the_event_fields() {
         let (ev, lines) = collecting();
         ev.emit("turn.started", json!({"turn": 1, "type": "ignored"}));
-        ev.finish(json!({"status": "success"}));
+        ev.finish(
+            json!({"status": "success"}),
+            r#"{"version":1,"status":"success"}"#,
+        );
         ev.emit("late", json!({})); // after run.finished: dropped
         let lines = lines.lock().unwrap();
         assert_eq!(lines.len(), 2);
@@ -147,6 +164,8 @@ mod tests {
             (v["type"].as_str(), v["seq"].as_u64()),
             (Some("run.finished"), Some(2))
         );
+        // The transcript is spliced in as written: its key order survives.
+        assert!(lines[1].ends_with(r#","transcript":{"version":1,"status":"success"}}"#));
     }
 
     #[test]

@@ -170,7 +170,7 @@ impl Finisher {
         if let Some(b) = &self.baseline {
             b.apply(&mut lock(&self.record));
         }
-        let (doc, text, summary) = {
+        let (doc, line, text, summary) = {
             let r = lock(&self.record);
             let summary = format!(
                 "{} · {} turns · {} tool calls · {} in / {} out tokens · {:.1}s",
@@ -183,31 +183,41 @@ impl Finisher {
                 r.usage.output_tokens,
                 r.started.elapsed().as_secs_f64()
             );
+            let line = self.events.enabled().then(|| r.to_json_line(status, error));
             (
                 output::redact(&r.to_json(status, error)),
+                line,
                 output::redact(&r.final_text()),
                 summary,
             )
         };
+        // A transcript or answer that could not be delivered is a failure, never exit 0.
+        let mut delivered = true;
         if let Some(path) = &self.output_file
             && let Err(e) = output::write_file_atomic(path, doc.as_bytes())
         {
             output::error(&format!("cannot write -o {}: {e}", path.display()));
+            delivered = false;
         }
         if let Some(e) = error {
             output::error(&e.message);
         }
-        if self.events.enabled() {
-            let transcript: serde_json::Value = serde_json::from_str(&doc).unwrap_or_default();
-            self.events.finish(json!({"status": status.as_str(),
-                "exit_code": status.exit_code(), "transcript": transcript}));
+        if let Some(line) = line {
+            // The events writer redacts every line it prints.
+            self.events.finish(
+                json!({"status": status.as_str(), "exit_code": status.exit_code()}),
+                &line,
+            );
         } else if self.json {
-            output::print_stdout(&doc);
+            delivered &= output::print_stdout(&doc);
         } else if status == Status::Success {
-            output::print_stdout(&text);
+            delivered &= output::print_stdout(&text);
         }
         output::info(&summary);
-        Some(status.exit_code())
+        match status.exit_code() {
+            0 if !delivered => Some(1),
+            code => Some(code),
+        }
     }
 
     /// For the signal and deadline threads: finish and exit, or wait for the thread that

@@ -106,8 +106,9 @@ pub fn progress_done() {
     }
 }
 
-/// Writes the run's stdout payload. A closed stdout (`| head`) is not an error.
-pub fn print_stdout(text: &str) {
+/// Writes the run's stdout payload. A closed stdout (`| head`) is not an error; any other
+/// failure (a full disk) is reported and returned, so that the run does not exit 0.
+pub fn print_stdout(text: &str) -> bool {
     let mut out = std::io::stdout().lock();
     let r = out.write_all(text.as_bytes()).and_then(|()| {
         if text.ends_with('\n') {
@@ -117,10 +118,12 @@ pub fn print_stdout(text: &str) {
         }
     });
     let r = r.and_then(|()| out.flush());
-    if let Err(e) = r
-        && e.kind() != std::io::ErrorKind::BrokenPipe
-    {
-        error(&format!("cannot write to stdout: {e}"));
+    match r {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            error(&format!("cannot write to stdout: {e}"));
+            false
+        }
+        _ => true,
     }
 }
 

@@ -213,6 +213,15 @@ impl RunRecord {
 
     /// The transcript as a JSON document.
     pub fn to_json(&self, status: Status, error: Option<&ErrorInfo>) -> String {
+        self.render(status, error, true)
+    }
+
+    /// The transcript on one line (for the `run.finished` event of `--jsonl`).
+    pub fn to_json_line(&self, status: Status, error: Option<&ErrorInfo>) -> String {
+        self.render(status, error, false)
+    }
+
+    fn render(&self, status: Status, error: Option<&ErrorInfo>, pretty: bool) -> String {
         let files_changed: Vec<FileChange> = self
             .files_changed
             .iter()
@@ -244,7 +253,12 @@ impl RunRecord {
             verifications: &self.verifications,
             git_diff_stat: self.git_diff_stat.as_deref(),
         };
-        serde_json::to_string_pretty(&t).unwrap_or_else(|e| {
+        let text = if pretty {
+            serde_json::to_string_pretty(&t)
+        } else {
+            serde_json::to_string(&t)
+        };
+        text.unwrap_or_else(|e| {
             format!(
                 "{{\"version\":{TRANSCRIPT_VERSION},\"status\":\"error\",\"is_error\":true,\
                  \"error\":{{\"kind\":\"internal\",\"message\":{:?}}}}}",

@@ -34,6 +34,12 @@ fn events_parse_line_by_line_and_end_in_run_finished() {
         "go",
     ]);
     out.assert_code(0).assert_no_secret();
+    // The transcript inside run.finished keeps `version` first, as with --json.
+    let last = out.stdout.lines().last().unwrap();
+    assert!(
+        last.contains(r#""transcript":{"version":1,"status":"success""#),
+        "{last}"
+    );
     let ev = events(&out.stdout);
     for (i, e) in ev.iter().enumerate() {
         assert_eq!(e["version"], 1, "{e}");

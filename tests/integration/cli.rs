@@ -148,6 +148,32 @@ fn unknown_tool_name_in_allowed_tools_is_exit_2() {
     assert_eq!(env.server.request_count(), 0);
 }
 
+/// Values that would otherwise lose the transcript or fail every request are refused
+/// before any request, naming the flag.
+#[test]
+fn unusable_values_are_exit_2_naming_the_flag() {
+    let env = TestEnv::new(vec![]);
+    let missing = env.out("no/such/dir/t.json");
+    let dir = env.out("");
+    for (args, flag) in [
+        (
+            vec!["run", "-o", missing.to_str().unwrap(), "hi"],
+            "-o/--output",
+        ),
+        (
+            vec!["run", "-o", dir.to_str().unwrap(), "hi"],
+            "-o/--output",
+        ),
+        (vec!["run", "--idle-timeout", "0s", "hi"], "--idle-timeout"),
+        (vec!["run", "-m", "", "hi"], "--model"),
+    ] {
+        let out = env.run(&args);
+        out.assert_code(2);
+        assert!(out.stderr.contains(flag), "{args:?}: {}", out.stderr);
+    }
+    assert_eq!(env.server.request_count(), 0);
+}
+
 #[test]
 fn empty_prompt_is_exit_2() {
     let env = TestEnv::new(vec![]);
