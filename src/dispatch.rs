@@ -3,7 +3,7 @@
 //! result size limit (spill) → gate after → a record with timings.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::path::PathBuf;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -176,7 +176,7 @@ fn execute_caught(
 }
 
 /// Saves an oversized result in full and gives the model a preview plus the file's path.
-fn limit_size(result: &mut ToolResult, max_chars: usize, spill_dir: &PathBuf, call_id: &str) {
+fn limit_size(result: &mut ToolResult, max_chars: usize, spill_dir: &Path, call_id: &str) {
     if result.content.len() <= max_chars {
         return; // bytes >= chars, so this is the common fast path
     }

@@ -236,7 +236,7 @@ fn resolve_in(workspace: &Path, path: &str) -> Result<Resolution, ToolError> {
     if path.contains('\0') {
         return Err(ToolError::failed("path contains a NUL byte"));
     }
-    if std::fs::symlink_metadata(&workspace).is_err() {
+    if std::fs::symlink_metadata(workspace).is_err() {
         return Err(ToolError::Fatal(format!(
             "the workspace {} no longer exists",
             workspace.display()
