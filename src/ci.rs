@@ -76,12 +76,27 @@ impl CiRun {
     /// Before each request: a used-up budget ends the run (status `budget`); otherwise
     /// `turn.started`.
     pub fn before_request(&self, turn_no: u32, record: &Mutex<RunRecord>) -> Option<Outcome> {
-        let (calls, cost) = {
+        let (calls, cost, turns, model) = {
             let r = lock(record);
-            (r.tool_calls.len(), r.cost_usd)
+            (r.tool_calls.len(), r.cost_usd, r.num_turns, r.model.clone())
         };
         if let Some(msg) = self.budget.exceeded(calls, cost) {
             return Some(Outcome::fail(Status::Budget, "budget", msg));
+        }
+        // The API may report a model other than the one asked for (a gateway, an alias):
+        // a cost limit that cannot be computed must stop the run, not silently lapse.
+        if let Some(max) = self.budget.max_cost_usd
+            && cost.is_none()
+            && turns > 0
+        {
+            return Some(Outcome::fail(
+                Status::Budget,
+                "budget",
+                format!(
+                    "cannot enforce --max-cost-usd {max}: the API reported model {model:?}, \
+                     which has no price (add one under \"prices\" in the settings)"
+                ),
+            ));
         }
         self.turn.store(turn_no, Ordering::Relaxed);
         self.events.emit("turn.started", json!({"turn": turn_no}));

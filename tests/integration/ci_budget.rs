@@ -151,3 +151,26 @@ fn the_fifth_identical_call_in_a_row_is_refused() {
     );
     env.server.assert_invariants();
 }
+
+/// The API may report a model other than the one asked for: when that model has no
+/// price, the cost limit cannot be enforced and the run stops instead of going on
+/// unlimited.
+#[test]
+fn max_cost_usd_stops_when_the_reported_model_has_no_price() {
+    let env = TestEnv::new(vec![globs(&["a"]), globs(&["b"])]);
+    let out = env.run(&[
+        "run",
+        "--json",
+        "-m",
+        "claude-sonnet-4-5",
+        "--max-cost-usd",
+        "100",
+        "spend",
+    ]);
+    out.assert_code(3);
+    let t = out.json();
+    assert_eq!(t["status"], "budget");
+    let msg = t["error"]["message"].as_str().unwrap();
+    assert!(msg.contains(sse::MOCK_MODEL) && msg.contains("no price"), "{msg}");
+    assert_eq!(env.server.request_count(), 1);
+}
