@@ -58,6 +58,16 @@ pub struct Agent<'a> {
     pub cancelled: &'a AtomicBool,
 }
 
+/// An assistant message with no text and no tool call.
+fn says_nothing(m: &Message) -> bool {
+    m.role == Role::Assistant
+        && !m.content.iter().any(|b| match b {
+            ContentBlock::Text { text } => !text.trim().is_empty(),
+            ContentBlock::ToolUse { .. } => true,
+            _ => false,
+        })
+}
+
 /// Locks the record even if a panicking thread poisoned it: the record is plain data.
 pub fn lock(record: &Mutex<RunRecord>) -> std::sync::MutexGuard<'_, RunRecord> {
     record.lock().unwrap_or_else(|p| p.into_inner())
@@ -195,6 +205,12 @@ impl Agent<'_> {
                             return Outcome::fail(Status::VerifyFailed, "verify_failed", m);
                         }
                         Verdict::Retry(msg) => {
+                            // The API refuses a non-final assistant message with nothing
+                            // to say (empty, or thinking only): it stays in the transcript,
+                            // not in the requests.
+                            if messages.last().is_some_and(says_nothing) {
+                                messages.pop();
+                            }
                             lock(self.record).messages.push(msg.clone());
                             messages.push(msg);
                             (self.checkpoint)();

@@ -171,6 +171,9 @@ fn max_cost_usd_stops_when_the_reported_model_has_no_price() {
     let t = out.json();
     assert_eq!(t["status"], "budget");
     let msg = t["error"]["message"].as_str().unwrap();
-    assert!(msg.contains(sse::MOCK_MODEL) && msg.contains("no price"), "{msg}");
+    assert!(
+        msg.contains(sse::MOCK_MODEL) && msg.contains("no price"),
+        "{msg}"
+    );
     assert_eq!(env.server.request_count(), 1);
 }

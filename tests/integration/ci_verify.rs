@@ -185,3 +185,44 @@ fn verification_runs_inside_the_bash_sandbox() {
         .assert_code(0);
     assert!(env.path("verify-wrote").exists());
 }
+
+/// An empty answer (or one with only thinking) before a failed verification is kept in
+/// the transcript but not sent back: the API refuses an assistant message with nothing
+/// in it (the mock checks every request for that).
+#[test]
+fn an_empty_answer_before_a_failed_verification_is_not_sent_back() {
+    let env = TestEnv::new(vec![
+        Reply::Sse(Turn::new().frames()),
+        Reply::Sse(Turn::new().thinking("Nothing to say yet.", "c2ln").frames()),
+        Reply::Sse(
+            Turn::new()
+                .tool(
+                    "toolu_w",
+                    "WriteFile",
+                    json!({"path": "fixed.txt", "content": "ok\n"}),
+                )
+                .frames(),
+        ),
+        Reply::Sse(turn_text("Fixed.")),
+    ]);
+    env.write("check.sh", CHECK);
+    let out = env.run(&[
+        "run",
+        "--full-auto",
+        "--json",
+        "--verify",
+        "sh check.sh",
+        "fix it",
+    ]);
+    out.assert_code(0);
+    env.server.assert_invariants();
+    let t = out.json();
+    assert_eq!(t["num_turns"], 4);
+    assert_eq!(t["verifications"].as_array().unwrap().len(), 3);
+    let second = &env.server.requests()[1];
+    assert!(
+        second.messages().iter().all(|m| m["role"] != "assistant"),
+        "the empty answer was sent back: {:?}",
+        second.messages()
+    );
+}
