@@ -200,6 +200,11 @@ pub(crate) fn parse_tasks(text: &str) -> Result<Vec<Task>, String> {
                 task.id
             )));
         }
+        if task.id == "summary" {
+            return Err(at(
+                "id \"summary\" is reserved: DIR/summary.json is the batch's summary".into(),
+            ));
+        }
         if !seen.insert(task.id.clone()) {
             return Err(at(format!("duplicate id {:?}", task.id)));
         }
@@ -325,6 +330,10 @@ fn run_task(
         status
     });
     outcome.duration_ms = t0.elapsed().as_millis() as u64;
+    let signal = status
+        .as_ref()
+        .ok()
+        .and_then(std::os::unix::process::ExitStatusExt::signal);
     match status {
         Ok(s) => outcome.exit_code = s.code(),
         Err(e) => {
@@ -337,6 +346,25 @@ fn run_task(
         .ok()
         .and_then(|t| serde_json::from_str::<Value>(&t).ok())
     {
+        // A transcript still saying `running` is the last checkpoint of a run that was
+        // killed before it could finish (SIGKILL, OOM): that is an error.
+        Some(t) if t["status"] == "running" => {
+            outcome.status = "error".into();
+            outcome.num_turns = t["num_turns"].as_u64().unwrap_or(0);
+            outcome.usage = serde_json::from_value(t["usage"].clone()).unwrap_or_default();
+            outcome.error = Some(format!(
+                "the run was killed before it finished ({}); its last checkpoint is {}",
+                match (outcome.exit_code, signal) {
+                    (_, Some(sig)) => format!("signal {sig}"),
+                    (Some(c), None) => format!("exit {c}"),
+                    (None, None) => "no exit code".to_string(),
+                },
+                transcript.display()
+            ));
+            outcome.transcript = transcript
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned());
+        }
         Some(t) => {
             outcome.status = t["status"].as_str().unwrap_or("error").to_string();
             outcome.num_turns = t["num_turns"].as_u64().unwrap_or(0);

@@ -242,3 +242,40 @@ fn copy_tree(from: &Path, to: &Path) {
         }
     }
 }
+
+#[test]
+fn the_id_summary_is_reserved() {
+    let env = TestEnv::new(vec![]);
+    env.write("proj/README", "x\n");
+    env.write(
+        "tasks.jsonl",
+        "{\"id\":\"summary\",\"prompt\":\"a\",\"workspace\":\"proj\"}\n",
+    );
+    let dir = env.out("results");
+    let out = env.run(&["batch", "tasks.jsonl", "--out", dir.to_str().unwrap()]);
+    out.assert_code(2);
+    assert!(out.stderr.contains("reserved"), "{}", out.stderr);
+}
+
+/// A task whose agent is killed (here by its own Bash call) leaves a checkpoint saying
+/// `running`: the batch reports it as an error with the signal, never as running.
+#[test]
+fn a_killed_task_is_an_error_not_running() {
+    let env = TestEnv::new(vec![Reply::Sse(turn_tools(&[(
+        "toolu_k",
+        "Bash",
+        json!({"command": "kill -9 $PPID"}),
+    )]))]);
+    env.write("proj/README", "x\n");
+    env.write(
+        "tasks.jsonl",
+        "{\"id\":\"k\",\"prompt\":\"a\",\"workspace\":\"proj\",\"args\":[\"--allow-bash\"]}\n",
+    );
+    let dir = env.out("results");
+    let out = env.run(&["batch", "tasks.jsonl", "--out", dir.to_str().unwrap()]);
+    out.assert_code(1);
+    let s = out.json();
+    assert_eq!(s["tasks"][0]["status"], "error", "{s}");
+    let err = s["tasks"][0]["error"].as_str().unwrap();
+    assert!(err.contains("killed") && err.contains("signal 9"), "{err}");
+}
