@@ -93,7 +93,7 @@ fn tools_command(args: &ToolsArgs) -> ExitCode {
                    "category": t.category().as_str()})
         })
         .collect();
-    let api = registry.to_api_format();
+    let api = provider::anthropic::api_tools(&registry.to_api_format());
     if args.json {
         let doc = json!({"tools": tools, "api_tools": api});
         output::print_stdout(&serde_json::to_string_pretty(&doc).unwrap_or_default());

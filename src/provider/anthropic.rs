@@ -180,14 +180,21 @@ impl Serialize for CachedTail<'_> {
     }
 }
 
+/// The `tools` array exactly as sent: the registry's definitions with the prompt-cache
+/// breakpoint on the last one (`agent tools` prints this too).
+pub(crate) fn api_tools(tools: &[Value]) -> Vec<Value> {
+    let mut tools = tools.to_vec();
+    if let Some(last) = tools.last_mut() {
+        last["cache_control"] = ephemeral();
+    }
+    tools
+}
+
 /// The request body with prompt-cache breakpoints on the last tool definition, the
 /// system prompt and the newest message. The prefix order is tools → system → messages,
 /// so the first two cache everything a run re-sends every turn.
 fn request_body(request: &TurnRequest<'_>) -> serde_json::Result<Vec<u8>> {
-    let mut tools = request.tools.to_vec();
-    if let Some(last) = tools.last_mut() {
-        last["cache_control"] = ephemeral();
-    }
+    let tools = api_tools(request.tools);
     let system = (!request.system.is_empty()).then(|| {
         [serde_json::json!({"type": "text", "text": request.system, "cache_control": ephemeral()})]
     });

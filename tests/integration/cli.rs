@@ -37,11 +37,18 @@ fn tools_json_default_is_the_read_only_set() {
         assert_eq!(t["input_schema"]["type"], "object", "{t}");
         assert!(t["category"].is_string(), "{t}");
     }
-    // The API array carries exactly what the API takes.
-    for t in v["api_tools"].as_array().unwrap() {
+    // The API array carries exactly what the API takes, the last tool with the
+    // prompt-cache breakpoint.
+    let api = v["api_tools"].as_array().unwrap();
+    for (i, t) in api.iter().enumerate() {
         let mut keys: Vec<&str> = t.as_object().unwrap().keys().map(String::as_str).collect();
         keys.sort();
-        assert_eq!(keys, ["description", "input_schema", "name"], "{t}");
+        let expected: &[&str] = if i + 1 == api.len() {
+            &["cache_control", "description", "input_schema", "name"]
+        } else {
+            &["description", "input_schema", "name"]
+        };
+        assert_eq!(keys, expected, "{t}");
     }
     assert_eq!(env.server.request_count(), 0);
     env.server.assert_invariants();
