@@ -233,6 +233,8 @@ impl Finisher {
 }
 
 fn run_command(args: &RunArgs) -> ExitCode {
+    // From the first moment: a signal before the run is set up still exits 130.
+    watch_signals();
     let config = match Config::from_args(args, &ProcessEnv) {
         Ok(c) => c,
         Err(e) => {
@@ -306,7 +308,7 @@ fn run_command(args: &RunArgs) -> ExitCode {
             .then(|| changes::Baseline::take(&config.workspace, own_files)),
         cancelled: Arc::new(AtomicBool::new(false)),
     });
-    watch_signals(finisher.clone());
+    let _ = FINISHER.set(finisher.clone());
     if let Some(limit) = config.timeout {
         let f = finisher.clone();
         std::thread::spawn(move || {
@@ -374,8 +376,12 @@ fn spill_dir() -> PathBuf {
     temp.join(format!("agent-run-{}-{nanos}", std::process::id()))
 }
 
-/// SIGINT and SIGTERM end the run with status `interrupted`, transcript written.
-fn watch_signals(finisher: Arc<Finisher>) {
+/// The way out that signals take, once the run is set up.
+static FINISHER: std::sync::OnceLock<Arc<Finisher>> = std::sync::OnceLock::new();
+
+/// SIGINT and SIGTERM end the run with status `interrupted`, transcript written. A
+/// signal that arrives before the run is set up (no transcript exists yet) exits 130 too.
+fn watch_signals() {
     use signal_hook::consts::{SIGINT, SIGTERM};
     let mut signals = match signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) {
         Ok(s) => s,
@@ -387,10 +393,16 @@ fn watch_signals(finisher: Arc<Finisher>) {
     std::thread::spawn(move || {
         if let Some(sig) = signals.forever().next() {
             let name = if sig == SIGINT { "SIGINT" } else { "SIGTERM" };
-            finisher.finish_and_exit(
-                Status::Interrupted,
-                ErrorInfo::new("interrupted", format!("interrupted by {name}")),
-            );
+            match FINISHER.get() {
+                Some(f) => f.finish_and_exit(
+                    Status::Interrupted,
+                    ErrorInfo::new("interrupted", format!("interrupted by {name}")),
+                ),
+                None => {
+                    output::error(&format!("interrupted by {name} before the run started"));
+                    std::process::exit(i32::from(Status::Interrupted.exit_code()));
+                }
+            }
         }
     });
 }

@@ -182,3 +182,27 @@ fn sigterm_kills_a_running_bash_command() {
     assert!(process_gone(pid), "the Bash command's child {pid} survived");
     env.server.assert_invariants();
 }
+
+/// A signal while the task is still being read (before the run exists) is exit 130 too,
+/// not the default 143: the watcher is the first thing `agent run` starts.
+#[test]
+fn sigterm_while_reading_the_task_is_exit_130() {
+    let env = TestEnv::new(vec![]);
+    let running = env.spawn(&["run", "-"]); // stdin is a pipe the test never closes
+    // Synchronise on the watcher thread existing (a second task in /proc), not a sleep.
+    let tasks = format!("/proc/{}/task", running.pid());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::fs::read_dir(&tasks).map(|d| d.count()).unwrap_or(0) < 2 {
+        assert!(Instant::now() < deadline, "no watcher thread appeared");
+        std::thread::yield_now();
+    }
+    running.signal(libc::SIGTERM);
+    let out = running.wait();
+    out.assert_code(130);
+    assert!(
+        out.stderr.contains("before the run started"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(env.server.request_count(), 0);
+}
