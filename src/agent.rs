@@ -180,6 +180,14 @@ impl Agent<'_> {
                     }
                     let scheduled =
                         scheduler::run_calls(&turn.calls, &dispatcher, &mut next_batch, early);
+                    if self.cancelled.load(Ordering::SeqCst) {
+                        // A way out was taken while the calls ran; it has recorded them.
+                        return Outcome::fail(
+                            Status::Interrupted,
+                            "interrupted",
+                            "the run was stopped",
+                        );
+                    }
                     let results = self.note_results(turn_no, &turn.calls, &scheduled);
                     messages.push(results);
                     self.ci.turn_finished(turn_no, self.record);

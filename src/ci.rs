@@ -18,7 +18,7 @@ use crate::dispatch::{CallOutcome, Watch};
 use crate::events::Events;
 use crate::provider::StreamNotice;
 use crate::tools::ToolContext;
-use crate::transcript::{RunRecord, Status};
+use crate::transcript::{InFlight, RunRecord, Status};
 use crate::turn::{PendingCall, Turn};
 use crate::verify::{Verdict, Verifier};
 
@@ -34,6 +34,8 @@ pub struct CiRun {
     pub repeats: RepeatGuard,
     /// The turn being streamed or executed, for tool events.
     turn: AtomicU32,
+    /// Calls running now, for the transcript of a run that ends while they do.
+    pub in_flight: Arc<InFlight>,
 }
 
 impl CiRun {
@@ -45,6 +47,7 @@ impl CiRun {
             prices: config.prices.clone(),
             repeats: RepeatGuard::default(),
             turn: AtomicU32::new(0),
+            in_flight: Arc::new(InFlight::default()),
         }
     }
 
@@ -57,6 +60,7 @@ impl CiRun {
             prices: Prices::default(),
             repeats: RepeatGuard::default(),
             turn: AtomicU32::new(0),
+            in_flight: Arc::new(InFlight::default()),
         }
     }
 
@@ -173,6 +177,9 @@ impl CiRun {
 
 impl Watch for CiRun {
     fn started(&self, call: &PendingCall) {
+        let turn = self.turn.load(Ordering::Relaxed);
+        let input = call.input.clone().unwrap_or_else(|_| json!({}));
+        self.in_flight.start(&call.id, &call.name, input, turn);
         if !self.events.enabled() {
             return;
         }
@@ -189,6 +196,7 @@ impl Watch for CiRun {
     }
 
     fn finished(&self, call: &PendingCall, outcome: &CallOutcome) {
+        self.in_flight.end(&call.id);
         if !self.events.enabled() {
             return;
         }

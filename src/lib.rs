@@ -136,6 +136,8 @@ struct Finisher {
     baseline: Option<changes::Baseline>,
     /// Tells the agent loop to stop once a way out has been taken.
     cancelled: Arc<AtomicBool>,
+    /// Calls still running when the run ends are listed as unfinished.
+    in_flight: Arc<transcript::InFlight>,
 }
 
 impl Finisher {
@@ -165,11 +167,14 @@ impl Finisher {
             *done = true;
         }
         self.cancelled.store(true, Ordering::SeqCst);
+        // Before the kill: a killed call would otherwise finish and leave the list.
+        self.in_flight.settle(&mut lock(&self.record));
         process::kill_all_running();
         output::progress_done();
         if let Some(b) = &self.baseline {
             b.apply(&mut lock(&self.record));
         }
+
         let (doc, line, text, summary) = {
             let r = lock(&self.record);
             let summary = format!(
@@ -307,6 +312,7 @@ fn run_command(args: &RunArgs) -> ExitCode {
         baseline: commands_may_write(&config, &registry)
             .then(|| changes::Baseline::take(&config.workspace, own_files)),
         cancelled: Arc::new(AtomicBool::new(false)),
+        in_flight: ci.in_flight.clone(),
     });
     let _ = FINISHER.set(finisher.clone());
     if let Some(limit) = config.timeout {

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -292,6 +293,67 @@ struct Transcript<'a> {
     files_changed: Vec<FileChange>,
     verifications: &'a [VerificationRecord],
     git_diff_stat: Option<&'a str>,
+}
+
+/// Tool calls that started and have not finished. A run that ends while some still run
+/// (timeout, signal) lists them in `tool_calls` too, so CI can see which command hung.
+#[derive(Debug, Default)]
+pub struct InFlight(Mutex<Vec<Unfinished>>);
+
+#[derive(Debug, Clone)]
+struct Unfinished {
+    id: String,
+    name: String,
+    input: Value,
+    started: Instant,
+    turn: u32,
+}
+
+impl InFlight {
+    pub fn start(&self, id: &str, name: &str, input: Value, turn: u32) {
+        let call = Unfinished {
+            id: id.to_string(),
+            name: name.to_string(),
+            input,
+            started: Instant::now(),
+            turn,
+        };
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).push(call);
+    }
+
+    pub fn end(&self, id: &str) {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|c| c.id != id);
+    }
+
+    /// Adds the calls still running to `record.tool_calls`, marked `unfinished` (batch 0:
+    /// their batch never completed).
+    pub fn settle(&self, record: &mut RunRecord) {
+        let calls = std::mem::take(&mut *self.0.lock().unwrap_or_else(|p| p.into_inner()));
+        for c in calls {
+            if record.tool_calls.iter().any(|t| t.id == c.id) {
+                continue;
+            }
+            let mut metadata = Map::new();
+            metadata.insert("unfinished".into(), Value::Bool(true));
+            record.tool_calls.push(ToolCallRecord {
+                id: c.id,
+                name: c.name,
+                input: c.input,
+                is_error: true,
+                batch: 0,
+                duration_ms: c.started.elapsed().as_millis() as u64,
+                started_ms: c
+                    .started
+                    .saturating_duration_since(record.started)
+                    .as_millis() as u64,
+                turn: c.turn,
+                metadata,
+            });
+        }
+    }
 }
 
 #[cfg(test)]

@@ -178,7 +178,19 @@ fn sigterm_kills_a_running_bash_command() {
     running.signal(libc::SIGTERM);
     let out = running.wait();
     out.assert_code(130);
-    assert_eq!(read_json(&out_file)["status"], "interrupted");
+    let t = read_json(&out_file);
+    assert_eq!(t["status"], "interrupted");
+    // The call that was running is in the transcript, marked unfinished.
+    let call = &t["tool_calls"][0];
+    assert_eq!(
+        (
+            &call["id"],
+            &call["is_error"],
+            &call["metadata"]["unfinished"]
+        ),
+        (&json!("toolu_sleep"), &json!(true), &json!(true)),
+        "{call}"
+    );
     assert!(process_gone(pid), "the Bash command's child {pid} survived");
     env.server.assert_invariants();
 }
