@@ -108,6 +108,12 @@ pub(crate) fn create_spill_file(spill_dir: &Path, name: &str) -> io::Result<File
 /// its existing part; the file and some of its parents may not exist yet (they are
 /// checked through their nearest existing ancestor).
 pub(crate) fn resolve_for_write(ctx: &ToolContext, path: &str) -> Result<PathBuf, ToolError> {
+    // `dir/` names a directory; path resolution would drop the slash and write a file.
+    if path.ends_with('/') || path.ends_with("/.") {
+        return Err(ToolError::failed(format!(
+            "{path} ends with a slash: it names a directory, not a file. Give the file's path."
+        )));
+    }
     let r = resolve(ctx, path)?;
     if !r.path.starts_with(&ctx.workspace) {
         return Err(outside_error(ctx, path, &r));
@@ -829,6 +835,20 @@ mod tests {
         failed(resolve_for_write(&ctx, spilled.to_str().unwrap()));
         assert!(failed(write_atomic(&ctx, &r, "spilled", b"x")).contains("outside"));
         assert_eq!(std::fs::read_to_string(&spilled).unwrap(), "big\n");
+    }
+
+    #[test]
+    fn a_trailing_slash_is_not_a_file_name() {
+        let (_g, ctx) = setup();
+        std::fs::write(ctx.workspace.join("f.txt"), "x").unwrap();
+        for p in ["trail/", "f.txt/", "new/dir/", "sub/."] {
+            assert!(failed(resolve_for_write(&ctx, p)).contains("slash"), "{p}");
+        }
+        assert!(!ctx.workspace.join("trail").exists());
+        assert_eq!(
+            std::fs::read_to_string(ctx.workspace.join("f.txt")).unwrap(),
+            "x"
+        );
     }
 
     /// A command (sandboxed or not) that swaps the spill directory for a symlink must not
