@@ -37,7 +37,9 @@ const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(60);
 const MAX_SETTINGS_BYTES: u64 = 1024 * 1024;
 /// Wrapper commands looked through when checking deny rules (`nohup rm x` is `rm x`).
 const WRAPPERS: &[&str] = &[
-    "command", "builtin", "exec", "nohup", "time", "env", "sudo", "nice",
+    "command", "builtin", "exec", "nohup", "time", "env", "sudo", "doas", "nice", "ionice",
+    "timeout", "stdbuf", "setsid", "chrt", "taskset", "strace", "ltrace", "watch", "flock",
+    "unbuffer", "xargs", "coproc",
 ];
 
 /// What `--on-deny` asks for when a call is denied.
@@ -405,28 +407,32 @@ pub(crate) fn check_rules(
 }
 
 /// The forms of a command deny rules are checked against: as written, with the command's
-/// directory dropped (`/bin/rm` is `rm`), and with wrappers (`nohup`, `env A=1` …) removed.
+/// directory dropped (`/bin/rm` is `rm`), and, after a wrapper (`nohup`, `env A=1`,
+/// `nice -n 5`, `timeout 5` …), every later word as the start of the command: a wrapper's
+/// options may take arguments (`-n 5`, `-u X`), so rather than know each one, any word
+/// after it may be the command. That can deny more than meant (`nice echo rm` against
+/// `Bash(rm:*)`), never less: deny rules fail closed.
 fn deny_variants(words: &[String]) -> Vec<Vec<String>> {
     let mut out = vec![words.to_vec()];
-    let mut rest = words;
-    while let Some(first) = rest.first() {
+    let mut starts = vec![0usize];
+    let mut seen = std::collections::HashSet::new();
+    while let Some(start) = starts.pop() {
+        if !seen.insert(start) || start >= words.len() {
+            continue;
+        }
+        let rest = &words[start..];
+        let first = &rest[0];
         let base = first.rsplit('/').next().unwrap_or(first);
-        if base != first && !base.is_empty() {
-            let mut v = rest.to_vec();
-            v[0] = base.to_string();
+        let mut v = rest.to_vec();
+        v[0] = base.to_string();
+        if !out.contains(&v) {
             out.push(v);
         }
-        if !WRAPPERS.contains(&base) {
-            break;
+        // An option first (`-p` left by `time -p`, which the shell reads as a keyword)
+        // is as unknown as a wrapper's: the command may start at any later word.
+        if WRAPPERS.contains(&base) || base.starts_with('-') {
+            starts.extend(start + 1..words.len());
         }
-        rest = &rest[1..];
-        while rest
-            .first()
-            .is_some_and(|w| w.starts_with('-') || w.contains('='))
-        {
-            rest = &rest[1..];
-        }
-        out.push(rest.to_vec());
     }
     out
 }
@@ -901,6 +907,15 @@ mod tests {
             "/bin/rm x",
             "nohup rm x",
             "env -i A=1 rm x",
+            "nice -n 5 rm x",
+            "env -u X rm x",
+            "exec -a foo rm x",
+            "time -p rm x",
+            "timeout 5 rm x",
+            "setsid rm x",
+            "stdbuf -oL rm x",
+            "coproc rm x",
+            "xargs rm x",
             "cat <(rm x)",
             "if true; then rm x; fi",
             "cat <<EOF\n$(rm x)\nEOF",
