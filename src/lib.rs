@@ -170,6 +170,12 @@ impl Finisher {
         // Before the kill: a killed call would otherwise finish and leave the list.
         self.in_flight.settle(&mut lock(&self.record));
         process::kill_all_running();
+        let orphans = process::kill_orphans();
+        if orphans > 0 {
+            output::warn(&format!(
+                "killed {orphans} process(es) that tool commands left running in the background"
+            ));
+        }
         output::progress_done();
         if let Some(b) = &self.baseline {
             b.apply(&mut lock(&self.record));
@@ -240,6 +246,7 @@ impl Finisher {
 fn run_command(args: &RunArgs) -> ExitCode {
     // From the first moment: a signal before the run is set up still exits 130.
     watch_signals();
+    process::adopt_orphans();
     let config = match Config::from_args(args, &ProcessEnv) {
         Ok(c) => c,
         Err(e) => {

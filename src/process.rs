@@ -207,6 +207,75 @@ pub(crate) fn kill_all_running() -> usize {
     REGISTRY.kill_all()
 }
 
+/// Makes this process the reaper of its orphaned descendants: a process that left its
+/// command's group (`setsid`, a double fork) is re-parented here instead of to init, so
+/// `kill_orphans` can find it when the run ends.
+pub(crate) fn adopt_orphans() {
+    // SAFETY: prctl with PR_SET_CHILD_SUBREAPER takes one integer argument.
+    unsafe {
+        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong, 0, 0, 0);
+    }
+}
+
+/// Rounds of `kill_orphans`: killing an orphan re-parents its own children here.
+const ORPHAN_KILL_ROUNDS: usize = 8;
+
+/// Kills every child process still alive (with its process group). Called when the run
+/// ends, after `kill_all_running`: by then nothing the run started should be running, so
+/// any child left is a process that escaped its command's group. Returns how many.
+pub(crate) fn kill_orphans() -> usize {
+    let me = std::process::id() as libc::pid_t;
+    let mut seen = std::collections::HashSet::new();
+    for _ in 0..ORPHAN_KILL_ROUNDS {
+        let fresh: Vec<_> = children_of(me)
+            .into_iter()
+            .filter(|p| seen.insert(*p))
+            .collect();
+        if fresh.is_empty() {
+            break;
+        }
+        for pid in fresh {
+            // SAFETY: plain kill(2) calls on pids just read from /proc; a pid that has
+            // gone meanwhile is ESRCH, which is harmless.
+            unsafe {
+                libc::kill(-pid, libc::SIGKILL);
+                libc::kill(pid, libc::SIGKILL);
+            }
+            // Reap it if it is already gone; never block here (the process exits next).
+            // SAFETY: waitpid on our own child with a valid status pointer.
+            let mut status = 0;
+            unsafe {
+                libc::waitpid(pid, &mut status, libc::WNOHANG);
+            }
+        }
+    }
+    seen.len()
+}
+
+/// The pids whose parent is `parent`, from /proc (Linux).
+fn children_of(parent: libc::pid_t) -> Vec<libc::pid_t> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok())
+        .filter_map(|e| {
+            e.file_name()
+                .to_str()
+                .and_then(|n| n.parse::<libc::pid_t>().ok())
+        })
+        .filter(|pid| {
+            // /proc/PID/stat: "pid (comm) state ppid …"; comm may hold spaces and parens.
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|s| {
+                    let after = &s[s.rfind(')')? + 1..];
+                    after.split_whitespace().nth(1)?.parse::<libc::pid_t>().ok()
+                })
+                == Some(parent)
+        })
+        .collect()
+}
+
 /// Keeps a group registered while it runs; kills it and deregisters on the way out, also
 /// when the runner returns early or panics.
 struct GroupGuard<'a> {

@@ -218,3 +218,45 @@ fn sigterm_while_reading_the_task_is_exit_130() {
     );
     assert_eq!(env.server.request_count(), 0);
 }
+
+/// A process that escapes its command's group (`setsid`) does not outlive the run: the
+/// agent adopts orphans and kills what is left when the run ends.
+#[test]
+fn a_process_that_escaped_its_group_is_killed_when_the_run_ends() {
+    let env = TestEnv::new(vec![
+        Reply::Sse(turn_tools(&[(
+            "toolu_escape",
+            "Bash",
+            json!({"command": "setsid sleep 299 >/dev/null 2>&1 & echo $! > pid.txt"}),
+        )])),
+        Reply::Sse(turn_text("left a daemon behind")),
+    ]);
+    let out = env.run(&["run", "--allow-bash", "escape"]);
+    out.assert_code(0);
+    let pid: i32 = env.read("pid.txt").trim().parse().unwrap();
+    // Alive means: /proc still has it, running `sleep 299`, and it is not a zombie.
+    let alive = || {
+        let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        String::from_utf8_lossy(&cmd).contains("299")
+            && !stat
+                .rsplit(')')
+                .next()
+                .is_some_and(|s| s.trim_start().starts_with('Z'))
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while alive() && Instant::now() < deadline {
+        std::thread::yield_now();
+    }
+    let survived = alive();
+    if survived {
+        // SAFETY: cleaning up the process this test made escape.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    assert!(!survived, "the escaped process {pid} survived the run");
+    assert!(
+        out.stderr.contains("left running in the background"),
+        "{}",
+        out.stderr
+    );
+}
