@@ -518,7 +518,20 @@ impl ChatAccumulator {
                 Some(Value::Null) | None => String::new(),
                 Some(whole) => whole.to_string(),
             };
-            let position = match self.calls.iter().position(|c| c.index == index) {
+            // Ollama sends every call whole with `index: 0`: a fragment with a new id, for
+            // an index whose arguments are already a whole JSON object, is a new call.
+            let new_id = tc.id.as_deref().filter(|i| !i.is_empty());
+            let existing = self
+                .calls
+                .iter()
+                .rposition(|c| c.index == index)
+                .filter(|&p| {
+                    let c = &self.calls[p];
+                    !(new_id.is_some_and(|id| !c.id.is_empty() && c.id != id)
+                        && !c.args.trim().is_empty()
+                        && parse_tool_input(&c.args, &Value::Null).is_ok())
+                });
+            let position = match existing {
                 Some(p) => p,
                 None => {
                     // A new call starts: the ones before it whose arguments already
@@ -852,6 +865,46 @@ mod tests {
                 cache_read_input_tokens: 64
             }
         );
+    }
+
+    /// Ollama sends each call whole, every one with `index: 0` and its own id.
+    #[test]
+    fn calls_sharing_index_zero_with_new_ids_are_separate_calls() {
+        let bytes = stream(
+            &[
+                call_start(0, "call_1", "ReadFile", r#"{"path":"a.txt"}"#),
+                call_start(0, "call_2", "Glob", r#"{"pattern":"*.txt"}"#),
+                finish("tool_calls"),
+            ],
+            true,
+        );
+        let (turn, heard) = read_with_notices(&bytes[..]);
+        let turn = turn.unwrap();
+        let calls: Vec<_> = turn
+            .calls
+            .iter()
+            .map(|c| (c.id.as_str(), c.name.as_str(), c.input.clone()))
+            .collect();
+        assert_eq!(
+            calls,
+            vec![
+                ("call_1", "ReadFile", Ok(json!({"path": "a.txt"}))),
+                ("call_2", "Glob", Ok(json!({"pattern": "*.txt"}))),
+            ]
+        );
+        assert_eq!(heard.ready.len(), 2);
+        // A repeated id on every fragment (llama.cpp) is still one call.
+        let bytes = stream(
+            &[
+                call_start(0, "call_9", "ReadFile", r#"{"path":"#),
+                call_start(0, "call_9", "", r#""b.txt"}"#),
+                finish("tool_calls"),
+            ],
+            true,
+        );
+        let turn = read(&bytes).unwrap();
+        assert_eq!(turn.calls.len(), 1);
+        assert_eq!(turn.calls[0].input, Ok(json!({"path": "b.txt"})));
     }
 
     #[test]
