@@ -58,6 +58,17 @@ pub struct Agent<'a> {
     pub cancelled: &'a AtomicBool,
 }
 
+/// How much of a tool input a -v log line shows: a WriteFile's content must not flood CI.
+const LOG_INPUT_CHARS: usize = 200;
+
+/// `text` cut to `max` characters, with a marker saying how much was left out.
+fn shorten(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((i, _)) => format!("{}… ({} more chars)", &text[..i], text[i..].chars().count()),
+        None => text.to_string(),
+    }
+}
+
 /// An assistant message with no text and no tool call.
 fn says_nothing(m: &Message) -> bool {
     m.role == Role::Assistant
@@ -100,12 +111,17 @@ impl Agent<'_> {
                 return stop;
             }
             output::progress(&format!("turn {turn_no}: waiting for the model"));
-            output::debug(&format!(
-                "turn {turn_no}: request to {} ({} messages, {} tools)",
-                self.config.base_url,
-                messages.len(),
-                tools.len()
-            ));
+            if output::debug_enabled() {
+                let to = match &self.config.replay {
+                    Some(c) => format!("the cassette {}", c.display()),
+                    None => self.config.base_url.clone(),
+                };
+                output::debug(&format!(
+                    "turn {turn_no}: request to {to} ({} messages, {} tools)",
+                    messages.len(),
+                    tools.len()
+                ));
+            }
             let request = TurnRequest {
                 model: &self.config.model,
                 max_tokens: self.config.max_tokens,
@@ -319,14 +335,16 @@ impl Agent<'_> {
             };
             let o = &s.outcome;
             let input = call.input.clone().unwrap_or_else(|_| serde_json::json!({}));
-            output::debug(&format!(
-                "tool {} {} (batch {}, {} ms){}",
-                call.name,
-                input,
-                s.batch,
-                o.duration.as_millis(),
-                if o.result.is_error { " → error" } else { "" }
-            ));
+            if output::debug_enabled() {
+                output::debug(&format!(
+                    "tool {} {} (batch {}, {} ms){}",
+                    call.name,
+                    shorten(&input.to_string(), LOG_INPUT_CHARS),
+                    s.batch,
+                    o.duration.as_millis(),
+                    if o.result.is_error { " → error" } else { "" }
+                ));
+            }
             if let Some(d) = &o.denial {
                 r.permission_denials.push(DenialRecord {
                     tool_name: call.name.clone(),
@@ -546,6 +564,13 @@ mod tests {
         let outcome = agent.run(&mut provider);
         let runs = probe.runs.load(Ordering::SeqCst);
         (outcome, record.into_inner().unwrap(), runs)
+    }
+
+    #[test]
+    fn log_lines_shorten_long_inputs() {
+        assert_eq!(shorten("abc", 5), "abc");
+        assert_eq!(shorten("abcdefgh", 3), "abc… (5 more chars)");
+        assert_eq!(shorten("ééééé", 2), "éé… (3 more chars)");
     }
 
     #[test]

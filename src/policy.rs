@@ -103,7 +103,11 @@ struct HookFile {
 #[serde(untagged)]
 enum TimeoutValue {
     Text(String),
-    Seconds(u64),
+    /// Any JSON number; checked (positive, finite) where the hook is built, so that a
+    /// bad value gets a message naming the hook's `timeout`, not serde's.
+    Seconds(f64),
+    /// Anything else (`true`, `[]`): refused with the same clear message.
+    Other(Value),
 }
 
 /// The merged settings of a run.
@@ -533,7 +537,16 @@ impl Hook {
         };
         let timeout = match h.timeout {
             None => DEFAULT_HOOK_TIMEOUT,
-            Some(TimeoutValue::Seconds(s)) => Duration::from_secs(s),
+            Some(TimeoutValue::Seconds(s)) => Duration::try_from_secs_f64(s).map_err(|_| {
+                format!(
+                    "hook timeout {s}: give a positive number of seconds or a duration like \"10s\""
+                )
+            })?,
+            Some(TimeoutValue::Other(v)) => {
+                return Err(format!(
+                    "hook timeout {v}: give a number of seconds or a duration like \"10s\""
+                ));
+            }
             Some(TimeoutValue::Text(t)) => humantime::parse_duration(&t)
                 .map_err(|e| format!("hook timeout {t:?}: {e} (examples: 10s, 2m)"))?,
         };
@@ -802,6 +815,14 @@ mod tests {
                 "hook timeout",
             ),
             (r#"{"hooks": {"PostToolUse": [{"command": " "}]}}"#, "empty"),
+            (
+                r#"{"hooks": {"PreToolUse": [{"command": "x", "timeout": -1}]}}"#,
+                "hook timeout -1",
+            ),
+            (
+                r#"{"hooks": {"PreToolUse": [{"command": "x", "timeout": true}]}}"#,
+                "hook timeout true",
+            ),
         ] {
             let e = s.merge_str(text, "conf/x.json", KNOWN).unwrap_err();
             assert_eq!(e.exit_code(), 2);
@@ -811,6 +832,14 @@ mod tests {
                 "{text}: {m}"
             );
         }
+    }
+
+    #[test]
+    fn hook_timeouts_take_fractional_seconds() {
+        let s = settings(r#"{"hooks": {"PreToolUse": [{"command": "x", "timeout": 1.5}]}}"#);
+        assert_eq!(s.pre_tool_use[0].timeout, Duration::from_millis(1500));
+        let s = settings(r#"{"hooks": {"PreToolUse": [{"command": "x", "timeout": 7}]}}"#);
+        assert_eq!(s.pre_tool_use[0].timeout, Duration::from_secs(7));
     }
 
     #[test]

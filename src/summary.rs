@@ -159,7 +159,14 @@ pub(crate) fn markdown(t: &Value) -> String {
         "verify_failed" | "max_turns" | "budget" | "timeout" => "⚠️",
         _ => "❌",
     };
-    let mut md = format!("### agent: {icon} {status}\n\n| | |\n|---|---|\n");
+    // A status is a plain word; anything else (a hand-made transcript) is shown as inline
+    // code, so that it cannot add headings or tables of its own.
+    let shown = if status.chars().all(|c| c.is_ascii_lowercase() || c == '_') {
+        status.to_string()
+    } else {
+        code(status)
+    };
+    let mut md = format!("### agent: {icon} {shown}\n\n| | |\n|---|---|\n");
     let mut row = |k: &str, v: String| md.push_str(&format!("| {k} | {v} |\n"));
     row("Status", code(status));
     if let Some(m) = t["model"].as_str() {
@@ -444,5 +451,14 @@ mod tests {
                 .unwrap_err()
                 .contains("not an agent transcript")
         );
+    }
+
+    #[test]
+    fn an_odd_status_cannot_inject_markdown() {
+        let t = json!({"version": 1, "status": "x\n## Injected heading\n| a | b |",
+                       "is_error": true, "tool_calls": [], "files_changed": []});
+        let md = markdown(&t);
+        assert!(!md.contains("\n## Injected"), "{md}");
+        assert!(!md.lines().any(|l| l.starts_with("| a | b |")), "{md}");
     }
 }
