@@ -212,9 +212,8 @@ pub(crate) fn kill_all_running() -> usize {
 /// `kill_orphans` can find it when the run ends.
 pub(crate) fn adopt_orphans() {
     // SAFETY: prctl with PR_SET_CHILD_SUBREAPER takes one integer argument.
-    unsafe {
-        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong, 0, 0, 0);
-    }
+    let rc = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong, 0, 0, 0) };
+    ADOPTING.store(rc == 0, Ordering::Relaxed);
 }
 
 /// Rounds of `kill_orphans`: killing an orphan re-parents its own children here.
@@ -320,7 +319,37 @@ fn kill_group(pgid: libc::pid_t) {
 /// command could not be started (or waited for); every way a started command ends is an
 /// `Ok` with the output so far.
 pub(crate) fn run(spec: &CommandSpec) -> Result<CommandOutput, String> {
-    run_in(spec, &REGISTRY)
+    let result = run_in(spec, &REGISTRY);
+    reap_strays(&REGISTRY);
+    result
+}
+
+/// Held across spawn and registration, and while reaping strays: a child that exists
+/// but is not yet registered must never be mistaken for a stray.
+static SPAWNING: Mutex<()> = Mutex::new(());
+
+/// Set by `adopt_orphans`: only then can children appear that no runner waits for.
+static ADOPTING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Reaps adopted orphans that have exited (zombies), so a long run does not collect
+/// them. Live ones are left for `kill_orphans` at the end; registered commands are left
+/// to their own runner's wait.
+fn reap_strays(registry: &ProcessRegistry) {
+    if !ADOPTING.load(Ordering::Relaxed) {
+        return;
+    }
+    let _spawning = SPAWNING.lock().unwrap_or_else(|e| e.into_inner());
+    let ours = registry.lock().groups.clone();
+    for pid in children_of(std::process::id() as libc::pid_t) {
+        if ours.contains(&pid) {
+            continue;
+        }
+        let mut status = 0;
+        // SAFETY: waitpid on our own child, non-blocking, with a valid status pointer.
+        unsafe {
+            libc::waitpid(pid, &mut status, libc::WNOHANG);
+        }
+    }
 }
 
 fn run_in(spec: &CommandSpec, registry: &ProcessRegistry) -> Result<CommandOutput, String> {
@@ -362,6 +391,7 @@ fn run_in(spec: &CommandSpec, registry: &ProcessRegistry) -> Result<CommandOutpu
     unsafe {
         cmd.pre_exec(move || child_setup(parent, hook.as_deref()));
     }
+    let spawning = SPAWNING.lock().unwrap_or_else(|e| e.into_inner());
     let spawned = cmd.spawn();
     // Close our copies of the write ends, or the reader would never see end of file.
     drop(cmd);
@@ -374,6 +404,7 @@ fn run_in(spec: &CommandSpec, registry: &ProcessRegistry) -> Result<CommandOutpu
     })?;
     let pgid = child.id() as libc::pid_t;
     let mut group = registry.register(pgid);
+    drop(spawning);
 
     if let (Some(bytes), Some(mut stdin)) = (spec.stdin.clone(), child.stdin.take()) {
         // Not joined: a command that never reads stdin must not block us. The thread ends

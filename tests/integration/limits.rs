@@ -260,3 +260,35 @@ fn a_process_that_escaped_its_group_is_killed_when_the_run_ends() {
         out.stderr
     );
 }
+
+/// Orphans adopted from a command that died with its group are reaped as the run goes,
+/// not left as zombies until the end.
+#[test]
+fn adopted_orphans_are_reaped_during_the_run() {
+    let env = TestEnv::new(vec![
+        Reply::Sse(turn_tools(&[(
+            "toolu_1",
+            "Bash",
+            json!({"command": "for i in 1 2 3; do ( sleep 30 & ); done; true"}),
+        )])),
+        Reply::Sse(turn_tools(&[(
+            "toolu_2",
+            "Bash",
+            json!({"command": "true"}),
+        )])),
+        Reply::Sse(turn_tools(&[(
+            "toolu_3",
+            "Bash",
+            json!({"command": "ps -o stat= --ppid $PPID | grep -c Z; true"}),
+        )])),
+        Reply::Sse(turn_text("done")),
+    ]);
+    let out = env.run(&["run", "--allow-bash", "--json", "zombies"]);
+    out.assert_code(0);
+    let t = out.json();
+    let last = t["messages"][6]["content"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(last.starts_with("<output>0"), "zombies left: {last}");
+}
