@@ -937,6 +937,15 @@ mod tests {
 
     /// SIGKILL is delivered asynchronously; a killed process vanishes almost at once, a
     /// surviving `sleep 300` stays for minutes, so this bound only absorbs scheduling.
+    /// The pid a test command wrote to `DIR/pid`.
+    fn pid_in(dir: &Path) -> i32 {
+        std::fs::read_to_string(dir.join("pid"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    }
+
     fn dies_soon(pid: i32) -> bool {
         let give_up = Instant::now() + Duration::from_secs(10);
         while Instant::now() < give_up {
@@ -1056,11 +1065,7 @@ mod tests {
         assert_eq!(out.output.text, "started\n");
         // Returned because the group kill closed the pipe, not because the drain gave up.
         assert!(!out.pipe_left_open);
-        let pid: i32 = std::fs::read_to_string(dir.path().join("pid"))
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
+        let pid = pid_in(dir.path());
         assert!(
             dies_soon(pid),
             "background child {pid} outlived the command"
@@ -1083,11 +1088,7 @@ mod tests {
         assert!(out.output.text.contains("started"));
         assert!(out.pipe_left_open);
         // Clean up the escapee.
-        let pid: i32 = std::fs::read_to_string(dir.path().join("pid"))
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
+        let pid = pid_in(dir.path());
         unsafe { libc::kill(pid, libc::SIGKILL) };
     }
 
@@ -1125,11 +1126,7 @@ mod tests {
         ))
         .unwrap();
         assert_eq!(out.exit_code, Some(0));
-        let pid: i32 = std::fs::read_to_string(dir.path().join("pid"))
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
+        let pid = pid_in(dir.path());
         assert!(
             dies_soon(pid),
             "background child {pid} outlived the command"
