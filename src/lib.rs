@@ -72,13 +72,16 @@ pub fn main_with_args(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     }
 }
 
+/// Reports an error found before the run starts and gives its exit code.
+fn usage_failure(e: &Error) -> ExitCode {
+    output::error(&e.to_string());
+    ExitCode::from(e.exit_code())
+}
+
 fn tools_command(args: &ToolsArgs) -> ExitCode {
     let selection = match config::tool_selection(&args.tools) {
         Ok(s) => s,
-        Err(e) => {
-            output::error(&e.to_string());
-            return ExitCode::from(e.exit_code());
-        }
+        Err(e) => return usage_failure(&e),
     };
     let registry = Registry::builtin(&selection);
     let empty = json!({});
@@ -249,10 +252,7 @@ fn run_command(args: &RunArgs) -> ExitCode {
     process::adopt_orphans();
     let config = match Config::from_args(args, &ProcessEnv) {
         Ok(c) => c,
-        Err(e) => {
-            output::error(&e.to_string());
-            return ExitCode::from(e.exit_code());
-        }
+        Err(e) => return usage_failure(&e),
     };
     let mut secrets = crate::secrets::secret_values();
     secrets.push(config.api_key.clone());
@@ -271,10 +271,7 @@ fn run_command(args: &RunArgs) -> ExitCode {
     let registry = Registry::builtin(&config.tools);
     let mut provider = match make_provider(&config, &registry) {
         Ok(p) => p,
-        Err(e) => {
-            output::error(&e.to_string());
-            return ExitCode::from(e.exit_code());
-        }
+        Err(e) => return usage_failure(&e),
     };
     let ctx = ToolContext {
         workspace: config.workspace.clone(),
