@@ -227,7 +227,10 @@ fn a_process_that_escaped_its_group_is_killed_when_the_run_ends() {
         Reply::Sse(turn_tools(&[(
             "toolu_escape",
             "Bash",
-            json!({"command": "setsid sleep 299 >/dev/null 2>&1 & echo $! > pid.txt"}),
+            // The command returns only once the child has left the group (it writes its
+            // pid after setsid), so the group kill cannot catch it first.
+            json!({"command": "setsid sh -c 'echo $$ > pid.txt; exec sleep 299' >/dev/null 2>&1 & \
+                               while [ ! -s pid.txt ]; do sleep 0.01; done"}),
         )])),
         Reply::Sse(turn_text("left a daemon behind")),
     ]);
