@@ -8,39 +8,16 @@ use std::time::Instant;
 
 use crate::ci::CiRun;
 use crate::config::Config;
-use crate::dispatch::{Dispatcher, Gate};
+use crate::dispatch::{CallOutcome, Dispatcher, Gate, Watch};
 use crate::output;
 use crate::protocol::{ContentBlock, Message, Role, StopReason};
 use crate::provider::{Provider, StreamNotice, TurnRequest};
 use crate::scheduler::{self, EarlyResults, EarlyStart, Scheduled};
 use crate::tools::ToolContext;
 use crate::tools::registry::Registry;
-use crate::transcript::{DenialRecord, ErrorInfo, RunRecord, Status, ToolCallRecord};
+use crate::transcript::{DenialRecord, InFlight, Outcome, RunRecord, Status, ToolCallRecord, lock};
 use crate::turn::{PendingCall, Turn};
 use crate::verify::Verdict;
-
-/// How the loop ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Outcome {
-    pub status: Status,
-    pub error: Option<ErrorInfo>,
-}
-
-impl Outcome {
-    pub(crate) fn ok(status: Status) -> Self {
-        Outcome {
-            status,
-            error: None,
-        }
-    }
-
-    pub(crate) fn fail(status: Status, kind: &str, message: impl Into<String>) -> Self {
-        Outcome {
-            status,
-            error: Some(ErrorInfo::new(kind, message)),
-        }
-    }
-}
 
 pub struct Agent<'a> {
     pub config: &'a Config,
@@ -56,6 +33,33 @@ pub struct Agent<'a> {
     /// Set when a signal or the deadline is ending the run: make no further request and
     /// start no further tool.
     pub cancelled: &'a AtomicBool,
+    /// Calls running now, for the transcript of a run that ends while they do.
+    pub in_flight: &'a InFlight,
+}
+
+/// What the dispatcher reports to the run, early-started calls included: the calls in
+/// flight, and the CI observers.
+struct RunWatch<'a> {
+    ci: &'a CiRun,
+    in_flight: &'a InFlight,
+}
+
+impl Watch for RunWatch<'_> {
+    fn started(&self, call: &PendingCall) {
+        let input = call.input.clone().unwrap_or_else(|_| serde_json::json!({}));
+        self.in_flight
+            .start(&call.id, &call.name, input, self.ci.turn());
+        self.ci.started(call);
+    }
+
+    fn refuse(&self, call: &PendingCall) -> Option<String> {
+        self.ci.refuse(call)
+    }
+
+    fn finished(&self, call: &PendingCall, outcome: &CallOutcome) {
+        self.in_flight.end(&call.id);
+        self.ci.finished(call, outcome);
+    }
 }
 
 /// How much of a tool input a -v log line shows: a WriteFile's content must not flood CI.
@@ -79,24 +83,28 @@ fn says_nothing(m: &Message) -> bool {
         })
 }
 
-/// Locks the record even if a panicking thread poisoned it: the record is plain data.
-pub fn lock(record: &Mutex<RunRecord>) -> std::sync::MutexGuard<'_, RunRecord> {
-    record.lock().unwrap_or_else(|p| p.into_inner())
-}
-
 impl Agent<'_> {
     pub fn run(&self, provider: &mut dyn Provider) -> Outcome {
         let run_start = lock(self.record).started;
         let tools = self.registry.to_api_format();
         let mut messages = vec![Message::user_text(self.config.prompt.clone())];
         lock(self.record).messages.push(messages[0].clone());
+        let watch = RunWatch {
+            ci: self.ci,
+            in_flight: self.in_flight,
+        };
         let dispatcher = Dispatcher {
             registry: self.registry,
             ctx: self.ctx,
             gate: self.gate,
             run_start,
-            watch: Some(self.ci),
+            watch: Some(&watch),
         };
+        {
+            // The initial `cost_usd`: 0, or null for a model without a price.
+            let mut r = lock(self.record);
+            r.cost_usd = self.config.prices.cost(&r.model, &r.usage);
+        }
         self.ci.run_started(self.config, self.record);
         let mut next_batch = 0u32;
         let mut turn_no = 0u32;
@@ -305,6 +313,7 @@ impl Agent<'_> {
         if !turn.model.is_empty() {
             r.model = turn.model.clone();
         }
+        r.cost_usd = self.config.prices.cost(&r.model, &r.usage);
         r.messages.push(turn.message.clone());
         output::debug(&format!(
             "turn {}: stop_reason {}, {} tool calls, {} in / {} out tokens",
@@ -385,8 +394,8 @@ impl Agent<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Verbosity;
     use crate::dispatch::OpenGate;
+    use crate::output::Verbosity;
     use crate::protocol::Usage;
     use crate::provider::ProviderError;
     use crate::tools::registry::ToolSelection;
@@ -555,6 +564,7 @@ mod tests {
             checkpoint: &|| {},
             ci: &CiRun::off(),
             cancelled: &AtomicBool::new(false),
+            in_flight: &InFlight::default(),
         };
         let mut provider = Scripted {
             turns: 0,

@@ -1,6 +1,6 @@
 //! The CI features of SPEC §9 as seen by the agent loop: one `CiRun` per run bundles the
-//! `--jsonl` event stream, the `--verify` rounds, the budgets and price table, and the
-//! repeated-call guard, behind a handful of calls the loop makes at fixed points (before
+//! `--jsonl` event stream, the `--verify` rounds, the budgets and the repeated-call
+//! guard, behind a handful of calls the loop makes at fixed points (before
 //! a request, on stream notices, after a turn, when the model stops). It is also the
 //! dispatcher's `Watch`, so tool events and refusals happen on the dispatching thread,
 //! early-started calls included. The logic lives in `events`, `verify` and `budget`.
@@ -11,14 +11,13 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use serde_json::json;
 
-use crate::agent::{Outcome, lock};
-use crate::budget::{Budget, Prices, RepeatGuard};
+use crate::budget::{Budget, RepeatGuard};
 use crate::config::Config;
 use crate::dispatch::{CallOutcome, Watch};
 use crate::events::Events;
 use crate::provider::StreamNotice;
 use crate::tools::ToolContext;
-use crate::transcript::{InFlight, RunRecord, Status};
+use crate::transcript::{Outcome, RunRecord, Status, lock};
 use crate::turn::{PendingCall, Turn};
 use crate::verify::{Verdict, Verifier};
 
@@ -30,12 +29,9 @@ pub struct CiRun {
     pub events: Arc<Events>,
     pub verifier: Option<Verifier>,
     pub budget: Budget,
-    pub prices: Prices,
     pub repeats: RepeatGuard,
     /// The turn being streamed or executed, for tool events.
     turn: AtomicU32,
-    /// Calls running now, for the transcript of a run that ends while they do.
-    pub in_flight: Arc<InFlight>,
 }
 
 impl CiRun {
@@ -44,10 +40,8 @@ impl CiRun {
             events,
             verifier: config.verify.clone().map(Verifier::new),
             budget: config.budget,
-            prices: config.prices.clone(),
             repeats: RepeatGuard::default(),
             turn: AtomicU32::new(0),
-            in_flight: Arc::new(InFlight::default()),
         }
     }
 
@@ -57,17 +51,14 @@ impl CiRun {
             events: Arc::new(Events::disabled()),
             verifier: None,
             budget: Budget::default(),
-            prices: Prices::default(),
             repeats: RepeatGuard::default(),
             turn: AtomicU32::new(0),
-            in_flight: Arc::new(InFlight::default()),
         }
     }
 
-    /// `run.started`, and the initial `cost_usd` (0, or null for an unknown model).
+    /// `run.started`.
     pub fn run_started(&self, config: &Config, record: &Mutex<RunRecord>) {
-        let mut r = lock(record);
-        r.cost_usd = self.prices.cost(&r.model, &r.usage);
+        let r = lock(record);
         self.events.emit(
             "run.started",
             json!({"model": r.model, "workspace": r.workspace.display().to_string(),
@@ -107,6 +98,11 @@ impl CiRun {
         None
     }
 
+    /// The turn being streamed or executed.
+    pub fn turn(&self) -> u32 {
+        self.turn.load(Ordering::Relaxed)
+    }
+
     /// What the stream tells the loop: calls in the model's order, retries.
     pub fn on_notice(&self, notice: &StreamNotice<'_>) {
         match notice {
@@ -125,7 +121,7 @@ impl CiRun {
         }
     }
 
-    /// The turn is complete (already in the record): cost, `assistant.message`, and —
+    /// The turn is complete (already in the record, cost included): `assistant.message`, and —
     /// when no tool will run for it — `turn.finished`.
     pub fn after_turn(
         &self,
@@ -135,10 +131,6 @@ impl CiRun {
         runs_tools: bool,
     ) {
         self.repeats.sync(&turn.calls);
-        {
-            let mut r = lock(record);
-            r.cost_usd = self.prices.cost(&r.model, &r.usage);
-        }
         self.events.emit(
             "assistant.message",
             json!({"turn": turn_no, "message": turn.message,
@@ -177,9 +169,6 @@ impl CiRun {
 
 impl Watch for CiRun {
     fn started(&self, call: &PendingCall) {
-        let turn = self.turn.load(Ordering::Relaxed);
-        let input = call.input.clone().unwrap_or_else(|_| json!({}));
-        self.in_flight.start(&call.id, &call.name, input, turn);
         if !self.events.enabled() {
             return;
         }
@@ -196,7 +185,6 @@ impl Watch for CiRun {
     }
 
     fn finished(&self, call: &PendingCall, outcome: &CallOutcome) {
-        self.in_flight.end(&call.id);
         if !self.events.enabled() {
             return;
         }

@@ -1,13 +1,11 @@
 //! Command-line types (clap derive), one field per flag. No I/O and no environment reads
-//! here: `config` turns these into a validated `Config`.
+//! here: `config` turns these into a validated `Config`. The bottom layer: it imports
+//! nothing of the crate, so the small value enums flags parse into live here.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-
-use crate::confine::SandboxMode;
-use crate::policy::OnDeny;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -49,6 +47,28 @@ impl ProviderKind {
             ProviderKind::Openai => "openai",
         }
     }
+}
+
+/// What `--on-deny` asks for when a call is denied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum OnDeny {
+    /// The model gets the denial as an error result and the run goes on.
+    #[default]
+    Feedback,
+    /// The run ends with status `denied` (exit 5).
+    Fail,
+}
+
+/// `--sandbox`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum SandboxMode {
+    /// No confinement.
+    #[default]
+    Off,
+    /// Writes only in the workspace, the temp directory and each --writable DIR.
+    WorkspaceWrite,
+    /// No writes at all.
+    ReadOnly,
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {

@@ -10,9 +10,11 @@ use clap::ValueEnum;
 
 use crate::budget::{Budget, Prices};
 use crate::cli::{CiArgs, ProviderKind, RunArgs, SecurityArgs, ToolArgs};
-use crate::confine::{self, SandboxMode, SandboxSpec};
+use crate::cli::{OnDeny, SandboxMode};
+use crate::confine::{self, SandboxSpec};
 use crate::error::Error;
-use crate::policy::{OnDeny, Settings, SettingsSources};
+use crate::output::Verbosity;
+use crate::policy::{Settings, SettingsSources};
 use crate::provider::openai::DEFAULT_OPENAI_BASE_URL;
 use crate::tools::registry::{Registry, ToolSelection};
 use crate::verify::VerifySpec;
@@ -24,13 +26,6 @@ pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 const PROJECT_INSTRUCTION_FILES: &[&str] = &["AGENTS.md", "CLAUDE.md"];
 /// A project instruction file larger than this is cut: it is re-sent every turn.
 const MAX_PROJECT_INSTRUCTIONS_BYTES: usize = 64 * 1024;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verbosity {
-    Quiet,
-    Normal,
-    Verbose,
-}
 
 /// Everything `agent run` needs, validated.
 #[derive(Debug, Clone)]

@@ -22,6 +22,7 @@ use landlock::{
     RulesetAttr, RulesetCreatedAttr,
 };
 
+use crate::cli::SandboxMode;
 use crate::process::PreExec;
 
 /// Test-only: pretend the kernel offers this Landlock ABI (0 = no Landlock), so that the
@@ -36,18 +37,6 @@ const NET_ABI: ABI = ABI::V4;
 const MIN_NET_ABI: i32 = 4;
 /// Always writable, even read-only: `> /dev/null` must keep working.
 const ALWAYS_WRITABLE_FILES: &[&str] = &["/dev/null"];
-
-/// `--sandbox`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
-pub enum SandboxMode {
-    /// No confinement.
-    #[default]
-    Off,
-    /// Writes only in the workspace, the temp directory and each --writable DIR.
-    WorkspaceWrite,
-    /// No writes at all.
-    ReadOnly,
-}
 
 /// The sandbox the command line asked for (validated by `config`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

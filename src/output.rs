@@ -11,11 +11,17 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::config::Verbosity;
-
 static LEVEL: AtomicU8 = AtomicU8::new(1);
 static SECRETS: OnceLock<Vec<String>> = OnceLock::new();
 static BAR: Mutex<Option<ProgressBar>> = Mutex::new(None);
+
+/// How much goes to stderr: `-q`, the default, `-v`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verbosity {
+    Quiet,
+    Normal,
+    Verbose,
+}
 
 /// How often the spinner redraws on its own.
 const SPINNER_TICK: Duration = Duration::from_millis(120);

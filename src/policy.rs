@@ -22,6 +22,7 @@ use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::cli::OnDeny;
 use crate::dispatch::{Denial, Gate};
 use crate::error::Error;
 use crate::output;
@@ -41,16 +42,6 @@ const WRAPPERS: &[&str] = &[
     "timeout", "stdbuf", "setsid", "chrt", "taskset", "strace", "ltrace", "watch", "flock",
     "unbuffer", "xargs", "coproc",
 ];
-
-/// What `--on-deny` asks for when a call is denied.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
-pub enum OnDeny {
-    /// The model gets the denial as an error result and the run goes on.
-    #[default]
-    Feedback,
-    /// The run ends with status `denied` (exit 5).
-    Fail,
-}
 
 // ---------------------------------------------------------------------------------------
 // Settings files

@@ -295,6 +295,34 @@ struct Transcript<'a> {
     git_diff_stat: Option<&'a str>,
 }
 
+/// How a run ended: its status and, unless it succeeded, the error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    pub status: Status,
+    pub error: Option<ErrorInfo>,
+}
+
+impl Outcome {
+    pub(crate) fn ok(status: Status) -> Self {
+        Outcome {
+            status,
+            error: None,
+        }
+    }
+
+    pub(crate) fn fail(status: Status, kind: &str, message: impl Into<String>) -> Self {
+        Outcome {
+            status,
+            error: Some(ErrorInfo::new(kind, message)),
+        }
+    }
+}
+
+/// Locks the record even if a panicking thread poisoned it: the record is plain data.
+pub fn lock(record: &Mutex<RunRecord>) -> std::sync::MutexGuard<'_, RunRecord> {
+    record.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// Tool calls that started and have not finished. A run that ends while some still run
 /// (timeout, signal) lists them in `tool_calls` too, so CI can see which command hung.
 #[derive(Debug, Default)]

@@ -1,0 +1,221 @@
+//! `agent run`: builds the run from the config (provider, tools, policy, CI features),
+//! runs the agent loop and hands the outcome to the `Finisher`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::agent::Agent;
+use crate::cli::{ProviderKind, RunArgs};
+use crate::config::{Config, ProcessEnv};
+use crate::error::Error;
+use crate::finish::{FINISHER, Finisher, watch_signals};
+use crate::policy::PolicyGate;
+use crate::provider::Provider;
+use crate::provider::anthropic::{AnthropicConfig, AnthropicProvider, Recorder};
+use crate::provider::cassette::{CassetteWriter, ReplayProvider};
+use crate::provider::openai::{OpenAiConfig, OpenAiProvider};
+use crate::tools::ToolContext;
+use crate::tools::registry::Registry;
+use crate::transcript::{InFlight, RunRecord, lock};
+use crate::{changes, ci, events, output, process, usage_failure};
+
+pub(crate) fn run_command(args: &RunArgs) -> ExitCode {
+    // From the first moment: a signal before the run is set up still exits 130.
+    watch_signals();
+    process::adopt_orphans();
+    let config = match Config::from_args(args, &ProcessEnv) {
+        Ok(c) => c,
+        Err(e) => return usage_failure(&e),
+    };
+    let mut secrets = crate::secrets::secret_values();
+    secrets.push(config.api_key.clone());
+    output::init(config.verbosity, secrets);
+
+    let sandbox = match crate::confine::Confinement::build(&config.sandbox, &config.workspace) {
+        Ok(s) => s,
+        Err(e) => {
+            output::error(&e);
+            return ExitCode::from(Error::Usage(e).exit_code());
+        }
+    };
+    if let Some(s) = &sandbox {
+        output::debug(s.summary());
+    }
+    let registry = Registry::builtin(&config.tools);
+    let mut provider = match make_provider(&config, &registry) {
+        Ok(p) => p,
+        Err(e) => return usage_failure(&e),
+    };
+    let ctx = ToolContext {
+        workspace: config.workspace.clone(),
+        spill_dir: spill_dir(),
+        bash_timeout: config.bash_timeout,
+        child_env: Arc::new(crate::secrets::scrubbed_env(
+            std::env::vars(),
+            &config.keep_env,
+        )),
+        sandbox,
+    };
+    let gate = PolicyGate::new(config.settings.clone(), &ctx, config.on_deny);
+    let record = Arc::new(Mutex::new(RunRecord::new(
+        &config.model,
+        config.workspace.clone(),
+        registry
+            .enabled_names()
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+    )));
+    let events = Arc::new(if config.jsonl {
+        events::Events::stdout(lock(&record).started)
+    } else {
+        events::Events::disabled()
+    });
+    let ci = ci::CiRun::new(&config, events.clone());
+    // The run's own files are not changes the run made to the workspace.
+    let own_files = [&config.output_file, &config.record]
+        .into_iter()
+        .flatten()
+        .map(|p| absolute(p))
+        .collect();
+    let finisher = Arc::new(Finisher {
+        record: record.clone(),
+        json: config.json,
+        output_file: config.output_file.clone(),
+        done: Mutex::new(false),
+        events,
+        // The file tools report their own changes; only commands (Bash, hooks, --verify)
+        // can change files behind their back, so only then is the workspace scanned.
+        baseline: commands_may_write(&config, &registry)
+            .then(|| changes::Baseline::take(&config.workspace, own_files)),
+        cancelled: Arc::new(AtomicBool::new(false)),
+        in_flight: Arc::new(InFlight::default()),
+    });
+    let _ = FINISHER.set(finisher.clone());
+    if let Some(limit) = config.timeout {
+        finisher.start_deadline(limit);
+    }
+    finisher.checkpoint();
+
+    let checkpoint = || finisher.checkpoint();
+    let outcome = Agent {
+        config: &config,
+        registry: &registry,
+        ctx: &ctx,
+        gate: &gate,
+        record: &record,
+        checkpoint: &checkpoint,
+        ci: &ci,
+        cancelled: &finisher.cancelled,
+        in_flight: &finisher.in_flight,
+    }
+    .run(provider.as_mut());
+    let diff_stat = changes::git_diff_stat(&ctx);
+    lock(&record).git_diff_stat = diff_stat;
+    match finisher.finish(outcome.status, outcome.error.as_ref()) {
+        Some(code) => ExitCode::from(code),
+        None => loop {
+            std::thread::park(); // a signal or the deadline is finishing the run
+        },
+    }
+}
+
+/// `path` made absolute with its directory resolved (as the canonical workspace is).
+fn absolute(path: &std::path::Path) -> PathBuf {
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    match (
+        abs.parent().and_then(|d| d.canonicalize().ok()),
+        abs.file_name(),
+    ) {
+        (Some(dir), Some(name)) => dir.join(name),
+        _ => abs,
+    }
+}
+
+/// Whether anything but the file tools may change the workspace during the run.
+fn commands_may_write(config: &Config, registry: &Registry) -> bool {
+    registry.get("Bash").is_some()
+        || config.verify.is_some()
+        || !config.settings.pre_tool_use.is_empty()
+        || !config.settings.post_tool_use.is_empty()
+}
+
+/// Where this run saves oversized results and full command output.
+fn spill_dir() -> PathBuf {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    // Canonical from the start: ReadFile's exception for it is checked on resolved paths.
+    let temp = std::env::temp_dir();
+    let temp = temp.canonicalize().unwrap_or(temp);
+    temp.join(format!("agent-run-{}-{nanos}", std::process::id()))
+}
+
+/// The provider of this run: cassette replay, or the Anthropic API or an
+/// OpenAI-compatible server (optionally recorded).
+fn make_provider(config: &Config, registry: &Registry) -> Result<Box<dyn Provider>, Error> {
+    if let Some(path) = &config.replay {
+        let replay = ReplayProvider::open(path, &config.workspace).map_err(Error::Usage)?;
+        return Ok(Box::new(replay));
+    }
+    let recorder = match &config.record {
+        Some(path) => Some(cassette_recorder(config, registry, path)?),
+        None => None,
+    };
+    if config.provider == ProviderKind::Openai {
+        let mut provider = OpenAiProvider::new(OpenAiConfig::from_config(config));
+        if let Some(r) = recorder {
+            provider.set_recorder(r);
+        }
+        return Ok(Box::new(provider));
+    }
+    let mut api = AnthropicConfig::new(config.base_url.clone(), config.api_key.clone());
+    api.max_retries = config.max_retries;
+    api.idle_timeout = config.idle_timeout;
+    let mut provider = AnthropicProvider::new(api);
+    if let Some(r) = recorder {
+        provider.set_recorder(r);
+    }
+    Ok(Box::new(provider))
+}
+
+/// Appends each successful turn to the `--record` cassette, whose header names the
+/// provider; a failing append is warned about once.
+fn cassette_recorder(
+    config: &Config,
+    registry: &Registry,
+    path: &std::path::Path,
+) -> Result<Recorder, Error> {
+    let names: Vec<String> = registry
+        .enabled_names()
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let mut writer = CassetteWriter::create(
+        path,
+        config.provider.as_str(),
+        &config.model,
+        &config.workspace,
+        &names,
+        // The model may echo a secret a tool printed: every known value is redacted.
+        crate::secrets::secret_values()
+            .into_iter()
+            .chain([config.api_key.clone()])
+            .collect(),
+    )
+    .map_err(|e| Error::Usage(format!("--record {}: {e}", path.display())))?;
+    let shown = path.display().to_string();
+    let mut failed = false;
+    Ok(Box::new(move |request, sse| {
+        if let Err(e) = writer.append(request, sse)
+            && !failed
+        {
+            output::warn(&format!("cannot append to the cassette {shown}: {e}"));
+            failed = true;
+        }
+    }))
+}
