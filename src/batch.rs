@@ -6,8 +6,8 @@
 //!
 //! A workspace inside a git repository gets a detached `git worktree` of HEAD (cheap,
 //! and the result can be diffed and committed; uncommitted changes of the source are not
-//! in it); anything else is copied. Copies live in `DIR/workspaces/<id>` and are kept
-//! for inspection. Per task, `DIR/<id>.json` is the transcript and `DIR/<id>.log` the
+//! in it; git failing is the task's error, never a silent copy); anything else is
+//! copied. Copies live in `DIR/workspaces/<id>` and are kept for inspection. Per task, `DIR/<id>.json` is the transcript and `DIR/<id>.log` the
 //! process's stdout and stderr; `DIR/summary.json` sums it up and is also printed.
 //!
 //! The runner's own commands (git, the child agents) are argument vectors run with
@@ -145,6 +145,7 @@ impl Plan {
                     ws.display()
                 ));
             }
+            check_config(&task, &ws)?;
             tasks.push((task, ws));
         }
         std::fs::create_dir_all(args.out.join("workspaces"))
@@ -211,19 +212,120 @@ pub(crate) fn parse_tasks(text: &str) -> Result<Vec<Task>, String> {
         if task.prompt.trim().is_empty() {
             return Err(at(format!("task {:?} has an empty prompt", task.id)));
         }
-        if let Some(flag) = task.args.iter().find(|a| {
-            matches!(a.as_str(), "-C" | "--cwd" | "-o" | "--output")
-                || a.starts_with("--cwd=")
-                || a.starts_with("--output=")
-        }) {
-            return Err(at(format!(
-                "task {:?}: {flag} is set by the batch (the workspace copy and DIR/<id>.json)",
-                task.id
-            )));
-        }
+        check_args(&task).map_err(at)?;
         tasks.push(task);
     }
     Ok(tasks)
+}
+
+/// A task's `args` through the very parser `agent run` uses (clap's `Cli`), with the
+/// flags the batch adds: anything clap rejects, and the flags the batch owns however
+/// they are spelled (`-C/tmp`, `--cwd=X`, `-oX`, a `--` or a stray positional that
+/// would replace the prompt), is an error here, before any task runs.
+pub(crate) fn check_args(task: &Task) -> Result<(), String> {
+    use clap::Parser;
+    const PROMPT: &str = "the task's prompt";
+    let argv = ["agent", "run"]
+        .into_iter()
+        .map(String::from)
+        .chain(task.args.iter().cloned())
+        .chain(["--".to_string(), PROMPT.to_string()]);
+    let bad = |why: String| format!("task {:?}: args: {why}", task.id);
+    if task.args.iter().any(|a| a == "--") {
+        // Everything after it would be read as the prompt, which is the task's field.
+        return Err(bad(
+            "`--` is not allowed: the prompt is the task's \"prompt\" field".into(),
+        ));
+    }
+    let cli = crate::cli::Cli::try_parse_from(argv).map_err(|e| bad(clap_message(&e)))?;
+    let crate::cli::Command::Run(run) = cli.command else {
+        return Err(bad("not `agent run` flags".into()));
+    };
+    if run.cwd.is_some() {
+        return Err(bad(
+            "-C/--cwd is set by the batch (the task's workspace copy)".into(),
+        ));
+    }
+    if run.output.is_some() {
+        return Err(bad("-o/--output is set by the batch (DIR/<id>.json)".into()));
+    }
+    if run.prompt.as_deref() != Some(PROMPT) || run.prompt_file.is_some() {
+        return Err(bad(
+            "the prompt is the task's \"prompt\" field: args may hold no positional \
+             argument or --prompt-file"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Everything else `agent run` checks before its first request (`--max-turns 0`, a
+/// missing API key, an unreadable `--settings` file, …), with the task's source
+/// workspace standing in for its copy: a task that would exit 2 stops the batch first.
+fn check_config(task: &Task, workspace: &Path) -> Result<(), String> {
+    use clap::Parser;
+    let argv = ["agent", "run"]
+        .into_iter()
+        .map(std::ffi::OsString::from)
+        .chain(task.args.iter().map(Into::into))
+        .chain(["-C".into(), workspace.as_os_str().to_owned()])
+        .chain(["--".into(), task.prompt.clone().into()]);
+    let bad = |why: String| format!("task {:?}: args: {why}", task.id);
+    let cli = crate::cli::Cli::try_parse_from(argv).map_err(|e| bad(clap_message(&e)))?;
+    let crate::cli::Command::Run(run) = cli.command else {
+        return Err(bad("not `agent run` flags".into()));
+    };
+    crate::config::Config::from_args(&run, &crate::config::ProcessEnv)
+        .map(drop)
+        .map_err(|e| bad(e.to_string()))
+}
+
+/// The first line of a clap error, without its `error: ` prefix and without the usage
+/// text that follows (which describes `agent run`'s command line, not the task's args).
+fn clap_message(e: &clap::Error) -> String {
+    use clap::error::ErrorKind;
+    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+        return "--help and --version print text instead of running the task".into();
+    }
+    let text = e.to_string();
+    let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    line.strip_prefix("error: ")
+        .unwrap_or(line)
+        .trim()
+        .to_string()
+}
+
+/// An exit status for messages: `exit 2`, `signal 9 (SIGKILL)`.
+pub(crate) fn describe_exit(code: Option<i32>, signal: Option<i32>) -> String {
+    match (code, signal) {
+        (Some(c), _) => format!("exit {c}"),
+        (None, Some(s)) => match signal_name(s) {
+            Some(name) => format!("signal {s} ({name})"),
+            None => format!("signal {s}"),
+        },
+        (None, None) => "no exit status".to_string(),
+    }
+}
+
+/// The usual name of a signal number (the ones a CI job meets).
+fn signal_name(sig: i32) -> Option<&'static str> {
+    Some(match sig {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGALRM => "SIGALRM",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGXCPU => "SIGXCPU",
+        libc::SIGXFSZ => "SIGXFSZ",
+        _ => return None,
+    })
 }
 
 /// Runs the plan's tasks on `parallel` workers; outcomes in file order.
@@ -354,11 +456,7 @@ fn run_task(
             outcome.usage = serde_json::from_value(t["usage"].clone()).unwrap_or_default();
             outcome.error = Some(format!(
                 "the run was killed before it finished ({}); its last checkpoint is {}",
-                match (outcome.exit_code, signal) {
-                    (_, Some(sig)) => format!("signal {sig}"),
-                    (Some(c), None) => format!("exit {c}"),
-                    (None, None) => "no exit code".to_string(),
-                },
+                describe_exit(outcome.exit_code, signal),
                 transcript.display()
             ));
             outcome.transcript = transcript
@@ -378,22 +476,34 @@ fn run_task(
         None => {
             outcome.status = "error".into();
             outcome.error = Some(format!(
-                "the run left no transcript (exit {:?}); see {}",
-                outcome.exit_code, outcome.log
+                "the run left no transcript ({}); see {}",
+                describe_exit(outcome.exit_code, signal),
+                outcome.log
             ));
         }
     }
     outcome
 }
 
+/// Held around every `git worktree` change: git keeps worktrees in files under the
+/// repository's `.git/worktrees`, and concurrent `worktree add`s there race (`failed to
+/// read .git/worktrees/…/commondir`), so a batch makes them one at a time.
+static WORKTREE_LOCK: Mutex<()> = Mutex::new(());
+/// Tries of `git worktree add` (with a `worktree prune` between them): another process
+/// (a second shard on the same machine) may still race with this one.
+const WORKTREE_ATTEMPTS: usize = 3;
+
 /// Makes `dest` a fresh copy of `source`: a git worktree of HEAD when `source` is in a
 /// repository with a commit, else a directory copy. Returns the directory to run in
-/// (the same subdirectory of the worktree as `source` is of its repository).
+/// (the same subdirectory of the worktree as `source` is of its repository). A source
+/// in a repository never falls back to a copy: a copy would lack `.git` and carry the
+/// source's uncommitted files, so when git cannot make the worktree the task fails.
 pub(crate) fn prepare_workspace(
     source: &Path,
     dest: &Path,
     out: &Path,
 ) -> Result<(PathBuf, &'static str), String> {
+    let serial = WORKTREE_LOCK.lock().unwrap_or_else(|p| p.into_inner());
     if dest.exists() {
         // An earlier batch's copy: unregister it if it was a worktree, then remove it.
         let _ = git(
@@ -408,48 +518,60 @@ pub(crate) fn prepare_workspace(
         }
         let _ = git(source, &["worktree", "prune"]);
     }
-    if let (Some(top), Some(prefix)) = (
+    if let (Ok(top), Ok(prefix)) = (
         git(source, &["rev-parse", "--show-toplevel"]),
         git(source, &["rev-parse", "--show-prefix"]),
-    ) && git(source, &["rev-parse", "--verify", "-q", "HEAD"]).is_some()
+    ) && git(source, &["rev-parse", "--verify", "-q", "HEAD"]).is_ok()
     {
         let top = PathBuf::from(top.trim_end_matches('\n'));
-        let added = git(
-            &top,
-            &[
-                "worktree",
-                "add",
-                "--detach",
-                "-q",
-                &dest.to_string_lossy(),
-                "HEAD",
-            ],
-        );
-        if added.is_some() {
-            return Ok((dest.join(prefix.trim_end_matches('\n')), "git-worktree"));
+        let mut last = String::new();
+        for _ in 0..WORKTREE_ATTEMPTS {
+            let dest_arg = dest.to_string_lossy();
+            match git(
+                &top,
+                &["worktree", "add", "--detach", "-q", &dest_arg, "HEAD"],
+            ) {
+                Ok(_) => return Ok((dest.join(prefix.trim_end_matches('\n')), "git-worktree")),
+                Err(e) => last = e,
+            }
+            // A half-made worktree must not block the next try.
+            let _ = std::fs::remove_dir_all(dest);
+            let _ = git(&top, &["worktree", "prune"]);
         }
-        output::warn(&format!(
-            "git worktree add failed for {}; copying the directory instead",
+        return Err(format!(
+            "git worktree add {} failed {WORKTREE_ATTEMPTS} times (the source {} is in a git \
+             repository, so it is not copied instead): {last}",
+            dest.display(),
             source.display()
         ));
     }
+    drop(serial); // copies of different tasks need no order
     copy_dir(source, dest, out).map_err(|e| e.to_string())?;
     Ok((dest.to_path_buf(), "copy"))
 }
 
-/// `git -C dir ARGS`: stdout when it succeeds.
-fn git(dir: &Path, args: &[&str]) -> Option<String> {
+/// `git -C dir ARGS`: stdout when it succeeds, else what went wrong (its stderr).
+fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
     let out = Command::new("git")
         .arg("-C")
         .arg(dir)
         .args(args)
         .stdin(Stdio::null())
-        .stderr(Stdio::null())
         .output()
-        .ok()?;
-    out.status
-        .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+        .map_err(|e| format!("cannot run git: {e}"))?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        let err = String::from_utf8_lossy(&out.stderr);
+        Err(format!(
+            "{}: {}",
+            describe_exit(
+                out.status.code(),
+                std::os::unix::process::ExitStatusExt::signal(&out.status)
+            ),
+            err.trim()
+        ))
+    }
 }
 
 /// Copies a tree: files with their permissions, symlinks as symlinks, nothing else.
@@ -569,10 +691,63 @@ mod tests {
                 "set by the batch",
             ),
             ("not json", "line 1"),
+            (
+                "{\"id\":\"a\",\"prompt\":\"p\",\"args\":[\"-C/tmp\"]}",
+                "line 1: task \"a\": args: -C/--cwd is set by the batch",
+            ),
         ] {
             let e = parse_tasks(text).unwrap_err();
             assert!(e.contains(needle), "{text}: {e}");
         }
+    }
+
+    fn task(args: &[&str]) -> Task {
+        Task {
+            id: "t".into(),
+            prompt: "p".into(),
+            workspace: None,
+            args: args.iter().map(|a| a.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn args_go_through_the_run_parser() {
+        for ok in [
+            &[][..],
+            &["--full-auto", "--max-turns", "3"],
+            &["--verify=cargo test", "-v", "--timeout", "5m"],
+        ] {
+            assert_eq!(check_args(&task(ok)), Ok(()), "{ok:?}");
+        }
+        for (args, needle) in [
+            (&["-C/tmp"][..], "-C/--cwd is set by the batch"),
+            (&["-C", "/tmp"], "-C/--cwd is set by the batch"),
+            (&["--cwd=x"], "-C/--cwd is set by the batch"),
+            (&["-qC/tmp"], "-C/--cwd is set by the batch"),
+            (&["-o/tmp/x"], "-o/--output is set by the batch"),
+            (&["--output=x"], "-o/--output is set by the batch"),
+            (&["--", "other prompt"], "`--` is not allowed"),
+            (&["--"], "`--` is not allowed"),
+            (&["stray"], "unexpected argument"),
+            (&["--prompt-file", "f"], "cannot be used with"),
+            (&["--max-turns", "x"], "--max-turns"),
+            (&["--no-such-flag"], "--no-such-flag"),
+            (&["--help"], "--help and --version"),
+        ] {
+            let e = check_args(&task(args)).unwrap_err();
+            assert!(e.starts_with("task \"t\": args: "), "{args:?}: {e}");
+            assert!(e.contains(needle), "{args:?}: {e}");
+            assert!(!e.contains("Some("), "{e}");
+        }
+    }
+
+    #[test]
+    fn exit_statuses_read_as_numbers_or_signal_names() {
+        assert_eq!(describe_exit(Some(2), None), "exit 2");
+        assert_eq!(describe_exit(None, Some(9)), "signal 9 (SIGKILL)");
+        assert_eq!(describe_exit(None, Some(15)), "signal 15 (SIGTERM)");
+        assert_eq!(describe_exit(None, Some(63)), "signal 63");
+        assert_eq!(describe_exit(None, None), "no exit status");
     }
 
     fn write(root: &Path, rel: &str, text: &str) {
@@ -648,5 +823,78 @@ mod tests {
         // Again: the old worktree is removed and a new one added.
         let (_, kind) = prepare_workspace(&repo.join("sub"), &dest, &out).unwrap();
         assert_eq!(kind, "git-worktree");
+    }
+
+    fn git_repo(root: &Path) -> PathBuf {
+        let repo = root.join("repo");
+        write(&repo, "f.txt", "committed\n");
+        for args in [
+            &["init", "-q"][..],
+            &["add", "."],
+            &["commit", "-q", "-m", "init"],
+        ] {
+            let ok = Command::new("git")
+                .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+                .args(["-c", "commit.gpgsign=false"])
+                .args(args)
+                .current_dir(&repo)
+                .output()
+                .unwrap()
+                .status
+                .success();
+            assert!(ok, "git {args:?}");
+        }
+        repo
+    }
+
+    /// Eight tasks of one repository prepared at once (released together by a
+    /// barrier), twice, so that the second round also removes and prunes the first's
+    /// worktrees while others are being added: every one gets a real worktree.
+    #[test]
+    fn concurrent_worktrees_all_succeed() {
+        const TASKS: usize = 8;
+        let d = tempfile::tempdir().unwrap();
+        let repo = git_repo(d.path());
+        let out = d.path().join("out");
+        std::fs::create_dir_all(&out).unwrap();
+        let barrier = std::sync::Barrier::new(TASKS);
+        for _round in 0..2 {
+            std::thread::scope(|s| {
+                let handles: Vec<_> = (0..TASKS)
+                    .map(|i| {
+                        let (repo, out, barrier) = (&repo, &out, &barrier);
+                        s.spawn(move || {
+                            let dest = out.join(format!("t{i}"));
+                            barrier.wait();
+                            prepare_workspace(repo, &dest, out)
+                        })
+                    })
+                    .collect();
+                for (i, h) in handles.into_iter().enumerate() {
+                    let (cwd, kind) = h.join().unwrap().unwrap();
+                    assert_eq!(kind, "git-worktree", "t{i}");
+                    assert!(cwd.join(".git").is_file(), "t{i} is a worktree");
+                }
+            });
+        }
+        let list = git(&repo, &["worktree", "list", "--porcelain"]).unwrap();
+        assert_eq!(list.matches("worktree ").count(), TASKS + 1, "{list}");
+    }
+
+    /// When git cannot add the worktree the task fails with git's reason: it never
+    /// silently runs in a copy without `.git`.
+    #[test]
+    fn a_failed_worktree_is_an_error_not_a_copy() {
+        let d = tempfile::tempdir().unwrap();
+        let repo = git_repo(d.path());
+        // A file where git keeps its worktrees: `worktree add` cannot register one.
+        std::fs::write(repo.join(".git/worktrees"), "in the way").unwrap();
+        let out = d.path().join("out");
+        std::fs::create_dir_all(&out).unwrap();
+        let e = prepare_workspace(&repo, &out.join("t"), &out).unwrap_err();
+        assert!(e.contains("git worktree add"), "{e}");
+        assert!(e.contains("not copied"), "{e}");
+        assert!(e.contains("exit "), "git's status and reason: {e}");
+        assert!(!out.join("t/f.txt").exists(), "no copy was made");
     }
 }

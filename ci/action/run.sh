@@ -5,7 +5,8 @@
 # Inputs (environment): AGENT_PROMPT (required), AGENT_ARGS (extra flags, split like a
 # shell command line by xargs: quotes work, nothing is expanded or executed),
 # AGENT_WORKSPACE (default .), AGENT_BIN (default `agent` on PATH), AGENT_TRANSCRIPT
-# (default $RUNNER_TEMP/agent-transcript-<pid>.json), ANTHROPIC_API_KEY.
+# (default $RUNNER_TEMP/agent-transcript-<pid>.json), AGENT_API_KEY (the `api-key`
+# input; when empty, the ANTHROPIC_API_KEY inherited from the job is left alone).
 # Outputs ($GITHUB_OUTPUT): status, exit-code, result, transcript. The Markdown summary is
 # appended to $GITHUB_STEP_SUMMARY by `agent summary` (no tool output beyond short tails;
 # the transcript is already redacted of secrets). Exits with the agent's exit code.
@@ -23,6 +24,11 @@ if [ -z "$prompt" ]; then
   echo "::error::the 'prompt' input is empty" >&2
   exit 2
 fi
+
+if [ -n "${AGENT_API_KEY:-}" ]; then
+  export ANTHROPIC_API_KEY="$AGENT_API_KEY"
+fi
+unset AGENT_API_KEY
 
 extra=()
 if [ -n "${AGENT_ARGS:-}" ]; then

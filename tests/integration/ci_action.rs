@@ -47,7 +47,10 @@ fn action_yml_declares_the_documented_inputs_and_outputs() {
     let steps = y["runs"]["steps"].as_sequence().unwrap();
     let run = steps.iter().find(|s| s["id"] == "run").unwrap();
     assert!(run["run"].as_str().unwrap().contains("action/run.sh"));
-    assert_eq!(run["env"]["ANTHROPIC_API_KEY"], "${{ inputs.api-key }}");
+    // The input reaches the script under its own name: the step's env must not set
+    // ANTHROPIC_API_KEY, which would blank the job's variable when the input is empty.
+    assert_eq!(run["env"]["AGENT_API_KEY"], "${{ inputs.api-key }}");
+    assert!(run["env"].get("ANTHROPIC_API_KEY").is_none());
     assert!(ci_dir().join("action/run.sh").is_file());
     // The example workflows parse too.
     for ex in ["fix-tests-on-pr.yml", "batch-matrix.yml"] {
@@ -209,4 +212,99 @@ fn run_script_without_a_transcript_still_sets_outputs() {
     assert_eq!(outputs["exit-code"], "2");
     assert!(summary.contains("did not start (exit 2)"), "{summary}");
     assert_eq!(env.server.request_count(), 0);
+}
+
+/// Runs the action's `run` step as the Actions runner would: the job's environment
+/// (`job_env`), overlaid with the step's `env:` from action.yml with each
+/// `${{ inputs.NAME }}` replaced by the input given or its declared default.
+fn run_step_as_actions_would(
+    env: &TestEnv,
+    inputs: &[(&str, &str)],
+    job_env: &[(&str, &str)],
+) -> RunOutput {
+    let text = std::fs::read_to_string(ci_dir().join("action.yml")).unwrap();
+    let y: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+    let input = |name: &str| -> String {
+        inputs
+            .iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v.to_string())
+            .unwrap_or_else(|| {
+                y["inputs"][name]["default"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string()
+            })
+    };
+    let step = y["runs"]["steps"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == "run")
+        .unwrap();
+    let mut c = Command::new("bash");
+    c.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", env.out(""))
+        .env("NO_COLOR", "1")
+        .env("ANTHROPIC_BASE_URL", env.server.url())
+        .env("RUNNER_TEMP", env.out(""))
+        .env("GITHUB_OUTPUT", env.out("github_output"))
+        .env("GITHUB_STEP_SUMMARY", env.out("step_summary"))
+        .env("GITHUB_ACTION_PATH", ci_dir());
+    for (k, v) in job_env {
+        c.env(k, v);
+    }
+    for (k, v) in step["env"].as_mapping().unwrap() {
+        let mut v = v.as_str().unwrap().to_string();
+        while let Some(start) = v.find("${{ inputs.") {
+            let end = start + v[start..].find("}}").unwrap() + 2;
+            let name = v[start + "${{ inputs.".len()..end - 2].trim().to_string();
+            v.replace_range(start..end, &input(&name));
+        }
+        c.env(k.as_str().unwrap(), v);
+    }
+    // The action installs the binary first; the test has it built already.
+    c.env("AGENT_BIN", env!("CARGO_BIN_EXE_agent"));
+    c.arg("-c")
+        .arg(step["run"].as_str().unwrap())
+        .current_dir(env.ws())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    env.spawn_command(c).wait()
+}
+
+/// Issue 12 item 3: with no `api-key` input, the key the job sets is used (an empty
+/// input used to blank it and the step failed with exit 2).
+#[test]
+fn action_step_without_the_input_uses_the_jobs_key() {
+    let env = TestEnv::new(vec![Reply::Sse(turn_text("Done."))]);
+    let out = run_step_as_actions_would(
+        &env,
+        &[("prompt", "say done")],
+        &[("ANTHROPIC_API_KEY", API_KEY)],
+    );
+    out.assert_code(0).assert_no_secret();
+    let reqs = env.server.requests();
+    assert_eq!(reqs.len(), 1);
+    assert_eq!(reqs[0].header("x-api-key"), Some(API_KEY));
+}
+
+/// The `api-key` input, when given, is the key sent (and wins over a job variable).
+#[test]
+fn action_step_with_the_input_uses_it() {
+    const INPUT_KEY: &str = "sk-ant-from-the-input-0123456789";
+    for job_env in [&[][..], &[("ANTHROPIC_API_KEY", API_KEY)]] {
+        let env = TestEnv::new(vec![Reply::Sse(turn_text("Done."))]);
+        let out = run_step_as_actions_would(
+            &env,
+            &[("prompt", "say done"), ("api-key", INPUT_KEY)],
+            job_env,
+        );
+        out.assert_code(0);
+        assert!(!out.stdout.contains(INPUT_KEY) && !out.stderr.contains(INPUT_KEY));
+        let reqs = env.server.requests();
+        assert_eq!(reqs[0].header("x-api-key"), Some(INPUT_KEY), "{job_env:?}");
+    }
 }

@@ -279,3 +279,45 @@ fn a_killed_task_is_an_error_not_running() {
     let err = s["tasks"][0]["error"].as_str().unwrap();
     assert!(err.contains("killed") && err.contains("signal 9"), "{err}");
 }
+
+/// Issue 12 item 13 / issue 16 item 8: a task's args go through `agent run`'s own parser
+/// and checks before anything runs: exit 2 naming the task and the flag, no workspace
+/// copied, no request made, and no Rust debug text (`Some(2)`) in the message.
+#[test]
+fn bad_args_stop_the_batch_before_any_workspace_is_copied() {
+    for (args, needle) in [
+        (json!(["-C/tmp"]), "-C/--cwd is set by the batch"),
+        (json!(["-o/tmp/x"]), "-o/--output is set by the batch"),
+        (json!(["--cwd=x"]), "-C/--cwd is set by the batch"),
+        (json!(["--output=x"]), "-o/--output is set by the batch"),
+        (json!(["--", "another prompt"]), "`--` is not allowed"),
+        (json!(["--max-turns", "many"]), "--max-turns"),
+        (json!(["--bogus-flag"]), "--bogus-flag"),
+        // Passes clap, fails `agent run`'s own checks: caught up front too.
+        (
+            json!(["--max-turns", "0"]),
+            "--max-turns must be at least 1",
+        ),
+    ] {
+        let env = TestEnv::new(vec![]);
+        env.write("proj/README", "x\n");
+        let good = json!({"id": "good", "prompt": "p", "workspace": "proj"});
+        let bad = json!({"id": "bad", "prompt": "p", "workspace": "proj", "args": args});
+        env.write("tasks.jsonl", &format!("{good}\n{bad}\n"));
+        let dir = env.out("results");
+        let out = env.run(&["batch", "tasks.jsonl", "--out", dir.to_str().unwrap()]);
+        out.assert_code(2);
+        assert!(
+            out.stderr.contains("task \"bad\""),
+            "{args}: {}",
+            out.stderr
+        );
+        assert!(out.stderr.contains(needle), "{args}: {}", out.stderr);
+        assert!(!out.stderr.contains("Some("), "{}", out.stderr);
+        assert!(
+            !dir.exists(),
+            "{args}: nothing was created before the check"
+        );
+        assert_eq!(env.server.request_count(), 0);
+    }
+}
