@@ -1,14 +1,14 @@
-//! Self-tests of the mock server and SSE builders, through a raw HTTP client over
+//! Self-tests of the mock server and its builders in both wire formats, through a raw HTTP client over
 //! `TcpStream`: the integration tests are only as good as the mock they run against.
 
-use crate::support::invariants::{check_body, check_head};
-use crate::support::mock::{chunk_sizes, read_chunked, sse_text};
+use crate::support::invariants::{check_body, check_chat_body, check_chat_head, check_head};
+use crate::support::mock::{chunk_sizes, http_date, read_chunked, sse_text};
 use crate::support::sse::{self, Turn};
 use crate::support::*;
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::time::Duration;
+use std::time::{Duration, UNIX_EPOCH};
 
 /// A response as read off the wire.
 struct RawResponse {
@@ -548,4 +548,389 @@ fn invariant_violation_on_a_request_is_recorded() {
     let v = server.violations();
     assert_eq!(v.len(), 1, "{v:?}");
     assert!(v[0].starts_with("request 1:"), "{v:?}");
+}
+
+// ---------------------------------------------------------------------------------
+// The OpenAI-compatible wire, the wire-neutral vocabulary, and the HTTP extras.
+
+fn chat_body() -> Value {
+    json!({"model": "m", "stream": true, "messages": [{"role": "user", "content": "hi"}]})
+}
+
+/// A chat-completions request as an OpenAI client sends it.
+fn chat_request(body: &str) -> String {
+    format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\nauthorization: Bearer {OPENAI_KEY}\r\n\
+         content-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+fn post_chat(server: &MockServer, body: &str) -> RawResponse {
+    let mut s = TcpStream::connect(server.addr()).unwrap();
+    s.write_all(chat_request(body).as_bytes()).unwrap();
+    read_response(&mut BufReader::new(s))
+}
+
+/// A chat stream reassembled the way the binary must.
+#[derive(Debug, Default, PartialEq)]
+struct ChatSeen {
+    text: String,
+    /// `(id, name, arguments)` by index.
+    calls: Vec<(String, String, String)>,
+    finish: String,
+    usage: Value,
+    /// `data: [DONE]` came.
+    done: bool,
+}
+
+/// Reassembles a chat stream; comments (pings) are skipped.
+fn assemble_chat(text: &str) -> ChatSeen {
+    let mut seen = ChatSeen::default();
+    for frame in text.split("\n\n").filter(|f| !f.trim().is_empty()) {
+        if frame.starts_with(':') {
+            continue;
+        }
+        let data = frame.strip_prefix("data: ").unwrap();
+        if data == "[DONE]" {
+            seen.done = true;
+            continue;
+        }
+        let c: Value = serde_json::from_str(data).unwrap();
+        if !c["usage"].is_null() {
+            seen.usage = c["usage"].clone();
+        }
+        for choice in c["choices"].as_array().unwrap() {
+            let d = &choice["delta"];
+            seen.text.push_str(d["content"].as_str().unwrap_or(""));
+            for tc in d["tool_calls"].as_array().into_iter().flatten() {
+                let i = tc["index"].as_u64().unwrap() as usize;
+                if i == seen.calls.len() {
+                    seen.calls.push((
+                        tc["id"].as_str().unwrap().into(),
+                        tc["function"]["name"].as_str().unwrap().into(),
+                        String::new(),
+                    ));
+                }
+                seen.calls[i]
+                    .2
+                    .push_str(tc["function"]["arguments"].as_str().unwrap());
+            }
+            if let Some(f) = choice["finish_reason"].as_str() {
+                seen.finish = f.to_string();
+            }
+        }
+    }
+    seen
+}
+
+#[test]
+fn one_turn_is_rendered_in_the_wire_of_each_request() {
+    let turn = Turn::new()
+        .text("Reading both.")
+        .tool("call_a", "ReadFile", json!({"path": "a.txt"}))
+        .tool("call_b", "Glob", json!({"pattern": "**/*.rs"}))
+        .usage(120, 30)
+        .cache(0, 40);
+    let server = MockServer::start(vec![Reply::turn(turn.clone()), Reply::turn(turn)]);
+
+    let resp = post(&server, &good_body().to_string(), false);
+    assert_eq!(resp.header("request-id"), Some("req_mock_1"));
+    let (text, tools, stop) = assemble(std::slice::from_ref(&resp.body));
+    assert_eq!(text, "Reading both.");
+    assert_eq!(
+        tools[1],
+        (
+            "call_b".into(),
+            "Glob".into(),
+            r#"{"pattern":"**/*.rs"}"#.into()
+        )
+    );
+    assert_eq!(stop, "tool_use");
+
+    let resp = post_chat(&server, &chat_body().to_string());
+    assert!(resp.complete);
+    assert_eq!(resp.header("x-request-id"), Some("req_mock_2"));
+    assert!(resp.chunks.len() > 10, "small chunks: {:?}", resp.chunks);
+    assert!(
+        resp.body.contains("\n: ping"),
+        "comment pings: {}",
+        resp.body
+    );
+    let seen = assemble_chat(&resp.body);
+    assert_eq!(seen.text, "Reading both.");
+    assert_eq!(seen.calls.len(), 2);
+    let read: (String, String, String) = (
+        "call_a".into(),
+        "ReadFile".into(),
+        r#"{"path":"a.txt"}"#.into(),
+    );
+    assert_eq!(seen.calls[0], read);
+    assert_eq!(seen.calls[1].2, r#"{"pattern":"**/*.rs"}"#);
+    assert_eq!(seen.finish, "tool_calls");
+    let usage = &seen.usage;
+    assert_eq!(
+        usage["prompt_tokens"], 160,
+        "prompt tokens include cache reads"
+    );
+    assert_eq!(usage["prompt_tokens_details"]["cached_tokens"], 40);
+    assert_eq!(usage["completion_tokens"], 30);
+    assert!(seen.done);
+
+    let reqs = server.requests();
+    assert_eq!(reqs[0].wire, Wire::Anthropic);
+    assert_eq!(reqs[1].wire, Wire::OpenAi);
+    assert_eq!(
+        reqs[1].header("Authorization"),
+        Some(format!("Bearer {OPENAI_KEY}").as_str())
+    );
+    server.assert_invariants();
+}
+
+#[test]
+fn stop_reasons_map_to_finish_reasons() {
+    let server = MockServer::start(vec![
+        Reply::turn(Turn::new().text("x")),
+        Reply::turn(Turn::new().text("x").cut_tool("c", "WriteFile", r#"{"pa"#)),
+    ]);
+    let seen = assemble_chat(&post_chat(&server, &chat_body().to_string()).body);
+    assert_eq!(seen.finish, "stop");
+    let seen = assemble_chat(&post_chat(&server, &chat_body().to_string()).body);
+    assert_eq!(seen.finish, "length");
+    assert_eq!(seen.calls[0].2, r#"{"pa"#);
+}
+
+#[test]
+fn turn_faults_cut_hang_or_error_in_either_wire() {
+    let turn = Turn::new().text("partial answer").usage(5, 5);
+    let server = MockServer::start(vec![
+        Reply::turn(turn.clone()).with_fault(Fault::DropBeforeEnd),
+        Reply::turn(turn.clone()).with_fault(Fault::DropAfter(2)),
+        Reply::turn(turn.clone()).with_fault(Fault::ErrorBeforeEnd {
+            kind: "server_error".into(),
+            message: "boom".into(),
+        }),
+        Reply::turn(turn.clone()).with_fault(Fault::ErrorBeforeEnd {
+            kind: "overloaded_error".into(),
+            message: "Overloaded".into(),
+        }),
+    ]);
+    let resp = post_chat(&server, &chat_body().to_string());
+    assert!(!resp.complete);
+    let seen = assemble_chat(&resp.body);
+    assert_eq!(seen.text, "partial answer");
+    assert_eq!(
+        (seen.finish.as_str(), &seen.usage, seen.done),
+        ("", &Value::Null, false)
+    );
+
+    let resp = post(&server, &good_body().to_string(), false);
+    assert!(!resp.complete);
+    let evs = events(&resp.body);
+    let names: Vec<_> = evs.iter().map(|(e, _)| e.as_str()).collect();
+    assert_eq!(names, ["message_start", "content_block_start", "ping"]);
+
+    let resp = post_chat(&server, &chat_body().to_string());
+    assert!(resp.complete);
+    assert!(resp.body.contains(r#"data: {"error":{"#), "{}", resp.body);
+    assert!(!resp.body.contains("[DONE]"));
+
+    let resp = post(&server, &good_body().to_string(), false);
+    let evs = events(&resp.body);
+    assert_eq!(evs.last().unwrap().0, "error");
+    assert!(!evs.iter().any(|(e, _)| e == "message_delta"));
+}
+
+#[test]
+fn errors_take_the_shape_of_the_wire() {
+    let server = MockServer::start(vec![Reply::bad_request("nope"), Reply::bad_request("nope")]);
+    let a: Value =
+        serde_json::from_str(&post(&server, &good_body().to_string(), false).body).unwrap();
+    assert_eq!(a["type"], "error");
+    assert_eq!(a["error"]["type"], "invalid_request_error");
+    let resp = post_chat(&server, &chat_body().to_string());
+    assert_eq!(resp.code, 400);
+    let o: Value = serde_json::from_str(&resp.body).unwrap();
+    assert_eq!(o["error"]["message"], "nope");
+    assert_eq!(o["error"]["type"], "invalid_request_error");
+    assert!(o.get("type").is_none());
+}
+
+#[test]
+fn connections_are_counted_and_each_request_knows_its_own() {
+    let server = MockServer::start_keep_alive(vec![
+        Reply::turn(Turn::new().text("1")),
+        Reply::turn(Turn::new().text("2")),
+        Reply::turn(Turn::new().text("3")),
+    ]);
+    let s = TcpStream::connect(server.addr()).unwrap();
+    let mut w = s.try_clone().unwrap();
+    let mut r = BufReader::new(s);
+    for _ in 0..2 {
+        w.write_all(chat_request(&chat_body().to_string()).as_bytes())
+            .unwrap();
+        assert!(read_response(&mut r).complete);
+    }
+    post_chat(&server, &chat_body().to_string());
+    assert_eq!(server.connections(), 2);
+    let on: Vec<_> = server.requests().iter().map(|r| r.connection).collect();
+    assert_eq!(on, [1, 1, 2]);
+
+    let closing = MockServer::start(vec![Reply::overloaded(), Reply::overloaded()]);
+    post(&closing, &good_body().to_string(), false);
+    post(&closing, &good_body().to_string(), false);
+    assert_eq!(closing.connections(), 2);
+}
+
+#[test]
+fn redirects_raw_bodies_and_retry_after_dates() {
+    let huge = "x".repeat(200_000);
+    let server = MockServer::start(vec![
+        Reply::redirect(307, "http://127.0.0.1:1/v1/messages"),
+        Reply::raw(
+            200,
+            "text/html; charset=utf-8",
+            "<html><body>Sign in</body></html>",
+        ),
+        Reply::raw(500, "text/plain", &huge),
+        Reply::rate_limited_until(UNIX_EPOCH + Duration::from_secs(784_111_777)),
+    ]);
+    let resp = post(&server, &good_body().to_string(), false);
+    assert_eq!(resp.code, 307);
+    assert_eq!(
+        resp.header("location"),
+        Some("http://127.0.0.1:1/v1/messages")
+    );
+    let resp = post(&server, &good_body().to_string(), false);
+    assert_eq!(resp.code, 200);
+    assert_eq!(
+        resp.header("content-type"),
+        Some("text/html; charset=utf-8")
+    );
+    assert_eq!(resp.body, "<html><body>Sign in</body></html>");
+    let resp = post(&server, &good_body().to_string(), false);
+    assert_eq!(resp.code, 500);
+    assert_eq!(resp.body.len(), huge.len());
+    let resp = post(&server, &good_body().to_string(), false);
+    assert_eq!(resp.code, 429);
+    assert_eq!(
+        resp.header("retry-after"),
+        Some("Sun, 06 Nov 1994 08:49:37 GMT")
+    );
+    assert_eq!(
+        http_date(UNIX_EPOCH + Duration::from_secs(1_709_210_096)),
+        "Thu, 29 Feb 2024 12:34:56 GMT"
+    );
+    server.assert_invariants();
+}
+
+/// Reads the head of a response and then whatever arrives within a short wait.
+fn head_then_idle(server: &MockServer, req: &str) -> (String, Vec<u8>) {
+    let mut s = TcpStream::connect(server.addr()).unwrap();
+    s.write_all(req.as_bytes()).unwrap();
+    let mut r = BufReader::new(s.try_clone().unwrap());
+    let mut head = String::new();
+    loop {
+        let mut l = String::new();
+        r.read_line(&mut l).unwrap();
+        head.push_str(&l);
+        if l == "\r\n" {
+            break;
+        }
+    }
+    s.set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 256];
+    loop {
+        match r.read(&mut buf) {
+            Ok(0) => panic!("the connection closed; a stalled server keeps it open"),
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(_) => break,
+        }
+    }
+    (head, got)
+}
+
+#[test]
+fn silence_and_ping_then_silence_send_headers_and_stall() {
+    let server = MockServer::start(vec![
+        Reply::silence(),
+        Reply::ping_then_silence(),
+        Reply::turn(Turn::new().text("never finished"))
+            .with_fault(Fault::HangAfter(1))
+            .with_opts(SseOpts {
+                max_chunk: 4096,
+                ..SseOpts::default()
+            }),
+    ]);
+    let (head, got) = head_then_idle(&server, &request_text(&good_body().to_string(), false));
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(head.contains("text/event-stream"), "{head}");
+    assert!(got.is_empty(), "{:?}", String::from_utf8_lossy(&got));
+    let (_, got) = head_then_idle(&server, &chat_request(&chat_body().to_string()));
+    let got = String::from_utf8(got).unwrap();
+    assert!(got.contains(": ping"), "{got}");
+    assert!(!got.contains("data:"), "{got}");
+    let (_, got) = head_then_idle(&server, &chat_request(&chat_body().to_string()));
+    let got = String::from_utf8(got).unwrap();
+    assert!(got.contains(r#""role":"assistant""#), "{got}");
+    assert!(!got.contains("never"), "only the first frame: {got}");
+    server.assert_invariants();
+}
+
+fn chat(messages: Value) -> Value {
+    json!({"model": "m", "stream": true, "messages": messages})
+}
+
+fn call(id: &str) -> Value {
+    json!({"id": id, "type": "function", "function": {"name": "ReadFile", "arguments": "{}"}})
+}
+
+fn tool_msg(id: &str) -> Value {
+    json!({"role": "tool", "tool_call_id": id, "content": "x"})
+}
+
+#[test]
+fn chat_pairing_accepts_a_correct_conversation_and_reports_each_violation() {
+    let good = chat(json!([
+        {"role": "system", "content": "s"},
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": "", "tool_calls": [call("a"), call("b")]},
+        tool_msg("a"), tool_msg("b"),
+        {"role": "assistant", "content": "done"},
+    ]));
+    assert_eq!(check_chat_body(&good), Vec::<String>::new());
+    let user = json!({"role": "user", "content": "go"});
+    let cases = [
+        json!([user, {"role": "assistant", "tool_calls": [call("a")]}]),
+        json!([user, {"role": "assistant", "tool_calls": [call("a"), call("b")]},
+               tool_msg("b"), tool_msg("a")]),
+        json!([user, {"role": "assistant", "tool_calls": [call("a")]}, tool_msg("a"),
+               tool_msg("z")]),
+        json!([user, tool_msg("a")]),
+        json!([user, {"role": "assistant", "tool_calls": [call("a")]}, tool_msg("a"),
+               {"role": "assistant", "tool_calls": [call("a")]}, tool_msg("a")]),
+        json!([user, {"role": "assistant", "tool_calls": [call("a")]}, user, tool_msg("a")]),
+        json!([{"role": "robot", "content": "x"}]),
+    ];
+    for (i, c) in cases.iter().enumerate() {
+        assert!(
+            !check_chat_body(&chat(c.clone())).is_empty(),
+            "case {i}: {c}"
+        );
+    }
+    assert!(!check_chat_body(&json!({"model": "m", "messages": [user]})).is_empty());
+    let h = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect()
+    };
+    let json_ct = ("content-type", "application/json");
+    assert!(check_chat_head("POST", &h(&[json_ct])).is_empty());
+    assert!(check_chat_head("POST", &h(&[json_ct, ("authorization", "Bearer k")])).is_empty());
+    assert!(!check_chat_head("POST", &h(&[json_ct, ("authorization", "k")])).is_empty());
+    assert!(!check_chat_head("POST", &h(&[json_ct, ("x-api-key", "k")])).is_empty());
+    assert!(!check_chat_head("GET", &h(&[json_ct])).is_empty());
 }

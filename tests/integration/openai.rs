@@ -1,28 +1,28 @@
-//! `agent run --provider openai` against the loopback mock OpenAI-compatible server: a
-//! whole multi-turn session (tools run, `role: "tool"` results paired by id in order),
-//! the faults (429 with retry-after, a dropped stream, a 400 error body), usage errors,
-//! and a record/replay round trip.
+//! `agent run --provider openai` against the loopback mock speaking the OpenAI-compatible
+//! chat-completions wire: a whole multi-turn session (tools run, `role: "tool"` results
+//! paired by id in order), the faults (429 with retry-after, a dropped stream, a 400
+//! error body), usage errors, and a record/replay round trip. Every run goes through
+//! `TestEnv` (scrubbed environment, hang guard); the key is checked in stdout, stderr
+//! and every file written.
 
 use serde_json::{Value, json};
 
-use crate::support::openai::{
-    OpenAiMock, Reply, run_agent, text_turn, tool_turn, tool_turn_prefix, transcript,
-};
+use crate::support::*;
 
-const KEY: &str = "sk-openai-test-0123456789";
-
-fn workspace() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("notes.txt"), "alpha\nbeta\n").unwrap();
-    dir
+/// A mock whose workspace holds `notes.txt`.
+fn env_with_notes(script: Vec<Reply>) -> TestEnv {
+    let env = TestEnv::new(script);
+    env.write("notes.txt", "alpha\nbeta\n");
+    env
 }
 
-fn base_args(mock: &OpenAiMock) -> Vec<String> {
-    [
+/// `--provider openai` at the mock, with a model, tools allowed and `--json`, then `extra`.
+fn openai_args(env: &TestEnv, extra: &[&str]) -> Vec<String> {
+    let mut v: Vec<String> = [
         "--provider",
         "openai",
         "--base-url",
-        &mock.base_url,
+        &env.server.openai_url(),
         "-m",
         "mock-model",
         "--full-auto",
@@ -30,31 +30,55 @@ fn base_args(mock: &OpenAiMock) -> Vec<String> {
     ]
     .iter()
     .map(|s| s.to_string())
-    .collect()
-}
-
-fn args<'a>(base: &'a [String], extra: &[&'a str]) -> Vec<&'a str> {
-    let mut v: Vec<&str> = base.iter().map(String::as_str).collect();
-    v.extend_from_slice(extra);
+    .collect();
+    v.extend(extra.iter().map(|s| s.to_string()));
     v
 }
 
-fn stderr(out: &std::process::Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
+fn refs(args: &[String]) -> Vec<&str> {
+    args.iter().map(String::as_str).collect()
+}
+
+/// `agent run ARGS` with OPENAI_API_KEY set (or not).
+fn run(env: &TestEnv, args: &[String], with_key: bool) -> RunOutput {
+    let mut all = vec!["run"];
+    all.extend(refs(args));
+    let vars: &[(&str, &str)] = if with_key {
+        &[("OPENAI_API_KEY", OPENAI_KEY)]
+    } else {
+        &[]
+    };
+    env.run_with_env(&all, vars)
+}
+
+/// A final answer with the usage the old builder gave text turns.
+fn text_turn(text: &str) -> Reply {
+    Reply::turn(Turn::new().text(text).usage(50, 7))
+}
+
+/// Optional text, then these calls; usage 100/20.
+fn tool_turn(text: Option<&str>, calls: &[(&str, &str, Value)]) -> Turn {
+    let mut t = Turn::new();
+    if let Some(text) = text {
+        t = t.text(text);
+    }
+    for (id, name, input) in calls {
+        t = t.tool(id, name, input.clone());
+    }
+    t.usage(100, 20)
 }
 
 #[test]
 fn a_multi_turn_session_runs_tools_and_pairs_results_by_id() {
-    let ws = workspace();
-    let mock = OpenAiMock::start(vec![
-        Reply::Sse(tool_turn(
+    let env = env_with_notes(vec![
+        Reply::turn(tool_turn(
             Some("Looking around."),
             &[
                 ("call_read", "ReadFile", json!({"path": "notes.txt"})),
                 ("call_glob", "Glob", json!({"pattern": "*.txt"})),
             ],
         )),
-        Reply::Sse(tool_turn(
+        Reply::turn(tool_turn(
             None,
             &[(
                 "call_write",
@@ -62,12 +86,11 @@ fn a_multi_turn_session_runs_tools_and_pairs_results_by_id() {
                 json!({"path": "out.txt", "content": "gamma\n"}),
             )],
         )),
-        Reply::Sse(text_turn("Wrote out.txt — done.")),
+        text_turn("Wrote out.txt — done."),
     ]);
-    let base = base_args(&mock);
-    let out = run_agent(ws.path(), &args(&base, &["copy the notes"]), &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let t = transcript(&out);
+    let out = run(&env, &openai_args(&env, &["copy the notes"]), false);
+    out.assert_code(0).assert_no_secret();
+    let t = out.json();
     assert_eq!(t["status"], "success");
     assert_eq!(t["result"], "Wrote out.txt — done.");
     assert_eq!(t["num_turns"], 3);
@@ -81,18 +104,18 @@ fn a_multi_turn_session_runs_tools_and_pairs_results_by_id() {
         .map(|c| c["name"].as_str().unwrap().to_string())
         .collect();
     assert_eq!(names, ["ReadFile", "Glob", "WriteFile"]);
-    assert_eq!(
-        std::fs::read_to_string(ws.path().join("out.txt")).unwrap(),
-        "gamma\n"
-    );
+    assert_eq!(env.read("out.txt"), "gamma\n");
     // The transcript keeps the Anthropic message format whatever the provider.
     assert_eq!(t["messages"][1]["content"][1]["type"], "tool_use");
     assert_eq!(t["messages"][2]["content"][0]["type"], "tool_result");
 
-    let requests = mock.requests();
+    env.server.assert_invariants();
+    let requests = env.server.requests();
     assert_eq!(requests.len(), 3);
     let first = &requests[0];
-    assert_eq!(first.request_line, "POST /v1/chat/completions HTTP/1.1");
+    assert_eq!(first.method, "POST");
+    assert_eq!(first.path, "/v1/chat/completions");
+    assert_eq!(first.wire, Wire::OpenAi);
     assert_eq!(first.header("authorization"), None, "no key, no header");
     assert_eq!(first.body["model"], "mock-model");
     assert_eq!(first.body["stream"], true);
@@ -149,43 +172,43 @@ fn a_multi_turn_session_runs_tools_and_pairs_results_by_id() {
 
 #[test]
 fn a_429_is_retried_after_its_retry_after_and_the_key_is_sent() {
-    let ws = workspace();
-    let mock = OpenAiMock::start(vec![
-        Reply::error(
+    let env = env_with_notes(vec![
+        Reply::api_error(
             429,
             "rate_limit_exceeded",
             "Rate limit reached for requests",
-            &[("retry-after", "1")],
-        ),
-        Reply::Sse(text_turn("after the wait")),
+        )
+        .with_header("retry-after", "1"),
+        text_turn("after the wait"),
     ]);
-    let base = base_args(&mock);
-    let out = run_agent(ws.path(), &args(&base, &["hi"]), &[("OPENAI_API_KEY", KEY)]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let t = transcript(&out);
+    let transcript = env.out("t.json");
+    let args = openai_args(&env, &["-o", transcript.to_str().unwrap(), "hi"]);
+    let out = run(&env, &args, true);
+    out.assert_code(0).assert_no_secret();
+    let t = out.json();
     assert_eq!(t["result"], "after the wait");
     assert_eq!(t["retries"], 1);
-    let err = stderr(&out);
+    assert_eq!(read_json(&transcript)["result"], "after the wait");
+    let err = &out.stderr;
     assert!(err.contains("retrying in 1.0s"), "{err}");
     assert!(
         err.contains("HTTP 429 rate_limit_exceeded: Rate limit reached"),
         "{err}"
     );
-    let requests = mock.requests();
+    let requests = env.server.requests();
     assert_eq!(requests.len(), 2);
     for r in &requests {
         assert_eq!(
             r.header("authorization"),
-            Some(format!("Bearer {KEY}").as_str())
+            Some(format!("Bearer {OPENAI_KEY}").as_str())
         );
     }
-    assert!(!String::from_utf8_lossy(&out.stdout).contains(KEY));
+    env.server.assert_invariants();
 }
 
 #[test]
 fn a_dropped_stream_is_retried_and_its_calls_never_run() {
-    let ws = workspace();
-    let partial = tool_turn_prefix(
+    let partial = tool_turn(
         None,
         &[
             (
@@ -196,77 +219,72 @@ fn a_dropped_stream_is_retried_and_its_calls_never_run() {
             ("call_cut", "ReadFile", json!({"path": "notes.txt"})),
         ],
     );
-    let mock = OpenAiMock::start(vec![
-        Reply::Dropped(partial),
-        Reply::Sse(text_turn("clean answer")),
+    let env = env_with_notes(vec![
+        Reply::turn(partial).with_fault(Fault::DropBeforeEnd),
+        text_turn("clean answer"),
     ]);
-    let base = base_args(&mock);
-    let out = run_agent(ws.path(), &args(&base, &["hi"]), &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let t = transcript(&out);
+    let out = run(&env, &openai_args(&env, &["hi"]), false);
+    out.assert_code(0).assert_no_secret();
+    let t = out.json();
     assert_eq!(t["result"], "clean answer");
     assert_eq!(t["retries"], 1);
     assert_eq!(t["tool_calls"], json!([]));
     assert_eq!(t["messages"].as_array().unwrap().len(), 2);
     assert!(
-        !ws.path().join("partial.txt").exists(),
+        !env.path("partial.txt").exists(),
         "a failed attempt's call ran"
     );
-    let err = stderr(&out);
+    let err = &out.stderr;
     assert!(err.contains("retrying in"), "{err}");
     assert!(
         err.contains("mid-stream") || err.contains("before a finish_reason"),
         "{err}"
     );
-    assert_eq!(mock.requests().len(), 2);
+    assert_eq!(env.server.requests().len(), 2);
+    env.server.assert_invariants();
 }
 
 #[test]
 fn a_400_error_body_is_surfaced_and_not_retried() {
-    let ws = workspace();
-    let mock = OpenAiMock::start(vec![
-        Reply::error(
+    let env = env_with_notes(vec![
+        Reply::api_error(
             400,
             "invalid_request_error",
             "The model `mock-model` does not exist",
-            &[],
         ),
-        Reply::Sse(text_turn("never")),
+        text_turn("never"),
     ]);
-    let base = base_args(&mock);
-    let out = run_agent(ws.path(), &args(&base, &["hi"]), &[]);
-    assert_eq!(out.status.code(), Some(1));
-    let t = transcript(&out);
+    let out = run(&env, &openai_args(&env, &["hi"]), true);
+    out.assert_code(1).assert_no_secret();
+    let t = out.json();
     assert_eq!(t["status"], "error");
     assert_eq!(t["error"]["kind"], "api_error");
     let expected = "HTTP 400 invalid_request_error: The model `mock-model` does not exist";
     assert_eq!(t["error"]["message"], expected);
-    assert!(stderr(&out).contains(expected), "{}", stderr(&out));
-    assert_eq!(mock.requests().len(), 1);
+    assert!(out.stderr.contains(expected), "{}", out.stderr);
+    assert_eq!(env.server.requests().len(), 1);
 }
 
 #[test]
 fn usage_errors_name_the_flag_or_variable() {
-    let ws = workspace();
-    let out = run_agent(ws.path(), &["--provider", "openai", "hi"], &[]);
-    assert_eq!(out.status.code(), Some(2));
-    let err = stderr(&out);
+    let env = TestEnv::new(vec![]);
+    let out = env.run(&["run", "--provider", "openai", "hi"]);
+    out.assert_code(2);
     assert!(
-        err.contains("--model") && err.contains("AGENT_MODEL"),
-        "{err}"
+        out.stderr.contains("--model") && out.stderr.contains("AGENT_MODEL"),
+        "{}",
+        out.stderr
     );
-    let out = run_agent(ws.path(), &["hi"], &[("AGENT_PROVIDER", "gemini")]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("AGENT_PROVIDER"));
+    let out = env.run_with_env(&["run", "hi"], &[("AGENT_PROVIDER", "gemini")]);
+    out.assert_code(2);
+    assert!(out.stderr.contains("AGENT_PROVIDER"), "{}", out.stderr);
+    assert_eq!(env.server.request_count(), 0);
 }
 
 #[test]
 fn record_then_replay_an_openai_session() {
-    let ws = workspace();
-    let dir = tempfile::tempdir().unwrap();
-    let cassette = dir.path().join("openai.cassette.jsonl");
-    let mock = OpenAiMock::start(vec![
-        Reply::Sse(tool_turn(
+    let env = env_with_notes(vec![
+        Reply::turn(tool_turn(
             None,
             &[(
                 "call_w",
@@ -274,38 +292,39 @@ fn record_then_replay_an_openai_session() {
                 json!({"path": "made.txt", "content": "made\n"}),
             )],
         )),
-        Reply::Sse(text_turn("made it")),
+        text_turn("made it"),
     ]);
-    let base = base_args(&mock);
-    let record = args(&base, &["--record", cassette.to_str().unwrap(), "make it"]);
-    let out = run_agent(ws.path(), &record, &[("OPENAI_API_KEY", KEY)]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let text = std::fs::read_to_string(&cassette).unwrap();
-    assert!(!text.contains(KEY), "the key reached the cassette");
+    let cassette = env.out("openai.cassette.jsonl");
+    let record = openai_args(&env, &["--record", cassette.to_str().unwrap(), "make it"]);
+    let out = run(&env, &record, true);
+    out.assert_code(0).assert_no_secret();
+    let text = assert_file_has_no_secret(&cassette);
     let header: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
     assert_eq!(header["provider"], "openai");
     assert_eq!(text.lines().count(), 3);
 
     // Replay in a fresh workspace: no key, no server, no --provider; the tools run.
-    let fresh = workspace();
-    let out = run_agent(
-        fresh.path(),
-        &[
-            "--replay",
-            cassette.to_str().unwrap(),
-            "--full-auto",
-            "--json",
-            "make it",
-        ],
-        &[],
-    );
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let t = transcript(&out);
+    let fresh = env_with_notes(vec![]);
+    let mut c = fresh.command(&[
+        "run",
+        "--replay",
+        cassette.to_str().unwrap(),
+        "--full-auto",
+        "--json",
+        "make it",
+    ]);
+    c.env_remove("ANTHROPIC_API_KEY")
+        .env_remove("ANTHROPIC_BASE_URL");
+    let out = fresh.spawn_command(c).wait();
+    out.assert_code(0).assert_no_secret();
+    let t = out.json();
     assert_eq!(t["result"], "made it");
     assert_eq!(t["tool_calls"][0]["id"], "call_w");
+    assert_eq!(fresh.read("made.txt"), "made\n");
     assert_eq!(
-        std::fs::read_to_string(fresh.path().join("made.txt")).unwrap(),
-        "made\n"
+        env.server.requests().len(),
+        2,
+        "replay never reached the server"
     );
-    assert_eq!(mock.requests().len(), 2, "replay never reached the server");
+    assert_eq!(fresh.server.request_count(), 0);
 }

@@ -511,35 +511,29 @@ fn secrets_from_token_variables_never_reach_the_transcript_or_logs() {
 /// model gets, and a secret the model echoes never reaches the `--record` cassette.
 #[test]
 fn hook_message_reaches_the_next_request_and_cassettes_are_scrubbed() {
-    use crate::support::openai::{OpenAiMock, Reply, run_agent, text_turn, tool_turn, transcript};
+    use crate::support::{Reply, TestEnv, Turn};
     const SECRET: &str = "tok_live_9f8e7d6c5b4a3210";
-    let mock = OpenAiMock::start(vec![
-        Reply::Sse(tool_turn(
-            None,
-            &[("call_1", "Bash", json!({"command": "touch made"}))],
-        )),
-        // The secret lies whole in one delta (the builder splits the text in half).
-        Reply::Sse(text_turn(&format!(
+    let env = TestEnv::new(vec![
+        Reply::turn(Turn::new().tool("call_1", "Bash", json!({"command": "touch made"}))),
+        // The secret lies whole in one delta (the chat wire splits text in half).
+        Reply::turn(Turn::new().text(&format!(
             "{SECRET} is the token; the file said so, and so did the logs."
         ))),
     ]);
-    let dir = tempfile::tempdir().unwrap();
-    let ws = dir.path().join("ws");
-    std::fs::create_dir_all(ws.join(".agent")).unwrap();
-    std::fs::write(
-        ws.join(".agent/settings.json"),
+    env.write(
+        ".agent/settings.json",
         r#"{"hooks": {"PreToolUse": [{"matcher": "Bash",
             "command": "echo 'blocked: use the Makefile' >&2; exit 2"}]}}"#,
-    )
-    .unwrap();
-    let cassette = dir.path().join("rec.jsonl");
-    let out = run_agent(
-        &ws,
+    );
+    let ws = env.ws();
+    let cassette = env.out("rec.jsonl");
+    let out = env.run_with_env(
         &[
+            "run",
             "--provider",
             "openai",
             "--base-url",
-            &mock.base_url,
+            &env.server.openai_url(),
             "-m",
             "local-model",
             "--full-auto",
@@ -550,10 +544,11 @@ fn hook_message_reaches_the_next_request_and_cassettes_are_scrubbed() {
         ],
         &[("DEPLOY_TOKEN", SECRET)],
     );
-    let doc = transcript(&out);
-    assert_eq!(doc["status"], "success", "{}", stderr(&out));
+    let doc = out.json();
+    assert_eq!(doc["status"], "success", "{}", out.stderr);
     assert!(!ws.join("made").exists());
-    let requests = mock.requests();
+    env.server.assert_invariants();
+    let requests = env.server.requests();
     assert_eq!(requests.len(), 2);
     let tool_msg = requests[1].body["messages"]
         .as_array()
@@ -572,5 +567,5 @@ fn hook_message_reaches_the_next_request_and_cassettes_are_scrubbed() {
     let recorded = std::fs::read_to_string(&cassette).unwrap();
     assert!(recorded.contains("[REDACTED] is the token"), "{recorded}");
     assert!(!recorded.contains(SECRET), "the cassette leaks the secret");
-    assert!(!String::from_utf8_lossy(&out.stdout).contains(SECRET));
+    assert!(!out.stdout.contains(SECRET));
 }

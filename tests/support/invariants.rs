@@ -10,18 +10,61 @@ use std::collections::HashSet;
 /// The API version SPEC §3.1 requires.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 
-/// Checks the request line and headers. `headers` are (lower-case name, value).
-pub fn check_head(method: &str, path: &str, headers: &[(String, String)]) -> Vec<String> {
-    let mut v = Vec::new();
-    let get = |name: &str| {
-        headers
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, value)| value.as_str())
-    };
+/// The value of header `name` (lower-case).
+fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    headers
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, value)| value.as_str())
+}
+
+/// What both wires ask of a request head: a POST of JSON.
+fn check_post_json(method: &str, headers: &[(String, String)], v: &mut Vec<String>) {
     if method != "POST" {
         v.push(format!("method is {method}, want POST"));
     }
+    let content_type = header(headers, "content-type");
+    if !content_type.is_some_and(|c| c.starts_with("application/json")) {
+        v.push(format!(
+            "content-type is {content_type:?}, want application/json"
+        ));
+    }
+}
+
+/// What both wires ask of a body: an object that streams from a named model. False
+/// when it is not an object (nothing else can be checked).
+fn check_stream_and_model(body: &Value, v: &mut Vec<String>) -> bool {
+    if !body.is_object() {
+        v.push(format!("body is not a JSON object: {body}"));
+        return false;
+    }
+    if body["stream"] != Value::Bool(true) {
+        v.push(format!("stream is {}, want true", body["stream"]));
+    }
+    if body["model"].as_str().is_none_or(str::is_empty) {
+        v.push(format!(
+            "model is {}, want a non-empty string",
+            body["model"]
+        ));
+    }
+    true
+}
+
+/// The non-empty `messages` array of a body, or a violation.
+fn messages_of<'a>(body: &'a Value, v: &mut Vec<String>) -> Option<&'a [Value]> {
+    match body["messages"].as_array() {
+        None => v.push("messages is not an array".into()),
+        Some(m) if m.is_empty() => v.push("messages is empty".into()),
+        Some(m) => return Some(m),
+    }
+    None
+}
+
+/// Checks the request line and headers. `headers` are (lower-case name, value).
+pub fn check_head(method: &str, path: &str, headers: &[(String, String)]) -> Vec<String> {
+    let mut v = Vec::new();
+    let get = |name: &str| header(headers, name);
+    check_post_json(method, headers, &mut v);
     if path != "/v1/messages" {
         v.push(format!("path is {path}, want /v1/messages"));
     }
@@ -35,12 +78,6 @@ pub fn check_head(method: &str, path: &str, headers: &[(String, String)]) -> Vec
             get("anthropic-version")
         ));
     }
-    if !get("content-type").is_some_and(|c| c.starts_with("application/json")) {
-        v.push(format!(
-            "content-type is {:?}, want application/json",
-            get("content-type")
-        ));
-    }
     v
 }
 
@@ -48,30 +85,16 @@ pub fn check_head(method: &str, path: &str, headers: &[(String, String)]) -> Vec
 /// array, and the pairing invariant.
 pub fn check_body(body: &Value) -> Vec<String> {
     let mut v = Vec::new();
-    if !body.is_object() {
-        return vec![format!("body is not a JSON object: {body}")];
-    }
-    if body["stream"] != Value::Bool(true) {
-        v.push(format!("stream is {}, want true", body["stream"]));
-    }
-    if body["model"].as_str().is_none_or(str::is_empty) {
-        v.push(format!(
-            "model is {}, want a non-empty string",
-            body["model"]
-        ));
+    if !check_stream_and_model(body, &mut v) {
+        return v;
     }
     if body["max_tokens"].as_u64().is_none_or(|n| n == 0) {
         v.push(format!("max_tokens is {}", body["max_tokens"]));
     }
     check_tools(&body["tools"], &mut v);
-    let Some(messages) = body["messages"].as_array() else {
-        v.push("messages is not an array".into());
+    let Some(messages) = messages_of(body, &mut v) else {
         return v;
     };
-    if messages.is_empty() {
-        v.push("messages is empty".into());
-        return v;
-    }
     if messages[0]["role"] != "user" {
         v.push(format!("first message role is {}", messages[0]["role"]));
     }
@@ -83,7 +106,13 @@ pub fn check_body(body: &Value) -> Vec<String> {
     v
 }
 
-fn check_tools(tools: &Value, v: &mut Vec<String>) {
+/// The tools array: each tool named once, described, with an object schema. `shape`
+/// gives a tool's `(name, schema)` in its wire and pushes what the wire itself requires.
+fn check_tool_list<'a>(
+    tools: &'a Value,
+    v: &mut Vec<String>,
+    shape: impl Fn(&'a Value, &mut Vec<String>) -> (&'a str, &'a Value),
+) {
     if tools.is_null() {
         return;
     }
@@ -93,20 +122,28 @@ fn check_tools(tools: &Value, v: &mut Vec<String>) {
     };
     let mut names = HashSet::new();
     for t in tools {
-        let name = t["name"].as_str().unwrap_or("");
+        let (name, schema) = shape(t, v);
         if name.is_empty() {
-            v.push(format!("tool without a name: {t}"));
+            v.push(format!("tool without a name: {}", compact(t)));
         }
         if !names.insert(name.to_string()) {
             v.push(format!("tool {name} sent twice"));
         }
+        if schema["type"] != "object" {
+            v.push(format!("tool {name} schema type is not object"));
+        }
+    }
+}
+
+/// Anthropic tools: `{name, description, input_schema}`.
+fn check_tools(tools: &Value, v: &mut Vec<String>) {
+    check_tool_list(tools, v, |t, v| {
+        let name = t["name"].as_str().unwrap_or("");
         if t["description"].as_str().is_none_or(str::is_empty) {
             v.push(format!("tool {name} has no description"));
         }
-        if t["input_schema"]["type"] != "object" {
-            v.push(format!("tool {name} input_schema.type is not object"));
-        }
-    }
+        (name, &t["input_schema"])
+    });
 }
 
 fn check_message(i: usize, m: &Value, seen_ids: &mut HashSet<String>, v: &mut Vec<String>) {
@@ -250,5 +287,122 @@ fn compact(b: &Value) -> String {
         format!("{}…", s.chars().take(120).collect::<String>())
     } else {
         s
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// The OpenAI-compatible chat-completions wire: the same promises in its shape (tool
+// calls on the assistant message, answered by `role: "tool"` messages by id).
+
+/// Checks the request line and headers of a chat-completions request. A key, when
+/// sent, goes as `authorization: Bearer`; the Anthropic header must never reach this
+/// server (it would hand one provider's key to another).
+pub fn check_chat_head(method: &str, headers: &[(String, String)]) -> Vec<String> {
+    let mut v = Vec::new();
+    let get = |name: &str| header(headers, name);
+    check_post_json(method, headers, &mut v);
+    if get("x-api-key").is_some() {
+        v.push("x-api-key header sent to an OpenAI-compatible server".into());
+    }
+    if let Some(auth) = get("authorization")
+        && auth.strip_prefix("Bearer ").is_none_or(str::is_empty)
+    {
+        v.push("authorization is not `Bearer <key>`".into());
+    }
+    v
+}
+
+/// Checks a chat-completions body: stream/model, messages and their roles, the tools
+/// array, and the pairing of tool calls with tool messages.
+pub fn check_chat_body(body: &Value) -> Vec<String> {
+    let mut v = Vec::new();
+    if !check_stream_and_model(body, &mut v) {
+        return v;
+    }
+    check_chat_tools(&body["tools"], &mut v);
+    let Some(messages) = messages_of(body, &mut v) else {
+        return v;
+    };
+    for (i, m) in messages.iter().enumerate() {
+        let role = m["role"].as_str().unwrap_or("");
+        if !["system", "user", "assistant", "tool"].contains(&role) {
+            v.push(format!("messages[{i}] has role {:?}", m["role"]));
+        }
+    }
+    check_chat_pairing(messages, &mut v);
+    v
+}
+
+/// OpenAI tools: `{type: "function", function: {name, description, parameters}}`.
+fn check_chat_tools(tools: &Value, v: &mut Vec<String>) {
+    check_tool_list(tools, v, |t, v| {
+        if t["type"] != "function" {
+            v.push(format!("tool is not a function: {}", compact(t)));
+        }
+        (
+            t["function"]["name"].as_str().unwrap_or(""),
+            &t["function"]["parameters"],
+        )
+    });
+}
+
+/// Every assistant message's tool calls are answered, in order, by the `tool` messages
+/// right after it, one per call and no more; no `tool` message stands anywhere else;
+/// call ids are unique and each call's arguments are a string.
+fn check_chat_pairing(messages: &[Value], v: &mut Vec<String>) {
+    let mut seen_ids = HashSet::new();
+    let mut i = 0;
+    while i < messages.len() {
+        let m = &messages[i];
+        i += 1;
+        if m["role"] == "tool" {
+            v.push(format!(
+                "messages[{}]: tool message {} answers no tool call",
+                i - 1,
+                m["tool_call_id"]
+            ));
+            continue;
+        }
+        let calls = m["tool_calls"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+        if m["role"] != "assistant" || calls.is_empty() {
+            continue;
+        }
+        for c in calls {
+            let id = c["id"].as_str().unwrap_or("");
+            if id.is_empty() || !seen_ids.insert(id.to_string()) {
+                v.push(format!(
+                    "messages[{}]: tool call id {id:?} empty or reused",
+                    i - 1
+                ));
+            }
+            if c["type"] != "function" || c["function"]["name"].as_str().is_none_or(str::is_empty) {
+                v.push(format!(
+                    "messages[{}]: call without a name: {}",
+                    i - 1,
+                    compact(c)
+                ));
+            }
+            if !c["function"]["arguments"].is_string() {
+                v.push(format!("messages[{}]: arguments are not a string", i - 1));
+            }
+        }
+        for c in calls {
+            match messages.get(i) {
+                Some(t) if t["role"] == "tool" && t["tool_call_id"] == c["id"] => {
+                    if !t["content"].is_string() && !t["content"].is_array() {
+                        v.push(format!("messages[{i}]: tool content is {}", t["content"]));
+                    }
+                    i += 1;
+                }
+                other => {
+                    v.push(format!(
+                        "messages[{i}] should be the tool message for {}, is {}",
+                        c["id"],
+                        other.map_or("nothing".to_string(), compact)
+                    ));
+                    break;
+                }
+            }
+        }
     }
 }

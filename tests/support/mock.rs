@@ -1,19 +1,23 @@
-//! The loopback mock Anthropic Messages API (std only: a `TcpListener` on 127.0.0.1:0 and
-//! a thread per connection). It serves a script of replies in order, one per request,
-//! speaking real HTTP/1.1: chunked SSE bodies written in small pieces that split events
-//! and JSON at arbitrary places, with pings interleaved, plain error statuses, streams
-//! cut mid-turn and streams that go silent. It records every request and checks the
-//! invariants of `invariants.rs` on each one.
+//! The one loopback mock model server (std only: a `TcpListener` on 127.0.0.1:0 and a
+//! thread per connection). It speaks both wire formats, chosen by the request's path:
+//! Anthropic's Messages API (`/v1/messages`, SSE events) and the OpenAI-compatible
+//! chat completions (`…/chat/completions`, chunk streams). It serves a script of
+//! replies in order, one per request, speaking real HTTP/1.1: chunked SSE bodies written
+//! in small pieces that split events and JSON at arbitrary places, with pings
+//! interleaved, error statuses, redirects and arbitrary bodies, streams cut mid-turn and
+//! streams that go silent. It records every request (headers included), counts the
+//! connections it accepts, and checks the invariants of `invariants.rs` on each request.
 
+use super::chat;
 use super::invariants;
-use super::sse;
+use super::sse::{self, Turn};
 use serde_json::Value;
 use std::collections::VecDeque;
 use std::io::{self, BufRead, BufReader, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// Longest header section accepted; a client sending more is broken.
 const MAX_HEADER_LINES: usize = 100;
@@ -23,13 +27,78 @@ const MAX_BODY_BYTES: usize = 64 << 20;
 /// hang the suite).
 const WAIT_LIMIT: Duration = Duration::from_secs(30);
 
+/// The wire format of a request, and so of its reply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wire {
+    /// `POST /v1/messages`: SSE events, `x-api-key`.
+    Anthropic,
+    /// `POST …/chat/completions`: `data:` chunks, `authorization: Bearer`.
+    OpenAi,
+}
+
+impl Wire {
+    /// The wire a request path speaks: chat completions by its suffix (any base path,
+    /// as gateways add prefixes), else the Messages API.
+    pub fn of_path(path: &str) -> Wire {
+        if path.trim_end_matches('/').ends_with("/chat/completions") {
+            Wire::OpenAi
+        } else {
+            Wire::Anthropic
+        }
+    }
+
+    /// A keep-alive ping in this wire: an `event: ping` frame, or an SSE comment.
+    pub fn ping(self) -> String {
+        match self {
+            Wire::Anthropic => sse::ping(),
+            Wire::OpenAi => chat::ping(),
+        }
+    }
+
+    /// An API error body in this wire's shape.
+    pub fn error_body(self, kind: &str, message: &str) -> String {
+        match self {
+            Wire::Anthropic => {
+                serde_json::json!({"type": "error", "error": {"type": kind, "message": message}})
+                    .to_string()
+            }
+            Wire::OpenAi => chat::error_body(kind, message),
+        }
+    }
+
+    /// A mid-stream error frame in this wire.
+    pub fn error_frame(self, kind: &str, message: &str) -> String {
+        match self {
+            Wire::Anthropic => sse::error_event(kind, message),
+            Wire::OpenAi => chat::error_chunk(kind, message),
+        }
+    }
+
+    /// `(every frame, how many of them come before the stop)` of `turn` in this wire.
+    pub fn render(self, turn: &Turn) -> (Vec<String>, usize) {
+        let (body, all) = match self {
+            Wire::Anthropic => (turn.body_frames(), turn.frames()),
+            Wire::OpenAi => (chat::body_frames(turn), chat::frames(turn)),
+        };
+        (all, body.len())
+    }
+
+    /// The header naming the request id.
+    fn request_id_header(self) -> &'static str {
+        match self {
+            Wire::Anthropic => "request-id",
+            Wire::OpenAi => "x-request-id",
+        }
+    }
+}
+
 /// How an SSE body is cut into HTTP chunks.
 #[derive(Clone, Copy, Debug)]
 pub struct SseOpts {
     /// Chunk sizes are drawn from 1..=max_chunk bytes.
     pub max_chunk: usize,
-    /// Interleave `event: ping` frames (after the first content_block_start and every
-    /// few frames), as the real API does.
+    /// Interleave pings (after the second frame and every fourth one), as the real APIs
+    /// do: `event: ping` for Anthropic, a `: ping` comment for OpenAI-compatible servers.
     pub pings: bool,
     /// Seed of the chunk-size generator (deterministic runs).
     pub seed: u64,
@@ -45,7 +114,24 @@ impl Default for SseOpts {
     }
 }
 
-/// One scripted answer.
+/// What goes wrong with a scripted turn.
+#[derive(Clone, Debug)]
+pub enum Fault {
+    /// 200, the first `n` frames, then the socket closes without the chunked terminator.
+    DropAfter(usize),
+    /// The same, after all of the turn's content but before its stop (`message_delta` or
+    /// the `finish_reason` delta): a stream dropped at the last moment.
+    DropBeforeEnd,
+    /// 200, the first `n` frames, then silence until the server is dropped.
+    HangAfter(usize),
+    /// The turn's content, then a mid-stream error in the wire's shape (an `error` event
+    /// or a `data: {"error": …}` chunk), then the end of the body.
+    ErrorBeforeEnd { kind: String, message: String },
+}
+
+/// One scripted answer. The raw-frame variants (`Sse`, `SseWith`, `DropAfter`, `Hang`)
+/// are sent as given; `Turn`, `Error` and `Silent` are rendered in the wire format of the
+/// request they answer, so one script serves either provider.
 #[derive(Clone, Debug)]
 pub enum Reply {
     /// A complete 200 SSE stream of these frames (default `SseOpts`).
@@ -63,16 +149,85 @@ pub enum Reply {
     DropAfter(Vec<String>, usize),
     /// 200, these frames, then silence until the server is dropped.
     Hang(Vec<String>),
+    /// A model turn in the request's wire, chunked per `opts`, with an optional fault.
+    Turn {
+        turn: Turn,
+        opts: SseOpts,
+        fault: Option<Fault>,
+    },
+    /// An API error in the request's wire: status, extra headers, the error body.
+    Error {
+        code: u16,
+        kind: String,
+        message: String,
+        headers: Vec<(String, String)>,
+    },
+    /// Any status, content type, extra headers and body (an HTML login page behind a
+    /// 200, a redirect, a huge 500).
+    Raw {
+        code: u16,
+        content_type: String,
+        headers: Vec<(String, String)>,
+        body: String,
+    },
+    /// 200 with event-stream headers, then (with `ping`) one ping in the request's wire,
+    /// then nothing until the server is dropped: a server that accepted and stalled.
+    Silent { ping: bool },
 }
 
 impl Reply {
-    /// An error response in the API's JSON shape.
+    /// A model turn, rendered in the wire of the request it answers.
+    pub fn turn(turn: Turn) -> Reply {
+        Reply::Turn {
+            turn,
+            opts: SseOpts::default(),
+            fault: None,
+        }
+    }
+
+    /// This reply with other chunking options (a `Turn` or `Sse` reply).
+    pub fn with_opts(self, new: SseOpts) -> Reply {
+        match self {
+            Reply::Turn { turn, fault, .. } => Reply::Turn {
+                turn,
+                opts: new,
+                fault,
+            },
+            Reply::Sse(frames) | Reply::SseWith(frames, _) => Reply::SseWith(frames, new),
+            other => panic!("with_opts on {other:?}"),
+        }
+    }
+
+    /// This `Turn` reply with a fault.
+    pub fn with_fault(self, new: Fault) -> Reply {
+        match self {
+            Reply::Turn { turn, opts, .. } => Reply::Turn {
+                turn,
+                opts,
+                fault: Some(new),
+            },
+            other => panic!("with_fault on {other:?}"),
+        }
+    }
+
+    /// This reply with one more response header (a `Status`, `Error` or `Raw` reply).
+    pub fn with_header(mut self, name: &str, value: &str) -> Reply {
+        match &mut self {
+            Reply::Status { headers, .. }
+            | Reply::Error { headers, .. }
+            | Reply::Raw { headers, .. } => headers.push((name.to_string(), value.to_string())),
+            other => panic!("with_header on {other:?}"),
+        }
+        self
+    }
+
+    /// An error response in the API's JSON shape (the request's wire decides which).
     pub fn api_error(code: u16, kind: &str, message: &str) -> Reply {
-        Reply::Status {
+        Reply::Error {
             code,
+            kind: kind.to_string(),
+            message: message.to_string(),
             headers: Vec::new(),
-            body: serde_json::json!({"type": "error", "error": {"type": kind, "message": message}})
-                .to_string(),
         }
     }
 
@@ -83,24 +238,81 @@ impl Reply {
 
     /// HTTP 429 with `retry-after: secs`.
     pub fn rate_limited(retry_after_secs: u64) -> Reply {
-        match Reply::api_error(
+        Reply::rate_limit_error().with_header("retry-after", &retry_after_secs.to_string())
+    }
+
+    /// HTTP 429 with `retry-after` as an HTTP date (`Tue, 01 Dec 2026 05:00:00 GMT`).
+    pub fn rate_limited_until(when: SystemTime) -> Reply {
+        Reply::rate_limit_error().with_header("retry-after", &http_date(when))
+    }
+
+    fn rate_limit_error() -> Reply {
+        Reply::api_error(
             429,
             "rate_limit_error",
             "Number of request tokens has exceeded your per-minute rate limit",
-        ) {
-            Reply::Status { code, body, .. } => Reply::Status {
-                code,
-                headers: vec![("retry-after".into(), retry_after_secs.to_string())],
-                body,
-            },
-            other => other,
-        }
+        )
     }
 
     /// HTTP 400 invalid_request_error with this message.
     pub fn bad_request(message: &str) -> Reply {
         Reply::api_error(400, "invalid_request_error", message)
     }
+
+    /// Any status with this content type and body.
+    pub fn raw(code: u16, content_type: &str, body: &str) -> Reply {
+        Reply::Raw {
+            code,
+            content_type: content_type.to_string(),
+            headers: Vec::new(),
+            body: body.to_string(),
+        }
+    }
+
+    /// A redirect (301, 302, 307, 308 …) to `location`, with a short text body.
+    pub fn redirect(code: u16, location: &str) -> Reply {
+        Reply::raw(code, "text/plain", &format!("Redirecting to {location}"))
+            .with_header("location", location)
+    }
+
+    /// 200 with event-stream headers, then nothing.
+    pub fn silence() -> Reply {
+        Reply::Silent { ping: false }
+    }
+
+    /// 200 with event-stream headers, one ping, then nothing (llama-cpp-python's answer
+    /// to `tool_choice: "auto"` with streaming).
+    pub fn ping_then_silence() -> Reply {
+        Reply::Silent { ping: true }
+    }
+}
+
+/// `t` as an HTTP date (RFC 9110 IMF-fixdate), e.g. `Sun, 06 Nov 1994 08:49:37 GMT`.
+pub fn http_date(t: SystemTime) -> String {
+    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let secs = t.duration_since(UNIX_EPOCH).unwrap().as_secs();
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Howard Hinnant's civil_from_days, for days since 1970-01-01 (a Thursday).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{}, {day:02} {} {year} {:02}:{:02}:{:02} GMT",
+        DAYS[(days % 7) as usize],
+        MONTHS[(month - 1) as usize],
+        rem / 3_600,
+        rem % 3_600 / 60,
+        rem % 60
+    )
 }
 
 /// One request as the mock received it.
@@ -115,6 +327,11 @@ pub struct Recorded {
     pub body: Value,
     /// When the whole request had been read (for retry-after lower bounds).
     pub received: Instant,
+    /// The wire format its path speaks (and its reply was rendered in).
+    pub wire: Wire,
+    /// Which accepted TCP connection it came on (1-based, in accept order): requests
+    /// sharing a number prove connection reuse.
+    pub connection: usize,
 }
 
 /// One tool_result block of a request, content flattened to text.
@@ -133,15 +350,7 @@ impl Recorded {
             .filter(|b| b["type"] == "tool_result")
             .map(|b| ToolResultSeen {
                 tool_use_id: b["tool_use_id"].as_str().unwrap_or("").to_string(),
-                content: match &b["content"] {
-                    Value::String(s) => s.clone(),
-                    Value::Array(parts) => parts
-                        .iter()
-                        .filter_map(|p| p["text"].as_str())
-                        .collect::<Vec<_>>()
-                        .join("\n"),
-                    _ => String::new(),
-                },
+                content: flat_text(&b["content"]),
                 is_error: b["is_error"] == Value::Bool(true),
             })
             .collect()
@@ -149,15 +358,7 @@ impl Recorded {
 
     /// The `system` prompt as text (a string, or its text blocks joined).
     pub fn system_text(&self) -> String {
-        match &self.body["system"] {
-            Value::String(s) => s.clone(),
-            Value::Array(parts) => parts
-                .iter()
-                .filter_map(|p| p["text"].as_str())
-                .collect::<Vec<_>>()
-                .join("\n"),
-            _ => String::new(),
-        }
+        flat_text(&self.body["system"])
     }
 
     pub fn header(&self, name: &str) -> Option<&str> {
@@ -207,18 +408,20 @@ impl Recorded {
 
 /// The text of a message: its string content or its text blocks joined.
 pub fn message_text(m: &Value) -> String {
-    if let Some(s) = m["content"].as_str() {
-        return s.to_string();
+    flat_text(&m["content"])
+}
+
+/// A string, or the `text` of an array's parts joined by newlines; else empty.
+fn flat_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
     }
-    m["content"]
-        .as_array()
-        .map(|bs| {
-            bs.iter()
-                .filter_map(|b| b["text"].as_str())
-                .collect::<Vec<_>>()
-                .join("\n")
-        })
-        .unwrap_or_default()
 }
 
 #[derive(Default)]
@@ -227,6 +430,7 @@ struct State {
     scripted: usize,
     requests: Vec<Recorded>,
     violations: Vec<String>,
+    connections: usize,
     shutdown: bool,
 }
 
@@ -274,14 +478,19 @@ impl MockServer {
         let s = Arc::clone(&shared);
         let accept = thread::spawn(move || {
             for conn in listener.incoming() {
-                if s.lock().shutdown {
-                    break;
-                }
+                let connection = {
+                    let mut st = s.lock();
+                    if st.shutdown {
+                        break;
+                    }
+                    st.connections += 1;
+                    st.connections
+                };
                 let Ok(conn) = conn else { continue };
                 let s = Arc::clone(&s);
                 thread::spawn(move || {
                     // Errors here are the client going away; nothing to report.
-                    let _ = serve_connection(conn, &s, keep_alive);
+                    let _ = serve_connection(conn, connection, &s, keep_alive);
                 });
             }
         });
@@ -297,6 +506,11 @@ impl MockServer {
         format!("http://{}", self.addr)
     }
 
+    /// `http://127.0.0.1:PORT/v1`, for `--base-url` / OPENAI_BASE_URL.
+    pub fn openai_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
     pub fn addr(&self) -> SocketAddr {
         self.addr
     }
@@ -308,6 +522,11 @@ impl MockServer {
 
     pub fn request_count(&self) -> usize {
         self.shared.lock().requests.len()
+    }
+
+    /// TCP connections accepted so far (fewer than requests proves connection reuse).
+    pub fn connections(&self) -> usize {
+        self.shared.lock().connections
     }
 
     /// Blocks until at least `n` requests were received; panics after `WAIT_LIMIT`.
@@ -340,7 +559,7 @@ impl MockServer {
     }
 
     /// Panics listing every violation seen on any request (SPEC §3.1 headers and body,
-    /// §3.2 pairing, requests past the end of the script).
+    /// §3.2 pairing, either wire; requests past the end of the script).
     pub fn assert_invariants(&self) {
         let v = self.violations();
         assert!(
@@ -375,27 +594,46 @@ impl Drop for MockServer {
     }
 }
 
+/// The violations of one request, by the rules of its wire.
+fn check_request(req: &Recorded) -> Vec<String> {
+    let mut violations = match req.wire {
+        Wire::Anthropic => invariants::check_head(&req.method, &req.path, &req.headers),
+        Wire::OpenAi => invariants::check_chat_head(&req.method, &req.headers),
+    };
+    if req.body.is_null() {
+        violations.push(format!(
+            "body is not JSON: {:?}",
+            String::from_utf8_lossy(&req.raw_body)
+        ));
+    } else {
+        violations.extend(match req.wire {
+            Wire::Anthropic => invariants::check_body(&req.body),
+            Wire::OpenAi => invariants::check_chat_body(&req.body),
+        });
+    }
+    violations
+}
+
 /// Serves requests on one connection until it closes (or after one response unless
 /// `keep_alive`).
-fn serve_connection(conn: TcpStream, shared: &Shared, keep_alive: bool) -> io::Result<()> {
+fn serve_connection(
+    conn: TcpStream,
+    connection: usize,
+    shared: &Shared,
+    keep_alive: bool,
+) -> io::Result<()> {
     conn.set_nodelay(true)?;
     let mut writer = conn.try_clone()?;
     let mut reader = BufReader::new(conn);
     loop {
-        let Some(req) = read_request(&mut reader)? else {
+        let Some(mut req) = read_request(&mut reader)? else {
             return Ok(());
         };
+        req.connection = connection;
+        let wire = req.wire;
         let (reply, number) = {
             let mut st = shared.lock();
-            let mut violations = invariants::check_head(&req.method, &req.path, &req.headers);
-            if req.body.is_null() {
-                violations.push(format!(
-                    "body is not JSON: {:?}",
-                    String::from_utf8_lossy(&req.raw_body)
-                ));
-            } else {
-                violations.extend(invariants::check_body(&req.body));
-            }
+            let mut violations = check_request(&req);
             let number = st.requests.len() + 1;
             let reply = st.script.pop_front();
             if reply.is_none() {
@@ -419,31 +657,17 @@ fn serve_connection(conn: TcpStream, shared: &Shared, keep_alive: bool) -> io::R
                 "mock script exhausted: no reply scripted for request {number}"
             ))
         });
-        let complete = write_reply(&mut writer, &reply, number, keep_alive, shared)?;
+        let out = Out {
+            w: &mut writer,
+            wire,
+            number,
+            connection: if keep_alive { "keep-alive" } else { "close" },
+            shared,
+        };
+        let complete = out.reply(&reply)?;
         if !complete || !keep_alive {
             let _ = writer.shutdown(Shutdown::Both);
             return Ok(());
-        }
-    }
-}
-
-struct RawRequest {
-    method: String,
-    path: String,
-    headers: Vec<(String, String)>,
-    raw_body: Vec<u8>,
-    body: Value,
-}
-
-impl From<RawRequest> for Recorded {
-    fn from(r: RawRequest) -> Recorded {
-        Recorded {
-            method: r.method,
-            path: r.path,
-            headers: r.headers,
-            raw_body: r.raw_body,
-            body: r.body,
-            received: Instant::now(),
         }
     }
 }
@@ -492,16 +716,16 @@ fn read_request(reader: &mut impl BufRead) -> io::Result<Option<Recorded>> {
         body
     };
     let body = serde_json::from_slice(&raw_body).unwrap_or(Value::Null);
-    Ok(Some(
-        RawRequest {
-            method,
-            path,
-            headers,
-            raw_body,
-            body,
-        }
-        .into(),
-    ))
+    Ok(Some(Recorded {
+        wire: Wire::of_path(&path),
+        method,
+        path,
+        headers,
+        raw_body,
+        body,
+        received: Instant::now(),
+        connection: 0,
+    }))
 }
 
 /// Decodes a chunked body (chunk extensions and trailers ignored).
@@ -538,6 +762,11 @@ pub fn read_chunked(reader: &mut impl BufRead) -> io::Result<Vec<u8>> {
 fn reason(code: u16) -> &'static str {
     match code {
         200 => "OK",
+        301 => "Moved Permanently",
+        302 => "Found",
+        303 => "See Other",
+        307 => "Temporary Redirect",
+        308 => "Permanent Redirect",
         400 => "Bad Request",
         401 => "Unauthorized",
         403 => "Forbidden",
@@ -554,89 +783,172 @@ fn reason(code: u16) -> &'static str {
     }
 }
 
-/// Writes a reply; returns whether the response was complete (so that the connection
-/// may be reused).
-fn write_reply(
-    w: &mut TcpStream,
-    reply: &Reply,
+/// How a streamed body ends.
+enum End {
+    /// The chunked terminator: a complete response.
+    Complete,
+    /// The socket closes mid-body.
+    Drop,
+    /// Nothing more until the server is dropped.
+    Hang,
+}
+
+/// Where and how one reply is written.
+struct Out<'a> {
+    w: &'a mut TcpStream,
+    wire: Wire,
     number: usize,
-    keep_alive: bool,
-    shared: &Shared,
-) -> io::Result<bool> {
-    let connection = if keep_alive { "keep-alive" } else { "close" };
-    match reply {
-        Reply::Status {
-            code,
-            headers,
-            body,
-        } => {
-            let mut head = format!(
-                "HTTP/1.1 {code} {}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\
-                 request-id: req_mock_{number}\r\nconnection: {connection}\r\n",
-                reason(*code),
-                body.len()
-            );
-            for (n, v) in headers {
-                head.push_str(&format!("{n}: {v}\r\n"));
+    connection: &'static str,
+    shared: &'a Shared,
+}
+
+impl Out<'_> {
+    /// Writes a reply; returns whether the response was complete (so that the
+    /// connection may be reused).
+    fn reply(self, reply: &Reply) -> io::Result<bool> {
+        let opts = SseOpts::default();
+        match reply {
+            Reply::Status {
+                code,
+                headers,
+                body,
+            } => self.plain(*code, "application/json", headers, body),
+            Reply::Error {
+                code,
+                kind,
+                message,
+                headers,
+            } => {
+                let body = self.wire.error_body(kind, message);
+                self.plain(*code, "application/json", headers, &body)
             }
-            head.push_str("\r\n");
-            w.write_all(head.as_bytes())?;
-            w.write_all(body.as_bytes())?;
-            w.flush()?;
-            Ok(true)
-        }
-        Reply::Sse(frames) => {
-            write_sse_head(w, number, connection)?;
-            write_frames(w, frames, SseOpts::default())?;
-            w.write_all(b"0\r\n\r\n")?;
-            w.flush()?;
-            Ok(true)
-        }
-        Reply::SseWith(frames, opts) => {
-            write_sse_head(w, number, connection)?;
-            write_frames(w, frames, *opts)?;
-            w.write_all(b"0\r\n\r\n")?;
-            w.flush()?;
-            Ok(true)
-        }
-        Reply::DropAfter(frames, n) => {
-            write_sse_head(w, number, connection)?;
-            let n = (*n).min(frames.len());
-            write_frames(w, &frames[..n], SseOpts::default())?;
-            w.flush()?;
-            Ok(false)
-        }
-        Reply::Hang(frames) => {
-            write_sse_head(w, number, connection)?;
-            write_frames(w, frames, SseOpts::default())?;
-            w.flush()?;
-            let mut st = shared.lock();
-            while !st.shutdown {
-                st = shared.changed.wait(st).unwrap_or_else(|e| e.into_inner());
+            Reply::Raw {
+                code,
+                content_type,
+                headers,
+                body,
+            } => self.plain(*code, content_type, headers, body),
+            Reply::Sse(frames) => self.stream(frames, opts, End::Complete),
+            Reply::SseWith(frames, opts) => self.stream(frames, *opts, End::Complete),
+            Reply::DropAfter(frames, n) => {
+                self.stream(&frames[..(*n).min(frames.len())], opts, End::Drop)
             }
-            Ok(false)
+            Reply::Hang(frames) => self.stream(frames, opts, End::Hang),
+            Reply::Silent { ping } => {
+                let frames = if *ping {
+                    vec![self.wire.ping()]
+                } else {
+                    vec![]
+                };
+                let opts = SseOpts {
+                    pings: false,
+                    ..opts
+                };
+                self.stream(&frames, opts, End::Hang)
+            }
+            Reply::Turn { turn, opts, fault } => {
+                let (mut frames, body) = self.wire.render(turn);
+                let end = match fault {
+                    None => End::Complete,
+                    Some(Fault::DropAfter(n)) => {
+                        frames.truncate(*n);
+                        End::Drop
+                    }
+                    Some(Fault::DropBeforeEnd) => {
+                        frames.truncate(body);
+                        End::Drop
+                    }
+                    Some(Fault::HangAfter(n)) => {
+                        frames.truncate(*n);
+                        End::Hang
+                    }
+                    Some(Fault::ErrorBeforeEnd { kind, message }) => {
+                        frames.truncate(body);
+                        frames.push(self.wire.error_frame(kind, message));
+                        End::Complete
+                    }
+                };
+                self.stream(&frames, *opts, end)
+            }
+        }
+    }
+
+    /// A response with a content-length body.
+    fn plain(
+        self,
+        code: u16,
+        content_type: &str,
+        headers: &[(String, String)],
+        body: &str,
+    ) -> io::Result<bool> {
+        let mut head = format!(
+            "HTTP/1.1 {code} {}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n\
+             {}: req_mock_{}\r\nconnection: {}\r\n",
+            reason(code),
+            body.len(),
+            self.wire.request_id_header(),
+            self.number,
+            self.connection
+        );
+        for (n, v) in headers {
+            head.push_str(&format!("{n}: {v}\r\n"));
+        }
+        head.push_str("\r\n");
+        self.w.write_all(head.as_bytes())?;
+        self.w.write_all(body.as_bytes())?;
+        self.w.flush()?;
+        Ok(true)
+    }
+
+    /// A 200 event stream of `frames` (pings interleaved per `opts`), ended per `end`.
+    fn stream(self, frames: &[String], opts: SseOpts, end: End) -> io::Result<bool> {
+        let head = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\n\
+             cache-control: no-cache\r\ntransfer-encoding: chunked\r\n\
+             {}: req_mock_{}\r\nconnection: {}\r\n\r\n",
+            self.wire.request_id_header(),
+            self.number,
+            self.connection
+        );
+        self.w.write_all(head.as_bytes())?;
+        self.w.flush()?;
+        write_frames(self.w, &sse_text_for(self.wire, frames, opts), opts)?;
+        match end {
+            End::Complete => {
+                self.w.write_all(b"0\r\n\r\n")?;
+                self.w.flush()?;
+                Ok(true)
+            }
+            End::Drop => Ok(false),
+            End::Hang => {
+                let mut st = self.shared.lock();
+                while !st.shutdown {
+                    st = self
+                        .shared
+                        .changed
+                        .wait(st)
+                        .unwrap_or_else(|e| e.into_inner());
+                }
+                Ok(false)
+            }
         }
     }
 }
 
-fn write_sse_head(w: &mut TcpStream, number: usize, connection: &str) -> io::Result<()> {
-    let head = format!(
-        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\n\
-         cache-control: no-cache\r\ntransfer-encoding: chunked\r\n\
-         request-id: req_mock_{number}\r\nconnection: {connection}\r\n\r\n"
-    );
-    w.write_all(head.as_bytes())?;
-    w.flush()
+/// The SSE text of `frames` with Anthropic pings interleaved per `opts` (what the
+/// client reads).
+pub fn sse_text(frames: &[String], opts: SseOpts) -> String {
+    sse_text_for(Wire::Anthropic, frames, opts)
 }
 
-/// The SSE text of `frames` with pings interleaved per `opts` (what the client reads).
-pub fn sse_text(frames: &[String], opts: SseOpts) -> String {
+/// The same with the pings of `wire`.
+pub fn sse_text_for(wire: Wire, frames: &[String], opts: SseOpts) -> String {
     let mut text = String::new();
     for (i, f) in frames.iter().enumerate() {
         text.push_str(f);
         // After the first content_block_start (like the API), then every fourth frame.
         if opts.pings && (i == 1 || (i > 1 && i % 4 == 0)) {
-            text.push_str(&sse::ping());
+            text.push_str(&wire.ping());
         }
     }
     text
@@ -670,10 +982,9 @@ pub fn chunk_sizes(len: usize, opts: SseOpts) -> Vec<usize> {
     sizes
 }
 
-/// Writes the frames (plus pings) as HTTP chunks of pseudo-random small sizes, flushing
-/// each so that the client sees events and JSON split at arbitrary places.
-fn write_frames(w: &mut TcpStream, frames: &[String], opts: SseOpts) -> io::Result<()> {
-    let text = sse_text(frames, opts);
+/// Writes `text` as HTTP chunks of pseudo-random small sizes, flushing each so that the
+/// client sees events and JSON split at arbitrary places.
+fn write_frames(w: &mut TcpStream, text: &str, opts: SseOpts) -> io::Result<()> {
     let bytes = text.as_bytes();
     let mut at = 0;
     for size in chunk_sizes(bytes.len(), opts) {

@@ -1,15 +1,49 @@
-//! Test support for the integration tests: the loopback mock Anthropic server (`mock`),
-//! realistic SSE builders (`sse`), the request invariants it checks (`invariants`), and
-//! `TestEnv`, which runs the real `agent` binary in a temporary workspace against the
-//! mock with a clean environment, so that tests drive the product as a CI job would.
+//! Test support for the integration tests: the one loopback mock model server (`mock`),
+//! which speaks both wire formats, the builders of what it streams (`sse` for
+//! Anthropic frames and the wire-neutral `Turn`, `chat` for OpenAI chunks), the request
+//! invariants it checks (`invariants`), and `TestEnv`, which runs the real `agent`
+//! binary in a temporary workspace against the mock with a clean environment and a hang
+//! guard, so that tests drive the product as a CI job would.
+//!
+//! The vocabulary, for either provider:
+//! - A script is a `Vec<Reply>`, one reply per request, in order. The request's path picks
+//!   the wire (`/v1/messages` or `…/chat/completions`, see `Wire`); `Reply::turn`,
+//!   `Reply::api_error` and `Reply::Silent` are rendered in it, so one script serves both.
+//! - A model turn: `Reply::turn(Turn::new().text("…").tool("id", "ReadFile",
+//!   json!({…})).stop_reason("…").usage(in, out).cache(created, read))`.
+//!   `Turn::tool_raw` streams malformed input, `Turn::cut_tool` a call cut by max_tokens.
+//! - Faults on a turn: `.with_fault(Fault::DropAfter(n) | DropBeforeEnd | HangAfter(n) |
+//!   ErrorBeforeEnd {…})`; chunking and pings: `.with_opts(SseOpts {…})`.
+//! - Raw frames: `Reply::Sse(frames)`, `SseWith`, `DropAfter(frames, n)`, `Hang(frames)`
+//!   (`sse::*` builds Anthropic frames, `chat::*` OpenAI chunks, or write your own).
+//! - Errors: `Reply::api_error(code, kind, msg)`, `overloaded()`, `bad_request(msg)`,
+//!   `rate_limited(secs)` and `rate_limited_until(SystemTime)` (`retry-after` in seconds
+//!   or as an HTTP date, see `mock::http_date`); `.with_header(name, value)` adds any.
+//! - Anything else: `Reply::raw(code, content_type, body)` (a 200 `text/html` login page,
+//!   a 500 with a huge body), `Reply::redirect(code, location)`.
+//! - Stalls: `Reply::silence()` (200 and headers, then nothing) and
+//!   `Reply::ping_then_silence()` (200, one ping, then nothing); both hold until the
+//!   server is dropped.
+//! - What the server saw: `server.requests()` (method, path, `header(name)`, body, the
+//!   wire, and which TCP connection each came on), `server.connections()` (accepted TCP
+//!   connections: fewer than requests proves reuse; `MockServer::start_keep_alive` keeps
+//!   them open), `wait_for_requests(n)`, `assert_invariants()` (headers, body shape and
+//!   tool call/result pairing of every request, either wire), `assert_script_consumed()`.
+//! - Running: `TestEnv::new(script)` (or `keep_alive`), `env.run(args)`,
+//!   `run_with_env(args, vars)`, `spawn`, `command` + `spawn_command`. Every run has a
+//!   scrubbed environment (only PATH, HOME, NO_COLOR, `ANTHROPIC_BASE_URL` and the test
+//!   key `API_KEY`) and is killed after `RUN_LIMIT`. For `--provider openai`, pass
+//!   `--base-url {env.server.openai_url()}` and set `OPENAI_API_KEY` to `OPENAI_KEY`.
+//!   `assert_no_secret` checks stdout and stderr for both keys, `read_json` and
+//!   `assert_file_has_no_secret` check files.
 #![allow(dead_code, unused_imports)] // not every test module uses every helper
 
+pub mod chat;
 pub mod invariants;
 pub mod mock;
-pub mod openai;
 pub mod sse;
 
-pub use mock::{MockServer, Recorded, Reply, SseOpts, ToolResultSeen};
+pub use mock::{Fault, MockServer, Recorded, Reply, SseOpts, ToolResultSeen, Wire};
 pub use sse::{Turn, turn_max_tokens_cut_tool, turn_raw_tool, turn_text, turn_tools};
 
 use serde_json::Value;
@@ -22,6 +56,10 @@ use wait_timeout::ChildExt;
 
 /// The API key every run gets; it must never show up in any output.
 pub const API_KEY: &str = "sk-ant-test-DO-NOT-LEAK-0123456789";
+/// The key OpenAI-provider tests set as OPENAI_API_KEY; it must never show up either.
+pub const OPENAI_KEY: &str = "sk-openai-test-DO-NOT-LEAK-9876543210";
+/// Every key a run may hold.
+const SECRETS: [&str; 2] = [API_KEY, OPENAI_KEY];
 /// A run that takes longer than this is hung: it is killed and the test fails (rather
 /// than the CI job timing out).
 const RUN_LIMIT: Duration = Duration::from_secs(60);
@@ -113,6 +151,13 @@ impl TestEnv {
         Running::start(self.command(args), false).wait()
     }
 
+    /// Runs the binary to completion with these variables added to its environment.
+    pub fn run_with_env(&self, args: &[&str], vars: &[(&str, &str)]) -> RunOutput {
+        let mut c = self.command(args);
+        c.envs(vars.iter().copied());
+        Running::start(c, false).wait()
+    }
+
     /// Runs the binary with `input` on stdin (then closed).
     pub fn run_with_stdin(&self, args: &[&str], input: &str) -> RunOutput {
         let mut c = self.command(args);
@@ -168,6 +213,11 @@ fn drain(mut r: impl Read + Send + 'static) -> JoinHandle<String> {
     })
 }
 
+/// What a drain thread read (empty when there was no pipe).
+fn joined(h: Option<JoinHandle<String>>) -> String {
+    h.map(|h| h.join().unwrap()).unwrap_or_default()
+}
+
 impl Running {
     fn start(mut c: Command, keep_stdin: bool) -> Running {
         let mut child = c.spawn().unwrap();
@@ -205,26 +255,14 @@ impl Running {
                 let _ = self.child.wait();
                 self.reaped = true;
                 drop(self.stdin.take());
-                let stderr = self
-                    .err
-                    .take()
-                    .map(|h| h.join().unwrap())
-                    .unwrap_or_default();
+                let stderr = joined(self.err.take());
                 panic!("agent did not exit within {RUN_LIMIT:?}; stderr:\n{stderr}");
             }
         };
         self.reaped = true;
         drop(self.stdin.take());
-        let stdout = self
-            .out
-            .take()
-            .map(|h| h.join().unwrap())
-            .unwrap_or_default();
-        let stderr = self
-            .err
-            .take()
-            .map(|h| h.join().unwrap())
-            .unwrap_or_default();
+        let stdout = joined(self.out.take());
+        let stderr = joined(self.err.take());
         RunOutput {
             status,
             stdout,
@@ -269,21 +307,31 @@ impl RunOutput {
         })
     }
 
-    /// The key appears nowhere in stdout or stderr.
+    /// No key (`API_KEY`, `OPENAI_KEY`) appears in stdout or stderr.
     pub fn assert_no_secret(&self) -> &Self {
-        assert!(!self.stdout.contains(API_KEY), "API key in stdout");
-        assert!(!self.stderr.contains(API_KEY), "API key in stderr");
+        for key in SECRETS {
+            assert!(!self.stdout.contains(key), "API key {key} in stdout");
+            assert!(!self.stderr.contains(key), "API key {key} in stderr");
+        }
         self
     }
 }
 
 /// A JSON file (an `-o` transcript).
 pub fn read_json(path: &Path) -> Value {
-    let text = std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-    assert!(!text.contains(API_KEY), "API key in {}", path.display());
+    let text = assert_file_has_no_secret(path);
     serde_json::from_str(&text)
         .unwrap_or_else(|e| panic!("{} is not JSON ({e}):\n{text}", path.display()))
+}
+
+/// Asserts that no key (`API_KEY`, `OPENAI_KEY`) is in the file; returns its text.
+pub fn assert_file_has_no_secret(path: &Path) -> String {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    for key in SECRETS {
+        assert!(!text.contains(key), "API key {key} in {}", path.display());
+    }
+    text
 }
 
 /// Asserts `version` is the first key of a transcript's raw text.

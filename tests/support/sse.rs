@@ -1,9 +1,10 @@
-//! SSE frame builders that look like the real Anthropic stream (see
-//! `shared/fixtures/sse/`): `event: X\ndata: {json}\n\n`, JSON sometimes padded with
+//! SSE frame builders that look like the real Anthropic stream:
+//! `event: X\ndata: {json}\n\n`, JSON sometimes padded with
 //! trailing spaces, text split over several `text_delta`s, tool input split into
 //! `input_json_delta` fragments whose first one is `""`, cumulative usage in
 //! `message_delta`. `Turn` builds one whole model response; the free functions build
-//! single frames for the odd cases (errors, truncation, malformed JSON).
+//! single frames for the odd cases (errors, truncation, malformed JSON). `Turn` is also
+//! the wire-neutral vocabulary: `chat.rs` renders the same turn as OpenAI chunks.
 
 use serde_json::{Value, json};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -191,8 +192,9 @@ impl Default for Usage {
     }
 }
 
+/// One content block of a `Turn` (the wire renderers read them).
 #[derive(Clone, Debug)]
-enum Block {
+pub(super) enum Block {
     Text(String),
     Thinking(String, String),
     Tool {
@@ -213,9 +215,9 @@ enum Block {
 /// a cut tool, else `end_turn`.
 #[derive(Clone, Debug, Default)]
 pub struct Turn {
-    blocks: Vec<Block>,
-    stop_reason: Option<String>,
-    usage: Usage,
+    pub(super) blocks: Vec<Block>,
+    pub(super) stop_reason: Option<String>,
+    pub(super) usage: Usage,
 }
 
 impl Turn {
@@ -279,6 +281,13 @@ impl Turn {
         self.usage
     }
 
+    /// The stop reason in Anthropic's vocabulary: the one set, else the default.
+    pub fn get_stop_reason(&self) -> String {
+        self.stop_reason
+            .clone()
+            .unwrap_or_else(|| self.default_stop_reason().to_string())
+    }
+
     fn default_stop_reason(&self) -> &'static str {
         if self
             .blocks
@@ -314,11 +323,7 @@ impl Turn {
     /// The whole response, `message_start` to `message_stop`.
     pub fn frames(&self) -> Vec<String> {
         let mut frames = self.body_frames();
-        let stop = self
-            .stop_reason
-            .clone()
-            .unwrap_or_else(|| self.default_stop_reason().to_string());
-        frames.push(message_delta(&stop, &self.usage));
+        frames.push(message_delta(&self.get_stop_reason(), &self.usage));
         frames.push(message_stop());
         frames
     }
