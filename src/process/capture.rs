@@ -1,0 +1,407 @@
+//! Reading a command's output: one thread drains the pipes, decodes UTF-8 incrementally,
+//! keeps a bounded head and tail in memory and spills the full text to a file once it
+//! outgrows them.
+
+use std::fs::File;
+use std::io::{self, PipeReader, Read, Write};
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use super::{
+    Captured, DRAIN_AFTER_EXIT, MAX_UTF8_BYTES, OUTPUT_HEAD_CHARS, OUTPUT_LIMIT_CHARS,
+    OUTPUT_TAIL_CHARS, READ_CHUNK_BYTES,
+};
+
+/// What the reader thread collected.
+pub(super) struct Streams {
+    pub(super) output: Captured,
+    pub(super) stderr: Option<Captured>,
+    pub(super) pipe_left_open: bool,
+}
+
+/// One pipe being read: its decoder and collector; `open` until end of file.
+struct Source {
+    pipe: PipeReader,
+    decoder: Utf8Decoder,
+    collector: OutputCollector,
+    open: bool,
+}
+
+/// The reader thread: reads every pipe until end of file, or until `DRAIN_AFTER_EXIT`
+/// after `wake` closes (the command is over).
+pub(super) fn read_streams(
+    out: PipeReader,
+    err: Option<PipeReader>,
+    wake: PipeReader,
+    spill_dir: &Path,
+) -> Streams {
+    let new_source = |pipe: PipeReader, name: &'static str| Source {
+        pipe,
+        decoder: Utf8Decoder::new(),
+        collector: OutputCollector::new(spill_dir.to_path_buf(), name),
+        open: true,
+    };
+    let mut sources = vec![new_source(out, "output")];
+    if let Some(err) = err {
+        sources.push(new_source(err, "stderr"));
+    }
+    let mut deadline: Option<Instant> = None;
+    let mut pipe_left_open = false;
+    while sources.iter().any(|s| s.open) {
+        let timeout_ms = match deadline {
+            None => -1,
+            Some(d) => {
+                let left = d.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    pipe_left_open = true;
+                    break;
+                }
+                // Round up so that we never spin on a zero timeout before the deadline.
+                i32::try_from(left.as_millis() + 1).unwrap_or(i32::MAX)
+            }
+        };
+        let mut fds: Vec<libc::pollfd> = sources
+            .iter()
+            .map(|s| libc::pollfd {
+                // poll ignores negative descriptors.
+                fd: if s.open { s.pipe.as_raw_fd() } else { -1 },
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        fds.push(libc::pollfd {
+            fd: if deadline.is_none() {
+                wake.as_raw_fd()
+            } else {
+                -1
+            },
+            events: libc::POLLIN,
+            revents: 0,
+        });
+        // SAFETY: `fds` is a valid array of `fds.len()` pollfd structs.
+        let r = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            for s in &mut sources {
+                s.collector
+                    .note_error(&format!("reading the command's output failed: {e}"));
+            }
+            break;
+        }
+        if fds.last().is_some_and(|w| w.revents != 0) {
+            deadline = Some(Instant::now() + DRAIN_AFTER_EXIT);
+        }
+        for (s, fd) in sources.iter_mut().zip(&fds) {
+            if !s.open || fd.revents == 0 {
+                continue;
+            }
+            match s.decoder.read_from(&mut s.pipe, &mut s.collector) {
+                Ok(0) => s.open = false,
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    s.collector
+                        .note_error(&format!("reading the command's output failed: {e}"));
+                    s.open = false;
+                }
+            }
+        }
+    }
+    let mut captured = sources.into_iter().map(|mut s| {
+        s.decoder.finish(&mut s.collector);
+        s.collector.finish()
+    });
+    let output = captured.next().unwrap_or_default();
+    Streams {
+        output,
+        stderr: captured.next(),
+        pipe_left_open,
+    }
+}
+
+/// Incremental, lossy UTF-8 decoding over a fixed buffer: a character split across two
+/// reads is completed by the next one, invalid bytes become U+FFFD (as
+/// `String::from_utf8_lossy` would do on the whole stream).
+pub(super) struct Utf8Decoder {
+    buf: Box<[u8]>,
+    /// Bytes of an incomplete character kept at the start of `buf` (at most 3).
+    pending: usize,
+}
+
+impl Utf8Decoder {
+    pub(super) fn new() -> Self {
+        Utf8Decoder {
+            buf: vec![0; READ_CHUNK_BYTES + MAX_UTF8_BYTES].into_boxed_slice(),
+            pending: 0,
+        }
+    }
+
+    /// One read; returns the bytes read (0 at end of file).
+    pub(super) fn read_from(
+        &mut self,
+        r: &mut impl Read,
+        sink: &mut OutputCollector,
+    ) -> io::Result<usize> {
+        let n = r.read(&mut self.buf[self.pending..])?;
+        if n == 0 {
+            return Ok(0);
+        }
+        sink.total_bytes += n as u64;
+        let end = self.pending + n;
+        let incomplete = decode_lossy(&self.buf[..end], |s| sink.push_str(s));
+        self.buf.copy_within(end - incomplete..end, 0);
+        self.pending = incomplete;
+        Ok(n)
+    }
+
+    /// End of input: an incomplete character left over is invalid.
+    pub(super) fn finish(&mut self, sink: &mut OutputCollector) {
+        if self.pending > 0 {
+            sink.push_str("\u{FFFD}");
+            self.pending = 0;
+        }
+    }
+}
+
+/// Emits `bytes` as text, invalid sequences as U+FFFD; returns the length of an incomplete
+/// character at the end, which the caller keeps for the next read.
+fn decode_lossy(mut bytes: &[u8], mut emit: impl FnMut(&str)) -> usize {
+    loop {
+        match std::str::from_utf8(bytes) {
+            Ok(s) => {
+                emit(s);
+                return 0;
+            }
+            Err(e) => {
+                let (valid, rest) = bytes.split_at(e.valid_up_to());
+                if let Ok(s) = std::str::from_utf8(valid) {
+                    emit(s);
+                }
+                match e.error_len() {
+                    None => return rest.len(),
+                    Some(bad) => {
+                        emit("\u{FFFD}");
+                        bytes = &rest[bad..];
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Per-process sequence number for spill file names.
+static SPILL_SEQ: AtomicU64 = AtomicU64::new(0);
+
+/// Keeps the head and a ring of the tail in fixed-capacity strings and, once the output
+/// exceeds `OUTPUT_LIMIT_CHARS`, streams everything to a spill file.
+pub(super) struct OutputCollector {
+    head: String,
+    head_chars: usize,
+    /// The last `tail_chars` characters after the head; never more than OUTPUT_TAIL_CHARS.
+    tail: String,
+    tail_chars: usize,
+    total_chars: u64,
+    total_bytes: u64,
+    spill_dir: PathBuf,
+    /// Names the spill file (`output`, `stderr`).
+    stream_name: &'static str,
+    spill: Option<(File, PathBuf)>,
+    spill_error: Option<String>,
+    peak_buffer_bytes: usize,
+}
+
+impl OutputCollector {
+    pub(super) fn new(spill_dir: PathBuf, stream_name: &'static str) -> Self {
+        let head = String::with_capacity(OUTPUT_HEAD_CHARS * MAX_UTF8_BYTES);
+        let tail = String::with_capacity(OUTPUT_TAIL_CHARS * MAX_UTF8_BYTES);
+        let peak_buffer_bytes = head.capacity() + tail.capacity();
+        OutputCollector {
+            head,
+            head_chars: 0,
+            tail,
+            tail_chars: 0,
+            total_chars: 0,
+            total_bytes: 0,
+            spill_dir,
+            stream_name,
+            spill: None,
+            spill_error: None,
+            peak_buffer_bytes,
+        }
+    }
+
+    pub(super) fn push_str(&mut self, s: &str) {
+        if s.is_empty() {
+            return;
+        }
+        let n = s.chars().count();
+        if self.spill.is_none()
+            && self.spill_error.is_none()
+            && self.total_chars + n as u64 > OUTPUT_LIMIT_CHARS as u64
+        {
+            // Until now nothing was dropped: head + tail hold the whole output so far.
+            self.start_spill();
+        }
+        if let Some((file, path)) = &mut self.spill
+            && let Err(e) = file.write_all(s.as_bytes())
+        {
+            self.spill_error = Some(format!(
+                "the full output could not be saved to {}: {e}",
+                path.display()
+            ));
+            let _ = std::fs::remove_file(&*path);
+            self.spill = None;
+        }
+        self.total_chars += n as u64;
+
+        let mut rest = s;
+        let mut rest_chars = n;
+        if self.head_chars < OUTPUT_HEAD_CHARS {
+            let take = (OUTPUT_HEAD_CHARS - self.head_chars).min(n);
+            let idx = byte_index_of_char(rest, take);
+            self.head.push_str(&rest[..idx]);
+            self.head_chars += take;
+            rest = &rest[idx..];
+            rest_chars -= take;
+        }
+        self.push_tail(rest, rest_chars);
+        self.peak_buffer_bytes = self
+            .peak_buffer_bytes
+            .max(self.head.capacity() + self.tail.capacity());
+    }
+
+    /// Appends `s` (`n` chars) to the tail ring, dropping from its front first so that the
+    /// string never grows past its initial capacity.
+    fn push_tail(&mut self, s: &str, n: usize) {
+        if n == 0 {
+            return;
+        }
+        if n >= OUTPUT_TAIL_CHARS {
+            let start = byte_index_of_char(s, n - OUTPUT_TAIL_CHARS);
+            self.tail.clear();
+            self.tail.push_str(&s[start..]);
+            self.tail_chars = OUTPUT_TAIL_CHARS;
+            return;
+        }
+        let excess = (self.tail_chars + n).saturating_sub(OUTPUT_TAIL_CHARS);
+        if excess > 0 {
+            let idx = byte_index_of_char(&self.tail, excess);
+            self.tail.drain(..idx);
+            self.tail_chars -= excess;
+        }
+        self.tail.push_str(s);
+        self.tail_chars += n;
+    }
+
+    fn start_spill(&mut self) {
+        match self.open_spill_file() {
+            Ok((mut file, path)) => {
+                let written = file
+                    .write_all(self.head.as_bytes())
+                    .and_then(|()| file.write_all(self.tail.as_bytes()));
+                match written {
+                    Ok(()) => self.spill = Some((file, path)),
+                    Err(e) => {
+                        self.spill_error = Some(format!(
+                            "the full output could not be saved to {}: {e}",
+                            path.display()
+                        ));
+                        let _ = std::fs::remove_file(&path);
+                    }
+                }
+            }
+            Err(e) => self.spill_error = Some(e),
+        }
+    }
+
+    fn open_spill_file(&self) -> Result<(File, PathBuf), String> {
+        // Private (0700/0600): command output may contain anything the command could
+        // read. Created without following symlinks: see `create_spill_file`.
+        loop {
+            let seq = SPILL_SEQ.fetch_add(1, Ordering::Relaxed);
+            let name = format!(
+                "command-{}-{seq}-{}.txt",
+                std::process::id(),
+                self.stream_name
+            );
+            let path = self.spill_dir.join(&name);
+            match crate::tools::sandbox::create_spill_file(&self.spill_dir, &name) {
+                Ok(f) => return Ok((f, path)),
+                // Left by an earlier run with the same pid: take the next number.
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(e) => {
+                    return Err(format!(
+                        "the full output could not be saved to {}: {e}",
+                        path.display()
+                    ));
+                }
+            }
+        }
+    }
+
+    fn note_error(&mut self, msg: &str) {
+        // Shown at the end of the output, inside the bounded tail.
+        let note = format!("\n[{msg}]\n");
+        let n = note.chars().count();
+        self.push_tail(&note, n);
+    }
+
+    pub(super) fn finish(mut self) -> Captured {
+        let kept = (self.head_chars + self.tail_chars) as u64;
+        let truncated = self.total_chars > kept;
+        let full_output_path = match self.spill.take() {
+            Some((mut file, path)) => match file.flush() {
+                Ok(()) => Some(path),
+                Err(e) => {
+                    self.spill_error = Some(format!(
+                        "the full output could not be saved to {}: {e}",
+                        path.display()
+                    ));
+                    None
+                }
+            },
+            None => None,
+        };
+        let text = if truncated {
+            let cut = self.total_chars - kept;
+            let saved = match (&full_output_path, &self.spill_error) {
+                (Some(p), _) => format!(
+                    "the full output was saved to {}; read it with ReadFile (offset/limit to page through it)",
+                    p.display()
+                ),
+                (None, Some(e)) => e.clone(),
+                (None, None) => "the full output was not saved".to_string(),
+            };
+            format!(
+                "{}\n\n[... {cut} of {} characters cut (kept the first {} and the last {}); {saved} ...]\n\n{}",
+                self.head, self.total_chars, self.head_chars, self.tail_chars, self.tail
+            )
+        } else {
+            let mut t = self.head;
+            t.push_str(&self.tail);
+            t
+        };
+        Captured {
+            text,
+            total_bytes: self.total_bytes,
+            total_chars: self.total_chars,
+            truncated,
+            full_output_path,
+            spill_error: self.spill_error,
+            peak_buffer_bytes: self.peak_buffer_bytes,
+        }
+    }
+}
+
+/// Byte offset of the `n`-th character of `s` (its length when `s` has fewer).
+fn byte_index_of_char(s: &str, n: usize) -> usize {
+    if s.is_ascii() {
+        return n.min(s.len());
+    }
+    s.char_indices().nth(n).map_or(s.len(), |(i, _)| i)
+}

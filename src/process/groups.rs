@@ -1,0 +1,203 @@
+//! The process groups of running commands (killed as one on timeout, signal or the end
+//! of the run) and the orphans that escaped them, which the agent adopts and kills.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+/// The process groups of the commands running now. `kill_all` closes it: afterwards a
+/// command is refused before it starts, or killed as soon as it registers, so a command
+/// started concurrently with a shutdown cannot slip through.
+pub(crate) struct ProcessRegistry {
+    state: Mutex<RegistryState>,
+}
+
+pub(super) struct RegistryState {
+    closed: bool,
+    pub(super) groups: Vec<libc::pid_t>,
+}
+
+pub(super) static REGISTRY: ProcessRegistry = ProcessRegistry::new();
+
+impl ProcessRegistry {
+    pub(crate) const fn new() -> Self {
+        ProcessRegistry {
+            state: Mutex::new(RegistryState {
+                closed: false,
+                groups: Vec::new(),
+            }),
+        }
+    }
+
+    pub(super) fn lock(&self) -> MutexGuard<'_, RegistryState> {
+        // A panic elsewhere must not stop us from killing children.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(super) fn is_closed(&self) -> bool {
+        self.lock().closed
+    }
+
+    pub(super) fn register(&self, pgid: libc::pid_t) -> GroupGuard<'_> {
+        let mut st = self.lock();
+        if st.closed {
+            kill_group(pgid);
+        }
+        st.groups.push(pgid);
+        GroupGuard {
+            registry: self,
+            pgid,
+            killed: false,
+        }
+    }
+
+    /// Kills every registered group with SIGKILL and refuses new commands from now on.
+    /// Returns how many groups were signalled.
+    pub(crate) fn kill_all(&self) -> usize {
+        let mut st = self.lock();
+        st.closed = true;
+        for &pgid in &st.groups {
+            kill_group(pgid);
+        }
+        st.groups.len()
+    }
+}
+
+/// Kills every command still running (SIGINT/SIGTERM and `--timeout` handlers) and makes
+/// later commands fail to start. Takes a lock: call it from a thread (signal-hook's
+/// iterator), not from inside a signal handler. Returns how many groups were signalled.
+pub(crate) fn kill_all_running() -> usize {
+    REGISTRY.kill_all()
+}
+
+/// Makes this process the reaper of its orphaned descendants: a process that left its
+/// command's group (`setsid`, a double fork) is re-parented here instead of to init, so
+/// `kill_orphans` can find it when the run ends.
+pub(crate) fn adopt_orphans() {
+    // SAFETY: prctl with PR_SET_CHILD_SUBREAPER takes one integer argument.
+    let rc = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong, 0, 0, 0) };
+    ADOPTING.store(rc == 0, Ordering::Relaxed);
+}
+
+/// Rounds of `kill_orphans`: killing an orphan re-parents its own children here.
+const ORPHAN_KILL_ROUNDS: usize = 8;
+
+/// Kills every child process still alive (with its process group). Called when the run
+/// ends, after `kill_all_running`: by then nothing the run started should be running, so
+/// any child left is a process that escaped its command's group. Returns how many.
+pub(crate) fn kill_orphans() -> usize {
+    let me = std::process::id() as libc::pid_t;
+    let mut seen = std::collections::HashSet::new();
+    for _ in 0..ORPHAN_KILL_ROUNDS {
+        let fresh: Vec<_> = children_of(me)
+            .into_iter()
+            .filter(|p| seen.insert(*p))
+            .collect();
+        if fresh.is_empty() {
+            break;
+        }
+        for pid in fresh {
+            // SAFETY: plain kill(2) calls on pids just read from /proc; a pid that has
+            // gone meanwhile is ESRCH, which is harmless.
+            unsafe {
+                libc::kill(-pid, libc::SIGKILL);
+                libc::kill(pid, libc::SIGKILL);
+            }
+            // Reap it if it is already gone; never block here (the process exits next).
+            // SAFETY: waitpid on our own child with a valid status pointer.
+            let mut status = 0;
+            unsafe {
+                libc::waitpid(pid, &mut status, libc::WNOHANG);
+            }
+        }
+    }
+    seen.len()
+}
+
+/// The pids whose parent is `parent`, from /proc (Linux).
+fn children_of(parent: libc::pid_t) -> Vec<libc::pid_t> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok())
+        .filter_map(|e| {
+            e.file_name()
+                .to_str()
+                .and_then(|n| n.parse::<libc::pid_t>().ok())
+        })
+        .filter(|pid| {
+            // /proc/PID/stat: "pid (comm) state ppid …"; comm may hold spaces and parens.
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|s| {
+                    let after = &s[s.rfind(')')? + 1..];
+                    after.split_whitespace().nth(1)?.parse::<libc::pid_t>().ok()
+                })
+                == Some(parent)
+        })
+        .collect()
+}
+
+/// Keeps a group registered while it runs; kills it and deregisters on the way out, also
+/// when the runner returns early or panics.
+pub(super) struct GroupGuard<'a> {
+    registry: &'a ProcessRegistry,
+    pgid: libc::pid_t,
+    killed: bool,
+}
+
+impl GroupGuard<'_> {
+    pub(super) fn kill(&mut self) {
+        kill_group(self.pgid);
+        self.killed = true;
+    }
+}
+
+impl Drop for GroupGuard<'_> {
+    fn drop(&mut self) {
+        if !self.killed {
+            kill_group(self.pgid);
+        }
+        let mut st = self.registry.lock();
+        if let Some(i) = st.groups.iter().position(|&g| g == self.pgid) {
+            st.groups.swap_remove(i);
+        }
+    }
+}
+
+/// SIGKILL to a whole process group. ESRCH (nothing left) is the normal case and ignored.
+fn kill_group(pgid: libc::pid_t) {
+    if pgid > 1 {
+        // SAFETY: plain syscall; a positive pgid > 1 never means "every process".
+        unsafe {
+            libc::killpg(pgid, libc::SIGKILL);
+        }
+    }
+}
+
+/// Held across spawn and registration, and while reaping strays: a child that exists
+/// but is not yet registered must never be mistaken for a stray.
+pub(super) static SPAWNING: Mutex<()> = Mutex::new(());
+
+/// Set by `adopt_orphans`: only then can children appear that no runner waits for.
+static ADOPTING: AtomicBool = AtomicBool::new(false);
+
+/// Reaps adopted orphans that have exited (zombies), so a long run does not collect
+/// them. Live ones are left for `kill_orphans` at the end; registered commands are left
+/// to their own runner's wait.
+pub(super) fn reap_strays(registry: &ProcessRegistry) {
+    if !ADOPTING.load(Ordering::Relaxed) {
+        return;
+    }
+    let _spawning = SPAWNING.lock().unwrap_or_else(|e| e.into_inner());
+    let ours = registry.lock().groups.clone();
+    for pid in children_of(std::process::id() as libc::pid_t) {
+        if ours.contains(&pid) {
+            continue;
+        }
+        let mut status = 0;
+        // SAFETY: waitpid on our own child, non-blocking, with a valid status pointer.
+        unsafe {
+            libc::waitpid(pid, &mut status, libc::WNOHANG);
+        }
+    }
+}

@@ -1,0 +1,324 @@
+//! Child processes: the one runner used by the Bash tool, hooks and `--verify`, so that
+//! every command the agent starts gets the same guarantees. This file starts and waits;
+//! `capture` reads the output, `groups` tracks and kills process groups and orphans.
+//!
+//! A command runs as `bash -c CMD` (`/bin/sh` where bash is missing) in its own session and
+//! process group, with exactly the environment it is given and stdin closed (or fed from a
+//! buffer). stdout and stderr share one pipe, so their order is kept. A reader thread keeps
+//! memory bounded whatever the command prints: the first `OUTPUT_HEAD_CHARS` and the last
+//! `OUTPUT_TAIL_CHARS` stay in memory, and once the output outgrows them the full text is
+//! streamed to a file in the spill directory. A timeout kills the whole group; when the
+//! command exits, whatever it left in its group is killed too, and a process that escaped
+//! the group while holding the pipe is not waited for beyond `DRAIN_AFTER_EXIT`.
+//! Every live group is listed in a registry, so `kill_all_running` (SIGINT, SIGTERM,
+//! `--timeout`) can stop them all.
+
+use std::io::{self, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use wait_timeout::ChildExt;
+
+mod capture;
+mod groups;
+
+use capture::read_streams;
+use groups::{ProcessRegistry, REGISTRY, SPAWNING, reap_strays};
+pub(crate) use groups::{adopt_orphans, kill_all_running, kill_orphans};
+
+/// Characters of the start of the output kept: the command's first errors come first
+/// (compilers, `set -x` traces), and they are often the cause of everything after.
+pub(crate) const OUTPUT_HEAD_CHARS: usize = 2_000;
+/// Characters of the end of the output kept: summaries, final errors and test results.
+pub(crate) const OUTPUT_TAIL_CHARS: usize = 8_000;
+/// Output longer than this (in characters) is truncated and saved in full to a file.
+pub(crate) const OUTPUT_LIMIT_CHARS: usize = OUTPUT_HEAD_CHARS + OUTPUT_TAIL_CHARS;
+/// Bytes read from the pipe at a time: one default Linux pipe buffer.
+const READ_CHUNK_BYTES: usize = 64 * 1024;
+/// How long output is still read after the command exited (or was killed). Data already
+/// in the pipe is read in microseconds; only a process that escaped the group (`setsid`,
+/// `nohup … &` in a new session) keeps the pipe open longer, and it is not waited for.
+const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(200);
+/// Longest UTF-8 encoding of one character: the in-memory bound per kept character.
+const MAX_UTF8_BYTES: usize = 4;
+
+/// Runs in the child between fork and exec (after the new session is made). The seam for
+/// the Landlock sandbox: it must be async-signal-safe (no allocation, no locks), so build
+/// everything in the parent and only apply it here.
+pub(crate) type PreExec = Arc<dyn Fn() -> io::Result<()> + Send + Sync>;
+
+/// Where the command's stderr goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum Stderr {
+    /// Into the same pipe as stdout, so the two stay in order (Bash, `--verify`).
+    #[default]
+    Merged,
+    /// Captured on its own (hooks: their stderr is the message for the model).
+    Separate,
+}
+
+/// One command to run.
+#[derive(Clone)]
+pub(crate) struct CommandSpec {
+    /// Shell source, run with `bash -c`.
+    pub command: String,
+    pub cwd: PathBuf,
+    /// The child's complete environment (already scrubbed of secrets by the caller).
+    pub env: Arc<Vec<(String, String)>>,
+    pub timeout: Duration,
+    /// Where the full output is saved when it is truncated; created when first needed.
+    pub spill_dir: PathBuf,
+    /// `None`: stdin is /dev/null. `Some`: these bytes, then end of file (hooks' JSON).
+    pub stdin: Option<Vec<u8>>,
+    pub stderr: Stderr,
+    /// Extra confinement applied in the child before exec (the sandbox seam).
+    pub pre_exec: Option<PreExec>,
+}
+
+impl CommandSpec {
+    /// A spec with stdin closed, stderr merged and no pre-exec hook.
+    pub(crate) fn new(
+        command: impl Into<String>,
+        cwd: impl Into<PathBuf>,
+        env: Arc<Vec<(String, String)>>,
+        timeout: Duration,
+        spill_dir: impl Into<PathBuf>,
+    ) -> Self {
+        CommandSpec {
+            command: command.into(),
+            cwd: cwd.into(),
+            env,
+            timeout,
+            spill_dir: spill_dir.into(),
+            stdin: None,
+            stderr: Stderr::Merged,
+            pre_exec: None,
+        }
+    }
+}
+
+/// The text one stream produced, truncated to head + tail when it was long.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Captured {
+    /// At most head + tail characters, with a marker between them when cut.
+    pub text: String,
+    pub total_bytes: u64,
+    pub total_chars: u64,
+    pub truncated: bool,
+    /// The full output (lossily decoded), when it was truncated and could be saved.
+    pub full_output_path: Option<PathBuf>,
+    /// Why the full output could not be saved, when it could not.
+    pub spill_error: Option<String>,
+    /// Largest in-memory buffer capacity (bytes) held while reading: stays bounded.
+    pub peak_buffer_bytes: usize,
+}
+
+/// How a command ended and what it printed.
+#[derive(Debug, Clone)]
+pub(crate) struct CommandOutput {
+    /// The exit code when the shell exited normally.
+    pub exit_code: Option<i32>,
+    /// The signal that killed the shell, when one did.
+    pub signal: Option<i32>,
+    /// The timeout expired and the group was killed.
+    pub timed_out: bool,
+    /// `kill_all_running` stopped it (the run is shutting down).
+    pub interrupted: bool,
+    /// stdout and stderr in order (or stdout alone with `Stderr::Separate`).
+    pub output: Captured,
+    /// stderr, with `Stderr::Separate` only.
+    pub stderr: Option<Captured>,
+    /// A process outside the group still held the output pipe when we stopped reading.
+    pub pipe_left_open: bool,
+    pub duration: Duration,
+}
+
+impl CommandOutput {
+    /// The shell's convention: the exit code, or 128 + the signal number.
+    pub(crate) fn shell_status(&self) -> Option<i32> {
+        self.exit_code.or(self.signal.map(|s| 128 + s))
+    }
+}
+
+/// Runs `spec` to completion (or timeout) and returns what happened. `Err` only when the
+/// command could not be started (or waited for); every way a started command ends is an
+/// `Ok` with the output so far.
+pub(crate) fn run(spec: &CommandSpec) -> Result<CommandOutput, String> {
+    let result = run_in(spec, &REGISTRY);
+    reap_strays(&REGISTRY);
+    result
+}
+
+fn run_in(spec: &CommandSpec, registry: &ProcessRegistry) -> Result<CommandOutput, String> {
+    let started = Instant::now();
+    if registry.is_closed() {
+        return Err("not started: the run is shutting down".to_string());
+    }
+    let shell = shell_for(&spec.env);
+    let pipe_err = |e: io::Error| format!("cannot create a pipe for the command: {e}");
+    // std's pipes are O_CLOEXEC: a command spawned concurrently never inherits our ends.
+    let (out_r, out_w) = io::pipe().map_err(pipe_err)?;
+    let (err_r, err_w) = match spec.stderr {
+        Stderr::Merged => (None, out_w.try_clone().map_err(pipe_err)?),
+        Stderr::Separate => {
+            let (r, w) = io::pipe().map_err(pipe_err)?;
+            (Some(r), w)
+        }
+    };
+    // Dropping `wake_w` tells the reader the command is over: drain briefly, then stop.
+    let (wake_r, wake_w) = io::pipe().map_err(pipe_err)?;
+
+    let mut cmd = Command::new(&shell);
+    cmd.arg("-c")
+        .arg(&spec.command)
+        .current_dir(&spec.cwd)
+        .env_clear()
+        .envs(spec.env.iter().map(|(k, v)| (k, v)))
+        .stdin(if spec.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::from(out_w))
+        .stderr(Stdio::from(err_w));
+    let parent = std::process::id() as libc::pid_t;
+    let hook = spec.pre_exec.clone();
+    // SAFETY: the closure only makes syscalls and calls the documented async-signal-safe
+    // sandbox hook; it allocates nothing.
+    unsafe {
+        cmd.pre_exec(move || child_setup(parent, hook.as_deref()));
+    }
+    let spawning = SPAWNING.lock().unwrap_or_else(|e| e.into_inner());
+    let spawned = cmd.spawn();
+    // Close our copies of the write ends, or the reader would never see end of file.
+    drop(cmd);
+    let mut child = spawned.map_err(|e| {
+        format!(
+            "failed to start `{} -c`: {e} (working directory {})",
+            shell.display(),
+            spec.cwd.display()
+        )
+    })?;
+    let pgid = child.id() as libc::pid_t;
+    let mut group = registry.register(pgid);
+    drop(spawning);
+
+    if let (Some(bytes), Some(mut stdin)) = (spec.stdin.clone(), child.stdin.take()) {
+        // Not joined: a command that never reads stdin must not block us. The thread ends
+        // with EPIPE once every reader of the pipe is gone.
+        let _ = std::thread::Builder::new()
+            .name("cmd-stdin".into())
+            .spawn(move || {
+                let _ = stdin.write_all(&bytes);
+            });
+    }
+
+    let spill_dir = spec.spill_dir.clone();
+    let reader = std::thread::Builder::new()
+        .name("cmd-output".into())
+        .spawn(move || read_streams(out_r, err_r, wake_r, &spill_dir));
+    let reader = match reader {
+        Ok(r) => r,
+        Err(e) => {
+            group.kill();
+            let _ = child.wait();
+            return Err(format!("cannot start the output reader thread: {e}"));
+        }
+    };
+
+    let (status, timed_out) = match child.wait_timeout(spec.timeout) {
+        Ok(Some(status)) => (Some(status), false),
+        Ok(None) => {
+            group.kill();
+            (child.wait().ok(), true)
+        }
+        Err(e) => {
+            group.kill();
+            let _ = child.wait();
+            return Err(format!("cannot wait for the command: {e}"));
+        }
+    };
+    // Whatever the command left running in its group dies with it.
+    group.kill();
+    let interrupted = registry.is_closed();
+    drop(wake_w);
+    let streams = reader
+        .join()
+        .map_err(|_| "the output reader thread panicked".to_string())?;
+
+    Ok(CommandOutput {
+        exit_code: status.and_then(|s| s.code()),
+        signal: status.and_then(|s| s.signal()),
+        timed_out,
+        interrupted,
+        output: streams.output,
+        stderr: streams.stderr,
+        pipe_left_open: streams.pipe_left_open,
+        duration: started.elapsed(),
+    })
+}
+
+/// In the child, between fork and exec. Async-signal-safe: syscalls only, no allocation.
+fn child_setup(
+    parent: libc::pid_t,
+    hook: Option<&(dyn Fn() -> io::Result<()> + Send + Sync)>,
+) -> io::Result<()> {
+    // A new session: its own process group (killed as one), and no controlling terminal,
+    // so a program that opens /dev/tty to prompt fails at once instead of waiting forever.
+    // SAFETY: plain syscalls.
+    if unsafe { libc::setsid() } == -1 {
+        return Err(io::Error::last_os_error());
+    }
+    #[cfg(target_os = "linux")]
+    {
+        // If the agent dies (even by SIGKILL) the shell dies with it. The spawning thread
+        // is blocked in `run` for the child's whole life, so its exit cannot trigger this.
+        // SAFETY: plain syscalls.
+        if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) } == -1 {
+            return Err(io::Error::last_os_error());
+        }
+        // The parent may have died before prctl took effect.
+        if unsafe { libc::getppid() } != parent {
+            return Err(io::Error::from_raw_os_error(libc::ESRCH));
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = parent;
+    match hook {
+        Some(h) => h(),
+        None => Ok(()),
+    }
+}
+
+/// `bash` from the child's PATH (absolute entries only: a workspace must not be able to
+/// plant `./bash`), then the usual places; `/bin/sh` where there is no bash.
+fn shell_for(env: &[(String, String)]) -> PathBuf {
+    let path_var = env
+        .iter()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v.clone())
+        .or_else(|| std::env::var("PATH").ok())
+        .unwrap_or_default();
+    let dirs = std::env::split_paths(&path_var)
+        .filter(|d| d.is_absolute())
+        .chain([PathBuf::from("/bin"), PathBuf::from("/usr/bin")]);
+    for dir in dirs {
+        let candidate = dir.join("bash");
+        if is_executable(&candidate) {
+            return candidate;
+        }
+    }
+    PathBuf::from("/bin/sh")
+}
+
+fn is_executable(p: &Path) -> bool {
+    p.metadata()
+        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+#[cfg(test)]
+mod tests;
