@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""The benchmark suite (issue 6): measures `agent` against its peers in one run, checks the
-issue's targets, prints a Markdown table and writes it into README.md's "Performance"
-section (between the bench markers, replacing the previous table).
+"""The benchmark suite: measures `agent` against its peers in one run, checks the
+performance targets (docs/SPEC.md §8), prints a Markdown table and writes it into
+README.md's "Performance" section (between the bench markers, replacing the previous table).
 
 Run it through ci/bench/run.sh, which installs the tools and builds the release binary.
 Direct use:
@@ -45,7 +45,7 @@ DEFAULT_PATTERN = r"def \w+_nonblocking\("  # rare in CPython's tree: both tools
 GLOB_SUFFIX = "pyi"
 API_KEY = "sk-ant-bench-not-a-real-key"
 
-# Targets from issue 6.
+# The targets of docs/SPEC.md §8.
 T_CPU_PER_TURN_MS = 1.0
 T_PEER_FACTOR = 10.0
 T_RSS_MB = 30.0
@@ -569,7 +569,7 @@ def report(m, versions, session, search, streaming, startup):
                     f"{v * 1000 - T_STARTUP_MS:.1f} ms over"))
 
     # 5. targets
-    add("| target (issue 6) | measured | verdict |")
+    add("| target (SPEC §8) | measured | verdict |")
     add("|---|---|---|")
     for name, value, ok, miss in targets:
         if ok is None:

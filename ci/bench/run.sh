@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The benchmark suite in one command, from a clean clone (issue 6): installs what it needs
+# The benchmark suite in one command, from a clean clone: installs what it needs
 # (hyperfine, ripgrep, fd-find from Debian; Claude Code from npm into ci/bench/node_modules),
 # builds the release binary, runs ci/bench/bench.py, prints the table and writes it into
 # README.md's "Performance" section. Takes several minutes; not part of .ci/run.

@@ -280,7 +280,7 @@ fn a_killed_task_is_an_error_not_running() {
     assert!(err.contains("killed") && err.contains("signal 9"), "{err}");
 }
 
-/// Issue 12 item 13 / issue 16 item 8: a task's args go through `agent run`'s own parser
+/// A task's args go through `agent run`'s own parser
 /// and checks before anything runs: exit 2 naming the task and the flag, no workspace
 /// copied, no request made, and no Rust debug text (`Some(2)`) in the message.
 #[test]
