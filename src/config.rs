@@ -15,13 +15,15 @@ use crate::confine::{self, SandboxSpec};
 use crate::error::Error;
 use crate::output::Verbosity;
 use crate::policy::{Settings, SettingsSources};
-use crate::provider::openai::DEFAULT_OPENAI_BASE_URL;
 use crate::tools::registry::{Registry, ToolSelection};
 use crate::verify::VerifySpec;
 
 /// A current Claude Sonnet model id.
 pub const DEFAULT_MODEL: &str = "claude-sonnet-4-5";
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
+
+/// Where `--provider openai` goes without `--base-url` / `OPENAI_BASE_URL`.
+pub const DEFAULT_OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
 /// Project instruction files appended to the system prompt, first found wins.
 const PROJECT_INSTRUCTION_FILES: &[&str] = &["AGENTS.md", "CLAUDE.md"];
 /// A project instruction file larger than this is cut: it is re-sent every turn.

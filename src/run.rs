@@ -8,15 +8,14 @@ use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::agent::Agent;
-use crate::cli::{ProviderKind, RunArgs};
+use crate::cli::RunArgs;
 use crate::config::{Config, ProcessEnv};
 use crate::error::Error;
 use crate::finish::{FINISHER, Finisher, watch_signals};
 use crate::policy::PolicyGate;
 use crate::provider::Provider;
-use crate::provider::anthropic::{AnthropicConfig, AnthropicProvider, Recorder};
 use crate::provider::cassette::{CassetteWriter, ReplayProvider};
-use crate::provider::openai::{OpenAiConfig, OpenAiProvider};
+use crate::provider::http::{HttpConfig, HttpProvider, Recorder};
 use crate::tools::ToolContext;
 use crate::tools::registry::Registry;
 use crate::transcript::{InFlight, RunRecord, lock};
@@ -166,21 +165,13 @@ fn make_provider(config: &Config, registry: &Registry) -> Result<Box<dyn Provide
         Some(path) => Some(cassette_recorder(config, registry, path)?),
         None => None,
     };
-    if config.provider == ProviderKind::Openai {
-        let mut provider = OpenAiProvider::new(OpenAiConfig::from_config(config));
-        if let Some(r) = recorder {
-            provider.set_recorder(r);
-        }
-        return Ok(Box::new(provider));
-    }
-    let mut api = AnthropicConfig::new(config.base_url.clone(), config.api_key.clone());
-    api.max_retries = config.max_retries;
-    api.idle_timeout = config.idle_timeout;
-    let mut provider = AnthropicProvider::new(api);
-    if let Some(r) = recorder {
-        provider.set_recorder(r);
-    }
-    Ok(Box::new(provider))
+    let http = HttpConfig {
+        max_retries: config.max_retries,
+        idle_timeout: config.idle_timeout,
+        ..HttpConfig::new(config.base_url.clone(), config.api_key.clone())
+    };
+    let wire = crate::provider::wire(config.provider);
+    Ok(Box::new(HttpProvider::new(wire, http, recorder)))
 }
 
 /// Appends each successful turn to the `--record` cassette, whose header names the

@@ -12,13 +12,14 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 
+use clap::ValueEnum;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::openai::read_chat_turn;
-use super::{Provider, ProviderError, ProviderErrorKind, StreamNotice, TurnRequest};
+use super::{Provider, ProviderError, ProviderErrorKind, StreamFailure, TurnRequest};
+use crate::cli::ProviderKind;
 use crate::protocol::ContentBlock;
-use crate::turn::{StreamFailure, Turn, read_turn};
+use crate::turn::{StreamNotice, Turn};
 
 pub(crate) const CASSETTE_FORMAT: u32 = 1;
 
@@ -154,10 +155,6 @@ impl CassetteWriter {
     }
 }
 
-/// Providers whose recorded streams replay knows how to decode (the header's
-/// `provider`): the Anthropic event stream, or OpenAI chat-completion chunks.
-const REPLAYABLE_PROVIDERS: &[&str] = &["anthropic", "openai"];
-
 /// Answers each request with the next recorded turn.
 pub(crate) struct ReplayProvider {
     path: PathBuf,
@@ -199,11 +196,15 @@ impl ReplayProvider {
             }
             _ => return Err(format!("--replay {shown}: line 1 is not a cassette header")),
         };
-        if !REPLAYABLE_PROVIDERS.contains(&provider.as_str()) {
+        if provider_kind(&provider).is_none() {
+            let known: Vec<&str> = ProviderKind::value_variants()
+                .iter()
+                .map(|k| k.as_str())
+                .collect();
             return Err(format!(
                 "--replay {shown}: the cassette was recorded with provider {provider:?}; \
                  this agent replays {}",
-                REPLAYABLE_PROVIDERS.join(", ")
+                known.join(", ")
             ));
         }
         let mut turns = Vec::new();
@@ -243,12 +244,19 @@ impl ReplayProvider {
     }
 }
 
-/// Decodes one recorded response with the decoder of the format it was recorded in.
+/// The provider a cassette header names (as `--provider` spells it).
+fn provider_kind(name: &str) -> Option<ProviderKind> {
+    ProviderKind::value_variants()
+        .iter()
+        .copied()
+        .find(|k| k.as_str() == name)
+}
+
+/// Decodes one recorded response with the decoder of the format it was recorded in
+/// (an unknown one, which `open` refuses, reads as the Anthropic stream).
 fn decode(format: &str, sse: &str) -> Result<Turn, StreamFailure> {
-    match format {
-        "openai" => read_chat_turn(sse.as_bytes(), &mut |_| {}),
-        _ => read_turn(sse.as_bytes(), &mut |_| {}),
-    }
+    let wire = super::wire(provider_kind(format).unwrap_or(ProviderKind::Anthropic));
+    wire.decode(&mut sse.as_bytes(), &mut |_| {})
 }
 
 fn redact_value(value: &mut Value, secrets: &[String]) {

@@ -1,19 +1,33 @@
-//! The `Provider` trait: one call streams one assistant turn. Anthropic over HTTP,
-//! cassette replay and (later) OpenAI-compatible servers implement it, so the agent loop
-//! never knows where a turn came from.
+//! The `Provider` trait: one call streams one assistant turn. The HTTP shell (`http`)
+//! over a provider's wire (Anthropic, OpenAI-compatible) and cassette replay implement
+//! it, so the agent loop never knows where a turn came from. [`wire`] is the one list of
+//! the HTTP providers.
 
 pub(crate) mod anthropic;
 pub(crate) mod cassette;
+pub(crate) mod decoding;
+pub(crate) mod http;
 pub(crate) mod openai;
 pub(crate) mod retry;
 pub(crate) mod sse;
 
-use std::time::Duration;
+use std::io;
 
 use serde_json::Value;
 
+use crate::cli::ProviderKind;
 use crate::protocol::Message;
-use crate::turn::{PendingCall, Turn};
+pub(crate) use crate::turn::StreamNotice;
+use crate::turn::Turn;
+
+/// The wire of each HTTP provider: adding a provider is a folder beside `anthropic/`
+/// and one arm here.
+pub(crate) fn wire(kind: ProviderKind) -> Box<dyn http::Wire> {
+    match kind {
+        ProviderKind::Anthropic => Box::new(anthropic::AnthropicWire),
+        ProviderKind::Openai => Box::new(openai::OpenAiWire),
+    }
+}
 
 /// What the loop asks for: everything of the request body except `stream`.
 #[derive(Debug, Clone, Copy)]
@@ -26,22 +40,58 @@ pub struct TurnRequest<'a> {
     pub tools: &'a [Value],
 }
 
-/// Things the loop hears about while a turn streams in.
+/// Error types of an `error` event that retrying cannot fix; every other type
+/// (overloaded_error, api_error, rate_limit_error, timeout_error, new ones) is retried.
+const PERMANENT_ERROR_TYPES: &[&str] = &[
+    "invalid_request_error",
+    "authentication_error",
+    "permission_error",
+    "not_found_error",
+    "request_too_large",
+    "billing_error",
+];
+
+/// Why a streamed turn could not be completed.
 #[derive(Debug)]
-pub enum StreamNotice<'a> {
-    /// A piece of assistant text.
-    TextDelta(&'a str),
-    /// A tool_use block finished (its `content_block_stop` arrived).
-    ToolReady(&'a PendingCall),
-    /// The attempt failed and will be retried after `delay`: everything heard since the
-    /// last `TurnStarted` belongs to a discarded partial turn.
-    Retry {
-        attempt: u32,
-        reason: &'a str,
-        delay: Duration,
-    },
-    /// An attempt's response started streaming.
-    TurnStarted,
+pub(crate) enum StreamFailure {
+    /// The stream carried an `error` event.
+    Api { error_type: String, message: String },
+    /// The stream ended (EOF) before `message_stop`.
+    Incomplete { detail: String },
+    /// Reading the body failed: connection reset, idle timeout, oversized line.
+    Io(io::Error),
+    /// A known event that could not be decoded (a broken server, not a transient fault).
+    Malformed { detail: String },
+}
+
+impl StreamFailure {
+    /// Whether a fresh attempt may succeed.
+    pub(crate) fn is_retryable(&self) -> bool {
+        match self {
+            StreamFailure::Api { error_type, .. } => {
+                !PERMANENT_ERROR_TYPES.contains(&error_type.as_str())
+            }
+            StreamFailure::Incomplete { .. } => true,
+            StreamFailure::Io(e) => e.kind() != io::ErrorKind::InvalidData,
+            StreamFailure::Malformed { .. } => false,
+        }
+    }
+}
+
+impl std::fmt::Display for StreamFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StreamFailure::Api {
+                error_type,
+                message,
+            } => {
+                write!(f, "stream error {error_type}: {message}")
+            }
+            StreamFailure::Incomplete { detail } => f.write_str(detail),
+            StreamFailure::Io(e) => write!(f, "reading the response failed: {e}"),
+            StreamFailure::Malformed { detail } => f.write_str(detail),
+        }
+    }
 }
 
 /// Why a turn could not be had. `retries` is how many retries were spent before giving up.

@@ -1,15 +1,14 @@
-//! What the HTTP providers (Anthropic, OpenAI-compatible) share: the retry loop, which
-//! failures are retried and how long to wait (exponential backoff with jitter,
-//! `retry-after`), the ureq agent with its timeouts, and the mapping of transport,
-//! HTTP-status and stream failures to `ProviderError`s. Each provider only says how to
-//! make one attempt and how its API words an error body.
+//! The retry policy of the HTTP shell: the retry loop, which failures are retried and
+//! how long to wait (exponential backoff with jitter, `retry-after`), the ureq agent
+//! with its timeouts, and the mapping of transport, HTTP-status and stream failures to
+//! `ProviderError`s.
 
 use std::io::{self, Read};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::{ProviderError, ProviderErrorKind, StreamNotice};
+use super::{ProviderError, ProviderErrorKind, StreamFailure};
 use crate::secrets;
-use crate::turn::{StreamFailure, Turn};
+use crate::turn::{StreamNotice, Turn};
 
 /// First backoff delay; doubled per retry (the SDKs start at 0.5 s too).
 pub(crate) const DEFAULT_BACKOFF_BASE: Duration = Duration::from_millis(500);
@@ -199,11 +198,14 @@ pub(crate) fn stream_error(failure: StreamFailure, idle_timeout: Duration) -> At
     }
 }
 
+/// A wire's reading of an error body: `(type, message)` when it understands it.
+pub(crate) type ErrorBodyParser<'a> = dyn Fn(&[u8]) -> Option<(String, String)> + 'a;
+
 /// A non-2xx response: the API's own error type and message (from `parse_body`, which
 /// returns `(type, message)` for a body it understands), and whether to retry.
 pub(crate) fn http_error(
     response: ureq::http::Response<ureq::Body>,
-    parse_body: fn(&[u8]) -> Option<(String, String)>,
+    parse_body: &ErrorBodyParser<'_>,
 ) -> AttemptError {
     let status = response.status().as_u16();
     let headers = response.headers();
@@ -303,84 +305,6 @@ fn is_timeout(e: &io::Error) -> bool {
             ureq::Error::Io(io) => is_timeout(io),
             _ => false,
         })
-}
-
-/// With -v: one line per attempt, before it is sent.
-pub(crate) fn log_request(url: &str, request: &super::TurnRequest<'_>, body_bytes: usize) {
-    if crate::output::debug_enabled() {
-        crate::output::debug(&format!(
-            "POST {url} (model {}, {} messages, {} tools, {body_bytes} bytes)",
-            request.model,
-            request.messages.len(),
-            request.tools.len(),
-        ));
-    }
-}
-
-/// A provider's stream decoder: SSE body in, one turn out.
-pub(crate) type Decoder =
-    fn(&mut dyn io::BufRead, &mut dyn FnMut(StreamNotice<'_>)) -> Result<Turn, StreamFailure>;
-
-/// What differs between providers once a request is sent.
-pub(crate) struct Exchange<'a> {
-    pub base_url: &'a str,
-    pub idle_timeout: Duration,
-    /// The response header naming the request, logged with -v.
-    pub request_id_header: &'static str,
-    pub parse_error_body: fn(&[u8]) -> Option<(String, String)>,
-    pub decode: Decoder,
-    /// Receives the raw bytes of a successful turn (cassette recording).
-    pub recorder: Option<&'a mut super::anthropic::Recorder>,
-}
-
-/// Everything after a request was sent: the status, the streamed decode, and the
-/// recording of a successful turn. Shared by every HTTP provider.
-pub(crate) fn receive(
-    sent: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
-    x: Exchange<'_>,
-    request: &super::TurnRequest<'_>,
-    on_notice: &mut dyn FnMut(StreamNotice<'_>),
-) -> Result<Turn, AttemptError> {
-    let response = sent.map_err(|e| transport_error(e, x.base_url, x.idle_timeout))?;
-    let status = response.status().as_u16();
-    if crate::output::debug_enabled() {
-        let id = header(response.headers(), x.request_id_header).unwrap_or("-");
-        crate::output::debug(&format!("HTTP {status} ({} {id})", x.request_id_header));
-    }
-    if !(200..300).contains(&status) {
-        return Err(http_error(response, x.parse_error_body));
-    }
-    on_notice(StreamNotice::TurnStarted);
-    let tee = Tee {
-        inner: response.into_body().into_reader(),
-        copy: x.recorder.as_ref().map(|_| Vec::new()),
-    };
-    let mut reader = io::BufReader::with_capacity(READ_BUFFER_BYTES, tee);
-    match (x.decode)(&mut reader, on_notice) {
-        Ok(turn) => {
-            if let (Some(record), Some(bytes)) = (x.recorder, &reader.get_ref().copy) {
-                record(request, bytes);
-            }
-            Ok(turn)
-        }
-        Err(failure) => Err(stream_error(failure, x.idle_timeout)),
-    }
-}
-
-/// Copies what is read from the body when recording; a pass-through otherwise.
-pub(crate) struct Tee<R> {
-    pub inner: R,
-    pub copy: Option<Vec<u8>>,
-}
-
-impl<R: Read> Read for Tee<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        if let Some(copy) = &mut self.copy {
-            copy.extend_from_slice(&buf[..n]);
-        }
-        Ok(n)
-    }
 }
 
 #[cfg(test)]

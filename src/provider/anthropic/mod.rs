@@ -1,0 +1,202 @@
+//! The Anthropic Messages API wire (SPEC §3.1): `POST /v1/messages` with `x-api-key`
+//! and `anthropic-version`, the request body with its prompt-cache breakpoints, the
+//! error body, and the event-stream decoder (`decode`). The HTTP shell does the rest.
+
+pub(crate) mod decode;
+
+use std::io::BufRead;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::http::Wire;
+use super::{StreamFailure, TurnRequest};
+use crate::protocol::{ApiErrorBody, Message};
+use crate::turn::{StreamNotice, Turn};
+
+/// The API version header every request carries.
+const ANTHROPIC_VERSION: &str = "2023-06-01";
+
+/// The request body of SPEC §3.1.
+#[derive(Serialize)]
+struct RequestBody<'a> {
+    model: &'a str,
+    max_tokens: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    system: Option<[Value; 1]>,
+    messages: CachedTail<'a>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<Value>,
+    stream: bool,
+}
+
+/// Prompt caching (SPEC §9): the marker every breakpoint carries.
+fn ephemeral() -> Value {
+    serde_json::json!({"type": "ephemeral"})
+}
+
+/// Block types that may carry a `cache_control` breakpoint.
+const CACHEABLE_BLOCKS: &[&str] = &["text", "tool_result", "tool_use"];
+
+/// The history, serialised as it is except for a cache breakpoint on the last block of
+/// the newest message, so that each turn reads the whole previous prefix from the cache.
+/// Only that one message is copied.
+struct CachedTail<'a>(&'a [Message]);
+
+impl Serialize for CachedTail<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{Error, SerializeSeq};
+        let mut seq = serializer.serialize_seq(Some(self.0.len()))?;
+        if let Some((last, rest)) = self.0.split_last() {
+            for m in rest {
+                seq.serialize_element(m)?;
+            }
+            let mut last = serde_json::to_value(last).map_err(S::Error::custom)?;
+            if let Some(block) = last["content"].as_array_mut().and_then(|c| c.last_mut())
+                && CACHEABLE_BLOCKS.contains(&block["type"].as_str().unwrap_or(""))
+            {
+                block["cache_control"] = ephemeral();
+            }
+            seq.serialize_element(&last)?;
+        }
+        seq.end()
+    }
+}
+
+/// The `tools` array exactly as sent: the registry's definitions with the prompt-cache
+/// breakpoint on the last one (`agent tools` prints this too).
+pub(crate) fn api_tools(tools: &[Value]) -> Vec<Value> {
+    let mut tools = tools.to_vec();
+    if let Some(last) = tools.last_mut() {
+        last["cache_control"] = ephemeral();
+    }
+    tools
+}
+
+/// The request body with prompt-cache breakpoints on the last tool definition, the
+/// system prompt and the newest message. The prefix order is tools → system → messages,
+/// so the first two cache everything a run re-sends every turn.
+fn request_body(request: &TurnRequest<'_>) -> serde_json::Result<Vec<u8>> {
+    let tools = api_tools(request.tools);
+    let system = (!request.system.is_empty()).then(|| {
+        [serde_json::json!({"type": "text", "text": request.system, "cache_control": ephemeral()})]
+    });
+    serde_json::to_vec(&RequestBody {
+        model: request.model,
+        max_tokens: request.max_tokens,
+        system,
+        messages: CachedTail(request.messages),
+        tools,
+        stream: true,
+    })
+}
+
+/// An HTTP error body: `{"type":"error","error":{"type","message"},"request_id"?}`.
+#[derive(Deserialize)]
+struct ErrorEnvelope {
+    error: ApiErrorBody,
+}
+
+/// The `(type, message)` of an Anthropic error body.
+fn parse_error_body(raw: &[u8]) -> Option<(String, String)> {
+    let env = serde_json::from_slice::<ErrorEnvelope>(raw).ok()?;
+    Some((env.error.kind, env.error.message))
+}
+
+/// The Anthropic Messages API.
+pub(crate) struct AnthropicWire;
+
+impl Wire for AnthropicWire {
+    fn path(&self) -> &'static str {
+        "/v1/messages"
+    }
+
+    fn request_id_header(&self) -> &'static str {
+        "request-id"
+    }
+
+    fn headers(&self, api_key: &str) -> Vec<(&'static str, String)> {
+        vec![
+            ("x-api-key", api_key.to_string()),
+            ("anthropic-version", ANTHROPIC_VERSION.to_string()),
+            ("content-type", "application/json".to_string()),
+        ]
+    }
+
+    fn body(&self, request: &TurnRequest<'_>, _base_url: &str) -> serde_json::Result<Vec<u8>> {
+        request_body(request)
+    }
+
+    fn parse_error_body(&self, raw: &[u8]) -> Option<(String, String)> {
+        parse_error_body(raw)
+    }
+
+    fn decode(
+        &self,
+        reader: &mut dyn BufRead,
+        on_notice: &mut dyn FnMut(StreamNotice<'_>),
+    ) -> Result<Turn, StreamFailure> {
+        decode::read_turn(reader, on_notice)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::{ContentBlock, Role};
+    use serde_json::json;
+
+    #[test]
+    fn breakpoints_only_on_last_tool_and_newest_message() {
+        let messages = vec![
+            Message::user_text("task"),
+            Message {
+                role: Role::Assistant,
+                content: vec![ContentBlock::ToolUse {
+                    id: "t1".into(),
+                    name: "ReadFile".into(),
+                    input: json!({"path": "a"}),
+                }],
+            },
+            Message {
+                role: Role::User,
+                content: vec![ContentBlock::ToolResult {
+                    tool_use_id: "t1".into(),
+                    content: "x".into(),
+                    is_error: false,
+                }],
+            },
+        ];
+        let tools = vec![json!({"name": "A"}), json!({"name": "B"})];
+        let req = TurnRequest {
+            model: "m",
+            max_tokens: 1,
+            system: "",
+            messages: &messages,
+            tools: &tools,
+        };
+        let body: Value = serde_json::from_slice(&request_body(&req).unwrap()).unwrap();
+        assert!(body.get("system").is_none());
+        assert!(body["tools"][0].get("cache_control").is_none());
+        assert_eq!(body["tools"][1]["cache_control"]["type"], "ephemeral");
+        assert!(
+            body["messages"][0]["content"][0]
+                .get("cache_control")
+                .is_none()
+        );
+        assert!(
+            body["messages"][1]["content"][0]
+                .get("cache_control")
+                .is_none()
+        );
+        assert_eq!(
+            body["messages"][2]["content"][0]["cache_control"]["type"],
+            "ephemeral"
+        );
+        // The history itself is untouched.
+        assert_eq!(
+            serde_json::to_value(&messages[2]).unwrap()["content"][0].get("cache_control"),
+            None
+        );
+    }
+}

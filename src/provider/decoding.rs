@@ -1,0 +1,51 @@
+//! What every provider's stream decoder shares: the bound on one block's size, the
+//! parsing of a tool call's input (with the error result the model sees when it is
+//! broken), and quoting of bad input in messages.
+
+use serde_json::{Map, Value};
+
+/// Largest text, thinking or tool-input buffer of one block, in bytes. A request body
+/// is capped at 32 MB by the API, so a larger block could never be sent back anyway;
+/// past this the server is broken, and memory stays bounded.
+pub(crate) const MAX_BLOCK_BYTES: usize = 32 * 1024 * 1024;
+
+/// How much of an unparsable tool input is quoted back to the model, in chars: enough
+/// to show where it went wrong without echoing a whole file.
+const MAX_QUOTED_INPUT_CHARS: usize = 200;
+
+/// The error result of a tool call that `max_tokens` cut off mid-input.
+pub(crate) const CUT_OFF_BY_MAX_TOKENS: &str = "the output was cut off by max_tokens before this tool \
+     call's input was complete; the call was not run. Retry with a smaller input (for \
+     example, write a large file in several steps).";
+
+/// The call's input: the joined fragments parsed, `{}` for none, or the start input of
+/// a call made from code execution (which arrives whole, without fragments).
+pub(crate) fn parse_tool_input(buf: &str, start_input: &Value) -> Result<Value, String> {
+    if buf.trim().is_empty() {
+        return Ok(match start_input {
+            Value::Object(m) if !m.is_empty() => start_input.clone(),
+            _ => Value::Object(Map::new()),
+        });
+    }
+    match serde_json::from_str::<Value>(buf) {
+        Ok(v @ Value::Object(_)) => Ok(v),
+        Ok(other) => Err(format!(
+            "the tool input must be a JSON object, got {}; the call was not run.",
+            quote(&other.to_string(), MAX_QUOTED_INPUT_CHARS)
+        )),
+        Err(e) => Err(format!(
+            "the tool input is not valid JSON ({e}); the call was not run. Input received \
+             ({} bytes): {}",
+            buf.len(),
+            quote(buf, MAX_QUOTED_INPUT_CHARS)
+        )),
+    }
+}
+
+/// At most `max` chars of `s`, with a marker when cut.
+pub(crate) fn quote(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_string(),
+    }
+}

@@ -1,0 +1,207 @@
+//! The one HTTP provider shell: one blocking ureq POST per attempt, the body read as a
+//! stream through the provider's decoder, retries (`retry`), and the recording of each
+//! successful turn. What differs between APIs — path, headers, body, error bodies,
+//! decoder, request-id header — is the provider's [`Wire`]; everything else is here. A
+//! partial turn from a failed attempt is discarded whole. The API key goes only into
+//! the wire's headers: never into an error or a log.
+
+use std::io::{self, BufRead, Read};
+use std::time::Duration;
+
+use super::retry::{
+    self, AttemptError, DEFAULT_BACKOFF_BASE, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_RETRIES,
+    RetryPolicy,
+};
+use super::{Provider, ProviderError, ProviderErrorKind, StreamFailure, TurnRequest};
+use crate::turn::{StreamNotice, Turn};
+
+/// What one HTTP API does its own way. A wire holds no connection state: the shell
+/// owns the agent, the retries and the recorder.
+pub(crate) trait Wire: Send {
+    /// Appended to the base URL, e.g. `/v1/messages`.
+    fn path(&self) -> &'static str;
+    /// The response header naming the request, logged with -v.
+    fn request_id_header(&self) -> &'static str;
+    /// Every request's headers, the credential included (`api_key` may be empty).
+    fn headers(&self, api_key: &str) -> Vec<(&'static str, String)>;
+    /// The request body for `request`, sent to `base_url`.
+    fn body(&self, request: &TurnRequest<'_>, base_url: &str) -> serde_json::Result<Vec<u8>>;
+    /// `(type, message)` of an error body this API's servers send; `None` for a body it
+    /// does not understand (which is then quoted).
+    fn parse_error_body(&self, raw: &[u8]) -> Option<(String, String)>;
+    /// The stream decoder: SSE body in, one turn out, returning at the stream's own
+    /// end marker.
+    fn decode(
+        &self,
+        reader: &mut dyn BufRead,
+        on_notice: &mut dyn FnMut(StreamNotice<'_>),
+    ) -> Result<Turn, StreamFailure>;
+}
+
+/// Receives the raw SSE bytes of every successful turn, with the request it answered
+/// (cassette recording).
+pub(crate) type Recorder = Box<dyn FnMut(&TurnRequest<'_>, &[u8]) + Send>;
+
+/// How to reach the API and how hard to try.
+#[derive(Clone)]
+pub(crate) struct HttpConfig {
+    /// e.g. `https://api.anthropic.com` (a trailing `/` is fine).
+    pub base_url: String,
+    /// Empty: no credential header (local OpenAI-compatible servers need none).
+    pub api_key: String,
+    /// Retries after the first attempt.
+    pub max_retries: u32,
+    /// A stream (or a response) silent longer than this counts as dropped.
+    pub idle_timeout: Duration,
+    /// First backoff delay (tests make it tiny).
+    pub backoff_base: Duration,
+}
+
+impl HttpConfig {
+    /// The defaults of SPEC §2 and §3.1 for this endpoint and key.
+    pub(crate) fn new(base_url: impl Into<String>, api_key: impl Into<String>) -> Self {
+        HttpConfig {
+            base_url: base_url.into(),
+            api_key: api_key.into(),
+            max_retries: DEFAULT_MAX_RETRIES,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            backoff_base: DEFAULT_BACKOFF_BASE,
+        }
+    }
+}
+
+impl std::fmt::Debug for HttpConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpConfig")
+            .field("base_url", &self.base_url)
+            .field("api_key", &"[REDACTED]")
+            .field("max_retries", &self.max_retries)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("backoff_base", &self.backoff_base)
+            .finish()
+    }
+}
+
+/// A provider reached over HTTP, speaking `wire`.
+pub(crate) struct HttpProvider {
+    wire: Box<dyn Wire>,
+    config: HttpConfig,
+    url: String,
+    agent: ureq::Agent,
+    recorder: Option<Recorder>,
+}
+
+impl HttpProvider {
+    /// `recorder` tees the raw SSE bytes of each successful turn (failed attempts are
+    /// not recorded).
+    pub(crate) fn new(wire: Box<dyn Wire>, config: HttpConfig, recorder: Option<Recorder>) -> Self {
+        let agent = retry::http_agent(config.idle_timeout);
+        let url = format!("{}{}", config.base_url.trim_end_matches('/'), wire.path());
+        HttpProvider {
+            wire,
+            config,
+            url,
+            agent,
+            recorder,
+        }
+    }
+
+    fn attempt(
+        &mut self,
+        body: &[u8],
+        request: &TurnRequest<'_>,
+        on_notice: &mut dyn FnMut(StreamNotice<'_>),
+    ) -> Result<Turn, AttemptError> {
+        let mut post = self.agent.post(&self.url);
+        for (name, value) in self.wire.headers(&self.config.api_key) {
+            post = post.header(name, &value);
+        }
+        let sent = post.send(body);
+        let response = sent.map_err(|e| {
+            retry::transport_error(e, &self.config.base_url, self.config.idle_timeout)
+        })?;
+        let status = response.status().as_u16();
+        if crate::output::debug_enabled() {
+            let name = self.wire.request_id_header();
+            let id = retry::header(response.headers(), name).unwrap_or("-");
+            crate::output::debug(&format!("HTTP {status} ({name} {id})"));
+        }
+        if !(200..300).contains(&status) {
+            let wire = &self.wire;
+            return Err(retry::http_error(response, &|raw| {
+                wire.parse_error_body(raw)
+            }));
+        }
+        on_notice(StreamNotice::TurnStarted);
+        let tee = Tee {
+            inner: response.into_body().into_reader(),
+            copy: self.recorder.as_ref().map(|_| Vec::new()),
+        };
+        let mut reader = io::BufReader::with_capacity(retry::READ_BUFFER_BYTES, tee);
+        match self.wire.decode(&mut reader, on_notice) {
+            Ok(turn) => {
+                if let (Some(record), Some(bytes)) = (&mut self.recorder, &reader.get_ref().copy) {
+                    record(request, bytes);
+                }
+                Ok(turn)
+            }
+            Err(failure) => Err(retry::stream_error(failure, self.config.idle_timeout)),
+        }
+    }
+}
+
+impl Provider for HttpProvider {
+    fn stream_turn(
+        &mut self,
+        request: &TurnRequest<'_>,
+        on_notice: &mut dyn FnMut(StreamNotice<'_>),
+    ) -> Result<Turn, ProviderError> {
+        let body = self
+            .wire
+            .body(request, &self.config.base_url)
+            .map_err(|e| ProviderError {
+                kind: ProviderErrorKind::Transport,
+                message: format!("could not serialise the request: {e}"),
+            })?;
+        let secrets: Vec<String> = Some(self.config.api_key.clone())
+            .filter(|k| !k.is_empty())
+            .into_iter()
+            .collect();
+        let policy = RetryPolicy {
+            max_retries: self.config.max_retries,
+            backoff_base: self.config.backoff_base,
+        };
+        retry::with_retries(policy, &secrets, on_notice, &mut |on_notice| {
+            log_request(&self.url, request, body.len());
+            self.attempt(&body, request, on_notice)
+        })
+    }
+}
+
+/// With -v: one line per attempt, before it is sent.
+fn log_request(url: &str, request: &TurnRequest<'_>, body_bytes: usize) {
+    if crate::output::debug_enabled() {
+        crate::output::debug(&format!(
+            "POST {url} (model {}, {} messages, {} tools, {body_bytes} bytes)",
+            request.model,
+            request.messages.len(),
+            request.tools.len(),
+        ));
+    }
+}
+
+/// Copies what is read from the body when recording; a pass-through otherwise.
+struct Tee<R> {
+    inner: R,
+    copy: Option<Vec<u8>>,
+}
+
+impl<R: Read> Read for Tee<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if let Some(copy) = &mut self.copy {
+            copy.extend_from_slice(&buf[..n]);
+        }
+        Ok(n)
+    }
+}
