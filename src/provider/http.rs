@@ -9,7 +9,7 @@ use std::io::{self, BufRead, Read};
 use std::time::Duration;
 
 use super::retry::{
-    self, AttemptError, DEFAULT_BACKOFF_BASE, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_RETRIES,
+    self, AttemptError, DEFAULT_BACKOFF_BASE, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_RETRIES, OnNotice,
     RetryPolicy,
 };
 use super::{Provider, ProviderError, ProviderErrorKind, StreamFailure, TurnRequest};
@@ -31,12 +31,11 @@ pub(crate) trait Wire: Send {
     fn parse_error_body(&self, raw: &[u8]) -> Option<(String, String)>;
     /// The stream decoder: SSE body in, one turn out, returning at the stream's own
     /// end marker.
-    fn decode(
-        &self,
-        reader: &mut dyn BufRead,
-        on_notice: &mut dyn FnMut(StreamNotice<'_>),
-    ) -> Result<Turn, StreamFailure>;
+    fn decode(&self, reader: &mut dyn BufRead, on_notice: &mut OnNotice<'_>) -> TurnResult;
 }
+
+/// What a decoder makes of a response body.
+pub(crate) type TurnResult = Result<Turn, StreamFailure>;
 
 /// Receives the raw SSE bytes of every successful turn, with the request it answered
 /// (cassette recording).

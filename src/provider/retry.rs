@@ -345,6 +345,8 @@ mod tests {
         assert_eq!(retry_after(&h), None);
         h.insert("retry-after-ms", "250".parse().unwrap());
         assert_eq!(retry_after(&h), Some(Duration::from_millis(250)));
+        h.insert("retry-after-ms", "12.5".parse().unwrap());
+        assert_eq!(retry_after(&h), Some(Duration::from_micros(12_500)));
     }
 
     fn failing(retryable: bool, retry_after: Option<Duration>) -> AttemptError {

@@ -9,13 +9,48 @@ use std::io::BufRead;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::http::Wire;
-use super::{StreamFailure, TurnRequest};
+use super::TurnRequest;
+use super::http::{TurnResult, Wire};
+use super::retry::OnNotice;
 use crate::protocol::{ApiErrorBody, Message};
-use crate::turn::{StreamNotice, Turn};
 
 /// The API version header every request carries.
 const ANTHROPIC_VERSION: &str = "2023-06-01";
+
+/// The Anthropic Messages API.
+pub(crate) struct AnthropicWire;
+
+impl Wire for AnthropicWire {
+    fn path(&self) -> &'static str {
+        "/v1/messages"
+    }
+
+    fn headers(&self, api_key: &str) -> Vec<(&'static str, String)> {
+        vec![
+            ("x-api-key", api_key.to_string()),
+            ("anthropic-version", ANTHROPIC_VERSION.to_string()),
+            ("content-type", "application/json".to_string()),
+        ]
+    }
+
+    fn body(&self, request: &TurnRequest<'_>, _base_url: &str) -> serde_json::Result<Vec<u8>> {
+        request_body(request)
+    }
+
+    fn request_id_header(&self) -> &'static str {
+        "request-id"
+    }
+
+    /// The `(type, message)` of an Anthropic error body.
+    fn parse_error_body(&self, raw: &[u8]) -> Option<(String, String)> {
+        let env = serde_json::from_slice::<ErrorEnvelope>(raw).ok()?;
+        Some((env.error.kind, env.error.message))
+    }
+
+    fn decode(&self, reader: &mut dyn BufRead, on_notice: &mut OnNotice<'_>) -> TurnResult {
+        decode::read_turn(reader, on_notice)
+    }
+}
 
 /// The request body of SPEC §3.1.
 #[derive(Serialize)]
@@ -95,49 +130,6 @@ fn request_body(request: &TurnRequest<'_>) -> serde_json::Result<Vec<u8>> {
 #[derive(Deserialize)]
 struct ErrorEnvelope {
     error: ApiErrorBody,
-}
-
-/// The `(type, message)` of an Anthropic error body.
-fn parse_error_body(raw: &[u8]) -> Option<(String, String)> {
-    let env = serde_json::from_slice::<ErrorEnvelope>(raw).ok()?;
-    Some((env.error.kind, env.error.message))
-}
-
-/// The Anthropic Messages API.
-pub(crate) struct AnthropicWire;
-
-impl Wire for AnthropicWire {
-    fn path(&self) -> &'static str {
-        "/v1/messages"
-    }
-
-    fn request_id_header(&self) -> &'static str {
-        "request-id"
-    }
-
-    fn headers(&self, api_key: &str) -> Vec<(&'static str, String)> {
-        vec![
-            ("x-api-key", api_key.to_string()),
-            ("anthropic-version", ANTHROPIC_VERSION.to_string()),
-            ("content-type", "application/json".to_string()),
-        ]
-    }
-
-    fn body(&self, request: &TurnRequest<'_>, _base_url: &str) -> serde_json::Result<Vec<u8>> {
-        request_body(request)
-    }
-
-    fn parse_error_body(&self, raw: &[u8]) -> Option<(String, String)> {
-        parse_error_body(raw)
-    }
-
-    fn decode(
-        &self,
-        reader: &mut dyn BufRead,
-        on_notice: &mut dyn FnMut(StreamNotice<'_>),
-    ) -> Result<Turn, StreamFailure> {
-        decode::read_turn(reader, on_notice)
-    }
 }
 
 #[cfg(test)]

@@ -12,10 +12,10 @@ use std::io::BufRead;
 
 use serde_json::{Map, Value, json};
 
-use super::http::Wire;
-use super::{StreamFailure, TurnRequest};
+use super::TurnRequest;
+use super::http::{TurnResult, Wire};
+use super::retry::OnNotice;
 use crate::protocol::{ContentBlock, Message, Role};
-use crate::turn::{StreamNotice, Turn};
 
 /// Hosts that take `max_completion_tokens` (OpenAI's reasoning models reject
 /// `max_tokens`); every other server gets the older `max_tokens`, which the local
@@ -24,6 +24,50 @@ const MAX_COMPLETION_TOKENS_HOSTS: &[&str] = &["api.openai.com"];
 
 /// Prefix of a failed tool's result: chat messages have no `is_error` flag.
 const TOOL_ERROR_PREFIX: &str = "Error: ";
+
+/// An OpenAI-compatible chat-completions server.
+pub(crate) struct OpenAiWire;
+
+impl Wire for OpenAiWire {
+    fn path(&self) -> &'static str {
+        "/chat/completions"
+    }
+
+    fn headers(&self, api_key: &str) -> Vec<(&'static str, String)> {
+        let mut headers = vec![
+            ("content-type", "application/json".to_string()),
+            ("accept", "text/event-stream".to_string()),
+        ];
+        if !api_key.is_empty() {
+            headers.push(("authorization", format!("Bearer {api_key}")));
+        }
+        headers
+    }
+
+    fn body(&self, request: &TurnRequest<'_>, base_url: &str) -> serde_json::Result<Vec<u8>> {
+        serde_json::to_vec(&request_body(request, base_url))
+    }
+
+    fn request_id_header(&self) -> &'static str {
+        "x-request-id"
+    }
+
+    /// `(type, message)` of an error body: `{"error":{"message","type","code"}}` (OpenAI,
+    /// Ollama, llama.cpp), `{"error":"text"}`, or a bare `{"message","type"}` (older vLLM).
+    fn parse_error_body(&self, raw: &[u8]) -> Option<(String, String)> {
+        let v: Value = serde_json::from_slice(raw).ok()?;
+        match v.get("error") {
+            Some(e @ Value::Object(_)) => Some(error_fields(e)),
+            Some(Value::String(s)) => Some((String::new(), s.clone())),
+            _ if v.get("message").is_some() => Some(error_fields(&v)),
+            _ => None,
+        }
+    }
+
+    fn decode(&self, reader: &mut dyn BufRead, on_notice: &mut OnNotice<'_>) -> TurnResult {
+        decode::read_chat_turn(reader, on_notice)
+    }
+}
 
 /// The request body: `stream` with the final usage chunk, tools only when there are any.
 pub(crate) fn request_body(request: &TurnRequest<'_>, base_url: &str) -> Value {
@@ -144,18 +188,6 @@ pub(crate) fn chat_messages(system: &str, messages: &[Message]) -> Vec<Value> {
     out
 }
 
-/// `(type, message)` of an error body: `{"error":{"message","type","code"}}` (OpenAI,
-/// Ollama, llama.cpp), `{"error":"text"}`, or a bare `{"message","type"}` (older vLLM).
-fn parse_error_body(raw: &[u8]) -> Option<(String, String)> {
-    let v: Value = serde_json::from_slice(raw).ok()?;
-    match v.get("error") {
-        Some(e @ Value::Object(_)) => Some(error_fields(e)),
-        Some(Value::String(s)) => Some((String::new(), s.clone())),
-        _ if v.get("message").is_some() => Some(error_fields(&v)),
-        _ => None,
-    }
-}
-
 /// The type (or, without one, the code) and the message of an error object; a code
 /// beside a type is appended to the message.
 fn error_fields(e: &Value) -> (String, String) {
@@ -170,46 +202,6 @@ fn error_fields(e: &Value) -> (String, String) {
         (Some(t), _) => (t, message),
         (None, Some(c)) => (c, message),
         (None, None) => (String::new(), message),
-    }
-}
-
-/// An OpenAI-compatible chat-completions server.
-pub(crate) struct OpenAiWire;
-
-impl Wire for OpenAiWire {
-    fn path(&self) -> &'static str {
-        "/chat/completions"
-    }
-
-    fn request_id_header(&self) -> &'static str {
-        "x-request-id"
-    }
-
-    fn headers(&self, api_key: &str) -> Vec<(&'static str, String)> {
-        let mut headers = vec![
-            ("content-type", "application/json".to_string()),
-            ("accept", "text/event-stream".to_string()),
-        ];
-        if !api_key.is_empty() {
-            headers.push(("authorization", format!("Bearer {api_key}")));
-        }
-        headers
-    }
-
-    fn body(&self, request: &TurnRequest<'_>, base_url: &str) -> serde_json::Result<Vec<u8>> {
-        serde_json::to_vec(&request_body(request, base_url))
-    }
-
-    fn parse_error_body(&self, raw: &[u8]) -> Option<(String, String)> {
-        parse_error_body(raw)
-    }
-
-    fn decode(
-        &self,
-        reader: &mut dyn BufRead,
-        on_notice: &mut dyn FnMut(StreamNotice<'_>),
-    ) -> Result<Turn, StreamFailure> {
-        decode::read_chat_turn(reader, on_notice)
     }
 }
 
@@ -350,7 +342,7 @@ mod tests {
 
     #[test]
     fn error_bodies_of_the_usual_servers() {
-        let p = |s: &str| parse_error_body(s.as_bytes());
+        let p = |s: &str| OpenAiWire.parse_error_body(s.as_bytes());
         assert_eq!(
             p(
                 r#"{"error":{"message":"Invalid model","type":"invalid_request_error","param":null,"code":"model_not_found"}}"#
