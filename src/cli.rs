@@ -190,18 +190,77 @@ pub struct CiArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct BatchArgs {
-    /// The tasks: one JSON object per line, {"id", "prompt", "workspace"?, "args"?}.
-    pub tasks: PathBuf,
+    #[command(subcommand)]
+    pub action: Option<BatchAction>,
+    /// The tasks: one JSON object per line, {"id", "prompt", "workspace"?, "args"?,
+    /// "setup"?}.
+    #[arg(required = true)]
+    pub tasks: Option<PathBuf>,
     /// Where the transcripts (<id>.json), logs and summary.json go.
-    #[arg(long, value_name = "DIR")]
-    pub out: PathBuf,
+    #[arg(long, value_name = "DIR", required = true)]
+    pub out: Option<PathBuf>,
     /// Tasks run at the same time.
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub parallel: usize,
-    /// Run only shard I of N (1-based): the tasks whose index % N == I - 1.
-    #[arg(long, value_name = "I/N")]
+    /// Run only shard I of N (1-based): the tasks whose index % N == I - 1. `auto` reads
+    /// I and N from the CI engine (GitLab, CircleCI, Buildkite, a Kubernetes Indexed Job).
+    #[arg(long, value_name = "I/N|auto")]
     pub shard: Option<String>,
+    /// With `--shard auto` in a Kubernetes Indexed Job: the number of shards
+    /// [env: AGENT_SHARDS].
+    #[arg(long, value_name = "N")]
+    pub shards: Option<usize>,
+    /// Skip the tasks whose DIR/<id>.json already holds a final status.
+    #[arg(long)]
+    pub resume: bool,
+    /// With --resume: also re-run the tasks whose status is not success.
+    #[arg(long, requires = "resume")]
+    pub retry_failed: bool,
+    /// Start no task once the batch has spent this much (USD); the rest are not_run
+    /// (exit 3).
+    #[arg(long, value_name = "USD")]
+    pub max_cost_usd: Option<f64>,
+    /// Each task's --timeout, unless its args set one.
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    pub task_timeout: Option<Duration>,
+    /// Run each task K times (ids <id>~1 … <id>~K), for pass@k.
+    #[arg(long, default_value_t = 1, value_name = "K")]
+    pub repeat: usize,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BatchAction {
+    /// Combine the output directories of several shards into OUT/summary.json.
+    Merge(BatchMergeArgs),
+    /// Render a batch's summary.json: pass rate, pass@k, cost, tokens, turns, durations.
+    Report(BatchReportArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BatchMergeArgs {
+    /// The merged directory (summary.json, and every task's transcript and log).
+    pub out: PathBuf,
+    /// The shards' --out directories.
+    #[arg(required = true, value_name = "DIR")]
+    pub dirs: Vec<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct BatchReportArgs {
+    /// A batch's --out directory (or a merged one).
+    pub dir: PathBuf,
+    /// Markdown (for $GITHUB_STEP_SUMMARY) or JSON.
+    #[arg(long, value_enum, default_value_t = ReportFormat::Md, value_name = "FORMAT")]
+    pub format: ReportFormat,
+}
+
+/// `agent batch report --format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    Md,
+    Json,
 }
 
 #[derive(Debug, Args)]

@@ -85,7 +85,7 @@ fn one_line(s: &str) -> String {
 }
 
 /// HTML-escaped inline code, safe inside a Markdown table cell.
-fn code(s: &str) -> String {
+pub(crate) fn code(s: &str) -> String {
     let flat = s.replace(['\n', '\r', '\t'], " ");
     let esc = flat
         .replace('&', "&amp;")
@@ -107,7 +107,7 @@ fn fenced(lang: &str, body: &str) -> String {
     format!("{fence}{lang}\n{}\n{fence}\n", body.trim_end_matches('\n'))
 }
 
-fn cut(s: &str, max: usize) -> String {
+pub(crate) fn cut(s: &str, max: usize) -> String {
     if s.chars().count() <= max {
         return s.to_string();
     }
@@ -122,7 +122,16 @@ fn tail_lines(s: &str, lines: usize, chars: usize) -> String {
     crate::verify::tail(&kept, chars)
 }
 
-fn thousands(n: u64) -> String {
+/// `1 turn`, `3 turns`: a count with its noun (plurals by `s`).
+pub(crate) fn count(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{} {noun}s", thousands(n))
+    }
+}
+
+pub(crate) fn thousands(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {
