@@ -58,7 +58,10 @@ pub(crate) struct Merged {
 }
 
 pub(crate) fn merge(dirs: &[PathBuf]) -> Result<Merged, String> {
-    let shards = dirs.iter().map(|d| read_dir(d)).collect::<Result<Vec<_>, _>>()?;
+    let shards = dirs
+        .iter()
+        .map(|d| read_dir(d))
+        .collect::<Result<Vec<_>, _>>()?;
     // Shards: every DIR that ran a shard must agree on the total, and all of them must
     // be here.
     let mut totals = BTreeSet::new();
@@ -84,7 +87,10 @@ pub(crate) fn merge(dirs: &[PathBuf]) -> Result<Merged, String> {
                 return Err(format!(
                     "missing shard(s) {} of {n}: the directories given hold shards {}",
                     missing.join(", "),
-                    seen.iter().map(u64::to_string).collect::<Vec<_>>().join(", ")
+                    seen.iter()
+                        .map(u64::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ));
             }
             json!({"count": n, "merged": seen})
@@ -92,7 +98,11 @@ pub(crate) fn merge(dirs: &[PathBuf]) -> Result<Merged, String> {
         _ => {
             return Err(format!(
                 "the directories are shards of different totals ({}): not one batch",
-                totals.iter().map(u64::to_string).collect::<Vec<_>>().join(" and ")
+                totals
+                    .iter()
+                    .map(u64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(" and ")
             ));
         }
     };
@@ -135,17 +145,32 @@ pub(crate) fn merge(dirs: &[PathBuf]) -> Result<Merged, String> {
     doc.insert("shards".into(), shard_info);
     doc.insert(
         "merged_from".into(),
-        json!(dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>()),
+        json!(
+            dirs.iter()
+                .map(|d| d.display().to_string())
+                .collect::<Vec<_>>()
+        ),
     );
     doc.insert(
         "repeat".into(),
-        json!(shards.iter().filter_map(|s| s.summary["repeat"].as_u64()).max().unwrap_or(1)),
+        json!(
+            shards
+                .iter()
+                .filter_map(|s| s.summary["repeat"].as_u64())
+                .max()
+                .unwrap_or(1)
+        ),
     );
     doc.extend(stats::totals(&outcomes));
     // The shards ran side by side: the merged batch took as long as the longest.
     doc.insert(
         "wall_time_ms".into(),
-        json!(shards.iter().filter_map(|s| s.summary["wall_time_ms"].as_u64()).max()),
+        json!(
+            shards
+                .iter()
+                .filter_map(|s| s.summary["wall_time_ms"].as_u64())
+                .max()
+        ),
     );
     doc.insert("tasks".into(), json!(outcomes));
     Ok(Merged { rows, doc })
@@ -159,8 +184,21 @@ fn repeat_number(id: &str) -> u64 {
 
 /// Two rows report the same result (paths may differ between machines).
 fn same_result(a: &TaskOutcome, b: &TaskOutcome) -> bool {
-    (&a.status, a.exit_code, a.num_turns, a.cost_usd, a.usage, &a.error)
-        == (&b.status, b.exit_code, b.num_turns, b.cost_usd, b.usage, &b.error)
+    (
+        &a.status,
+        a.exit_code,
+        a.num_turns,
+        a.cost_usd,
+        a.usage,
+        &a.error,
+    ) == (
+        &b.status,
+        b.exit_code,
+        b.num_turns,
+        b.cost_usd,
+        b.usage,
+        &b.error,
+    )
 }
 
 fn read_dir(dir: &Path) -> Result<ShardDir, String> {
@@ -171,8 +209,8 @@ fn read_dir(dir: &Path) -> Result<ShardDir, String> {
             path.display()
         )
     })?;
-    let summary: Value = serde_json::from_str(&text)
-        .map_err(|e| format!("{} is not JSON: {e}", path.display()))?;
+    let summary: Value =
+        serde_json::from_str(&text).map_err(|e| format!("{} is not JSON: {e}", path.display()))?;
     let rows: Vec<TaskOutcome> = serde_json::from_value(summary["tasks"].clone())
         .map_err(|e| format!("{}: its tasks are not batch rows: {e}", path.display()))?;
     Ok(ShardDir {

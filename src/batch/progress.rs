@@ -32,10 +32,12 @@ pub(crate) struct Progress {
 impl Progress {
     pub(crate) fn start(total: usize) -> Progress {
         let bar = std::io::stderr().is_terminal().then(|| {
-            let bar = ProgressBar::with_draw_target(Some(total as u64), ProgressDrawTarget::stderr());
-            let style = ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg}")
-                .unwrap_or_else(|_| ProgressStyle::default_bar())
-                .progress_chars("=> ");
+            let bar =
+                ProgressBar::with_draw_target(Some(total as u64), ProgressDrawTarget::stderr());
+            let style =
+                ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_bar())
+                    .progress_chars("=> ");
             bar.set_style(style);
             bar.enable_steady_tick(BAR_TICK);
             bar

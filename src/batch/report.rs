@@ -44,8 +44,8 @@ pub(crate) fn read(dir: &Path) -> Result<Value, String> {
             path.display()
         )
     })?;
-    let summary: Value = serde_json::from_str(&text)
-        .map_err(|e| format!("{} is not JSON: {e}", path.display()))?;
+    let summary: Value =
+        serde_json::from_str(&text).map_err(|e| format!("{} is not JSON: {e}", path.display()))?;
     let rows: Vec<TaskOutcome> = serde_json::from_value(summary["tasks"].clone())
         .map_err(|e| format!("{}: its tasks are not batch rows: {e}", path.display()))?;
     Ok(report(&rows))

@@ -66,7 +66,10 @@ fn numbers_of_the_report() {
     ] {
         assert!(md.contains(needle), "missing {needle:?} in\n{md}");
     }
-    assert!(!md.contains("Passes per task"), "no repeats, no pass@k table");
+    assert!(
+        !md.contains("Passes per task"),
+        "no repeats, no pass@k table"
+    );
 }
 
 #[test]
@@ -77,7 +80,10 @@ fn repeats_show_pass_at_k_and_passes_per_task() {
         row("a~3", "success", 1, 1, None),
     ];
     let md = markdown(&report(&rows));
-    assert!(md.contains("| pass@k | pass@1 0.667 · pass@2 1.000 · pass@3 1.000 |"), "{md}");
+    assert!(
+        md.contains("| pass@k | pass@1 0.667 · pass@2 1.000 · pass@3 1.000 |"),
+        "{md}"
+    );
     assert!(md.contains("#### Passes per task\n\n| Task | Passes | Runs |\n|---|---|---|\n| <code>a</code> | 2 | 3 |"), "{md}");
 }
 
@@ -93,7 +99,10 @@ fn values_from_the_file_are_escaped() {
     let md = markdown(&report(&[bad]));
     assert!(!md.contains("<script>") && !md.contains("<b>"), "{md}");
     assert!(!md.contains("\n### Heading"), "{md}");
-    assert!(md.contains("<code>x&#124;&lt;script&gt;alert(1)&lt;/script&gt; ### Heading</code>"), "{md}");
+    assert!(
+        md.contains("<code>x&#124;&lt;script&gt;alert(1)&lt;/script&gt; ### Heading</code>"),
+        "{md}"
+    );
     assert!(md.contains("<code>weird&#124;status</code>"), "{md}");
     assert!(md.contains("(a%20b%29%28javascript%3Ax%29.json)"), "{md}");
     // Each table row of the run table keeps its 7 cells: 8 unescaped pipes.

@@ -87,7 +87,10 @@ pub(crate) fn run_all(plan: &Plan) -> BatchResult {
                                 (None, Ok(exe)) => {
                                     progress.started(&run.id);
                                     let o = run_task(exe, plan, run, &children);
-                                    account(&mut spend.lock().unwrap_or_else(|p| p.into_inner()), &o);
+                                    account(
+                                        &mut spend.lock().unwrap_or_else(|p| p.into_inner()),
+                                        &o,
+                                    );
                                     o
                                 }
                             };
@@ -139,7 +142,10 @@ fn account(spend: &mut Spend, o: &TaskOutcome) {
         None if o.num_turns == 0 && o.usage == crate::protocol::Usage::default() => {}
         None => {
             spend.unknown.get_or_insert_with(|| {
-                format!("the cost of task {} is unknown (no price for its model)", o.id)
+                format!(
+                    "the cost of task {} is unknown (no price for its model)",
+                    o.id
+                )
             });
         }
     }
@@ -181,7 +187,10 @@ fn run_task(exe: &Path, plan: &Plan, run: &RunSpec, children: &Mutex<Vec<u32>>) 
     };
     if let Some(setup) = &run.task.setup {
         let _ = writeln!(log, "agent batch: setup: {setup}");
-        let spill = plan.out.join("workspaces").join(format!("{}.setup-output", run.id));
+        let spill = plan
+            .out
+            .join("workspaces")
+            .join(format!("{}.setup-output", run.id));
         let ran = workspace::run_setup(setup, &cwd, &spill);
         let _ = match &ran {
             Ok(text) => writeln!(log, "{text}\nagent batch: setup passed"),
@@ -212,9 +221,9 @@ fn run_task(exe: &Path, plan: &Plan, run: &RunSpec, children: &Mutex<Vec<u32>>) 
             Ok(())
         });
     }
-    let spawned = log.try_clone().and_then(|out| {
-        cmd.stdout(out).stderr(log).spawn()
-    });
+    let spawned = log
+        .try_clone()
+        .and_then(|out| cmd.stdout(out).stderr(log).spawn());
     let status = spawned.and_then(|mut child| {
         let pid = child.id();
         children.lock().unwrap_or_else(|p| p.into_inner()).push(pid);

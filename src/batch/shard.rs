@@ -74,7 +74,11 @@ fn from_env(
         };
         let (index, total) = (number(index_var, index)?, number(total_var, total)?);
         let i = if *one_based { index } else { index + 1 };
-        return check(i, total, &format!("{engine}'s {index_var}={index}, {total_var}={total}"));
+        return check(
+            i,
+            total,
+            &format!("{engine}'s {index_var}={index}, {total_var}={total}"),
+        );
     }
     if let Some(index) = get(K8S_INDEX) {
         let index = number(K8S_INDEX, index)?;
@@ -94,7 +98,9 @@ fn from_env(
     let names: Vec<String> = ENGINES
         .iter()
         .map(|(e, i, t, _)| format!("{i}/{t} ({e})"))
-        .chain([format!("{K8S_INDEX} with --shards or {SHARDS_VAR} (Kubernetes)")])
+        .chain([format!(
+            "{K8S_INDEX} with --shards or {SHARDS_VAR} (Kubernetes)"
+        )])
         .collect();
     Err(format!(
         "--shard auto: no CI engine's shard variables are set; looked for {}",
@@ -143,7 +149,10 @@ mod tests {
             Ok(Some((2, 4)))
         );
         assert_eq!(
-            auto(&[("CIRCLE_NODE_INDEX", "0"), ("CIRCLE_NODE_TOTAL", "3")], None),
+            auto(
+                &[("CIRCLE_NODE_INDEX", "0"), ("CIRCLE_NODE_TOTAL", "3")],
+                None
+            ),
             Ok(Some((1, 3)))
         );
         assert_eq!(
@@ -161,7 +170,10 @@ mod tests {
             Ok(Some((2, 3)))
         );
         assert_eq!(
-            auto(&[("JOB_COMPLETION_INDEX", "0"), ("AGENT_SHARDS", "2")], None),
+            auto(
+                &[("JOB_COMPLETION_INDEX", "0"), ("AGENT_SHARDS", "2")],
+                None
+            ),
             Ok(Some((1, 2)))
         );
     }

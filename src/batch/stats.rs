@@ -62,12 +62,19 @@ pub(crate) fn totals(outcomes: &[TaskOutcome]) -> Map<String, Value> {
         "all_succeeded".into(),
         json!(outcomes.iter().all(|o| o.status == "success")),
     );
-    m.insert("skipped".into(), json!(outcomes.iter().filter(|o| o.skipped).count()));
+    m.insert(
+        "skipped".into(),
+        json!(outcomes.iter().filter(|o| o.skipped).count()),
+    );
     m.insert("status_counts".into(), json!(counts));
     m.insert("usage".into(), json!(usage));
     m.insert(
         "cost_usd".into(),
-        json!(if priced > 0 { Some(round_usd(cost)) } else { None }),
+        json!(if priced > 0 {
+            Some(round_usd(cost))
+        } else {
+            None
+        }),
     );
     m.insert("cost_unknown_tasks".into(), json!(outcomes.len() - priced));
     m.insert(
@@ -100,7 +107,11 @@ pub(crate) struct TaskPasses {
 pub(crate) fn per_task(outcomes: &[TaskOutcome]) -> Vec<TaskPasses> {
     let mut out: Vec<TaskPasses> = Vec::new();
     for o in outcomes {
-        let id = if o.task_id.is_empty() { &o.id } else { &o.task_id };
+        let id = if o.task_id.is_empty() {
+            &o.id
+        } else {
+            &o.task_id
+        };
         let i = match out.iter().position(|t| &t.id == id) {
             Some(i) => i,
             None => {
@@ -129,7 +140,9 @@ pub(crate) fn task_pass_at_k(n: usize, c: usize, k: usize) -> Option<f64> {
         return Some(1.0);
     }
     // C(n-c, k) / C(n, k) = prod over i < k of (n-c-i) / (n-i): no big binomials.
-    let fail_all: f64 = (0..k).map(|i| (n - c - i) as f64 / (n - i) as f64).product();
+    let fail_all: f64 = (0..k)
+        .map(|i| (n - c - i) as f64 / (n - i) as f64)
+        .product();
     Some(1.0 - fail_all)
 }
 

@@ -52,8 +52,16 @@ fn per_task_groups_repeats_and_skips_not_run() {
     assert_eq!(
         t,
         [
-            TaskPasses { id: "a".into(), runs: 3, passes: 2 },
-            TaskPasses { id: "b".into(), runs: 1, passes: 1 },
+            TaskPasses {
+                id: "a".into(),
+                runs: 3,
+                passes: 2
+            },
+            TaskPasses {
+                id: "b".into(),
+                runs: 1,
+                passes: 1
+            },
         ]
     );
     // pass@1 over both tasks: (2/3 + 1) / 2; pass@2 only over a (b has 1 run).

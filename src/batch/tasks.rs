@@ -103,7 +103,7 @@ pub(crate) fn check_args(task: &Task) -> Result<Box<RunArgs>, String> {
     let run = parse_run(task, &[], PROMPT_PLACEHOLDER).map_err(bad)?;
     if run.cwd.is_some() {
         return Err(bad(
-            "-C/--cwd is set by the batch (the task's workspace copy)".into()
+            "-C/--cwd is set by the batch (the task's workspace copy)".into(),
         ));
     }
     if run.output.is_some() {
@@ -167,7 +167,10 @@ fn clap_message(e: &clap::Error) -> String {
     }
     let text = e.to_string();
     let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
-    line.strip_prefix("error: ").unwrap_or(line).trim().to_string()
+    line.strip_prefix("error: ")
+        .unwrap_or(line)
+        .trim()
+        .to_string()
 }
 
 #[cfg(test)]

@@ -88,7 +88,10 @@ fn setup_and_timeout_are_read() {
     )
     .unwrap();
     assert_eq!(t[0].setup.as_deref(), Some("make deps"));
-    assert!(t[0].sets_timeout, "--timeout in args is seen in any spelling");
+    assert!(
+        t[0].sets_timeout,
+        "--timeout in args is seen in any spelling"
+    );
     assert!(!t[1].sets_timeout);
     let e = parse_tasks("{\"id\":\"a\",\"prompt\":\"p\",\"setup\":\" \"}").unwrap_err();
     assert!(e.contains("setup is empty"), "{e}");

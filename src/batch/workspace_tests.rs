@@ -154,10 +154,23 @@ fn a_failed_worktree_is_an_error_not_a_copy() {
 fn setup_runs_in_the_workspace_and_reports_failure() {
     let d = tempfile::tempdir().unwrap();
     write(d.path(), "in-ws", "here\n");
-    let out = run_setup("cat in-ws; echo made > made.txt", d.path(), &d.path().join("spill")).unwrap();
+    let out = run_setup(
+        "cat in-ws; echo made > made.txt",
+        d.path(),
+        &d.path().join("spill"),
+    )
+    .unwrap();
     assert!(out.contains("here"), "{out}");
-    assert_eq!(std::fs::read_to_string(d.path().join("made.txt")).unwrap(), "made\n");
-    let e = run_setup("echo DEPS-MISSING; exit 3", d.path(), &d.path().join("spill")).unwrap_err();
+    assert_eq!(
+        std::fs::read_to_string(d.path().join("made.txt")).unwrap(),
+        "made\n"
+    );
+    let e = run_setup(
+        "echo DEPS-MISSING; exit 3",
+        d.path(),
+        &d.path().join("spill"),
+    )
+    .unwrap_err();
     assert!(e.contains("(exit 3)") && e.contains("DEPS-MISSING"), "{e}");
     let e = run_setup("kill -9 $$", d.path(), &d.path().join("spill")).unwrap_err();
     assert!(e.contains("signal 9 (SIGKILL)"), "{e}");

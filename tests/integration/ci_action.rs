@@ -53,10 +53,18 @@ fn action_yml_declares_the_documented_inputs_and_outputs() {
     assert!(run["env"].get("ANTHROPIC_API_KEY").is_none());
     assert!(ci_dir().join("action/run.sh").is_file());
     // The example workflows parse too.
-    for ex in ["fix-tests-on-pr.yml", "batch-matrix.yml"] {
+    for ex in [
+        "fix-tests-on-pr.yml",
+        "batch-matrix.yml",
+        "gitlab-batch.yml",
+        "k8s-indexed-job.yaml",
+    ] {
         let text = std::fs::read_to_string(ci_dir().join("examples").join(ex)).unwrap();
         let w: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
-        assert!(w["jobs"].is_mapping(), "{ex}");
+        assert!(
+            w["jobs"].is_mapping() || w["agent-batch"].is_mapping() || w["kind"] == "Job",
+            "{ex}"
+        );
     }
 }
 
@@ -307,4 +315,97 @@ fn action_step_with_the_input_uses_it() {
         let reqs = env.server.requests();
         assert_eq!(reqs[0].header("x-api-key"), Some(INPUT_KEY), "{job_env:?}");
     }
+}
+
+fn example(name: &str) -> serde_yaml::Value {
+    let text = std::fs::read_to_string(ci_dir().join("examples").join(name)).unwrap();
+    serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+/// All the text of a YAML value's strings (scripts, args), for flag checks.
+fn strings(v: &serde_yaml::Value) -> String {
+    match v {
+        serde_yaml::Value::String(s) => s.clone(),
+        serde_yaml::Value::Sequence(items) => {
+            items.iter().map(strings).collect::<Vec<_>>().join("\n")
+        }
+        serde_yaml::Value::Mapping(m) => m.values().map(strings).collect::<Vec<_>>().join("\n"),
+        _ => String::new(),
+    }
+}
+
+/// The batch examples for other engines (issue 16): YAML that parses, shards from the
+/// engine's variables, and the merge + report flow.
+#[test]
+fn batch_examples_for_each_engine() {
+    // GitHub Actions: the matrix gains a report job using merge and report.
+    let gh = example("batch-matrix.yml");
+    let report = strings(&gh["jobs"]["report"]["steps"]);
+    assert!(
+        report.contains("agent batch merge merged results-*"),
+        "{report}"
+    );
+    assert!(
+        report.contains("agent batch report merged >> \"$GITHUB_STEP_SUMMARY\""),
+        "{report}"
+    );
+    assert_eq!(gh["jobs"]["report"]["needs"], "shard");
+
+    // GitLab: `parallel: 4`, --shard auto, a directory per job, then merge + report.
+    let gl = example("gitlab-batch.yml");
+    let job = &gl["agent-batch"];
+    assert_eq!(job["parallel"], 4);
+    let script = strings(&job["script"]);
+    assert!(script.contains("--shard auto"), "{script}");
+    assert!(
+        script.contains("--out \"results/shard-$CI_NODE_INDEX\""),
+        "{script}"
+    );
+    let script = strings(&gl["agent-report"]["script"]);
+    assert!(
+        script.contains("agent batch merge merged results/shard-*"),
+        "{script}"
+    );
+    assert!(script.contains("agent batch report merged"), "{script}");
+
+    // Kubernetes: an Indexed Job whose shard count matches its completions, writing
+    // to a volume.
+    let k8s = example("k8s-indexed-job.yaml");
+    assert_eq!(k8s["apiVersion"], "batch/v1");
+    assert_eq!(k8s["kind"], "Job");
+    let spec = &k8s["spec"];
+    assert_eq!(spec["completionMode"], "Indexed");
+    let pod = &spec["template"]["spec"];
+    let c = &pod["containers"][0];
+    let args = strings(&c["args"]);
+    assert!(args.contains("--shard auto"), "{args}");
+    assert!(
+        args.contains("--out \"/results/shard-$JOB_COMPLETION_INDEX\""),
+        "{args}"
+    );
+    let shards = c["env"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "AGENT_SHARDS")
+        .unwrap();
+    assert_eq!(
+        shards["value"].as_str().unwrap().parse::<u64>().unwrap(),
+        spec["completions"].as_u64().unwrap()
+    );
+    let mounts = c["volumeMounts"].as_sequence().unwrap();
+    let results = mounts
+        .iter()
+        .find(|m| m["mountPath"] == "/results")
+        .unwrap();
+    let volume = pod["volumes"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == results["name"])
+        .unwrap();
+    assert!(
+        volume["persistentVolumeClaim"].is_mapping(),
+        "results outlive the pods"
+    );
 }

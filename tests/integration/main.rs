@@ -7,6 +7,7 @@ mod provider_http;
 mod support;
 
 mod bad_input;
+mod batch_scale;
 mod cassette;
 mod ci_action;
 mod ci_batch;
