@@ -20,6 +20,7 @@ mod faults;
 mod limits;
 mod mock_selftest;
 mod openai;
+mod real_servers;
 mod session;
 mod stdin;
 mod stop_reasons;

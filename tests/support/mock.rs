@@ -176,6 +176,24 @@ pub enum Reply {
 }
 
 impl Reply {
+    /// A recorded stream from `tests/fixtures/servers/NAME`, replayed byte for byte as a
+    /// 200 event stream (cut into chunks, but with no pings added: the recording has its
+    /// own).
+    pub fn recorded(name: &str) -> Reply {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/servers")
+            .join(name);
+        let text = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+        Reply::SseWith(
+            vec![text],
+            SseOpts {
+                pings: false,
+                ..SseOpts::default()
+            },
+        )
+    }
+
     /// A model turn, rendered in the wire of the request it answers.
     pub fn turn(turn: Turn) -> Reply {
         Reply::Turn {

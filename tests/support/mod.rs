@@ -16,6 +16,8 @@
 //!   ErrorBeforeEnd {…})`; chunking and pings: `.with_opts(SseOpts {…})`.
 //! - Raw frames: `Reply::Sse(frames)`, `SseWith`, `DropAfter(frames, n)`, `Hang(frames)`
 //!   (`sse::*` builds Anthropic frames, `chat::*` OpenAI chunks, or write your own).
+//! - Recorded streams of real servers: `Reply::recorded("llama_server_text.sse")` replays
+//!   a file of `tests/fixtures/servers/` byte for byte (see its README).
 //! - Errors: `Reply::api_error(code, kind, msg)`, `overloaded()`, `bad_request(msg)`,
 //!   `rate_limited(secs)` and `rate_limited_until(SystemTime)` (`retry-after` in seconds
 //!   or as an HTTP date, see `mock::http_date`); `.with_header(name, value)` adds any.
