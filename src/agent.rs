@@ -394,12 +394,12 @@ impl Agent<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dispatch::OpenGate;
     use crate::output::Verbosity;
     use crate::protocol::Usage;
     use crate::provider::ProviderError;
+    use crate::tools::gate::OpenGate;
     use crate::tools::registry::ToolSelection;
-    use crate::tools::{Category, Tool, ToolError, ToolResult};
+    use crate::tools::{Category, ToolError, ToolResult, TypedTool};
     use serde_json::{Value, json};
     use std::sync::atomic::AtomicU32;
     use std::sync::mpsc;
@@ -446,11 +446,12 @@ mod tests {
         runs: AtomicU32,
         started: StdMutex<mpsc::Sender<u32>>,
     }
-    impl Tool for Probe {
-        fn name(&self) -> &'static str {
+    impl TypedTool for Probe {
+        type Input = Value;
+        fn name(&self) -> &str {
             "Probe"
         }
-        fn description(&self) -> &'static str {
+        fn description(&self) -> &str {
             "test probe"
         }
         fn input_schema(&self) -> Value {
@@ -459,7 +460,7 @@ mod tests {
         fn is_read_only(&self) -> bool {
             true
         }
-        fn is_concurrency_safe(&self, _: &Value) -> bool {
+        fn is_concurrency_safe(&self) -> bool {
             true
         }
         fn category(&self) -> Category {

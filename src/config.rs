@@ -151,7 +151,7 @@ impl Config {
                 files: &args.security.settings,
                 no_project_settings: args.security.no_project_settings,
             },
-            &Registry::builtin(&ToolSelection::default()).all_names(),
+            &Registry::builtin(&ToolSelection::default()).known(),
         )?;
         let sandbox = sandbox_spec(&args.security, env)?;
         let (verify, budget, prices) = ci_settings(&args.ci, &args.security, &workspace, &model)?;
@@ -353,7 +353,8 @@ fn check_output_file(path: &Path) -> Result<(), Error> {
 
 /// Validates tool names and builds the selection (SPEC §6).
 pub fn tool_selection(args: &ToolArgs) -> Result<ToolSelection, Error> {
-    let known = Registry::builtin(&ToolSelection::default()).all_names();
+    let builtin = Registry::builtin(&ToolSelection::default());
+    let known = builtin.all_names();
     let check = |flag: &str, names: &[String]| -> Result<(), Error> {
         for n in names {
             if !known.contains(&n.as_str()) {

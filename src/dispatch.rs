@@ -8,37 +8,13 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+pub(crate) use crate::tools::gate::{Denial, Gate, GateCall};
 use crate::tools::registry::Registry;
-use crate::tools::{Tool, ToolContext, ToolError, ToolResult, schema};
+use crate::tools::{PreparedCall, Tool, ToolContext, ToolError, ToolResult, schema};
 use crate::turn::PendingCall;
 
 /// How much of an oversized result the model sees before the saved file's path.
 const SPILL_PREVIEW_CHARS: usize = 2_000; // enough to judge whether to read the rest
-
-/// Why a call was refused before it ran.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Denial {
-    /// The message the model gets (e.g. `denied by policy: Bash(rm:*)`).
-    pub reason: String,
-}
-
-/// Where hooks and permission rules plug in (SPEC §6). The default lets everything through.
-pub trait Gate: Send + Sync {
-    /// Runs after the input is known to be valid, before the tool executes.
-    fn before(&self, _tool: &dyn Tool, _call_id: &str, _input: &Value) -> Result<(), Denial> {
-        Ok(())
-    }
-    /// Runs after the tool; may amend the result the model sees.
-    fn after(&self, _tool: &dyn Tool, _call_id: &str, _input: &Value, _result: &mut ToolResult) {}
-    /// `--on-deny fail`: a denial ends the run (no later call of the turn runs).
-    fn ends_run_on_denial(&self) -> bool {
-        false
-    }
-}
-
-/// The gate that allows every call of an enabled tool.
-pub struct OpenGate;
-impl Gate for OpenGate {}
 
 /// Run-level observers of every call (the repeated-call guard, `--jsonl` events), on
 /// whichever thread dispatches it, early or not. A refusal is not a policy denial.
@@ -73,7 +49,7 @@ pub struct Dispatcher<'a> {
     pub watch: Option<&'a dyn Watch>,
 }
 
-impl Dispatcher<'_> {
+impl<'a> Dispatcher<'a> {
     /// Whether the call may share a parallel batch with its neighbours.
     pub fn is_concurrency_safe(&self, call: &PendingCall) -> bool {
         match (self.registry.get(&call.name), &call.input) {
@@ -99,28 +75,37 @@ impl Dispatcher<'_> {
                 });
         let result = match prepared {
             Err(r) => r,
-            Ok((tool, input)) => match self.gate.before(tool, &call.id, input) {
-                Err(d) => {
-                    let r = ToolResult::error(d.reason.clone());
-                    denial = Some(d);
-                    r
-                }
-                Ok(()) => {
-                    let mut r = match execute_caught(tool, self.ctx, input) {
-                        Ok(r) => r,
-                        Err(ToolError::Failed(m)) => ToolResult::error(m),
-                        Err(ToolError::Fatal(m)) => {
-                            fatal = Some(m.clone());
-                            ToolResult::error(m)
-                        }
-                    };
-                    if let Some(max) = tool.max_result_chars() {
-                        limit_size(&mut r, max, &self.ctx.spill_dir, &call.id);
+            Ok((tool, input, ready)) => {
+                let subject = ready.subject();
+                let gc = GateCall {
+                    tool,
+                    id: &call.id,
+                    input,
+                    subject: &subject,
+                };
+                match self.gate.before(&gc) {
+                    Err(d) => {
+                        let r = ToolResult::error(d.reason.clone());
+                        denial = Some(d);
+                        r
                     }
-                    self.gate.after(tool, &call.id, input, &mut r);
-                    r
+                    Ok(()) => {
+                        let mut r = match execute_caught(tool, ready.as_ref(), self.ctx) {
+                            Ok(r) => r,
+                            Err(ToolError::Failed(m)) => ToolResult::error(m),
+                            Err(ToolError::Fatal(m)) => {
+                                fatal = Some(m.clone());
+                                ToolResult::error(m)
+                            }
+                        };
+                        if let Some(max) = tool.max_result_chars() {
+                            limit_size(&mut r, max, &self.ctx.spill_dir, &call.id);
+                        }
+                        self.gate.after(&gc, &mut r);
+                        r
+                    }
                 }
-            },
+            }
         };
         let outcome = CallOutcome {
             result,
@@ -135,8 +120,12 @@ impl Dispatcher<'_> {
         outcome
     }
 
-    /// Lookup, schema check and the tool's own validation.
-    fn prepare<'c>(&self, call: &'c PendingCall) -> Result<(&dyn Tool, &'c Value), ToolResult> {
+    /// Lookup, schema check, and the tool's parse and validation (once).
+    #[allow(clippy::type_complexity)]
+    fn prepare<'c>(
+        &self,
+        call: &'c PendingCall,
+    ) -> Result<(&'a dyn Tool, &'c Value, Box<dyn PreparedCall + 'a>), ToolResult> {
         let Some(tool) = self.registry.get(&call.name) else {
             return Err(ToolResult::error(format!(
                 "unknown tool {:?}; the enabled tools are: {}",
@@ -150,19 +139,20 @@ impl Dispatcher<'_> {
             .map_err(|m| ToolResult::error(m.clone()))?;
         schema::validate(&tool.input_schema(), input)
             .map_err(|m| ToolResult::error(format!("invalid input for {}: {m}", call.name)))?;
-        tool.validate_input(input)
+        let ready = tool
+            .prepare(input)
             .map_err(|e| ToolResult::error(format!("invalid input for {}: {e}", call.name)))?;
-        Ok((tool.as_ref(), input))
+        Ok((tool.as_ref(), input, ready))
     }
 }
 
 /// A panic inside a tool becomes an error result, never a crash of the run.
 fn execute_caught(
     tool: &dyn Tool,
+    call: &dyn PreparedCall,
     ctx: &ToolContext,
-    input: &Value,
 ) -> Result<ToolResult, ToolError> {
-    catch_unwind(AssertUnwindSafe(|| tool.execute(ctx, input))).unwrap_or_else(|panic| {
+    catch_unwind(AssertUnwindSafe(|| call.execute(ctx))).unwrap_or_else(|panic| {
         let msg = panic
             .downcast_ref::<&str>()
             .map(|s| s.to_string())
@@ -219,8 +209,9 @@ fn limit_size(result: &mut ToolResult, max_chars: usize, spill_dir: &Path, call_
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::Category;
+    use crate::tools::gate::OpenGate;
     use crate::tools::registry::ToolSelection;
+    use crate::tools::{Category, TypedTool};
     use serde_json::json;
     use std::sync::Arc;
 
@@ -228,11 +219,16 @@ mod tests {
         out: String,
         panic: bool,
     }
-    impl Tool for Fake {
-        fn name(&self) -> &'static str {
+    #[derive(serde::Deserialize)]
+    struct FakeInput {
+        n: i64,
+    }
+    impl TypedTool for Fake {
+        type Input = FakeInput;
+        fn name(&self) -> &str {
             "Fake"
         }
-        fn description(&self) -> &'static str {
+        fn description(&self) -> &str {
             "fake"
         }
         fn input_schema(&self) -> Value {
@@ -245,14 +241,14 @@ mod tests {
         fn category(&self) -> Category {
             Category::File
         }
-        fn validate_input(&self, input: &Value) -> Result<(), ToolError> {
-            if input["n"] == 13 {
+        fn validate(&self, input: &FakeInput) -> Result<(), ToolError> {
+            if input.n == 13 {
                 Err(ToolError::failed("n must not be 13"))
             } else {
                 Ok(())
             }
         }
-        fn execute(&self, _: &ToolContext, _: &Value) -> Result<ToolResult, ToolError> {
+        fn execute(&self, _: &ToolContext, _: &FakeInput) -> Result<ToolResult, ToolError> {
             if self.panic {
                 panic!("boom");
             }
@@ -262,7 +258,7 @@ mod tests {
 
     struct DenyAll;
     impl Gate for DenyAll {
-        fn before(&self, _: &dyn Tool, _: &str, _: &Value) -> Result<(), Denial> {
+        fn before(&self, _: &GateCall<'_>) -> Result<(), Denial> {
             Err(Denial {
                 reason: "denied by policy: Fake".into(),
             })

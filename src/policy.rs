@@ -23,12 +23,12 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::cli::OnDeny;
-use crate::dispatch::{Denial, Gate};
 use crate::error::Error;
 use crate::output;
 use crate::process::{self, CommandSpec, Stderr};
 use crate::shell_words::split_commands;
-use crate::tools::{Category, Tool, ToolContext, ToolResult};
+use crate::tools::gate::{Denial, Gate, GateCall};
+use crate::tools::{KnownTool, Subject, SubjectKind, ToolContext, ToolResult};
 
 /// The project's settings file, relative to the workspace root.
 pub const PROJECT_SETTINGS: &str = ".agent/settings.json";
@@ -123,7 +123,7 @@ pub struct SettingsSources<'a> {
 impl Settings {
     /// Reads and merges the project file and every `--settings` file. `known` is every
     /// tool name (enabled or not): a rule or matcher naming another is a usage error.
-    pub fn load(src: &SettingsSources<'_>, known: &[&str]) -> Result<Settings, Error> {
+    pub fn load(src: &SettingsSources<'_>, known: &[KnownTool]) -> Result<Settings, Error> {
         let mut settings = Settings::default();
         if !src.no_project_settings {
             let project = src.workspace.join(PROJECT_SETTINGS);
@@ -137,7 +137,7 @@ impl Settings {
         Ok(settings)
     }
 
-    fn merge_file(&mut self, path: &Path, label: &str, known: &[&str]) -> Result<(), Error> {
+    fn merge_file(&mut self, path: &Path, label: &str, known: &[KnownTool]) -> Result<(), Error> {
         let err = |msg: String| Error::Usage(format!("{label}: {msg}"));
         let len = std::fs::metadata(path)
             .map_err(|e| err(e.to_string()))?
@@ -158,7 +158,7 @@ impl Settings {
         &mut self,
         text: &str,
         label: &str,
-        known: &[&str],
+        known: &[KnownTool],
     ) -> Result<(), Error> {
         let err = |msg: String| Error::Usage(format!("{label}: {msg}"));
         let file: SettingsFile =
@@ -196,14 +196,18 @@ impl Settings {
     }
 }
 
-fn check_tool(name: &str, known: &[&str]) -> Result<(), String> {
-    if known.contains(&name) {
-        Ok(())
-    } else {
-        Err(format!(
+/// What a rule's specifier means for the named tool; an unknown name is an error.
+fn check_tool(name: &str, known: &[KnownTool]) -> Result<SubjectKind, String> {
+    match known.iter().find(|k| k.name == name) {
+        Some(k) => Ok(k.subject),
+        None => Err(format!(
             "unknown tool {name:?}; known tools: {}",
-            known.join(", ")
-        ))
+            known
+                .iter()
+                .map(|k| k.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
     }
 }
 
@@ -230,7 +234,7 @@ enum Spec {
 }
 
 impl Rule {
-    pub(crate) fn parse(text: &str, known: &[&str]) -> Result<Rule, String> {
+    pub(crate) fn parse(text: &str, known: &[KnownTool]) -> Result<Rule, String> {
         let t = text.trim();
         let (tool, spec) = match t.split_once('(') {
             None => (t, None),
@@ -241,7 +245,7 @@ impl Rule {
                 (tool.trim(), Some(inner))
             }
         };
-        check_tool(tool, known).map_err(|m| format!("rule {text:?}: {m}"))?;
+        let kind = check_tool(tool, known).map_err(|m| format!("rule {text:?}: {m}"))?;
         let spec = match spec {
             None => None,
             Some(s) if s.trim().is_empty() => {
@@ -249,12 +253,19 @@ impl Rule {
                     "rule {text:?}: empty parentheses; write `{tool}` for every call"
                 ));
             }
-            Some(s) if tool == "Bash" => {
-                Some(bash_spec(s).map_err(|m| format!("rule {text:?}: {m}"))?)
-            }
-            Some(s) => Some(Spec::Path(
-                path_glob(s).map_err(|m| format!("rule {text:?}: {m}"))?,
-            )),
+            Some(s) => Some(match kind {
+                SubjectKind::Command => {
+                    command_spec(s, tool).map_err(|m| format!("rule {text:?}: {m}"))?
+                }
+                SubjectKind::Paths => {
+                    Spec::Path(path_glob(s).map_err(|m| format!("rule {text:?}: {m}"))?)
+                }
+                SubjectKind::Nothing => {
+                    return Err(format!(
+                        "rule {text:?}: {tool} takes no specifier; write `{tool}` for every call"
+                    ));
+                }
+            }),
         };
         Ok(Rule {
             text: t.to_string(),
@@ -281,7 +292,7 @@ impl Rule {
     }
 }
 
-fn bash_spec(s: &str) -> Result<Spec, String> {
+fn command_spec(s: &str, tool: &str) -> Result<Spec, String> {
     let (body, prefix) = match s.strip_suffix(":*") {
         Some(b) => (b, true),
         None => (s, false),
@@ -291,10 +302,9 @@ fn bash_spec(s: &str) -> Result<Spec, String> {
         0 if prefix => Vec::new(), // `Bash(:*)`: every command
         1 => cmds.remove(0),
         _ => {
-            return Err(
-                "a Bash rule names one simple command (no `;`, `&&`, `|` …), or a prefix ending in `:*`"
-                    .into(),
-            );
+            return Err(format!(
+                "a {tool} rule names one simple command (no `;`, `&&`, `|` …), or a prefix ending in `:*`"
+            ));
         }
     };
     Ok(if prefix {
@@ -325,14 +335,14 @@ fn path_glob(s: &str) -> Result<GlobSet, String> {
     set.build().map_err(|e| format!("bad glob: {e}"))
 }
 
-/// The reason a call is denied by the rules, or `None` when they let it through.
+/// The reason a call is denied by the rules, or `None` when they let it through. `subject`
+/// is what the tool said the call touches.
 pub(crate) fn check_rules(
     settings: &Settings,
-    tool: &dyn Tool,
-    input: &Value,
+    name: &str,
+    subject: &Subject,
     workspace: &Path,
 ) -> Option<String> {
-    let name = tool.name();
     let deny: Vec<&Rule> = settings.deny.iter().filter(|r| r.tool == name).collect();
     let allow: Vec<&Rule> = settings.allow.iter().filter(|r| r.tool == name).collect();
     if deny.is_empty() && allow.is_empty() {
@@ -349,54 +359,62 @@ pub(crate) fn check_rules(
             .collect::<Vec<_>>()
             .join(", ")
     };
-    if tool.category() == Category::Shell {
-        let command = input.get("command").and_then(Value::as_str).unwrap_or("");
-        let parts = match split_commands(command) {
-            Ok(p) => p,
-            Err(e) => {
-                return Some(format!(
-                    "denied by policy: the command cannot be parsed ({e}), so the permission \
-                     rules cannot be checked; write it as plain commands"
-                ));
+    match subject {
+        Subject::Command(command) => {
+            let parts = match split_commands(command) {
+                Ok(p) => p,
+                Err(e) => {
+                    return Some(format!(
+                        "denied by policy: the command cannot be parsed ({e}), so the \
+                         permission rules cannot be checked; write it as plain commands"
+                    ));
+                }
+            };
+            for part in &parts {
+                for variant in deny_variants(part) {
+                    if let Some(r) = deny.iter().find(|r| r.matches_command(&variant)) {
+                        return Some(format!("denied by policy: {}", r.text));
+                    }
+                }
             }
-        };
-        for part in &parts {
-            for variant in deny_variants(part) {
-                if let Some(r) = deny.iter().find(|r| r.matches_command(&variant)) {
-                    return Some(format!("denied by policy: {}", r.text));
+            if !allow_all {
+                for part in &parts {
+                    if !allow.iter().any(|r| r.matches_command(part)) {
+                        return Some(format!(
+                            "denied by policy: `{}` matches no allow rule (allowed: {})",
+                            part.join(" "),
+                            listed()
+                        ));
+                    }
                 }
             }
         }
-        if !allow_all {
-            for part in &parts {
-                if !allow.iter().any(|r| r.matches_command(part)) {
+        Subject::Paths(paths) => {
+            for raw in paths {
+                let candidates = path_candidates(raw, workspace);
+                if let Some(r) = deny
+                    .iter()
+                    .find(|r| candidates.iter().any(|c| r.matches_path(c)))
+                {
+                    return Some(format!("denied by policy: {}", r.text));
+                }
+            }
+            for raw in paths {
+                let candidates = path_candidates(raw, workspace);
+                if !allow_all
+                    && !candidates
+                        .iter()
+                        .all(|c| allow.iter().any(|r| r.matches_path(c)))
+                {
                     return Some(format!(
-                        "denied by policy: `{}` matches no allow rule (allowed: {})",
-                        part.join(" "),
+                        "denied by policy: {raw} matches no allow rule (allowed: {})",
                         listed()
                     ));
                 }
             }
         }
-    } else {
-        let raw = input.get("path").and_then(Value::as_str).unwrap_or(".");
-        let candidates = path_candidates(raw, workspace);
-        if let Some(r) = deny
-            .iter()
-            .find(|r| candidates.iter().any(|c| r.matches_path(c)))
-        {
-            return Some(format!("denied by policy: {}", r.text));
-        }
-        if !allow_all
-            && !candidates
-                .iter()
-                .all(|c| allow.iter().any(|r| r.matches_path(c)))
-        {
-            return Some(format!(
-                "denied by policy: {raw} matches no allow rule (allowed: {})",
-                listed()
-            ));
-        }
+        // Only rules without a specifier name such a tool: handled above.
+        Subject::Nothing => {}
     }
     None
 }
@@ -512,7 +530,7 @@ pub struct Hook {
 }
 
 impl Hook {
-    fn from_file(h: HookFile, known: &[&str]) -> Result<Hook, String> {
+    fn from_file(h: HookFile, known: &[KnownTool]) -> Result<Hook, String> {
         if h.command.trim().is_empty() {
             return Err("a hook has an empty `command`".into());
         }
@@ -657,27 +675,28 @@ impl PolicyGate {
         }
     }
 
-    fn payload(&self, event: &str, tool: &dyn Tool, call_id: &str, input: &Value) -> Value {
+    fn payload(&self, event: &str, call: &GateCall<'_>) -> Value {
         json!({
             "hook_event_name": event,
-            "tool_name": tool.name(),
-            "tool_input": input,
-            "tool_use_id": call_id,
+            "tool_name": call.tool.name(),
+            "tool_input": call.input,
+            "tool_use_id": call.id,
             "cwd": self.runner.workspace.display().to_string(),
         })
     }
 }
 
 impl Gate for PolicyGate {
-    fn before(&self, tool: &dyn Tool, call_id: &str, input: &Value) -> Result<(), Denial> {
+    fn before(&self, call: &GateCall<'_>) -> Result<(), Denial> {
+        let name = call.tool.name();
         let hooks: Vec<&Hook> = self
             .settings
             .pre_tool_use
             .iter()
-            .filter(|h| h.applies_to(tool.name()))
+            .filter(|h| h.applies_to(name))
             .collect();
         if !hooks.is_empty() {
-            let payload = self.payload("PreToolUse", tool, call_id, input);
+            let payload = self.payload("PreToolUse", call);
             for hook in hooks {
                 match self.runner.run("PreToolUse", hook, &payload) {
                     HookVerdict::Continue => {}
@@ -693,23 +712,23 @@ impl Gate for PolicyGate {
                 }
             }
         }
-        match check_rules(&self.settings, tool, input, &self.runner.workspace) {
+        match check_rules(&self.settings, name, call.subject, &self.runner.workspace) {
             Some(reason) => Err(Denial { reason }),
             None => Ok(()),
         }
     }
 
-    fn after(&self, tool: &dyn Tool, call_id: &str, input: &Value, result: &mut ToolResult) {
+    fn after(&self, call: &GateCall<'_>, result: &mut ToolResult) {
         let hooks: Vec<&Hook> = self
             .settings
             .post_tool_use
             .iter()
-            .filter(|h| h.applies_to(tool.name()))
+            .filter(|h| h.applies_to(call.tool.name()))
             .collect();
         if hooks.is_empty() {
             return;
         }
-        let mut payload = self.payload("PostToolUse", tool, call_id, input);
+        let mut payload = self.payload("PostToolUse", call);
         payload["tool_result"] = json!({"content": result.content, "is_error": result.is_error});
         for hook in hooks {
             match self.runner.run("PostToolUse", hook, &payload) {
@@ -734,13 +753,63 @@ impl Gate for PolicyGate {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dispatch::Dispatcher;
     use crate::tools::registry::{Registry, ToolSelection};
+    use crate::tools::{Category, Tool, ToolError, TypedTool};
+    use crate::turn::PendingCall;
 
-    const KNOWN: &[&str] = &["Bash", "EditFile", "Glob", "Grep", "ReadFile", "WriteFile"];
+    /// The built-in tools, as the settings know them.
+    fn known() -> Vec<KnownTool> {
+        Registry::builtin(&ToolSelection::default()).known()
+    }
+
+    /// The rules' verdict on one call, its subject as the tool gives it. Fields the test
+    /// leaves out that the tool requires (WriteFile's `content` …) are filled in.
+    fn rules(s: &Settings, tool: &dyn Tool, input: &Value, ws: &Path) -> Option<String> {
+        let mut input = input.clone();
+        let filler = [
+            ("content", ""),
+            ("old_string", "a"),
+            ("new_string", "b"),
+            ("pattern", "x"),
+        ];
+        for (field, value) in filler {
+            if tool.input_schema()["properties"].get(field).is_some() && input.get(field).is_none()
+            {
+                input[field] = json!(value);
+            }
+        }
+        let subject = tool.prepare(&input).unwrap().subject();
+        check_rules(s, tool.name(), &subject, ws)
+    }
+
+    fn call<'a>(
+        tool: &'a dyn Tool,
+        id: &'a str,
+        input: &'a Value,
+        subject: &'a Subject,
+    ) -> GateCall<'a> {
+        GateCall {
+            tool,
+            id,
+            input,
+            subject,
+        }
+    }
+
+    fn before(g: &PolicyGate, tool: &dyn Tool, id: &str, input: &Value) -> Result<(), Denial> {
+        let subject = tool.prepare(input).unwrap().subject();
+        g.before(&call(tool, id, input, &subject))
+    }
+
+    fn after(g: &PolicyGate, tool: &dyn Tool, id: &str, input: &Value, r: &mut ToolResult) {
+        let subject = tool.prepare(input).unwrap().subject();
+        g.after(&call(tool, id, input, &subject), r)
+    }
 
     fn settings(json: &str) -> Settings {
         let mut s = Settings::default();
-        s.merge_str(json, "test.json", KNOWN).unwrap();
+        s.merge_str(json, "test.json", &known()).unwrap();
         s
     }
 
@@ -754,7 +823,7 @@ mod tests {
     }
 
     fn bash(s: &Settings, cmd: &str) -> Option<String> {
-        check_rules(
+        rules(
             s,
             tool("Bash").as_ref(),
             &json!({"command": cmd}),
@@ -764,13 +833,13 @@ mod tests {
 
     #[test]
     fn rule_parsing() {
-        assert!(Rule::parse("Bash", KNOWN).unwrap().spec.is_none());
+        assert!(Rule::parse("Bash", &known()).unwrap().spec.is_none());
         assert!(matches!(
-            Rule::parse("Bash(rm:*)", KNOWN).unwrap().spec,
+            Rule::parse("Bash(rm:*)", &known()).unwrap().spec,
             Some(Spec::Prefix(ref w)) if w == &["rm"]
         ));
         assert!(matches!(
-            Rule::parse("Bash(git  status)", KNOWN).unwrap().spec,
+            Rule::parse("Bash(git  status)", &known()).unwrap().spec,
             Some(Spec::Exact(ref w)) if w == &["git", "status"]
         ));
         for (bad, needle) in [
@@ -782,7 +851,7 @@ mod tests {
             ("Bash(echo 'x)", "cannot parse"),
             ("ReadFile([)", "bad glob"),
         ] {
-            let e = Rule::parse(bad, KNOWN).unwrap_err();
+            let e = Rule::parse(bad, &known()).unwrap_err();
             assert!(e.contains(needle), "{bad}: {e}");
         }
     }
@@ -815,7 +884,7 @@ mod tests {
                 "hook timeout true",
             ),
         ] {
-            let e = s.merge_str(text, "conf/x.json", KNOWN).unwrap_err();
+            let e = s.merge_str(text, "conf/x.json", &known()).unwrap_err();
             assert_eq!(e.exit_code(), 2);
             let m = e.to_string();
             assert!(
@@ -856,7 +925,7 @@ mod tests {
             files: &files,
             no_project_settings: false,
         };
-        let s = Settings::load(&src, KNOWN).unwrap();
+        let s = Settings::load(&src, &known()).unwrap();
         let deny: Vec<_> = s.deny.iter().map(|r| r.text.as_str()).collect();
         assert_eq!(deny, ["Bash(rm:*)", "ReadFile(.env)"]);
         assert_eq!(s.allow.len(), 1);
@@ -882,7 +951,7 @@ mod tests {
                 no_project_settings: true,
                 ..src.clone()
             },
-            KNOWN,
+            &known(),
         )
         .unwrap();
         assert_eq!(s.deny.len(), 1);
@@ -892,7 +961,7 @@ mod tests {
                 files: &missing,
                 ..src
             },
-            KNOWN,
+            &known(),
         )
         .unwrap_err();
         assert!(e.to_string().contains("--settings") && e.to_string().contains("nope.json"));
@@ -1010,8 +1079,7 @@ mod tests {
         std::os::unix::fs::symlink("../secrets", ws.join("sub/link")).unwrap();
         let s =
             settings(r#"{"permissions": {"deny": ["ReadFile(.env)", "EditFile(secrets/**)"]}}"#);
-        let check =
-            |t: &str, path: &str| check_rules(&s, tool(t).as_ref(), &json!({"path": path}), &ws);
+        let check = |t: &str, path: &str| rules(&s, tool(t).as_ref(), &json!({"path": path}), &ws);
         assert!(check("ReadFile", "sub/link/../.env").is_some());
         assert!(check("EditFile", "sub/link/../secrets/key").is_some());
         assert!(check("EditFile", "sub/link/key").is_some());
@@ -1029,8 +1097,7 @@ mod tests {
             r#"{"permissions": {"deny": ["ReadFile(.env)", "EditFile(secrets/**)", "Grep(secrets/**)"],
                                 "allow": ["WriteFile(src/**)"]}}"#,
         );
-        let check =
-            |t: &str, path: &str| check_rules(&s, tool(t).as_ref(), &json!({"path": path}), &ws);
+        let check = |t: &str, path: &str| rules(&s, tool(t).as_ref(), &json!({"path": path}), &ws);
         assert_eq!(
             check("ReadFile", ".env").as_deref(),
             Some("denied by policy: ReadFile(.env)")
@@ -1058,14 +1125,14 @@ mod tests {
         // Glob: `*` does not cross `/`.
         let s2 = settings(r#"{"permissions": {"deny": ["ReadFile(*.key)"]}}"#);
         let t = tool("ReadFile");
-        assert!(check_rules(&s2, t.as_ref(), &json!({"path": "a.key"}), &ws).is_some());
-        assert!(check_rules(&s2, t.as_ref(), &json!({"path": "d/a.key"}), &ws).is_none());
+        assert!(rules(&s2, t.as_ref(), &json!({"path": "a.key"}), &ws).is_some());
+        assert!(rules(&s2, t.as_ref(), &json!({"path": "d/a.key"}), &ws).is_none());
     }
 
     #[test]
     fn plain_tool_rule_denies_every_call() {
         let s = settings(r#"{"permissions": {"deny": ["Glob"]}}"#);
-        let r = check_rules(
+        let r = rules(
             &s,
             tool("Glob").as_ref(),
             &json!({"pattern": "*"}),
@@ -1090,19 +1157,16 @@ mod tests {
             r#"{"hooks": {"PreToolUse": [{"matcher": "Bash", "command": "echo 'no rm here' >&2; exit 2"}]}}"#,
         );
         assert_eq!(
-            g.before(b.as_ref(), "t1", &input).unwrap_err().reason,
+            before(&g, b.as_ref(), "t1", &input).unwrap_err().reason,
             "no rm here"
         );
         // The matcher: another tool is not affected.
-        assert!(
-            g.before(tool("Glob").as_ref(), "t1", &json!({"pattern": "*"}))
-                .is_ok()
-        );
+        assert!(before(&g, tool("Glob").as_ref(), "t1", &json!({"pattern": "*"})).is_ok());
         let g = gate_with(
             dir.path(),
             r#"{"hooks": {"PreToolUse": [{"command": "echo oops >&2; exit 1"}]}}"#,
         );
-        let r = g.before(b.as_ref(), "t1", &input).unwrap_err().reason;
+        let r = before(&g, b.as_ref(), "t1", &input).unwrap_err().reason;
         assert!(
             r.contains("failed (exit 1): oops") && r.contains("fail closed"),
             "{r}"
@@ -1111,13 +1175,13 @@ mod tests {
             dir.path(),
             r#"{"hooks": {"PreToolUse": [{"command": "sleep 5", "timeout": "100ms"}]}}"#,
         );
-        let r = g.before(b.as_ref(), "t1", &input).unwrap_err().reason;
+        let r = before(&g, b.as_ref(), "t1", &input).unwrap_err().reason;
         assert!(r.contains("timed out after 100ms"), "{r}");
         let g = gate_with(
             dir.path(),
             r#"{"hooks": {"PreToolUse": [{"matcher": "*", "command": "cat > seen.json"}]}}"#,
         );
-        assert!(g.before(b.as_ref(), "toolu_9", &input).is_ok());
+        assert!(before(&g, b.as_ref(), "toolu_9", &input).is_ok());
         let seen: Value =
             serde_json::from_slice(&std::fs::read(dir.path().join("seen.json")).unwrap()).unwrap();
         let ws = dir.path().canonicalize().unwrap();
@@ -1137,7 +1201,7 @@ mod tests {
             r#"{"permissions": {"deny": ["Bash(rm:*)"]},
                 "hooks": {"PreToolUse": [{"command": "touch hook-ran"}]}}"#,
         );
-        let r = g.before(tool("Bash").as_ref(), "t", &json!({"command": "rm x"}));
+        let r = before(&g, tool("Bash").as_ref(), "t", &json!({"command": "rm x"}));
         assert_eq!(r.unwrap_err().reason, "denied by policy: Bash(rm:*)");
         assert!(dir.path().join("hook-ran").exists());
     }
@@ -1153,7 +1217,8 @@ mod tests {
                  {"command": "exit 7"}]}}"#,
         );
         let mut r = ToolResult::ok("<output>hi</output>");
-        g.after(
+        after(
+            &g,
             tool("Bash").as_ref(),
             "t1",
             &json!({"command": "echo hi"}),
@@ -1189,9 +1254,107 @@ mod tests {
         );
         let g = PolicyGate::new(s, &ctx, OnDeny::Fail);
         assert!(g.ends_run_on_denial());
-        g.before(tool("Bash").as_ref(), "t", &json!({"command": "ls"}))
-            .unwrap();
+        before(&g, tool("Bash").as_ref(), "t", &json!({"command": "ls"})).unwrap();
         let seen = std::fs::read_to_string(dir.path().join("env.txt")).unwrap();
         assert_eq!(seen.trim(), "yes-unset");
+    }
+
+    /// A tool defined here, not in `tools/`, whose path field is `target`.
+    struct Mover;
+    #[derive(Deserialize)]
+    struct MoverInput {
+        target: String,
+    }
+    impl TypedTool for Mover {
+        type Input = MoverInput;
+        fn name(&self) -> &str {
+            "Mover"
+        }
+        fn description(&self) -> &str {
+            "moves a file"
+        }
+        fn input_schema(&self) -> Value {
+            json!({"type": "object", "properties": {"target": {"type": "string"}},
+                   "required": ["target"]})
+        }
+        fn is_read_only(&self) -> bool {
+            false
+        }
+        fn category(&self) -> Category {
+            Category::File
+        }
+        fn subject_kind(&self) -> SubjectKind {
+            SubjectKind::Paths
+        }
+        fn subject(&self, input: &MoverInput) -> Subject {
+            Subject::Paths(vec![input.target.clone()])
+        }
+        fn execute(&self, _: &ToolContext, _: &MoverInput) -> Result<ToolResult, ToolError> {
+            Ok(ToolResult::ok("moved"))
+        }
+    }
+
+    /// The rules judge what the tool says a call touches: a deny rule on a new tool's
+    /// `target` denies it through dispatch, though policy knows no such field.
+    #[test]
+    fn a_new_tools_subject_is_what_rules_match() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut reg = Registry::builtin(&ToolSelection::default());
+        reg.register(Arc::new(Mover));
+        let mut s = Settings::default();
+        s.merge_str(
+            r#"{"permissions": {"deny": ["Mover(secrets/**)"]}}"#,
+            "t.json",
+            &reg.known(),
+        )
+        .unwrap();
+        let ctx = crate::tools::test_support::ctx(dir.path());
+        let gate = PolicyGate::new(s, &ctx, OnDeny::Feedback);
+        let d = Dispatcher {
+            registry: &reg,
+            ctx: &ctx,
+            gate: &gate,
+            run_start: std::time::Instant::now(),
+            watch: None,
+        };
+        let call = |target: &str| PendingCall {
+            id: "t1".into(),
+            name: "Mover".into(),
+            input: Ok(json!({"target": target})),
+        };
+        for denied in ["secrets/key", "./secrets/a/b", "src/../secrets/key"] {
+            let o = d.dispatch(&call(denied));
+            assert_eq!(
+                o.denial.map(|d| d.reason).as_deref(),
+                Some("denied by policy: Mover(secrets/**)"),
+                "{denied}"
+            );
+        }
+        let o = d.dispatch(&call("src/key"));
+        assert!(o.denial.is_none());
+        assert_eq!(o.result.content, "moved");
+    }
+
+    /// A tool whose calls have no subject takes rules that name it, never a specifier.
+    #[test]
+    fn a_tool_without_subject_refuses_specifiers() {
+        let known = vec![KnownTool {
+            name: "mcp__srv__ping".into(),
+            subject: SubjectKind::Nothing,
+        }];
+        assert!(Rule::parse("mcp__srv__ping", &known).is_ok());
+        let e = Rule::parse("mcp__srv__ping(x)", &known).unwrap_err();
+        assert!(e.contains("takes no specifier"), "{e}");
+        let mut s = Settings::default();
+        s.merge_str(
+            r#"{"permissions": {"deny": ["mcp__srv__ping"]}}"#,
+            "t",
+            &known,
+        )
+        .unwrap();
+        assert_eq!(
+            check_rules(&s, "mcp__srv__ping", &Subject::Nothing, Path::new("/ws")).as_deref(),
+            Some("denied by policy: mcp__srv__ping")
+        );
     }
 }

@@ -136,7 +136,7 @@ fn absolute(path: &std::path::Path) -> PathBuf {
 
 /// Whether anything but the file tools may change the workspace during the run.
 fn commands_may_write(config: &Config, registry: &Registry) -> bool {
-    registry.get("Bash").is_some()
+    registry.may_change_files_unrecorded()
         || config.verify.is_some()
         || !config.settings.pre_tool_use.is_empty()
         || !config.settings.post_tool_use.is_empty()

@@ -189,9 +189,9 @@ impl<'s> EarlyStart<'s> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dispatch::OpenGate;
+    use crate::tools::gate::OpenGate;
     use crate::tools::registry::Registry;
-    use crate::tools::{Category, Tool, ToolContext, ToolError, ToolResult};
+    use crate::tools::{Category, ToolContext, ToolError, ToolResult, TypedTool};
     use serde_json::{Value, json};
     use std::sync::{Arc, Barrier, Mutex};
     use std::time::Instant;
@@ -221,11 +221,12 @@ mod tests {
         barrier: Arc<Barrier>,
         log: Arc<Mutex<Vec<String>>>,
     }
-    impl Tool for Meet {
-        fn name(&self) -> &'static str {
+    impl TypedTool for Meet {
+        type Input = Value;
+        fn name(&self) -> &str {
             "Meet"
         }
-        fn description(&self) -> &'static str {
+        fn description(&self) -> &str {
             "test"
         }
         fn input_schema(&self) -> Value {
@@ -234,7 +235,7 @@ mod tests {
         fn is_read_only(&self) -> bool {
             true
         }
-        fn is_concurrency_safe(&self, _: &Value) -> bool {
+        fn is_concurrency_safe(&self) -> bool {
             true
         }
         fn category(&self) -> Category {
@@ -253,11 +254,12 @@ mod tests {
     struct Solo {
         log: Arc<Mutex<Vec<String>>>,
     }
-    impl Tool for Solo {
-        fn name(&self) -> &'static str {
+    impl TypedTool for Solo {
+        type Input = Value;
+        fn name(&self) -> &str {
             "Solo"
         }
-        fn description(&self) -> &'static str {
+        fn description(&self) -> &str {
             "test"
         }
         fn input_schema(&self) -> Value {

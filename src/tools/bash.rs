@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Category, Tool, ToolContext, ToolError, ToolResult, parse_input};
+use super::{Category, Subject, SubjectKind, ToolContext, ToolError, ToolResult, TypedTool};
 use crate::process::{self, CommandOutput, CommandSpec, OUTPUT_HEAD_CHARS, OUTPUT_TAIL_CHARS};
 
 /// Longest timeout the model may ask for, in seconds: 10 minutes (SPEC §4), long enough
@@ -47,7 +47,7 @@ result for you to read (for example failing tests), not a tool failure.";
 /// The Bash tool's input. Its schema is `input_schema` below; a test keeps them in step.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct BashInput {
+pub(crate) struct BashInput {
     command: String,
     #[serde(default)]
     timeout: Option<u64>,
@@ -76,12 +76,14 @@ fn check(input: &BashInput) -> Result<(), ToolError> {
 
 pub(crate) struct Bash;
 
-impl Tool for Bash {
-    fn name(&self) -> &'static str {
+impl TypedTool for Bash {
+    type Input = BashInput;
+
+    fn name(&self) -> &str {
         "Bash"
     }
 
-    fn description(&self) -> &'static str {
+    fn description(&self) -> &str {
         DESCRIPTION
     }
 
@@ -118,13 +120,19 @@ impl Tool for Bash {
         Category::Shell
     }
 
-    fn validate_input(&self, input: &Value) -> Result<(), ToolError> {
-        check(&parse_input(input)?)
+    fn subject_kind(&self) -> SubjectKind {
+        SubjectKind::Command
     }
 
-    fn execute(&self, ctx: &ToolContext, input: &Value) -> Result<ToolResult, ToolError> {
-        let input: BashInput = parse_input(input)?;
-        check(&input)?;
+    fn subject(&self, input: &BashInput) -> Subject {
+        Subject::Command(input.command.clone())
+    }
+
+    fn validate(&self, input: &BashInput) -> Result<(), ToolError> {
+        check(input)
+    }
+
+    fn execute(&self, ctx: &ToolContext, input: &BashInput) -> Result<ToolResult, ToolError> {
         if !ctx.workspace.is_dir() {
             return Err(ToolError::Fatal(format!(
                 "the workspace {} no longer exists",
@@ -133,7 +141,7 @@ impl Tool for Bash {
         }
         let timeout = input.timeout.map_or(ctx.bash_timeout, Duration::from_secs);
         let mut spec = CommandSpec::new(
-            input.command,
+            input.command.clone(),
             &ctx.workspace,
             ctx.child_env.clone(),
             timeout,
@@ -219,15 +227,17 @@ mod tests {
     use serde::de::{self, Deserializer, Visitor};
 
     use super::*;
+    use crate::tools::parse_input;
     use crate::tools::schema;
     use crate::tools::test_support::ctx;
+    use crate::tools::test_support::{check_input, exec};
 
     fn run_bash(dir: &Path, input: Value) -> ToolResult {
         let c = ctx(dir);
         let tool = Bash;
         schema::validate(&tool.input_schema(), &input).unwrap();
-        tool.validate_input(&input).unwrap();
-        match tool.execute(&c, &input) {
+        check_input(&tool, &input).unwrap();
+        match exec(&tool, &c, &input) {
             Ok(r) => r,
             Err(e) => ToolResult::error(e.message()),
         }
@@ -309,7 +319,7 @@ mod tests {
     fn metadata_flags() {
         assert!(!Bash.is_read_only());
         assert!(Bash.is_destructive());
-        assert!(!Bash.is_concurrency_safe(&json!({"command": "ls"})));
+        assert!(!Bash.is_concurrency_safe());
         assert_eq!(Bash.category(), Category::Shell);
     }
 
@@ -326,11 +336,11 @@ mod tests {
             (json!({"command": "ls", "timeout": "5"}), "invalid input"),
             (json!({}), "command"),
         ] {
-            let e = Bash.validate_input(&input).unwrap_err();
+            let e = check_input(&Bash, &input).unwrap_err();
             assert!(e.message().contains(needle), "{input}: {e}");
         }
         assert_eq!(
-            Bash.validate_input(&json!({"command": "ls", "timeout": 600})),
+            check_input(&Bash, &json!({"command": "ls", "timeout": 600})),
             Ok(())
         );
     }
@@ -427,7 +437,7 @@ mod tests {
             ("VISIBLE".to_string(), "yes".to_string()),
         ];
         c.child_env = Arc::new(crate::secrets::scrubbed_env(parent.into_iter(), &[]));
-        let r = Bash.execute(&c, &json!({"command": "env"})).unwrap();
+        let r = exec(&Bash, &c, &json!({"command": "env"})).unwrap();
         assert!(r.content.contains("VISIBLE=yes"), "{}", r.content);
         assert!(!r.content.contains("FOO_API_KEY"), "{}", r.content);
         assert!(!r.content.contains("sk-should-not-leak"));
@@ -481,7 +491,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut c = ctx(dir.path());
         c.workspace = dir.path().join("gone");
-        let e = Bash.execute(&c, &json!({"command": "true"})).unwrap_err();
+        let e = exec(&Bash, &c, &json!({"command": "true"})).unwrap_err();
         assert!(matches!(e, ToolError::Fatal(_)), "{e:?}");
     }
 }

@@ -13,7 +13,9 @@ use std::io::Read;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Category, Tool, ToolContext, ToolError, ToolResult, parse_input, sandbox};
+use super::{
+    Category, Subject, SubjectKind, ToolContext, ToolError, ToolResult, TypedTool, sandbox,
+};
 
 /// Largest file EditFile loads: it holds the old and the new content in memory.
 const MAX_EDIT_FILE_BYTES: u64 = 32 * 1024 * 1024;
@@ -28,7 +30,7 @@ pub(crate) struct EditFile;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Input {
+pub(crate) struct Input {
     path: String,
     old_string: String,
     new_string: String,
@@ -56,12 +58,14 @@ symbolic link) are refused.
 - Returns the changed lines with a few lines of context, numbered like ReadFile, so you can check the \
 result without reading the file again.";
 
-impl Tool for EditFile {
-    fn name(&self) -> &'static str {
+impl TypedTool for EditFile {
+    type Input = Input;
+
+    fn name(&self) -> &str {
         "EditFile"
     }
 
-    fn description(&self) -> &'static str {
+    fn description(&self) -> &str {
         DESCRIPTION
     }
 
@@ -95,8 +99,20 @@ impl Tool for EditFile {
         Category::File
     }
 
-    fn validate_input(&self, input: &Value) -> Result<(), ToolError> {
-        let input: Input = parse_input(input)?;
+    fn subject_kind(&self) -> SubjectKind {
+        SubjectKind::Paths
+    }
+
+    fn subject(&self, input: &Input) -> Subject {
+        Subject::Paths(vec![input.path.clone()])
+    }
+
+    /// Every write reports its change (`metadata.change`).
+    fn records_changes(&self) -> bool {
+        true
+    }
+
+    fn validate(&self, input: &Input) -> Result<(), ToolError> {
         if input.path.trim().is_empty() {
             return Err(ToolError::failed("`path` is empty: give the file to edit"));
         }
@@ -113,9 +129,7 @@ impl Tool for EditFile {
         Ok(())
     }
 
-    fn execute(&self, ctx: &ToolContext, input: &Value) -> Result<ToolResult, ToolError> {
-        self.validate_input(input)?;
-        let input: Input = parse_input(input)?;
+    fn execute(&self, ctx: &ToolContext, input: &Input) -> Result<ToolResult, ToolError> {
         let path = input.path.as_str();
         let resolved = sandbox::resolve_for_write(ctx, path)?;
         let (file, md) = sandbox::open_for_read(ctx, &resolved, path).map_err(|e| {
@@ -348,10 +362,11 @@ mod tests {
 
     use super::*;
     use crate::tools::sandbox::test_util::*;
+    use crate::tools::test_support::{check_input, exec};
 
     fn run(ctx: &ToolContext, input: Value) -> Result<ToolResult, ToolError> {
-        EditFile.validate_input(&input)?;
-        EditFile.execute(ctx, &input)
+        check_input(&EditFile, &input)?;
+        exec(&EditFile, ctx, &input)
     }
 
     fn err(ctx: &ToolContext, input: Value) -> String {
@@ -382,7 +397,7 @@ mod tests {
     fn tool_properties() {
         assert!(!EditFile.is_read_only());
         assert!(!EditFile.is_destructive());
-        assert!(!EditFile.is_concurrency_safe(&json!({})));
+        assert!(!EditFile.is_concurrency_safe());
         assert_eq!(EditFile.category(), Category::File);
     }
 

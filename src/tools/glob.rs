@@ -12,14 +12,16 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::walk::{self, path_order};
-use super::{Category, Tool, ToolContext, ToolError, ToolResult, parse_input, sandbox};
+use super::{
+    Category, Subject, SubjectKind, ToolContext, ToolError, ToolResult, TypedTool, sandbox,
+};
 
 /// Paths listed at most: a long list costs context and a narrower pattern serves better.
 pub(crate) const GLOB_MAX_RESULTS: usize = 200;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct GlobInput {
+pub(crate) struct GlobInput {
     pattern: String,
     #[serde(default)]
     path: Option<String>,
@@ -27,12 +29,14 @@ struct GlobInput {
 
 pub(crate) struct Glob;
 
-impl Tool for Glob {
-    fn name(&self) -> &'static str {
+impl TypedTool for Glob {
+    type Input = GlobInput;
+
+    fn name(&self) -> &str {
         "Glob"
     }
 
-    fn description(&self) -> &'static str {
+    fn description(&self) -> &str {
         "Find files by name pattern. Use it to locate files (\"**/*.rs\", \"src/**/test_*.py\", \
 \"**/Cargo.toml\") before reading them; to search file contents use Grep instead.\n\
 \n\
@@ -76,7 +80,7 @@ list was cut and how many files matched in total."
         true
     }
 
-    fn is_concurrency_safe(&self, _input: &Value) -> bool {
+    fn is_concurrency_safe(&self) -> bool {
         true
     }
 
@@ -84,8 +88,15 @@ list was cut and how many files matched in total."
         Category::Search
     }
 
-    fn validate_input(&self, input: &Value) -> Result<(), ToolError> {
-        let input: GlobInput = parse_input(input)?;
+    fn subject_kind(&self) -> SubjectKind {
+        SubjectKind::Paths
+    }
+
+    fn subject(&self, input: &GlobInput) -> Subject {
+        Subject::Paths(vec![input.path.clone().unwrap_or_else(|| ".".into())])
+    }
+
+    fn validate(&self, input: &GlobInput) -> Result<(), ToolError> {
         if input.pattern.trim().is_empty() {
             return Err(ToolError::failed(
                 "`pattern` is empty; give a glob such as \"**/*.rs\"",
@@ -94,8 +105,7 @@ list was cut and how many files matched in total."
         Ok(())
     }
 
-    fn execute(&self, ctx: &ToolContext, input: &Value) -> Result<ToolResult, ToolError> {
-        let input: GlobInput = parse_input(input)?;
+    fn execute(&self, ctx: &ToolContext, input: &GlobInput) -> Result<ToolResult, ToolError> {
         let root = sandbox::resolve_for_search(ctx, input.path.as_deref().unwrap_or("."))?;
         let shown_root = input.path.as_deref().unwrap_or("the workspace root");
         if !root.is_dir() {
@@ -219,8 +229,10 @@ fn no_match_message(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tools::parse_input;
     use crate::tools::schema;
     use crate::tools::test_support::ctx;
+    use crate::tools::test_support::{check_input, exec};
     use std::fs;
     use std::path::Path;
     use std::time::Duration;
@@ -242,7 +254,7 @@ mod tests {
     }
 
     fn run(dir: &Path, input: Value) -> Result<ToolResult, ToolError> {
-        Glob.execute(&ctx(dir), &input)
+        exec(&Glob, &ctx(dir), &input)
     }
 
     fn lines(r: &ToolResult) -> Vec<&str> {
@@ -284,7 +296,7 @@ mod tests {
     fn metadata_flags() {
         assert!(Glob.is_read_only());
         assert!(!Glob.is_destructive());
-        assert!(Glob.is_concurrency_safe(&json!({})));
+        assert!(Glob.is_concurrency_safe());
         assert_eq!(Glob.category(), Category::Search);
     }
 
@@ -450,8 +462,8 @@ mod tests {
         assert!(e.message().contains("not a directory"), "{e}");
         let e = run(d.path(), json!({"pattern": "*", "path": "missing"})).unwrap_err();
         assert!(e.message().contains("missing"), "{e}");
-        assert!(Glob.validate_input(&json!({"pattern": "  "})).is_err());
-        assert!(Glob.validate_input(&json!({"pattern": "*"})).is_ok());
+        assert!(check_input(&Glob, &json!({"pattern": "  "})).is_err());
+        assert!(check_input(&Glob, &json!({"pattern": "*"})).is_ok());
     }
 
     #[test]

@@ -25,7 +25,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::walk::{self, path_order};
-use super::{Category, Tool, ToolContext, ToolError, ToolResult, parse_input, sandbox};
+use super::{
+    Category, Subject, SubjectKind, ToolContext, ToolError, ToolResult, TypedTool, sandbox,
+};
 
 /// Matching lines reported at most: beyond this a narrower search serves the model better.
 pub(crate) const GREP_MAX_MATCHES: usize = 100;
@@ -50,7 +52,7 @@ const CUT_MARK: &str = "[…]";
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct GrepInput {
+pub(crate) struct GrepInput {
     pattern: String,
     #[serde(default)]
     path: Option<String>,
@@ -62,12 +64,14 @@ struct GrepInput {
 
 pub(crate) struct Grep;
 
-impl Tool for Grep {
-    fn name(&self) -> &'static str {
+impl TypedTool for Grep {
+    type Input = GrepInput;
+
+    fn name(&self) -> &str {
         "Grep"
     }
 
-    fn description(&self) -> &'static str {
+    fn description(&self) -> &str {
         "Search file contents with a regular expression. Use it to find where something is \
 defined or used (a function, an error message, a config key) across many files; use Glob to \
 find files by name, and ReadFile to read a file you already know.\n\
@@ -125,7 +129,7 @@ then narrow the pattern, the path or the glob."
         true
     }
 
-    fn is_concurrency_safe(&self, _input: &Value) -> bool {
+    fn is_concurrency_safe(&self) -> bool {
         true
     }
 
@@ -133,14 +137,19 @@ then narrow the pattern, the path or the glob."
         Category::Search
     }
 
-    fn validate_input(&self, input: &Value) -> Result<(), ToolError> {
-        let input: GrepInput = parse_input(input)?;
-        check(&input)
+    fn subject_kind(&self) -> SubjectKind {
+        SubjectKind::Paths
     }
 
-    fn execute(&self, ctx: &ToolContext, input: &Value) -> Result<ToolResult, ToolError> {
-        let input: GrepInput = parse_input(input)?;
-        check(&input)?;
+    fn subject(&self, input: &GrepInput) -> Subject {
+        Subject::Paths(vec![input.path.clone().unwrap_or_else(|| ".".into())])
+    }
+
+    fn validate(&self, input: &GrepInput) -> Result<(), ToolError> {
+        check(input)
+    }
+
+    fn execute(&self, ctx: &ToolContext, input: &GrepInput) -> Result<ToolResult, ToolError> {
         let context = input.context.unwrap_or(0);
         let matcher = Matcher::new(&input.pattern)
             .map_err(|e| ToolError::failed(format!("invalid regex {:?}: {e}", input.pattern)))?;
@@ -190,7 +199,7 @@ then narrow the pattern, the path or the glob."
             } else {
                 format!("{} file(s) under {shown_root}", files.len())
             };
-            content.push_str(&no_match_message(&input, &place, files.len(), &report));
+            content.push_str(&no_match_message(input, &place, files.len(), &report));
         } else {
             content.push_str(&header);
             content.push_str(&report.text);
@@ -655,8 +664,10 @@ fn no_match_message(input: &GrepInput, place: &str, considered: usize, r: &Repor
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tools::parse_input;
     use crate::tools::schema;
     use crate::tools::test_support::ctx;
+    use crate::tools::test_support::{check_input, exec};
     use std::fs;
 
     fn write(root: &Path, rel: &str, content: &str) {
@@ -666,7 +677,7 @@ mod tests {
     }
 
     fn run(dir: &Path, input: Value) -> Result<ToolResult, ToolError> {
-        Grep.execute(&ctx(dir), &input)
+        exec(&Grep, &ctx(dir), &input)
     }
 
     fn ok(dir: &Path, input: Value) -> String {
@@ -758,7 +769,7 @@ mod tests {
     fn metadata_flags() {
         assert!(Grep.is_read_only());
         assert!(!Grep.is_destructive());
-        assert!(Grep.is_concurrency_safe(&json!({})));
+        assert!(Grep.is_concurrency_safe());
         assert_eq!(Grep.category(), Category::Search);
     }
 
@@ -936,10 +947,7 @@ f.txt-14- l14\nf.txt:15: hit 15\nf.txt-16- l16\n--\ng.txt:1: hit g\ng.txt-2- l2\
         assert!(out.starts_with("f.txt-3- l3\nf.txt-4- l4\nf.txt:5: hit 5\nf.txt-6- l6\nf.txt:7: hit 7\nf.txt-8- l8\nf.txt-9- l9\n--\nf.txt-13- l13\n"), "{out}");
         let e = run(d.path(), json!({"pattern": "hit", "context": 11})).unwrap_err();
         assert!(e.message().contains("at most 10"), "{e}");
-        assert!(
-            Grep.validate_input(&json!({"pattern": "x", "context": 11}))
-                .is_err()
-        );
+        assert!(check_input(&Grep, &json!({"pattern": "x", "context": 11})).is_err());
     }
 
     #[test]

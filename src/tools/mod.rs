@@ -6,6 +6,7 @@
 
 pub(crate) mod bash;
 pub(crate) mod edit_file;
+pub(crate) mod gate;
 pub(crate) mod glob;
 pub(crate) mod grep;
 pub(crate) mod read_file;
@@ -129,35 +130,160 @@ impl ToolContext {
     }
 }
 
-/// The interface every tool implements (SPEC §4).
+/// What a permission rule's specifier (`Tool(spec)`) is matched against, as the tool says:
+/// policy never reads a tool's input fields itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SubjectKind {
+    /// Rules name the tool only; `Tool(spec)` is refused when the settings are read.
+    Nothing,
+    /// A shell command line: `Tool(git status)`, `Tool(cargo test:*)`.
+    Command,
+    /// Paths: `Tool(src/**)`, a glob relative to the workspace.
+    Paths,
+}
+
+/// What one call's rules are matched against.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Subject {
+    Nothing,
+    /// The command line as the model wrote it.
+    Command(String),
+    /// Every path the call touches, as the model wrote them (relative or absolute).
+    Paths(Vec<String>),
+}
+
+/// A tool as the settings see it: the name rules and hook matchers use, and what a rule's
+/// specifier means for it. Dynamic tools (MCP) are listed the same way.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KnownTool {
+    pub name: String,
+    pub subject: SubjectKind,
+}
+
+/// The object-safe interface every tool presents to the registry, dispatch and policy
+/// (SPEC §4). Built-in tools implement `TypedTool` and get this through the blanket
+/// impl below; a tool known only at run time (an MCP server's) may implement it directly.
 pub trait Tool: Send + Sync {
-    fn name(&self) -> &'static str;
+    fn name(&self) -> &str;
     /// Written for the model: when to use it, when not, constraints, what it returns.
-    fn description(&self) -> &'static str;
+    fn description(&self) -> &str;
     /// JSON Schema of the input. Must agree with the tool's typed input struct (tested).
+    fn input_schema(&self) -> Value;
+    fn is_read_only(&self) -> bool;
+    fn is_destructive(&self) -> bool;
+    /// Whether this call may run in parallel with its neighbours.
+    fn is_concurrency_safe(&self, input: &Value) -> bool;
+    fn category(&self) -> Category;
+    /// What a permission rule's specifier names for this tool.
+    fn subject_kind(&self) -> SubjectKind;
+    /// Whether the tool reports every file it changes itself (`metadata.change`), so that
+    /// enabling it alone needs no scan of the workspace to find what the run changed.
+    fn records_changes(&self) -> bool;
+    /// `None`: never spilled (ReadFile, so that reading a spilled file never spills again).
+    fn max_result_chars(&self) -> Option<usize>;
+    /// Parses and checks the input once, before any side effect: the prepared call then
+    /// names its permission subject and executes.
+    fn prepare<'t>(&'t self, input: &Value) -> Result<Box<dyn PreparedCall + 't>, ToolError>;
+}
+
+/// One call whose input is parsed and valid.
+pub trait PreparedCall {
+    fn subject(&self) -> Subject;
+    fn execute(&self, ctx: &ToolContext) -> Result<ToolResult, ToolError>;
+}
+
+/// A tool with a typed input, the way built-in tools are written: serde parses the input
+/// once into `Input`, `validate` checks what the schema cannot, `subject` says what rules
+/// are matched against, `execute` runs.
+pub trait TypedTool: Send + Sync {
+    type Input: DeserializeOwned + 'static;
+    fn name(&self) -> &str;
+    fn description(&self) -> &str;
     fn input_schema(&self) -> Value;
     fn is_read_only(&self) -> bool;
     fn is_destructive(&self) -> bool {
         false
     }
-    /// Whether this call may run in parallel with its neighbours. Defensive default.
-    fn is_concurrency_safe(&self, _input: &Value) -> bool {
+    /// Defensive default: run alone.
+    fn is_concurrency_safe(&self) -> bool {
         false
     }
     fn category(&self) -> Category;
-    /// Checks beyond the schema (ranges, non-empty strings) before any side effect.
-    fn validate_input(&self, _input: &Value) -> Result<(), ToolError> {
-        Ok(())
+    fn subject_kind(&self) -> SubjectKind {
+        SubjectKind::Nothing
     }
-    fn execute(&self, ctx: &ToolContext, input: &Value) -> Result<ToolResult, ToolError>;
-    /// `None`: never spilled (ReadFile, so that reading a spilled file never spills again).
+    fn records_changes(&self) -> bool {
+        false
+    }
     fn max_result_chars(&self) -> Option<usize> {
         Some(DEFAULT_MAX_RESULT_CHARS)
+    }
+    /// Checks beyond the schema (ranges, non-empty strings) before any side effect.
+    fn validate(&self, _input: &Self::Input) -> Result<(), ToolError> {
+        Ok(())
+    }
+    /// What permission rules are matched against; must agree with `subject_kind`.
+    fn subject(&self, _input: &Self::Input) -> Subject {
+        Subject::Nothing
+    }
+    fn execute(&self, ctx: &ToolContext, input: &Self::Input) -> Result<ToolResult, ToolError>;
+}
+
+impl<T: TypedTool> Tool for T {
+    fn name(&self) -> &str {
+        TypedTool::name(self)
+    }
+    fn description(&self) -> &str {
+        TypedTool::description(self)
+    }
+    fn input_schema(&self) -> Value {
+        TypedTool::input_schema(self)
+    }
+    fn is_read_only(&self) -> bool {
+        TypedTool::is_read_only(self)
+    }
+    fn is_destructive(&self) -> bool {
+        TypedTool::is_destructive(self)
+    }
+    fn is_concurrency_safe(&self, _input: &Value) -> bool {
+        TypedTool::is_concurrency_safe(self)
+    }
+    fn category(&self) -> Category {
+        TypedTool::category(self)
+    }
+    fn subject_kind(&self) -> SubjectKind {
+        TypedTool::subject_kind(self)
+    }
+    fn records_changes(&self) -> bool {
+        TypedTool::records_changes(self)
+    }
+    fn max_result_chars(&self) -> Option<usize> {
+        TypedTool::max_result_chars(self)
+    }
+    fn prepare<'t>(&'t self, input: &Value) -> Result<Box<dyn PreparedCall + 't>, ToolError> {
+        let input: T::Input = parse_input(input)?;
+        self.validate(&input)?;
+        Ok(Box::new(Typed { tool: self, input }))
+    }
+}
+
+/// A typed tool's call, parsed once.
+struct Typed<'t, T: TypedTool> {
+    tool: &'t T,
+    input: T::Input,
+}
+
+impl<T: TypedTool> PreparedCall for Typed<'_, T> {
+    fn subject(&self) -> Subject {
+        self.tool.subject(&self.input)
+    }
+    fn execute(&self, ctx: &ToolContext) -> Result<ToolResult, ToolError> {
+        self.tool.execute(ctx, &self.input)
     }
 }
 
 /// Deserialises a tool's input into its typed struct; serde's message names the field.
-pub(crate) fn parse_input<T: DeserializeOwned>(input: &Value) -> Result<T, ToolError> {
+fn parse_input<T: DeserializeOwned>(input: &Value) -> Result<T, ToolError> {
     T::deserialize(input).map_err(|e| ToolError::failed(format!("invalid input: {e}")))
 }
 
@@ -171,5 +297,19 @@ pub(crate) mod test_support {
         let mut c = ToolContext::for_workspace(root.clone());
         c.spill_dir = root.join(".spill-test");
         c
+    }
+
+    /// Prepares and runs a call as dispatch does, without the schema check and the gate.
+    pub(crate) fn exec(
+        tool: &dyn Tool,
+        ctx: &ToolContext,
+        input: &Value,
+    ) -> Result<ToolResult, ToolError> {
+        tool.prepare(input)?.execute(ctx)
+    }
+
+    /// The input check alone.
+    pub(crate) fn check_input(tool: &dyn Tool, input: &Value) -> Result<(), ToolError> {
+        tool.prepare(input).map(|_| ())
     }
 }

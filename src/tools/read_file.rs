@@ -9,7 +9,9 @@ use std::io::{self, BufRead, BufReader, Cursor, Read};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Category, Tool, ToolContext, ToolError, ToolResult, parse_input, sandbox};
+use super::{
+    Category, Subject, SubjectKind, ToolContext, ToolError, ToolResult, TypedTool, sandbox,
+};
 
 /// Lines returned when `limit` is not given (SPEC §4).
 const DEFAULT_LIMIT_LINES: u64 = 2_000;
@@ -32,7 +34,7 @@ pub(crate) struct ReadFile;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Input {
+pub(crate) struct Input {
     path: String,
     offset: Option<u64>,
     limit: Option<u64>,
@@ -57,12 +59,14 @@ first 512 bytes), permission denied, path outside the workspace (also through a 
 regular file (FIFO, socket, device), offset past the end (the error says how many lines the file has).
 - Several ReadFile calls in one turn run in parallel: read all the files you need at once.";
 
-impl Tool for ReadFile {
-    fn name(&self) -> &'static str {
+impl TypedTool for ReadFile {
+    type Input = Input;
+
+    fn name(&self) -> &str {
         "ReadFile"
     }
 
-    fn description(&self) -> &'static str {
+    fn description(&self) -> &str {
         DESCRIPTION
     }
 
@@ -94,7 +98,7 @@ impl Tool for ReadFile {
         true
     }
 
-    fn is_concurrency_safe(&self, _input: &Value) -> bool {
+    fn is_concurrency_safe(&self) -> bool {
         true
     }
 
@@ -102,8 +106,15 @@ impl Tool for ReadFile {
         Category::File
     }
 
-    fn validate_input(&self, input: &Value) -> Result<(), ToolError> {
-        let input: Input = parse_input(input)?;
+    fn subject_kind(&self) -> SubjectKind {
+        SubjectKind::Paths
+    }
+
+    fn subject(&self, input: &Input) -> Subject {
+        Subject::Paths(vec![input.path.clone()])
+    }
+
+    fn validate(&self, input: &Input) -> Result<(), ToolError> {
         if input.path.trim().is_empty() {
             return Err(ToolError::failed("`path` is empty: give the file to read"));
         }
@@ -118,8 +129,7 @@ impl Tool for ReadFile {
         Ok(())
     }
 
-    fn execute(&self, ctx: &ToolContext, input: &Value) -> Result<ToolResult, ToolError> {
-        let input: Input = parse_input(input)?;
+    fn execute(&self, ctx: &ToolContext, input: &Input) -> Result<ToolResult, ToolError> {
         let resolved = sandbox::resolve_for_read(ctx, &input.path)?;
         let (file, md) = sandbox::open_for_read(ctx, &resolved, &input.path)?;
         let shown = sandbox::display_path(ctx, &resolved);
@@ -333,10 +343,11 @@ fn read_line_capped(
 mod tests {
     use super::*;
     use crate::tools::sandbox::test_util::*;
+    use crate::tools::test_support::{check_input, exec};
 
     fn run(ctx: &ToolContext, input: Value) -> Result<ToolResult, ToolError> {
-        ReadFile.validate_input(&input)?;
-        ReadFile.execute(ctx, &input)
+        check_input(&ReadFile, &input)?;
+        exec(&ReadFile, ctx, &input)
     }
 
     fn err(ctx: &ToolContext, input: Value) -> String {
@@ -368,7 +379,7 @@ mod tests {
     fn tool_properties() {
         assert!(ReadFile.is_read_only());
         assert!(!ReadFile.is_destructive());
-        assert!(ReadFile.is_concurrency_safe(&json!({"path": "a"})));
+        assert!(ReadFile.is_concurrency_safe());
         assert_eq!(ReadFile.category(), Category::File);
         assert_eq!(ReadFile.max_result_chars(), None);
     }

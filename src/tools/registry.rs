@@ -1,11 +1,12 @@
 //! The registry of tools: register, enable/disable, look up, list, and the `tools` array
-//! sent to the API. `builtin` is the one place that lists the tools.
+//! sent to the API. `builtin` is the one place that lists the built-in tools; which of
+//! them a run enables follows from each tool's category and flags, never its name.
 
 use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::Tool;
+use super::{Category, KnownTool, Tool};
 
 /// Which tools a run enables, from the command line (SPEC §2, §6).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -72,17 +73,37 @@ impl Registry {
             .filter(|(_, on)| *on)
             .map(|(t, _)| t)
             .collect();
-        v.sort_by_key(|t| t.name());
+        v.sort_by(|a, b| a.name().cmp(b.name()));
         v
     }
 
-    pub fn enabled_names(&self) -> Vec<&'static str> {
+    pub fn enabled_names(&self) -> Vec<&str> {
         self.enabled().iter().map(|t| t.name()).collect()
     }
 
     /// Every registered tool's name, enabled or not.
-    pub fn all_names(&self) -> Vec<&'static str> {
+    pub fn all_names(&self) -> Vec<&str> {
         self.tools.iter().map(|(t, _)| t.name()).collect()
+    }
+
+    /// Every registered tool as the settings name it (enabled or not).
+    pub fn known(&self) -> Vec<KnownTool> {
+        self.tools
+            .iter()
+            .map(|(t, _)| KnownTool {
+                name: t.name().to_string(),
+                subject: t.subject_kind(),
+            })
+            .collect()
+    }
+
+    /// Whether an enabled tool may change files without reporting each change itself
+    /// (a shell, a tool of unknown effect): then the run must scan the workspace to know
+    /// what it changed.
+    pub fn may_change_files_unrecorded(&self) -> bool {
+        self.enabled()
+            .iter()
+            .any(|t| !t.is_read_only() && !t.records_changes())
     }
 
     /// The `tools` array of the Messages API request.
@@ -110,24 +131,28 @@ impl Registry {
         r
     }
 
+    /// Read-only tools are on by default; `--allow-write` adds the file tools that change
+    /// files (not destructive ones), `--allow-bash` the shell tools. `--allowed-tools`
+    /// replaces that choice; `--disallowed-tools` removes last.
     fn apply(&mut self, sel: &ToolSelection) {
-        let names = self.all_names();
-        for name in names {
-            let tool_read_only = self
-                .tools
-                .iter()
-                .any(|(t, _)| t.name() == name && t.is_read_only());
-            let on = match &sel.allowed {
+        for (tool, on) in &mut self.tools {
+            let name = tool.name();
+            let wanted = match &sel.allowed {
                 Some(list) => list.iter().any(|a| a == name),
-                None => {
-                    tool_read_only
-                        || (sel.allow_write && matches!(name, "WriteFile" | "EditFile"))
-                        || (sel.allow_bash && name == "Bash")
-                }
+                None => default_on(tool.as_ref(), sel),
             };
             let off = sel.disallowed.iter().any(|d| d == name);
-            self.set_enabled(name, on && !off);
+            *on = wanted && !off;
         }
+    }
+}
+
+fn default_on(tool: &dyn Tool, sel: &ToolSelection) -> bool {
+    match tool.category() {
+        _ if tool.is_read_only() => true,
+        Category::File => sel.allow_write && !tool.is_destructive(),
+        Category::Shell => sel.allow_bash,
+        Category::Search => false,
     }
 }
 
@@ -205,5 +230,104 @@ mod tests {
         assert!(r.disable("Bash"));
         assert!(r.get("Bash").is_none());
         assert!(!r.enable("Nope"));
+    }
+
+    /// A tool defined here: what enables it is its category and flags, not its name.
+    struct Probe {
+        name: &'static str,
+        category: Category,
+        read_only: bool,
+        destructive: bool,
+        records: bool,
+    }
+    impl crate::tools::TypedTool for Probe {
+        type Input = Value;
+        fn name(&self) -> &str {
+            self.name
+        }
+        fn description(&self) -> &str {
+            "probe"
+        }
+        fn input_schema(&self) -> Value {
+            json!({"type": "object"})
+        }
+        fn is_read_only(&self) -> bool {
+            self.read_only
+        }
+        fn is_destructive(&self) -> bool {
+            self.destructive
+        }
+        fn category(&self) -> Category {
+            self.category
+        }
+        fn records_changes(&self) -> bool {
+            self.records
+        }
+        fn execute(
+            &self,
+            _: &crate::tools::ToolContext,
+            _: &Value,
+        ) -> Result<crate::tools::ToolResult, crate::tools::ToolError> {
+            unreachable!()
+        }
+    }
+
+    fn probes(sel: &ToolSelection) -> Registry {
+        let mut r = Registry::new();
+        for (name, category, read_only, destructive, records) in [
+            ("Look", Category::Search, true, false, false),
+            ("Put", Category::File, false, false, true),
+            ("Zap", Category::File, false, true, false),
+            ("Sh", Category::Shell, false, true, false),
+        ] {
+            r.register(Arc::new(Probe {
+                name,
+                category,
+                read_only,
+                destructive,
+                records,
+            }));
+        }
+        r.apply(sel);
+        r
+    }
+
+    #[test]
+    fn enabling_follows_category_and_flags() {
+        let none = probes(&ToolSelection::default());
+        assert_eq!(none.enabled_names(), ["Look"]);
+        assert!(!none.may_change_files_unrecorded());
+        let write = probes(&ToolSelection {
+            allow_write: true,
+            ..Default::default()
+        });
+        assert_eq!(write.enabled_names(), ["Look", "Put"]);
+        assert!(
+            !write.may_change_files_unrecorded(),
+            "Put records its changes"
+        );
+        let bash = probes(&ToolSelection {
+            allow_bash: true,
+            ..Default::default()
+        });
+        assert_eq!(bash.enabled_names(), ["Look", "Sh"]);
+        assert!(bash.may_change_files_unrecorded());
+        let zap = probes(&ToolSelection {
+            allowed: Some(vec!["Zap".into()]),
+            ..Default::default()
+        });
+        assert_eq!(zap.enabled_names(), ["Zap"]);
+        assert!(zap.may_change_files_unrecorded());
+    }
+
+    #[test]
+    fn only_a_shell_makes_the_builtins_scan() {
+        let mut sel = ToolSelection {
+            allow_write: true,
+            ..Default::default()
+        };
+        assert!(!Registry::builtin(&sel).may_change_files_unrecorded());
+        sel.allow_bash = true;
+        assert!(Registry::builtin(&sel).may_change_files_unrecorded());
     }
 }

@@ -7,13 +7,15 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Category, Tool, ToolContext, ToolError, ToolResult, parse_input, sandbox};
+use super::{
+    Category, Subject, SubjectKind, ToolContext, ToolError, ToolResult, TypedTool, sandbox,
+};
 
 pub(crate) struct WriteFile;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Input {
+pub(crate) struct Input {
     path: String,
     content: String,
 }
@@ -35,12 +37,14 @@ file keeps its mode (an executable script stays executable).
 not regular files (FIFO, socket, device).
 - Returns `Wrote N bytes to PATH`.";
 
-impl Tool for WriteFile {
-    fn name(&self) -> &'static str {
+impl TypedTool for WriteFile {
+    type Input = Input;
+
+    fn name(&self) -> &str {
         "WriteFile"
     }
 
-    fn description(&self) -> &'static str {
+    fn description(&self) -> &str {
         DESCRIPTION
     }
 
@@ -70,16 +74,27 @@ impl Tool for WriteFile {
         Category::File
     }
 
-    fn validate_input(&self, input: &Value) -> Result<(), ToolError> {
-        let input: Input = parse_input(input)?;
+    fn subject_kind(&self) -> SubjectKind {
+        SubjectKind::Paths
+    }
+
+    fn subject(&self, input: &Input) -> Subject {
+        Subject::Paths(vec![input.path.clone()])
+    }
+
+    /// Every write reports its change (`metadata.change`).
+    fn records_changes(&self) -> bool {
+        true
+    }
+
+    fn validate(&self, input: &Input) -> Result<(), ToolError> {
         if input.path.trim().is_empty() {
             return Err(ToolError::failed("`path` is empty: give the file to write"));
         }
         Ok(())
     }
 
-    fn execute(&self, ctx: &ToolContext, input: &Value) -> Result<ToolResult, ToolError> {
-        let input: Input = parse_input(input)?;
+    fn execute(&self, ctx: &ToolContext, input: &Input) -> Result<ToolResult, ToolError> {
         let resolved = sandbox::resolve_for_write(ctx, &input.path)?;
         let change = sandbox::write_atomic(ctx, &resolved, &input.path, input.content.as_bytes())?;
         let bytes = input.content.len();
@@ -98,10 +113,11 @@ mod tests {
 
     use super::*;
     use crate::tools::sandbox::test_util::*;
+    use crate::tools::test_support::{check_input, exec};
 
     fn run(ctx: &ToolContext, input: Value) -> Result<ToolResult, ToolError> {
-        WriteFile.validate_input(&input)?;
-        WriteFile.execute(ctx, &input)
+        check_input(&WriteFile, &input)?;
+        exec(&WriteFile, ctx, &input)
     }
 
     fn mode(p: &std::path::Path) -> u32 {
@@ -120,7 +136,7 @@ mod tests {
     fn tool_properties() {
         assert!(!WriteFile.is_read_only());
         assert!(!WriteFile.is_destructive());
-        assert!(!WriteFile.is_concurrency_safe(&json!({})));
+        assert!(!WriteFile.is_concurrency_safe());
         assert_eq!(WriteFile.category(), Category::File);
     }
 
