@@ -265,7 +265,8 @@ pub enum ReportFormat {
 
 #[derive(Debug, Args)]
 pub struct SummaryArgs {
-    /// A transcript written by `agent run -o FILE` (or --json).
+    /// A transcript written by `agent run -o FILE` (or --json), a --jsonl capture (its
+    /// run.finished event), or `-` to read either from stdin.
     pub transcript: PathBuf,
     /// Print GitHub Actions outputs (status, result, transcript) instead of Markdown.
     #[arg(long)]

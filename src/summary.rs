@@ -1,5 +1,7 @@
 //! `agent summary TRANSCRIPT`: renders a transcript as the Markdown step summary of the
 //! GitHub Action (`ci/action/run.sh`), or with `--github-output` as the step's outputs.
+//! TRANSCRIPT is a file written by `-o` or `--json`, a `--jsonl` capture (its
+//! `run.finished` event carries the transcript), or `-` for either on stdin.
 //! In Rust rather than jq in the script: one tested renderer, no tool to install on the
 //! runner, and the same escaping everywhere.
 //!
@@ -30,6 +32,9 @@ const VERIFY_TAIL_CHARS: usize = 1_500;
 const DIFF_STAT_LINES: usize = 40;
 /// Files listed.
 const MAX_FILE_ROWS: usize = 100;
+/// Largest input read (a transcript, or a `--jsonl` capture with every event): far above
+/// any real run, and a bound on memory when stdin is something endless.
+const MAX_INPUT_BYTES: u64 = 256 << 20;
 
 pub(crate) fn summary_command(args: &SummaryArgs) -> ExitCode {
     let t = match read_transcript(&args.transcript) {
@@ -49,14 +54,73 @@ pub(crate) fn summary_command(args: &SummaryArgs) -> ExitCode {
 }
 
 fn read_transcript(path: &Path) -> Result<Value, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read the transcript {}: {e}", path.display()))?;
-    let v: Value = serde_json::from_str(&text)
-        .map_err(|e| format!("{} is not a JSON transcript: {e}", path.display()))?;
-    if !v.is_object() || v.get("status").is_none() {
-        return Err(format!("{} is not an agent transcript", path.display()));
+    use std::io::Read;
+    let stdin = path == Path::new("-");
+    let name = if stdin {
+        "stdin".to_string()
+    } else {
+        path.display().to_string()
+    };
+    let mut bytes = Vec::new();
+    let read = if stdin {
+        std::io::stdin()
+            .lock()
+            .take(MAX_INPUT_BYTES + 1)
+            .read_to_end(&mut bytes)
+    } else {
+        std::fs::File::open(path).and_then(|f| f.take(MAX_INPUT_BYTES + 1).read_to_end(&mut bytes))
+    };
+    read.map_err(|e| format!("cannot read the transcript {name}: {e}"))?;
+    if bytes.len() as u64 > MAX_INPUT_BYTES {
+        return Err(format!(
+            "{name} is over {} MiB: not a transcript",
+            MAX_INPUT_BYTES >> 20
+        ));
     }
-    Ok(v)
+    let text = String::from_utf8_lossy(&bytes);
+    parse_transcript(&text, &name)
+}
+
+/// A transcript document, or the transcript in a `--jsonl` capture's `run.finished`.
+pub(crate) fn parse_transcript(text: &str, name: &str) -> Result<Value, String> {
+    let is_transcript = |v: &Value| v.is_object() && v.get("status").is_some();
+    match serde_json::from_str::<Value>(text) {
+        Ok(v) if is_transcript(&v) => return Ok(v),
+        // One JSON value that is no transcript (a lone event is handled below).
+        Ok(v) if v.get("type").is_none() => {
+            return Err(format!("{name} is not an agent transcript"));
+        }
+        _ => {}
+    }
+    let mut events = 0;
+    for line in text.lines().rev().filter(|l| !l.trim().is_empty()) {
+        let Ok(ev) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        if ev.get("type").is_none() {
+            continue;
+        }
+        events += 1;
+        if ev["type"] == "run.finished" {
+            return if is_transcript(&ev["transcript"]) {
+                Ok(ev["transcript"].clone())
+            } else {
+                Err(format!(
+                    "{name}: its run.finished event holds no transcript"
+                ))
+            };
+        }
+    }
+    if events > 0 {
+        Err(format!(
+            "{name} is a --jsonl capture without a run.finished event (the run did not \
+             finish, or the capture was cut): no transcript to summarise"
+        ))
+    } else {
+        Err(format!(
+            "{name} is not a JSON transcript or a --jsonl capture"
+        ))
+    }
 }
 
 /// `name=value` lines for `$GITHUB_OUTPUT`; the multi-line result uses the heredoc form
@@ -72,7 +136,12 @@ pub(crate) fn github_outputs(t: &Value, path: &Path) -> String {
     while result.contains(&delim) {
         delim.push('_');
     }
-    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    // From stdin there is no file to point at.
+    let abs = if path == Path::new("-") {
+        std::path::PathBuf::new()
+    } else {
+        std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+    };
     format!(
         "status={}\nresult<<{delim}\n{result}\n{delim}\ntranscript={}\n",
         one_line(status),
@@ -120,6 +189,20 @@ fn tail_lines(s: &str, lines: usize, chars: usize) -> String {
     let all: Vec<&str> = s.trim_end_matches('\n').lines().collect();
     let kept = all[all.len().saturating_sub(lines)..].join("\n");
     crate::verify::tail(&kept, chars)
+}
+
+/// Dollars as people read them: 4 decimals from a cent up, else 3 significant digits
+/// (`$0.000717`, not `$0.0007` or `0.0007170000000000002`).
+pub(crate) fn usd(c: f64) -> String {
+    if c == 0.0 || !c.is_finite() {
+        return format!("${c}");
+    }
+    if c.abs() >= 0.01 {
+        return format!("${c:.4}");
+    }
+    let decimals = (2 - c.abs().log10().floor() as i32).clamp(4, 12) as usize;
+    let s = format!("{c:.decimals$}");
+    format!("${}", s.trim_end_matches('0').trim_end_matches('.'))
 }
 
 /// `1 turn`, `3 turns`: a count with its noun (plurals by `s`).
@@ -175,7 +258,16 @@ pub(crate) fn markdown(t: &Value) -> String {
     } else {
         code(status)
     };
-    let mut md = format!("### agent: {icon} {shown}\n\n| | |\n|---|---|\n");
+    let calls = t["tool_calls"].as_array().map_or(0, Vec::len) as u64;
+    let mut md = format!(
+        "### agent: {icon} {shown}\n\n{} · {}{}\n\n| | |\n|---|---|\n",
+        count(t["num_turns"].as_u64().unwrap_or(0), "turn"),
+        count(calls, "tool call"),
+        t["cost_usd"]
+            .as_f64()
+            .map(|c| format!(" · {}", usd(c)))
+            .unwrap_or_default()
+    );
     let mut row = |k: &str, v: String| md.push_str(&format!("| {k} | {v} |\n"));
     row("Status", code(status));
     if let Some(m) = t["model"].as_str() {
@@ -197,7 +289,7 @@ pub(crate) fn markdown(t: &Value) -> String {
     row(
         "Cost",
         match t["cost_usd"].as_f64() {
-            Some(c) => format!("${c:.4}"),
+            Some(c) => usd(c),
             None => "unknown (no price for this model)".to_string(),
         },
     );
@@ -338,136 +430,5 @@ fn files_section(t: &Value, md: &mut String) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn transcript() -> Value {
-        json!({
-            "version": 1, "status": "success", "is_error": false,
-            "result": "Fixed the `off by one` in mean().", "error": null,
-            "model": "claude-sonnet-4-5", "num_turns": 3, "duration_ms": 12_345,
-            "api_duration_ms": 9_000,
-            "usage": {"input_tokens": 1234567, "output_tokens": 890,
-                      "cache_creation_input_tokens": 10, "cache_read_input_tokens": 20},
-            "cost_usd": 0.01234, "retries": 0,
-            "tool_calls": [
-                {"id": "t1", "name": "Bash", "input": {"command": "sed -n '1|2p' a | wc"},
-                 "is_error": false, "batch": 1, "duration_ms": 12, "turn": 1},
-                {"id": "t2", "name": "EditFile", "input": {"path": "lib/stats.sh",
-                 "old_string": "SECRET-ish old text", "new_string": "x"},
-                 "is_error": true, "batch": 2, "duration_ms": 3, "turn": 2}
-            ],
-            "files_changed": [{"path": "lib/stats.sh", "change": "modified"}],
-            "git_diff_stat": " lib/stats.sh | 2 +-\n 1 file changed, 1 insertion(+), 1 deletion(-)\n",
-            "verifications": [
-                {"round": 1, "command": "tests/run.sh", "exit_code": 1, "passed": false,
-                 "timed_out": false, "duration_ms": 50,
-                 "output_tail": (1..=30).map(|i| format!("line {i}\n")).collect::<String>()},
-                {"round": 2, "command": "tests/run.sh", "exit_code": 0, "passed": true,
-                 "timed_out": false, "duration_ms": 40, "output_tail": "ok\n"}
-            ]
-        })
-    }
-
-    #[test]
-    fn markdown_has_every_section() {
-        let md = markdown(&transcript());
-        for needle in [
-            "### agent: ✅ success",
-            "| Turns | 3 |",
-            "1,234,567 input (20 cache read, 10 cache write) · 890 output",
-            "| Cost | $0.0123 |",
-            "| 1 | 1 | <code>Bash</code> | <code>sed -n '1&#124;2p' a &#124; wc</code> | ok | 12 ms |",
-            "<code>lib/stats.sh</code> | error | 3 ms |",
-            "- modified <code>lib/stats.sh</code>",
-            "1 file changed",
-            "| 1 | <code>tests/run.sh</code> | 1 | ❌ failed |",
-            "| 2 | <code>tests/run.sh</code> | 0 | ✅ passed |",
-            "#### Result",
-            "Fixed the `off by one`",
-        ] {
-            assert!(md.contains(needle), "missing {needle:?} in\n{md}");
-        }
-        // Only a call's summary, never its other input fields or any output.
-        assert!(!md.contains("SECRET-ish"), "{md}");
-        // The last round passed: no failing output shown.
-        assert!(!md.contains("line 30"), "{md}");
-    }
-
-    #[test]
-    fn failing_verification_shows_only_a_short_tail() {
-        let mut t = transcript();
-        t["status"] = json!("verify_failed");
-        t["verifications"].as_array_mut().unwrap().pop();
-        t["cost_usd"] = Value::Null;
-        t["error"] = json!({"kind": "verify_failed", "message": "still fails"});
-        let md = markdown(&t);
-        assert!(md.contains("### agent: ⚠️ verify_failed"), "{md}");
-        assert!(md.contains("unknown (no price for this model)"), "{md}");
-        assert!(md.contains("**Error** <code>verify_failed</code>"), "{md}");
-        assert!(md.contains("line 30") && md.contains("line 11"), "{md}");
-        assert!(
-            !md.contains("line 10\n"),
-            "only the last {VERIFY_TAIL_LINES} lines: {md}"
-        );
-    }
-
-    #[test]
-    fn long_lists_are_capped() {
-        let mut t = transcript();
-        let call = t["tool_calls"][0].clone();
-        t["tool_calls"] = Value::Array(vec![call; MAX_TOOL_ROWS + 5]);
-        let md = markdown(&t);
-        assert!(md.contains("… and 5 more"), "{md}");
-        assert_eq!(md.matches("<code>Bash</code>").count(), MAX_TOOL_ROWS);
-    }
-
-    #[test]
-    fn fences_outgrow_backticks_in_the_body() {
-        let f = fenced("text", "a ``` b");
-        assert!(
-            f.starts_with("````text\n") && f.ends_with("\n````\n"),
-            "{f}"
-        );
-    }
-
-    #[test]
-    fn github_outputs_use_a_safe_heredoc() {
-        let mut t = transcript();
-        t["result"] = json!("two\nlines");
-        let out = github_outputs(&t, Path::new("/tmp/t.json"));
-        let mut lines = out.lines();
-        assert_eq!(lines.next(), Some("status=success"));
-        let head = lines.next().unwrap();
-        let delim = head.strip_prefix("result<<").unwrap();
-        assert_eq!(lines.next(), Some("two"));
-        assert_eq!(lines.next(), Some("lines"));
-        assert_eq!(lines.next(), Some(delim));
-        assert_eq!(lines.next(), Some("transcript=/tmp/t.json"));
-    }
-
-    #[test]
-    fn bad_files_are_reported() {
-        let d = tempfile::tempdir().unwrap();
-        let f = d.path().join("t.json");
-        assert!(read_transcript(&f).unwrap_err().contains("cannot read"));
-        std::fs::write(&f, "nope").unwrap();
-        assert!(read_transcript(&f).unwrap_err().contains("not a JSON"));
-        std::fs::write(&f, "[1]").unwrap();
-        assert!(
-            read_transcript(&f)
-                .unwrap_err()
-                .contains("not an agent transcript")
-        );
-    }
-
-    #[test]
-    fn an_odd_status_cannot_inject_markdown() {
-        let t = json!({"version": 1, "status": "x\n## Injected heading\n| a | b |",
-                       "is_error": true, "tool_calls": [], "files_changed": []});
-        let md = markdown(&t);
-        assert!(!md.contains("\n## Injected"), "{md}");
-        assert!(!md.lines().any(|l| l.starts_with("| a | b |")), "{md}");
-    }
-}
+#[path = "summary_tests.rs"]
+mod tests;

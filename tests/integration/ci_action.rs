@@ -409,3 +409,71 @@ fn batch_examples_for_each_engine() {
         "results outlive the pods"
     );
 }
+
+/// The pull-request example runs unreviewed code: project settings are ignored, the
+/// write token is not left in .git/config for the agent's Bash, forks are excluded, and
+/// only the push step (after the agent) holds the token.
+#[test]
+fn the_pull_request_example_is_hardened() {
+    let w = example("fix-tests-on-pr.yml");
+    let job = &w["jobs"]["fix"];
+    let cond = job["if"].as_str().unwrap();
+    assert!(
+        cond.contains("github.event.pull_request.head.repo.full_name == github.repository"),
+        "{cond}"
+    );
+    let steps = job["steps"].as_sequence().unwrap();
+    let checkout = steps
+        .iter()
+        .find(|s| {
+            s["uses"]
+                .as_str()
+                .is_some_and(|u| u.starts_with("actions/checkout"))
+        })
+        .unwrap();
+    assert_eq!(checkout["with"]["persist-credentials"], false);
+    let agent = steps.iter().find(|s| s["id"] == "agent").unwrap();
+    let args = agent["with"]["args"].as_str().unwrap();
+    assert!(args.contains("--no-project-settings"), "{args}");
+    let agent_text = strings(agent);
+    assert!(
+        !agent_text.contains("github.token") && !agent_text.contains("GITHUB_TOKEN"),
+        "{agent_text}"
+    );
+    let push = steps.iter().find(|s| s["name"] == "Push the fix").unwrap();
+    assert_eq!(push["env"]["PUSH_TOKEN"], "${{ github.token }}");
+    assert!(strings(&push["run"]).contains("x-access-token:${PUSH_TOKEN}@"));
+    // The step order: the token's step comes after the agent's.
+    let pos = |name: &serde_yaml::Value| steps.iter().position(|s| s == name).unwrap();
+    assert!(pos(push) > pos(agent));
+    // And the args parse as `agent run` flags (the Action splits them like a shell).
+    let words: Vec<String> = shell_words(args);
+    let mut argv = vec!["run".to_string()];
+    argv.extend(words);
+    argv.extend(["--max-tokens".into(), "0".into(), "x".into()]);
+    let env = TestEnv::new(vec![]);
+    let refs: Vec<&str> = argv.iter().map(String::as_str).collect();
+    let out = env.run(&refs);
+    out.assert_code(2);
+    assert!(
+        out.stderr.contains("--max-tokens must be at least 1"),
+        "only the forced error: {}",
+        out.stderr
+    );
+}
+
+/// Splits like the Action's run.sh (xargs): blanks separate, quotes group.
+fn shell_words(s: &str) -> Vec<String> {
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg("printf '%s' \"$1\" | xargs printf '%s\\n'")
+        .arg("sh")
+        .arg(s)
+        .output()
+        .unwrap();
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}

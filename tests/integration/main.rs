@@ -24,3 +24,4 @@ mod real_servers;
 mod session;
 mod stdin;
 mod stop_reasons;
+mod summary_cmd;
