@@ -4,54 +4,31 @@
 //! hold exactly the tool_results the next request would send.
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Command;
 
 use serde_json::{Value, json};
+
+use crate::support::{RunOutput, TestEnv, Turn};
 
 const ALL_TOOLS: &[&str] = &["Bash", "EditFile", "Glob", "Grep", "ReadFile", "WriteFile"];
 
 /// The SSE text of one assistant turn making `calls` (`(id, name, input)`), or, with no
 /// calls, ending the run with `text`.
 fn turn_sse(calls: &[(&str, &str, Value)], text: &str) -> String {
-    let mut events = vec![json!({"type": "message_start", "message": {"id": "msg_t",
-        "type": "message", "role": "assistant", "model": "claude-test", "content": [],
-        "usage": {"input_tokens": 10, "output_tokens": 1}}})];
-    let mut index = 0;
+    let mut turn = Turn::new();
     if !text.is_empty() {
-        events.push(json!({"type": "content_block_start", "index": 0,
-            "content_block": {"type": "text", "text": ""}}));
-        events.push(json!({"type": "content_block_delta", "index": 0,
-            "delta": {"type": "text_delta", "text": text}}));
-        events.push(json!({"type": "content_block_stop", "index": 0}));
-        index = 1;
+        turn = turn.text(text);
     }
     for (id, name, input) in calls {
-        events.push(json!({"type": "content_block_start", "index": index,
-            "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}}));
-        events.push(json!({"type": "content_block_delta", "index": index,
-            "delta": {"type": "input_json_delta", "partial_json": input.to_string()}}));
-        events.push(json!({"type": "content_block_stop", "index": index}));
-        index += 1;
+        turn = turn.tool(id, name, input.clone());
     }
-    let stop = if calls.is_empty() {
-        "end_turn"
-    } else {
-        "tool_use"
-    };
-    events.push(
-        json!({"type": "message_delta", "delta": {"stop_reason": stop},
-        "usage": {"output_tokens": 5}}),
-    );
-    events.push(json!({"type": "message_stop"}));
-    events
-        .iter()
-        .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))
-        .collect()
+    turn.frames().concat()
 }
 
-/// A workspace, a cassette of scripted turns, and the `agent run` command over them.
+/// A workspace (in a `TestEnv`: scrubbed environment, hang guard), a cassette of
+/// scripted turns, and the `agent run` command over them.
 struct Run {
-    _dir: tempfile::TempDir,
+    env: TestEnv,
     ws: PathBuf,
     cassette: PathBuf,
 }
@@ -59,20 +36,17 @@ struct Run {
 impl Run {
     /// `turns`: each a list of tool calls; a final `end_turn` turn is appended.
     fn new(turns: &[Vec<(&str, &str, Value)>]) -> Run {
-        Run::new_in(tempfile::tempdir().unwrap(), turns)
+        Run::in_env(TestEnv::new(vec![]), turns)
     }
 
     /// A workspace outside the temp directory (which `--sandbox workspace-write` allows).
     fn outside_tmp(turns: &[Vec<(&str, &str, Value)>]) -> Run {
-        let base = crate::support::dir_outside_temp("policy-tests");
-        Run::new_in(tempfile::tempdir_in(base).unwrap(), turns)
+        Run::in_env(TestEnv::outside_temp("policy-tests", vec![]), turns)
     }
 
-    fn new_in(dir: tempfile::TempDir, turns: &[Vec<(&str, &str, Value)>]) -> Run {
-        let ws = dir.path().join("ws");
-        std::fs::create_dir(&ws).unwrap();
-        let ws = ws.canonicalize().unwrap();
-        let cassette = dir.path().join("run.cassette.jsonl");
+    fn in_env(env: TestEnv, turns: &[Vec<(&str, &str, Value)>]) -> Run {
+        let ws = env.ws();
+        let cassette = env.out("run.cassette.jsonl");
         let mut lines = vec![
             json!({"type": "header", "format": 1, "provider": "anthropic",
             "model": "claude-test", "agent_version": "0.1.0",
@@ -88,32 +62,36 @@ impl Run {
             "sse": turn_sse(&[], "Done.")}));
         let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
         std::fs::write(&cassette, text).unwrap();
-        Run {
-            _dir: dir,
-            ws,
-            cassette,
-        }
+        Run { env, ws, cassette }
     }
 
+    /// `agent run --replay` over the cassette; no API key (replay needs none).
     fn cmd(&self, extra: &[&str]) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_agent"));
-        c.arg("run")
-            .arg("--replay")
-            .arg(&self.cassette)
-            .arg("-C")
-            .arg(&self.ws)
-            .args(["--json", "--full-auto"])
-            .args(extra)
-            .arg("do the task")
-            .env_remove("ANTHROPIC_API_KEY")
-            .env_remove("AGENT_TEST_LANDLOCK_ABI")
-            .stdin(std::process::Stdio::null());
+        let (cassette, ws) = (self.cassette.to_str().unwrap(), self.ws.to_str().unwrap());
+        let mut args = vec![
+            "run",
+            "--replay",
+            cassette,
+            "-C",
+            ws,
+            "--json",
+            "--full-auto",
+        ];
+        args.extend_from_slice(extra);
+        args.push("do the task");
+        let mut c = self.env.command(&args);
+        c.env_remove("ANTHROPIC_API_KEY");
         c
     }
 
-    fn run(&self, extra: &[&str]) -> (Output, Value) {
-        let out = self.cmd(extra).output().unwrap();
-        let doc = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    /// Runs a prepared command to completion (killed if it hangs).
+    fn output(&self, c: Command) -> RunOutput {
+        self.env.spawn_command(c).wait()
+    }
+
+    fn run(&self, extra: &[&str]) -> (RunOutput, Value) {
+        let out = self.output(self.cmd(extra));
+        let doc = serde_json::from_str(&out.stdout).unwrap_or(Value::Null);
         (out, doc)
     }
 
@@ -123,8 +101,8 @@ impl Run {
     }
 }
 
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
+fn stderr(o: &RunOutput) -> String {
+    o.stderr.clone()
 }
 
 /// The tool_result blocks the transcript's messages hold (what the model is sent).
@@ -444,11 +422,9 @@ fn sandbox_on_a_kernel_without_landlock_is_refused() {
             "--no-network needs Landlock ABI 4",
         ),
     ] {
-        let out = r
-            .cmd(&flags)
-            .env("AGENT_TEST_LANDLOCK_ABI", abi)
-            .output()
-            .unwrap();
+        let mut c = r.cmd(&flags);
+        c.env("AGENT_TEST_LANDLOCK_ABI", abi);
+        let out = r.output(c);
         assert_eq!(out.status.code(), Some(2), "{abi} {flags:?}");
         assert!(
             stderr(&out).contains(needle),
@@ -459,11 +435,9 @@ fn sandbox_on_a_kernel_without_landlock_is_refused() {
         assert!(!r.ws.join("made").exists());
     }
     // --sandbox off needs nothing from the kernel.
-    let out = r
-        .cmd(&["--sandbox", "off"])
-        .env("AGENT_TEST_LANDLOCK_ABI", "0")
-        .output()
-        .unwrap();
+    let mut c = r.cmd(&["--sandbox", "off"]);
+    c.env("AGENT_TEST_LANDLOCK_ABI", "0");
+    let out = r.output(c);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
 
@@ -476,13 +450,11 @@ fn secrets_from_token_variables_never_reach_the_transcript_or_logs() {
     ]]);
     std::fs::write(r.ws.join("token.txt"), SECRET).unwrap();
     let out_file = r.ws.join("../transcript.json");
-    let out = r
-        .cmd(&["-v", "-o", out_file.to_str().unwrap()])
-        .env("MY_CI_TOKEN", SECRET)
-        .output()
-        .unwrap();
+    let mut c = r.cmd(&["-v", "-o", out_file.to_str().unwrap()]);
+    c.env("MY_CI_TOKEN", SECRET);
+    let out = r.output(c);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stdout = out.stdout.clone();
     let file = std::fs::read_to_string(&out_file).unwrap();
     for (what, text) in [
         ("stdout", &*stdout),
@@ -495,14 +467,9 @@ fn secrets_from_token_variables_never_reach_the_transcript_or_logs() {
     // Bash never saw the variable.
     assert!(stdout.contains("env:missing"), "{stdout}");
     // --keep-env passes it through to Bash (and it is still redacted in the output).
-    let doc: Value = serde_json::from_slice(
-        &r.cmd(&["--keep-env", "MY_CI_TOKEN"])
-            .env("MY_CI_TOKEN", SECRET)
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .unwrap();
+    let mut c = r.cmd(&["--keep-env", "MY_CI_TOKEN"]);
+    c.env("MY_CI_TOKEN", SECRET);
+    let doc: Value = serde_json::from_str(&r.output(c).stdout).unwrap();
     let results = tool_results(&doc);
     assert!(results[1].1.contains("env:[REDACTED]"), "{:?}", results[1]);
 }
@@ -511,7 +478,7 @@ fn secrets_from_token_variables_never_reach_the_transcript_or_logs() {
 /// model gets, and a secret the model echoes never reaches the `--record` cassette.
 #[test]
 fn hook_message_reaches_the_next_request_and_cassettes_are_scrubbed() {
-    use crate::support::{Reply, TestEnv, Turn};
+    use crate::support::Reply;
     const SECRET: &str = "tok_live_9f8e7d6c5b4a3210";
     let env = TestEnv::new(vec![
         Reply::turn(Turn::new().tool("call_1", "Bash", json!({"command": "touch made"}))),

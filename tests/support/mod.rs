@@ -94,7 +94,18 @@ impl TestEnv {
     }
 
     pub fn with_server(server: MockServer) -> TestEnv {
-        let root = tempfile::tempdir().unwrap();
+        TestEnv::with_server_in(server, tempfile::tempdir().unwrap())
+    }
+
+    /// A mock like `new`, with the directories outside the temp directory (under
+    /// `dir_outside_temp(tag)`): `--sandbox workspace-write` allows writes in the temp
+    /// directory, so a test of its confinement needs a workspace elsewhere.
+    pub fn outside_temp(tag: &str, script: Vec<Reply>) -> TestEnv {
+        let root = tempfile::tempdir_in(dir_outside_temp(tag)).unwrap();
+        TestEnv::with_server_in(MockServer::start(script), root)
+    }
+
+    fn with_server_in(server: MockServer, root: tempfile::TempDir) -> TestEnv {
         for d in ["ws", "home", "out"] {
             std::fs::create_dir(root.path().join(d)).unwrap();
         }
