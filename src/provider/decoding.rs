@@ -28,6 +28,11 @@ pub(crate) fn parse_tool_input(buf: &str, start_input: &Value) -> Result<Value, 
         });
     }
     match serde_json::from_str::<Value>(buf) {
+        Ok(Value::Object(_)) if let Some(n) = wide_integer(buf) => Err(format!(
+            "the tool input has the integer {}, which does not fit in 64 bits and would \
+             not keep its exact value; the call was not run. Send such a number as a string.",
+            quote(n, MAX_QUOTED_INPUT_CHARS)
+        )),
         Ok(v @ Value::Object(_)) => Ok(v),
         Ok(other) => Err(format!(
             "the tool input must be a JSON object, got {}; the call was not run.",
@@ -47,5 +52,79 @@ pub(crate) fn quote(s: &str, max: usize) -> String {
     match s.char_indices().nth(max) {
         Some((i, _)) => format!("{}…", &s[..i]),
         None => s.to_string(),
+    }
+}
+
+/// The first integer literal of the JSON text `json` that fits neither i64 nor u64 (it
+/// would parse as a float and lose digits). Only numbers outside strings count.
+fn wide_integer(json: &str) -> Option<&str> {
+    let bytes = json.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' => {
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+                i += 1;
+            }
+            b'-' | b'0'..=b'9' => {
+                let start = i;
+                while i < bytes.len()
+                    && matches!(bytes[i], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')
+                {
+                    i += 1;
+                }
+                let token = &json[start..i];
+                let integer = !token.contains(['.', 'e', 'E']);
+                if integer && token.parse::<i64>().is_err() && token.parse::<u64>().is_err() {
+                    return Some(token);
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_round_trip_exactly_and_wide_integers_are_refused() {
+        // One ULP off without serde_json's float_roundtrip.
+        let input = parse_tool_input(
+            r#"{"x": 923.5730667252267, "y": [1e300, -0.0]}"#,
+            &Value::Null,
+        )
+        .unwrap();
+        assert_eq!(
+            input.to_string(),
+            r#"{"x":923.5730667252267,"y":[1e+300,-0.0]}"#
+        );
+        // The 64-bit extremes are exact.
+        let input = parse_tool_input(
+            r#"{"a": 18446744073709551615, "b": -9223372036854775808}"#,
+            &Value::Null,
+        )
+        .unwrap();
+        assert_eq!(
+            input.to_string(),
+            r#"{"a":18446744073709551615,"b":-9223372036854775808}"#
+        );
+        // One past u64::MAX, and below i64::MIN, would become floats.
+        for wide in ["18446744073709551616", "-9223372036854775809"] {
+            let err = parse_tool_input(
+                &format!(r#"{{"s": "{wide} \" 1", "n": {wide}}}"#),
+                &Value::Null,
+            )
+            .unwrap_err();
+            assert!(err.contains(&format!("the integer {wide}")), "{err}");
+            assert!(err.contains("as a string"), "{err}");
+        }
+        // Inside strings, digits are text.
+        assert!(parse_tool_input(r#"{"s": "18446744073709551616"}"#, &Value::Null).is_ok());
     }
 }

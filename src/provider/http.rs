@@ -125,6 +125,9 @@ impl HttpProvider {
             let id = retry::header(response.headers(), name).unwrap_or("-");
             crate::output::debug(&format!("HTTP {status} ({name} {id})"));
         }
+        if (300..400).contains(&status) {
+            return Err(retry::redirect_error(&response));
+        }
         if !(200..300).contains(&status) {
             let wire = &self.wire;
             return Err(retry::http_error(response, &|raw| {

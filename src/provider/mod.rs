@@ -62,6 +62,9 @@ pub(crate) enum StreamFailure {
     Io(io::Error),
     /// A known event that could not be decoded (a broken server, not a transient fault).
     Malformed { detail: String },
+    /// The stream contradicts itself (a tool_use id used for two calls): none of its
+    /// calls may run, and a fresh attempt may be clean.
+    Inconsistent { detail: String },
 }
 
 impl StreamFailure {
@@ -74,6 +77,7 @@ impl StreamFailure {
             StreamFailure::Incomplete { .. } => true,
             StreamFailure::Io(e) => e.kind() != io::ErrorKind::InvalidData,
             StreamFailure::Malformed { .. } => false,
+            StreamFailure::Inconsistent { .. } => true,
         }
     }
 }
@@ -89,7 +93,9 @@ impl std::fmt::Display for StreamFailure {
             }
             StreamFailure::Incomplete { detail } => f.write_str(detail),
             StreamFailure::Io(e) => write!(f, "reading the response failed: {e}"),
-            StreamFailure::Malformed { detail } => f.write_str(detail),
+            StreamFailure::Malformed { detail } | StreamFailure::Inconsistent { detail } => {
+                f.write_str(detail)
+            }
         }
     }
 }

@@ -112,12 +112,14 @@ pub(crate) fn with_retries(
     }
 }
 
-/// The blocking HTTP agent: status codes are ours to handle, and `idle_timeout` bounds
-/// every socket read, so it is exactly "silent for longer than".
+/// The blocking HTTP agent: status codes are ours to handle, `idle_timeout` bounds
+/// every socket read, so it is exactly "silent for longer than", and redirects are
+/// never followed: a followed redirect would carry the credential to another host.
 pub(crate) fn http_agent(idle_timeout: Duration) -> ureq::Agent {
     ureq::Agent::new_with_config(
         ureq::Agent::config_builder()
             .http_status_as_error(false)
+            .max_redirects(0)
             .timeout_connect(Some(CONNECT_TIMEOUT))
             .timeout_per_read(Some(idle_timeout))
             .timeout_per_write(Some(idle_timeout))
@@ -184,7 +186,7 @@ pub(crate) fn stream_error(failure: StreamFailure, idle_timeout: Duration) -> At
             ProviderErrorKind::Transport,
             format!("the connection failed mid-stream: {e}"),
         ),
-        StreamFailure::Malformed { detail } => (
+        StreamFailure::Malformed { detail } | StreamFailure::Inconsistent { detail } => (
             ProviderErrorKind::StreamError {
                 error_type: "invalid_stream".to_string(),
             },
@@ -194,6 +196,31 @@ pub(crate) fn stream_error(failure: StreamFailure, idle_timeout: Duration) -> At
     AttemptError {
         error: ProviderError { kind, message },
         retryable,
+        retry_after: None,
+    }
+}
+
+/// Chars of a redirect's `Location` quoted in its error.
+const MAX_QUOTED_LOCATION_CHARS: usize = 300;
+
+/// A 3xx answer: never followed (the request carries the key), and not retried, since
+/// the same request gets the same answer. The message names the status and the target.
+pub(crate) fn redirect_error(response: &ureq::http::Response<ureq::Body>) -> AttemptError {
+    let status = response.status().as_u16();
+    let location = header(response.headers(), "location").unwrap_or("(no Location header)");
+    let location = crate::provider::decoding::quote(location, MAX_QUOTED_LOCATION_CHARS);
+    AttemptError {
+        error: ProviderError {
+            kind: ProviderErrorKind::Http {
+                status,
+                error_type: "redirect".to_string(),
+            },
+            message: format!(
+                "HTTP {status} redirect to {location}: not followed, so that the API key \
+                 goes to no other host; set the base URL to the address that answers"
+            ),
+        },
+        retryable: false,
         retry_after: None,
     }
 }

@@ -2,6 +2,7 @@
 //! loopback mock Anthropic server of `tests/support`.
 
 mod policy;
+mod provider_hardening;
 mod provider_http;
 #[path = "../support/mod.rs"]
 mod support;

@@ -70,6 +70,15 @@ enum Block {
         /// Bytes of input received in all: past `MAX_TOOL_INPUT_BYTES` `buf` is emptied
         /// and stays empty, and the call gets an error result.
         input_bytes: usize,
+        /// Its `content_block_stop` arrived. A closed block whose input is not yet a
+        /// whole JSON object waits (`done` stays `None`): the next block may continue it.
+        closed: bool,
+    },
+    /// A tool_use block that repeats the id of the tool_use block just before it, which
+    /// was closed with an incomplete input: a gateway that opens a block per argument
+    /// fragment (LiteLLM). Its deltas go to that block, at `blocks[of]`.
+    Continuation {
+        of: usize,
     },
     /// A block type we do not know (server tools, future types): skipped.
     Ignored,
@@ -120,6 +129,22 @@ impl TurnAccumulator {
                 content_block,
             } => {
                 let block = start_block(index, &content_block)?;
+                if let Block::ToolUse { id, .. } = &block {
+                    if let Some(of) = self.continued(id) {
+                        debug(|| format!("tool_use block {index} continues the call {id}"));
+                        self.blocks.push((index, Block::Continuation { of }));
+                        return Ok(());
+                    }
+                    if self.has_call(id) {
+                        return Err(StreamFailure::Inconsistent {
+                            detail: format!(
+                                "the response used the tool_use id {} for two calls",
+                                quote(id, MAX_QUOTED_EVENT_CHARS)
+                            ),
+                        });
+                    }
+                }
+                self.announce_waiting(on_notice);
                 if let Block::Text { text } = &block
                     && !text.is_empty()
                 {
@@ -132,6 +157,7 @@ impl TurnAccumulator {
             }
             StreamEvent::ContentBlockStop { index } => self.stop_block(index, on_notice),
             StreamEvent::MessageDelta { delta, usage } => {
+                self.announce_waiting(on_notice);
                 if let Some(reason) = delta.stop_reason {
                     self.stop_reason = Some(StopReason::parse(&reason));
                 }
@@ -152,12 +178,63 @@ impl TurnAccumulator {
         Ok(())
     }
 
+    /// The block with this stream index (a continuation's: the block it continues).
     fn block_mut(&mut self, index: usize) -> Option<&mut Block> {
+        let position = self.blocks.iter().rposition(|(i, _)| *i == index)?;
+        let position = match self.blocks[position].1 {
+            Block::Continuation { of } => of,
+            _ => position,
+        };
+        Some(&mut self.blocks[position].1)
+    }
+
+    /// Where the call `id` is, if a new block with this id continues it: the latest
+    /// block is that call (or continues it), closed and still waiting for input.
+    fn continued(&self, id: &str) -> Option<usize> {
+        let last = self.blocks.len().checked_sub(1)?;
+        let position = match self.blocks[last].1 {
+            Block::Continuation { of } => of,
+            _ => last,
+        };
+        match &self.blocks[position].1 {
+            Block::ToolUse {
+                id: other,
+                closed: true,
+                done: None,
+                ..
+            } if other == id => Some(position),
+            _ => None,
+        }
+    }
+
+    fn has_call(&self, id: &str) -> bool {
         self.blocks
-            .iter_mut()
-            .rev()
-            .find(|(i, _)| *i == index)
-            .map(|(_, b)| b)
+            .iter()
+            .any(|(_, b)| matches!(b, Block::ToolUse { id: other, .. } if other == id))
+    }
+
+    /// Announces the closed calls that waited for a continuation, in order: a new block
+    /// (or the end of the message) means none will come.
+    fn announce_waiting(&mut self, on_notice: &mut dyn FnMut(StreamNotice<'_>)) {
+        for (_, block) in &mut self.blocks {
+            if let Block::ToolUse {
+                id,
+                name,
+                buf,
+                start_input,
+                done: done @ None,
+                input_bytes,
+                closed: true,
+            } = block
+            {
+                let call = PendingCall {
+                    id: id.clone(),
+                    name: name.clone(),
+                    input: closed_input(buf, start_input, *input_bytes),
+                };
+                on_notice(StreamNotice::ToolReady(done.insert(call)));
+            }
+        }
     }
 
     fn apply_delta(
@@ -219,17 +296,17 @@ impl TurnAccumulator {
                 start_input,
                 done,
                 input_bytes,
+                closed,
             }) => {
-                if done.is_none() {
-                    let input = if *input_bytes > MAX_TOOL_INPUT_BYTES {
-                        Err(format!(
-                            "the tool input was {input_bytes} bytes, more than the limit of \
-                             {MAX_TOOL_INPUT_BYTES} bytes; the call was not run. Split the work \
-                             into smaller calls (for example write a large file in parts)."
-                        ))
-                    } else {
-                        parse_tool_input(buf, start_input)
-                    };
+                *closed = true;
+                if done.is_some() {
+                    return;
+                }
+                // A call is ready at once when its input is a whole JSON object or too
+                // large to keep; otherwise it waits, as the next block may continue it.
+                let input = closed_input(buf, start_input, *input_bytes);
+                let whole = !buf.trim().is_empty() && input.is_ok();
+                if whole || *input_bytes > MAX_TOOL_INPUT_BYTES {
                     let call = PendingCall {
                         id: id.clone(),
                         name: name.clone(),
@@ -285,9 +362,26 @@ impl TurnAccumulator {
                 Block::RedactedThinking { data } => {
                     content.push(ContentBlock::RedactedThinking { data })
                 }
-                Block::ToolUse { id, name, done, .. } => {
+                Block::ToolUse {
+                    id,
+                    name,
+                    done,
+                    closed,
+                    buf,
+                    start_input,
+                    input_bytes,
+                } => {
                     let call = match done {
                         Some(call) => call,
+                        None if closed => {
+                            let call = PendingCall {
+                                id,
+                                name,
+                                input: closed_input(&buf, &start_input, input_bytes),
+                            };
+                            on_notice(StreamNotice::ToolReady(&call));
+                            call
+                        }
                         None => {
                             let why = if stop_reason == StopReason::MaxTokens {
                                 CUT_OFF_BY_MAX_TOKENS
@@ -314,7 +408,7 @@ impl TurnAccumulator {
                     });
                     calls.push(call);
                 }
-                Block::Ignored => {}
+                Block::Continuation { .. } | Block::Ignored => {}
             }
         }
         Ok(Turn {
@@ -329,6 +423,18 @@ impl TurnAccumulator {
             usage: self.usage,
         })
     }
+}
+
+/// The input of a closed tool_use block: parsed, or the error result of one too large.
+fn closed_input(buf: &str, start_input: &Value, input_bytes: usize) -> Result<Value, String> {
+    if input_bytes > MAX_TOOL_INPUT_BYTES {
+        return Err(format!(
+            "the tool input was {input_bytes} bytes, more than the limit of \
+             {MAX_TOOL_INPUT_BYTES} bytes; the call was not run. Split the work \
+             into smaller calls (for example write a large file in parts)."
+        ));
+    }
+    parse_tool_input(buf, start_input)
 }
 
 /// Usage counts present in `u` overwrite ours: message_delta counts are cumulative.
@@ -382,6 +488,7 @@ fn start_block(index: usize, block: &Value) -> Result<Block, StreamFailure> {
                 start_input,
                 done: None,
                 input_bytes: 0,
+                closed: false,
             }
         }
         other => {

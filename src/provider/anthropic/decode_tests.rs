@@ -616,3 +616,96 @@ fn shared_recorded_streams_accumulate_as_documented() {
     let err = read(&load("anthropic_error_event_only.sse")).unwrap_err();
     assert!(matches!(err, StreamFailure::Api { .. }));
 }
+
+/// A gateway (LiteLLM) that opens a tool_use block per argument fragment, all with one
+/// id: the fragments are one call, announced once, answered once.
+#[test]
+fn consecutive_blocks_with_one_id_are_fragments_of_one_call() {
+    let bytes = stream(&[
+        START,
+        &tool_start(0, "toolu_x"),
+        &block_stop(0),
+        &tool_start(1, "toolu_x"),
+        &json_delta(1, r#"{"comm"#),
+        &block_stop(1),
+        &tool_start(2, "toolu_x"),
+        &json_delta(2, r#"and": "ls"}"#),
+        &block_stop(2),
+        &tool_start(3, "toolu_y"),
+        &json_delta(3, "{}"),
+        &block_stop(3),
+        STOP_TOOL_USE,
+        END,
+    ]);
+    let (turn, heard) = read_with_notices(&bytes[..]);
+    let turn = turn.unwrap();
+    let ids: Vec<&str> = turn.calls.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(ids, ["toolu_x", "toolu_y"]);
+    assert_eq!(turn.calls[0].input, Ok(json!({"command": "ls"})));
+    assert_eq!(
+        heard.ready, turn.calls,
+        "each call announced once, in order"
+    );
+    assert_eq!(
+        turn.message.content[0],
+        ContentBlock::ToolUse {
+            id: "toolu_x".into(),
+            name: "Bash".into(),
+            input: json!({"command": "ls"})
+        }
+    );
+    assert_eq!(turn.message.content.len(), 2);
+    // The last fragment may also end the message.
+    let bytes = stream(&[
+        START,
+        &tool_start(0, "toolu_x"),
+        &json_delta(0, r#"{"command""#),
+        &block_stop(0),
+        &tool_start(1, "toolu_x"),
+        &json_delta(1, r#": "ls"}"#),
+        &block_stop(1),
+        STOP_TOOL_USE,
+        END,
+    ]);
+    let (turn, heard) = read_with_notices(&bytes[..]);
+    assert_eq!(turn.unwrap().calls[0].input, Ok(json!({"command": "ls"})));
+    assert_eq!(heard.ready.len(), 1);
+}
+
+/// An id used again for another call is a contradiction: the turn fails (retryably)
+/// before the second call is announced, so no duplicate ever runs or is answered.
+#[test]
+fn an_id_used_for_two_calls_fails_the_turn_before_the_second_is_heard() {
+    for events in [
+        // The first call was whole.
+        vec![
+            START.to_string(),
+            tool_start(0, "toolu_x"),
+            json_delta(0, "{}"),
+            block_stop(0),
+            tool_start(1, "toolu_x"),
+        ],
+        // Another call came between.
+        vec![
+            START.to_string(),
+            tool_start(0, "toolu_x"),
+            json_delta(0, r#"{"a"#),
+            block_stop(0),
+            tool_start(1, "toolu_y"),
+            block_stop(1),
+            tool_start(2, "toolu_x"),
+        ],
+    ] {
+        let mut events: Vec<&str> = events.iter().map(String::as_str).collect();
+        events.extend([STOP_TOOL_USE, END]);
+        let (result, heard) = read_with_notices(&stream(&events)[..]);
+        let err = result.unwrap_err();
+        assert!(
+            matches!(&err, StreamFailure::Inconsistent { detail } if detail.contains("toolu_x")),
+            "{err:?}"
+        );
+        assert!(err.is_retryable());
+        let x = heard.ready.iter().filter(|c| c.id == "toolu_x").count();
+        assert!(x <= 1, "{:?}", heard.ready);
+    }
+}

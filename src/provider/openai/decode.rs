@@ -283,7 +283,9 @@ impl ChatAccumulator {
         ready: impl Fn(&CallBuf) -> bool,
     ) -> Result<(), StreamFailure> {
         let cut_by_length = self.finish_reason.as_deref() == Some("length");
-        for call in &mut self.calls {
+        for position in 0..self.calls.len() {
+            let (earlier, rest) = self.calls.split_at_mut(position);
+            let call = &mut rest[0];
             if call.done.is_some() {
                 continue;
             }
@@ -291,17 +293,21 @@ impl ChatAccumulator {
                 break; // announced in order, as the loop's early start expects
             }
             if call.name.is_empty() {
-                return Err(StreamFailure::Malformed {
-                    detail: format!("tool call {} has no function name", call.index),
-                });
+                // Not a failed turn: the dispatcher answers an unknown (empty) tool name
+                // with an error result listing the tools, and the model can call again.
+                output::debug(&format!("tool call {} came without a name", call.index));
             }
-            if call.id.is_empty() {
+            // Calls are told apart by index here; each needs its own id, or their
+            // results could not be told apart (and APIs reject repeated ids).
+            let taken = |id: &str| earlier.iter().any(|c| c.id == id);
+            if call.id.is_empty() || taken(&call.id) {
                 let n = SYNTHETIC_IDS.fetch_add(1, Ordering::Relaxed) + 1;
-                call.id = format!("call_agent_{n}");
+                let id = format!("call_agent_{n}");
                 output::debug(&format!(
-                    "tool call {} came without an id; using {}",
+                    "tool call {} came with the id {:?}, which is empty or taken; using {id}",
                     call.index, call.id
                 ));
+                call.id = id;
             }
             let input = match parse_tool_input(&call.args, &Value::Null) {
                 Err(_) if cut_by_length => Err(CUT_OFF_BY_MAX_TOKENS.to_string()),

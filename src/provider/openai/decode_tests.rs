@@ -462,7 +462,8 @@ fn undecodable_chunks_fail_clearly_and_foreign_events_are_skipped() {
         true,
     ));
     assert_eq!(text_of(&read(&bytes).unwrap()), "ok");
-    // A call without a name cannot be run.
+    // A call without a name cannot be run, but it fails only itself (issue 12 item 15):
+    // it is kept nameless for the dispatcher's unknown-tool error result.
     let nameless = stream(
         &[
             delta(
@@ -472,10 +473,8 @@ fn undecodable_chunks_fail_clearly_and_foreign_events_are_skipped() {
         ],
         true,
     );
-    assert!(matches!(
-        read(&nameless),
-        Err(StreamFailure::Malformed { .. })
-    ));
+    let calls = read(&nameless).unwrap().calls;
+    assert_eq!((calls.len(), calls[0].name.as_str()), (1, ""));
 }
 
 #[test]
@@ -535,4 +534,49 @@ fn shared_recorded_streams_decode_as_documented() {
     let t = read(&load("openai_text_stop.sse")).unwrap();
     assert_eq!(text_of(&t), "The capital of the UK is London.");
     assert_eq!((t.usage.input_tokens, t.usage.output_tokens), (78, 9));
+}
+
+/// Calls are told apart by index; a server that repeats an id still gets one result per
+/// call, each under its own id.
+#[test]
+fn a_repeated_id_on_another_index_gets_a_fresh_one() {
+    let bytes = stream(
+        &[
+            call_start(0, "call_1", "Glob", r#"{"pattern": "a"}"#),
+            call_start(1, "call_1", "Glob", r#"{"pattern": "b"}"#),
+            finish("tool_calls"),
+        ],
+        true,
+    );
+    let (turn, heard) = read_with_notices(&bytes[..]);
+    let turn = turn.unwrap();
+    assert_eq!(turn.calls.len(), 2);
+    assert_eq!(turn.calls[0].id, "call_1");
+    assert!(
+        turn.calls[1].id.starts_with("call_agent_"),
+        "{:?}",
+        turn.calls
+    );
+    assert_eq!(turn.calls[1].input, Ok(json!({"pattern": "b"})));
+    assert_eq!(heard.ready, turn.calls);
+}
+
+/// A call without a name is not a failed turn: it is kept (with an empty name), and the
+/// dispatcher answers it with an unknown-tool error result the model can act on.
+#[test]
+fn a_call_without_a_name_is_kept_for_an_error_result() {
+    let bytes = stream(
+        &[
+            delta(json!({"tool_calls": [{"index": 0, "id": "call_n",
+                         "function": {"arguments": "{}"}}]})),
+            call_start(1, "call_g", "Glob", r#"{"pattern": "*"}"#),
+            finish("tool_calls"),
+        ],
+        true,
+    );
+    let turn = read(&bytes).unwrap();
+    let names: Vec<&str> = turn.calls.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["", "Glob"]);
+    assert_eq!(turn.calls[0].id, "call_n");
+    assert_eq!(turn.stop_reason, StopReason::ToolUse);
 }
