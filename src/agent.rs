@@ -438,6 +438,7 @@ mod tests {
             on_deny: Default::default(),
             sandbox: Default::default(),
             keep_env: Vec::new(),
+            warnings: Vec::new(),
         }
     }
 

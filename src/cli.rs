@@ -102,6 +102,10 @@ pub struct RunArgs {
     /// Read the task from FILE.
     #[arg(long, value_name = "FILE", conflicts_with = "prompt")]
     pub prompt_file: Option<PathBuf>,
+    /// Read stdin to the end and append it to the task as a <stdin> block
+    /// (`git diff | agent run --stdin-context "review this"`).
+    #[arg(long)]
+    pub stdin_context: bool,
     /// Workspace root (default: the current directory). File tools are confined to it.
     #[arg(short = 'C', long = "cwd", value_name = "DIR")]
     pub cwd: Option<PathBuf>,

@@ -32,6 +32,9 @@ pub(crate) fn run_command(args: &RunArgs) -> ExitCode {
     let mut secrets = crate::secrets::secret_values();
     secrets.push(config.api_key.clone());
     output::init(config.verbosity, secrets);
+    for w in &config.warnings {
+        output::warn(w);
+    }
 
     let sandbox = match crate::confine::Confinement::build(&config.sandbox, &config.workspace) {
         Ok(s) => s,

@@ -21,6 +21,7 @@ mod faults;
 mod limits;
 mod mock_selftest;
 mod openai;
+mod prompt_input;
 mod real_servers;
 mod session;
 mod stdin;
