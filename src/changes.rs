@@ -1,12 +1,14 @@
 //! `files_changed` and `git_diff_stat` (SPEC §7, §9). The file tools report what they
 //! change (`RunRecord::note_file_change`); a Bash `rm`, `touch` or `sed -i` does not, so
 //! the workspace is also scanned when a command can run (Bash enabled, hooks, or
-//! `--verify`): a cheap snapshot (relative path → size, mtime) taken before the first
-//! request and again when the run ends, with the same walker as Glob
+//! `--verify`): a cheap snapshot (relative path → size, mtime, ctime, inode) taken before
+//! the first request and again when the run ends, with the same walker as Glob
 //! and Grep (`.gitignore` honoured; `.git`, `target`, `node_modules` … skipped).
 //!
 //! Merge rule: for every path the scans saw, the scans decide (absent → present is
-//! `created`, present → absent `deleted`, a different size or mtime `modified`, absent
+//! `created`, present → absent `deleted`, a different size, mtime, ctime or inode
+//! `modified` (a command can restore an mtime, `touch -r`, but not a ctime; `sed -i`
+//! also makes a new inode), absent
 //! both times: no change); a tool's record stands where the scans saw no difference
 //! (a same-size rewrite within one mtime tick) or could not look (ignored paths).
 //! Scanning at the end rather than after each Bash call costs two walks per run, and a
@@ -30,7 +32,27 @@ const GIT_DIFF_TIMEOUT: Duration = Duration::from_secs(30);
 /// The exit code the probe script uses for "not a git work tree".
 const NOT_A_REPO: i32 = 99;
 
-type Stat = (u64, Option<SystemTime>);
+/// What a scan compares. ctime and the inode catch an edit whose mtime was put back.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Stat {
+    size: u64,
+    mtime: Option<SystemTime>,
+    /// Status-change time (seconds, nanoseconds): set by the kernel on every change.
+    ctime: (i64, i64),
+    inode: u64,
+}
+
+impl Stat {
+    fn of(meta: &std::fs::Metadata) -> Stat {
+        use std::os::unix::fs::MetadataExt;
+        Stat {
+            size: meta.len(),
+            mtime: meta.modified().ok(),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+            inode: meta.ino(),
+        }
+    }
+}
 
 /// The workspace's files at one moment.
 #[derive(Debug, Clone, Default)]
@@ -57,7 +79,7 @@ impl Snapshot {
                 return None;
             }
             let meta = entry.metadata().ok()?;
-            Some((rel.to_string(), (meta.len(), meta.modified().ok())))
+            Some((rel.to_string(), Stat::of(&meta)))
         });
         Snapshot {
             complete: count.load(Ordering::Relaxed) <= MAX_SNAPSHOT_FILES,
@@ -220,6 +242,35 @@ mod tests {
     }
 
     #[test]
+    fn an_edit_whose_mtime_was_restored_is_seen() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().canonicalize().unwrap();
+        write(&root, "a.txt", "abc\n");
+        write(&root, "ref", "");
+        let then = SystemTime::UNIX_EPOCH + Duration::from_secs(1_600_000_000);
+        for f in ["a.txt", "ref"] {
+            let f = std::fs::File::options()
+                .write(true)
+                .open(root.join(f))
+                .unwrap();
+            f.set_modified(then).unwrap();
+        }
+        let base = Baseline::take(&root, vec![]);
+        // Same size, same mtime afterwards: only ctime and the inode tell.
+        let ok = std::process::Command::new("sh")
+            .args(["-c", "sed -i s/b/d/ a.txt && touch -r ref a.txt"])
+            .current_dir(&root)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok);
+        assert_eq!(std::fs::read_to_string(root.join("a.txt")).unwrap(), "adc\n");
+        let mut r = RunRecord::new("m", root.clone(), vec![]);
+        base.apply(&mut r);
+        assert_eq!(changes(&r), vec!["a.txt:modified"]);
+    }
+
+    #[test]
     fn tools_and_scan_merge() {
         let d = tempfile::tempdir().unwrap();
         let root = d.path().canonicalize().unwrap();
@@ -258,7 +309,13 @@ mod tests {
         let mut r = RunRecord::new("m", PathBuf::from("/w"), vec![]);
         let before = Snapshot::default();
         let mut after = Snapshot::default();
-        after.files.insert("x".into(), (1, None));
+        after.files.insert(
+            "x".into(),
+            Stat {
+                size: 1,
+                ..Stat::default()
+            },
+        );
         merge(&mut r, &before, &after);
         assert!(r.files_changed.is_empty());
     }
