@@ -161,7 +161,8 @@ fn merge(record: &mut RunRecord, before: &Snapshot, after: &Snapshot) {
 }
 
 /// `git diff --stat` in the workspace, or None outside a git work tree (or when git is
-/// missing or fails). Runs through the Bash machinery: scrubbed env, timeout, truncation.
+/// missing or fails). Runs through the Bash machinery (scrubbed env, timeout,
+/// truncation), when the run ends: after the run's own commands were killed.
 pub fn git_diff_stat(ctx: &ToolContext) -> Option<String> {
     // Spawning git costs milliseconds; most workspaces outside git are plain to see.
     if !ctx.workspace.ancestors().any(|d| d.join(".git").exists()) {
@@ -178,7 +179,7 @@ pub fn git_diff_stat(ctx: &ToolContext) -> Option<String> {
         GIT_DIFF_TIMEOUT,
         &ctx.spill_dir,
     );
-    let out = process::run(&spec).ok()?;
+    let out = process::run_at_exit(&spec).ok()?;
     (out.exit_code == Some(0) && !out.timed_out).then_some(out.output.text)
 }
 
@@ -264,7 +265,10 @@ mod tests {
             .unwrap()
             .success();
         assert!(ok);
-        assert_eq!(std::fs::read_to_string(root.join("a.txt")).unwrap(), "adc\n");
+        assert_eq!(
+            std::fs::read_to_string(root.join("a.txt")).unwrap(),
+            "adc\n"
+        );
         let mut r = RunRecord::new("m", root.clone(), vec![]);
         base.apply(&mut r);
         assert_eq!(changes(&r), vec!["a.txt:modified"]);

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
+use crate::tools::ToolContext;
 use crate::transcript::{self, ErrorInfo, RunRecord, Status, lock};
 use crate::{changes, events, output, process};
 
@@ -24,6 +25,8 @@ pub(crate) struct Finisher {
     pub(crate) baseline: Option<changes::Baseline>,
     /// Tells the agent loop to stop once a way out has been taken.
     pub(crate) cancelled: Arc<AtomicBool>,
+    /// For `git diff --stat` on every way out.
+    pub(crate) ctx: ToolContext,
     /// Calls still running when the run ends are listed as unfinished.
     pub(crate) in_flight: Arc<transcript::InFlight>,
 }
@@ -68,6 +71,8 @@ impl Finisher {
         if let Some(b) = &self.baseline {
             b.apply(&mut lock(&self.record));
         }
+        let diff_stat = changes::git_diff_stat(&self.ctx);
+        lock(&self.record).git_diff_stat = diff_stat;
 
         let (doc, line, text, summary) = {
             let r = lock(&self.record);

@@ -95,6 +95,7 @@ pub(crate) fn run_command(args: &RunArgs) -> ExitCode {
             .then(|| changes::Baseline::take(&config.workspace, own_files)),
         cancelled: Arc::new(AtomicBool::new(false)),
         in_flight: Arc::new(InFlight::default()),
+        ctx: ctx.clone(),
     });
     let _ = FINISHER.set(finisher.clone());
     if let Some(limit) = config.timeout {
@@ -115,8 +116,6 @@ pub(crate) fn run_command(args: &RunArgs) -> ExitCode {
         in_flight: &finisher.in_flight,
     }
     .run(provider.as_mut());
-    let diff_stat = changes::git_diff_stat(&ctx);
-    lock(&record).git_diff_stat = diff_stat;
     match finisher.finish(outcome.status, outcome.error.as_ref()) {
         Some(code) => ExitCode::from(code),
         None => loop {

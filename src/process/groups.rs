@@ -14,6 +14,8 @@ pub(crate) struct ProcessRegistry {
 pub(super) struct RegistryState {
     closed: bool,
     pub(super) groups: Vec<libc::pid_t>,
+    /// The groups `kill_all` killed: their members may outlive the kill by a moment.
+    killed: Vec<libc::pid_t>,
 }
 
 pub(super) static REGISTRY: ProcessRegistry = ProcessRegistry::new();
@@ -24,6 +26,7 @@ impl ProcessRegistry {
             state: Mutex::new(RegistryState {
                 closed: false,
                 groups: Vec::new(),
+                killed: Vec::new(),
             }),
         }
     }
@@ -58,7 +61,15 @@ impl ProcessRegistry {
         for &pgid in &st.groups {
             kill_group(pgid);
         }
+        let groups = st.groups.clone();
+        st.killed.extend(groups);
         st.groups.len()
+    }
+
+    /// The commands' process groups: running now, or killed by `kill_all`.
+    fn known_groups(&self) -> Vec<libc::pid_t> {
+        let st = self.lock();
+        st.groups.iter().chain(&st.killed).copied().collect()
     }
 }
 
@@ -83,38 +94,60 @@ const ORPHAN_KILL_ROUNDS: usize = 8;
 
 /// Kills every child process still alive (with its process group). Called when the run
 /// ends, after `kill_all_running`: by then nothing the run started should be running, so
-/// any child left is a process that escaped its command's group. Returns how many.
+/// any live child outside the commands' own groups (which `kill_all_running` killed, and
+/// whose runners reap them) is a process that escaped its group. Returns how many of
+/// those there were.
 pub(crate) fn kill_orphans() -> usize {
+    let _spawning = SPAWNING.lock().unwrap_or_else(|e| e.into_inner());
+    let commands = REGISTRY.known_groups();
     let me = std::process::id() as libc::pid_t;
     let mut seen = std::collections::HashSet::new();
+    let mut escaped = 0;
     for _ in 0..ORPHAN_KILL_ROUNDS {
         let fresh: Vec<_> = children_of(me)
             .into_iter()
-            .filter(|p| seen.insert(*p))
+            .filter(|c| seen.insert(c.pid))
             .collect();
         if fresh.is_empty() {
             break;
         }
-        for pid in fresh {
+        for child in fresh {
+            // A command's shell is its runner's to wait for: reaping it here would make
+            // that runner's wait fail.
+            if commands.contains(&child.pid) {
+                continue;
+            }
+            // A zombie has already exited; a member of a command's group was killed
+            // with that group. Neither escaped.
+            if !child.zombie && !commands.contains(&child.pgid) {
+                escaped += 1;
+            }
             // SAFETY: plain kill(2) calls on pids just read from /proc; a pid that has
             // gone meanwhile is ESRCH, which is harmless.
             unsafe {
-                libc::kill(-pid, libc::SIGKILL);
-                libc::kill(pid, libc::SIGKILL);
+                libc::kill(-child.pid, libc::SIGKILL);
+                libc::kill(child.pid, libc::SIGKILL);
             }
             // Reap it if it is already gone; never block here (the process exits next).
             // SAFETY: waitpid on our own child with a valid status pointer.
             let mut status = 0;
             unsafe {
-                libc::waitpid(pid, &mut status, libc::WNOHANG);
+                libc::waitpid(child.pid, &mut status, libc::WNOHANG);
             }
         }
     }
-    seen.len()
+    escaped
 }
 
-/// The pids whose parent is `parent`, from /proc (Linux).
-fn children_of(parent: libc::pid_t) -> Vec<libc::pid_t> {
+/// A child process as /proc shows it.
+struct Child {
+    pid: libc::pid_t,
+    pgid: libc::pid_t,
+    zombie: bool,
+}
+
+/// The children of `parent`, from /proc (Linux).
+fn children_of(parent: libc::pid_t) -> Vec<Child> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -124,15 +157,19 @@ fn children_of(parent: libc::pid_t) -> Vec<libc::pid_t> {
                 .to_str()
                 .and_then(|n| n.parse::<libc::pid_t>().ok())
         })
-        .filter(|pid| {
-            // /proc/PID/stat: "pid (comm) state ppid …"; comm may hold spaces and parens.
-            std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .ok()
-                .and_then(|s| {
-                    let after = &s[s.rfind(')')? + 1..];
-                    after.split_whitespace().nth(1)?.parse::<libc::pid_t>().ok()
-                })
-                == Some(parent)
+        .filter_map(|pid| {
+            // /proc/PID/stat: "pid (comm) state ppid pgrp …"; comm may hold spaces and
+            // parens.
+            let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let mut f = s[s.rfind(')')? + 1..].split_whitespace();
+            let state = f.next()?;
+            let ppid = f.next()?.parse::<libc::pid_t>().ok()?;
+            let pgid = f.next()?.parse::<libc::pid_t>().ok()?;
+            (ppid == parent).then_some(Child {
+                pid,
+                pgid,
+                zombie: state == "Z",
+            })
         })
         .collect()
 }
@@ -190,7 +227,10 @@ pub(super) fn reap_strays(registry: &ProcessRegistry) {
     }
     let _spawning = SPAWNING.lock().unwrap_or_else(|e| e.into_inner());
     let ours = registry.lock().groups.clone();
-    for pid in children_of(std::process::id() as libc::pid_t) {
+    for pid in children_of(std::process::id() as libc::pid_t)
+        .iter()
+        .map(|c| c.pid)
+    {
         if ours.contains(&pid) {
             continue;
         }

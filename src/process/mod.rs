@@ -153,6 +153,14 @@ pub(crate) fn run(spec: &CommandSpec) -> Result<CommandOutput, String> {
     result
 }
 
+/// Runs `spec` while the run is ending, after `kill_all_running` closed the registry (the
+/// finisher's `git diff --stat`). Its group is still killed on timeout and on return.
+pub(crate) fn run_at_exit(spec: &CommandSpec) -> Result<CommandOutput, String> {
+    let result = run_in(spec, &ProcessRegistry::new());
+    reap_strays(&REGISTRY);
+    result
+}
+
 fn run_in(spec: &CommandSpec, registry: &ProcessRegistry) -> Result<CommandOutput, String> {
     let started = Instant::now();
     if registry.is_closed() {

@@ -23,6 +23,7 @@ mod mock_selftest;
 mod openai;
 mod prompt_input;
 mod real_servers;
+mod run_end;
 mod session;
 mod stdin;
 mod stop_reasons;
