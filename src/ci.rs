@@ -46,6 +46,7 @@ impl CiRun {
     }
 
     /// No events, no verification, no budget (the repeat guard still applies).
+    #[cfg(test)]
     pub fn off() -> Self {
         CiRun {
             events: Arc::new(Events::disabled()),

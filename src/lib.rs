@@ -5,19 +5,19 @@
 //! owning the ways out), `tools_command`, `batch`, `summary`.
 #![deny(clippy::print_stdout)]
 
-pub mod agent;
+pub(crate) mod agent;
 pub(crate) mod batch;
 pub(crate) mod budget;
 pub(crate) mod changes;
 pub(crate) mod ci;
-pub mod cli;
-pub mod config;
+pub(crate) mod cli;
+pub(crate) mod config;
 pub mod confine;
 pub mod dispatch;
-pub mod error;
+pub(crate) mod error;
 pub(crate) mod events;
 pub(crate) mod finish;
-pub mod output;
+pub(crate) mod output;
 pub mod policy;
 pub(crate) mod process;
 pub mod protocol;
@@ -29,7 +29,7 @@ pub(crate) mod shell_words;
 pub(crate) mod summary;
 pub mod tools;
 pub(crate) mod tools_command;
-pub mod transcript;
+pub(crate) mod transcript;
 pub(crate) mod turn;
 pub(crate) mod verify;
 
