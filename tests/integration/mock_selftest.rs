@@ -934,3 +934,23 @@ fn chat_pairing_accepts_a_correct_conversation_and_reports_each_violation() {
     assert!(!check_chat_head("POST", &h(&[json_ct, ("x-api-key", "k")])).is_empty());
     assert!(!check_chat_head("GET", &h(&[json_ct])).is_empty());
 }
+
+#[test]
+fn recorded_streams_are_replayed_byte_for_byte() {
+    let name = "llama_cpp_python_text.sse";
+    let file = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/servers")
+            .join(name),
+    )
+    .unwrap();
+    assert!(
+        file.contains("\r\n\r\n"),
+        "the CRLF framing survived the checkout"
+    );
+    let server = MockServer::start(vec![Reply::recorded(name)]);
+    let resp = post_chat(&server, &chat_body().to_string());
+    assert!(resp.complete);
+    assert!(resp.chunks.len() > 10, "still cut into chunks");
+    assert_eq!(resp.body, file, "no pings or other bytes added");
+}
