@@ -6,7 +6,6 @@
 //! longest id prefix, so dated ids and aliases both match) and overridable under the
 //! `"prices"` key of the settings files.
 
-use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use serde::Deserialize;
@@ -14,6 +13,7 @@ use serde_json::Value;
 
 use crate::error::Error;
 use crate::protocol::Usage;
+use crate::settings::SettingsFiles;
 use crate::turn::PendingCall;
 
 /// The same name and input this many times in a row: the call is refused, not run.
@@ -24,8 +24,6 @@ const TOKENS_PER_UNIT: f64 = 1_000_000.0;
 /// the defaults when a settings price omits them.
 const CACHE_WRITE_FACTOR: f64 = 1.25;
 const CACHE_READ_FACTOR: f64 = 0.1;
-/// The workspace's settings file (SPEC §6).
-pub(crate) const PROJECT_SETTINGS: &str = ".agent/settings.json";
 
 /// USD per million tokens.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -118,44 +116,26 @@ struct PriceSetting {
     cache_read: Option<f64>,
 }
 
-/// Reads `"prices"` from the workspace's `.agent/settings.json` (unless `no_project`) and
-/// then each `--settings FILE` (later wins), the same files as `policy::Settings::load`,
-/// which accepts the key and leaves it to this function. A missing project file is
-/// fine; a missing `--settings` file, bad JSON or a bad price is a usage error naming the file.
-pub(crate) fn load_prices(
-    workspace: &Path,
-    settings: &[PathBuf],
-    no_project: bool,
-) -> Result<Prices, Error> {
+/// The `"prices"` sections of the settings files, in order (later wins). A bad price is
+/// a usage error naming the file.
+pub(crate) fn load_prices(files: &SettingsFiles) -> Result<Prices, Error> {
     let mut prices = Prices::default();
-    let project = workspace.join(PROJECT_SETTINGS);
-    if !no_project && project.is_file() {
-        read_prices_into(&mut prices, &project)?;
-    }
-    for file in settings {
-        read_prices_into(&mut prices, file)?;
+    for (label, table) in files.sections("prices") {
+        read_prices_into(&mut prices, label, table)?;
     }
     Ok(prices)
 }
 
-fn read_prices_into(prices: &mut Prices, file: &Path) -> Result<(), Error> {
-    let shown = file.display();
-    let text = std::fs::read_to_string(file)
-        .map_err(|e| Error::Usage(format!("settings file {shown}: {e}")))?;
-    let doc: Value = serde_json::from_str(&text)
-        .map_err(|e| Error::Usage(format!("settings file {shown}: invalid JSON: {e}")))?;
-    let Some(table) = doc.get("prices") else {
-        return Ok(());
-    };
+fn read_prices_into(prices: &mut Prices, shown: &str, table: &Value) -> Result<(), Error> {
     let table = table.as_object().ok_or_else(|| {
         Error::Usage(format!(
-            "settings file {shown}: \"prices\" must be an object of model-id prefix → \
+            "{shown}: \"prices\" must be an object of model-id prefix → \
              {{\"input\", \"output\", \"cache_write\"?, \"cache_read\"?}} (USD per million tokens)"
         ))
     })?;
     for (prefix, v) in table {
         let p = PriceSetting::deserialize(v)
-            .map_err(|e| Error::Usage(format!("settings file {shown}: prices.{prefix}: {e}")))?;
+            .map_err(|e| Error::Usage(format!("{shown}: prices.{prefix}: {e}")))?;
         let price = Price {
             input: p.input,
             output: p.output,
@@ -170,7 +150,7 @@ fn read_prices_into(prices: &mut Prices, file: &Path) -> Result<(), Error> {
         ];
         if all.iter().any(|x| !x.is_finite() || *x < 0.0) {
             return Err(Error::Usage(format!(
-                "settings file {shown}: prices.{prefix}: prices must be finite and not negative"
+                "{shown}: prices.{prefix}: prices must be finite and not negative"
             )));
         }
         let key = prefix.to_ascii_lowercase();
@@ -303,6 +283,17 @@ impl RepeatGuard {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::settings::{PROJECT_SETTINGS, SettingsSources};
+    use std::path::{Path, PathBuf};
+
+    /// The prices of the workspace's settings and `files`, read as a run reads them.
+    fn load(workspace: &Path, files: &[PathBuf], no_project: bool) -> Result<Prices, Error> {
+        load_prices(&SettingsFiles::read(&SettingsSources {
+            workspace,
+            files,
+            no_project_settings: no_project,
+        })?)
+    }
     use serde_json::json;
 
     fn usage(i: u64, o: u64, cw: u64, cr: u64) -> Usage {
@@ -364,7 +355,7 @@ mod tests {
             r#"{"prices": {"claude-sonnet-4": {"input": 1, "output": 2, "cache_read": 0}}}"#,
         )
         .unwrap();
-        let p = load_prices(dir.path(), &[extra], false).unwrap();
+        let p = load(dir.path(), &[extra], false).unwrap();
         let mock = p.lookup("claude-mock-1").unwrap();
         assert_eq!(
             (mock.input, mock.cache_write, mock.cache_read),
@@ -373,7 +364,7 @@ mod tests {
         let s = p.lookup("claude-sonnet-4-5").unwrap();
         assert_eq!((s.input, s.output, s.cache_read), (1.0, 2.0, 0.0));
         // --no-project-settings ignores the workspace's file.
-        let p = load_prices(dir.path(), &[], true).unwrap();
+        let p = load(dir.path(), &[], true).unwrap();
         assert_eq!(p.lookup("claude-mock-1"), None);
     }
 
@@ -395,18 +386,15 @@ mod tests {
             ),
         ] {
             std::fs::write(&f, text).unwrap();
-            let e = load_prices(dir.path(), std::slice::from_ref(&f), false).unwrap_err();
+            let e = load(dir.path(), std::slice::from_ref(&f), false).unwrap_err();
             assert!(e.to_string().contains(needle), "{text}: {e}");
             assert!(e.to_string().contains("s.json"), "{e}");
             assert_eq!(e.exit_code(), 2);
         }
-        let e = load_prices(dir.path(), &[dir.path().join("none.json")], false).unwrap_err();
+        let e = load(dir.path(), &[dir.path().join("none.json")], false).unwrap_err();
         assert!(e.to_string().contains("none.json"), "{e}");
         // No project file and no --settings: the built-in table.
-        assert_eq!(
-            load_prices(dir.path(), &[], false).unwrap(),
-            Prices::default()
-        );
+        assert_eq!(load(dir.path(), &[], false).unwrap(), Prices::default());
     }
 
     #[test]

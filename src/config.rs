@@ -14,7 +14,8 @@ use crate::cli::{OnDeny, SandboxMode};
 use crate::confine::{self, SandboxSpec};
 use crate::error::Error;
 use crate::output::Verbosity;
-use crate::policy::{Settings, SettingsSources};
+use crate::policy::Settings;
+use crate::settings::{SettingsFiles, SettingsSources};
 use crate::tools::registry::{Registry, ToolSelection};
 use crate::verify::VerifySpec;
 
@@ -147,16 +148,17 @@ impl Config {
             args.system.as_deref(),
             args.append_system_prompt.as_deref(),
         )?;
-        let settings = Settings::load(
-            &SettingsSources {
-                workspace: &workspace,
-                files: &args.security.settings,
-                no_project_settings: args.security.no_project_settings,
-            },
+        let settings_files = SettingsFiles::read(&SettingsSources {
+            workspace: &workspace,
+            files: &args.security.settings,
+            no_project_settings: args.security.no_project_settings,
+        })?;
+        let settings = Settings::from_files(
+            &settings_files,
             &Registry::builtin(&ToolSelection::default()).known(),
         )?;
         let sandbox = sandbox_spec(&args.security, env)?;
-        let (verify, budget, prices) = ci_settings(&args.ci, &args.security, &workspace, &model)?;
+        let (verify, budget, prices) = ci_settings(&args.ci, &settings_files, &model)?;
         let verbosity = if args.quiet {
             Verbosity::Quiet
         } else if args.verbose {
@@ -200,8 +202,7 @@ impl Config {
 /// `--verify`, the budgets and the price table (SPEC §9), validated.
 fn ci_settings(
     ci: &CiArgs,
-    security: &SecurityArgs,
-    workspace: &Path,
+    settings: &SettingsFiles,
     model: &str,
 ) -> Result<(Option<VerifySpec>, Budget, Prices), Error> {
     let verify = match &ci.verify {
@@ -233,8 +234,7 @@ fn ci_settings(
             "--max-cost-usd must be a positive number of dollars, got {x}"
         )));
     }
-    let prices =
-        crate::budget::load_prices(workspace, &security.settings, security.no_project_settings)?;
+    let prices = crate::budget::load_prices(settings)?;
     if ci.max_cost_usd.is_some() && prices.lookup(model).is_none() {
         return Err(Error::Usage(format!(
             "--max-cost-usd: no price is known for the model {model:?}; add it under \"prices\" \

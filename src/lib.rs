@@ -25,6 +25,7 @@ pub(crate) mod provider;
 pub(crate) mod run;
 pub mod scheduler;
 pub(crate) mod secrets;
+pub(crate) mod settings;
 pub(crate) mod shell_words;
 pub(crate) mod summary;
 pub mod tools;

@@ -1,0 +1,339 @@
+//! Permission rules (SPEC §6): `Tool` or `Tool(specifier)`, and their verdict on a call's
+//! subject. A command subject is checked against every simple command of the command line,
+//! as `shell_words` splits it, wrappers looked through for deny rules. A path subject is
+//! matched as a glob relative to the workspace, against the path the call names
+//! (lexically normalised, and again with symlinks resolved): deny when either form
+//! matches, allow only when both do.
+
+use std::path::{Component, Path, PathBuf};
+
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+
+use super::Settings;
+use crate::shell_words::split_commands;
+use crate::tools::{KnownTool, Subject, SubjectKind};
+
+/// Wrapper commands looked through when checking deny rules (`nohup rm x` is `rm x`).
+const WRAPPERS: &[&str] = &[
+    "command", "builtin", "exec", "nohup", "time", "env", "sudo", "doas", "nice", "ionice",
+    "timeout", "stdbuf", "setsid", "chrt", "taskset", "strace", "ltrace", "watch", "flock",
+    "unbuffer", "xargs", "coproc",
+];
+
+/// What a rule's specifier means for the named tool; an unknown name is an error.
+pub(super) fn check_tool(name: &str, known: &[KnownTool]) -> Result<SubjectKind, String> {
+    match known.iter().find(|k| k.name == name) {
+        Some(k) => Ok(k.subject),
+        None => Err(format!(
+            "unknown tool {name:?}; known tools: {}",
+            known
+                .iter()
+                .map(|k| k.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
+}
+
+/// One permission rule, `Tool` or `Tool(specifier)`.
+#[derive(Debug, Clone)]
+pub struct Rule {
+    /// As written, for messages (`Bash(rm:*)`).
+    pub text: String,
+    pub tool: String,
+    pub(super) spec: Option<Spec>,
+}
+
+#[derive(Debug, Clone)]
+pub(super) enum Spec {
+    /// `Bash(git status)`: the command's words exactly.
+    Exact(Vec<String>),
+    /// `Bash(cargo test:*)`: the command's first words.
+    Prefix(Vec<String>),
+    /// `ReadFile(secrets/**)`: a glob relative to the workspace.
+    Path(GlobSet),
+}
+
+impl Rule {
+    pub(crate) fn parse(text: &str, known: &[KnownTool]) -> Result<Rule, String> {
+        let t = text.trim();
+        let (tool, spec) = match t.split_once('(') {
+            None => (t, None),
+            Some((tool, rest)) => {
+                let Some(inner) = rest.strip_suffix(')') else {
+                    return Err(format!("rule {text:?}: a `(` without its closing `)`"));
+                };
+                (tool.trim(), Some(inner))
+            }
+        };
+        let kind = check_tool(tool, known).map_err(|m| format!("rule {text:?}: {m}"))?;
+        let spec = match spec {
+            None => None,
+            Some(s) if s.trim().is_empty() => {
+                return Err(format!(
+                    "rule {text:?}: empty parentheses; write `{tool}` for every call"
+                ));
+            }
+            Some(s) => Some(match kind {
+                SubjectKind::Command => {
+                    command_spec(s, tool).map_err(|m| format!("rule {text:?}: {m}"))?
+                }
+                SubjectKind::Paths => {
+                    Spec::Path(path_glob(s).map_err(|m| format!("rule {text:?}: {m}"))?)
+                }
+                SubjectKind::Nothing => {
+                    return Err(format!(
+                        "rule {text:?}: {tool} takes no specifier; write `{tool}` for every call"
+                    ));
+                }
+            }),
+        };
+        Ok(Rule {
+            text: t.to_string(),
+            tool: tool.to_string(),
+            spec,
+        })
+    }
+
+    fn matches_command(&self, words: &[String]) -> bool {
+        match &self.spec {
+            None => true,
+            Some(Spec::Exact(w)) => words == w.as_slice(),
+            Some(Spec::Prefix(p)) => words.starts_with(p),
+            Some(Spec::Path(_)) => false,
+        }
+    }
+
+    fn matches_path(&self, rel: &str) -> bool {
+        match &self.spec {
+            None => true,
+            Some(Spec::Path(g)) => g.is_match(rel),
+            Some(_) => false,
+        }
+    }
+}
+
+fn command_spec(s: &str, tool: &str) -> Result<Spec, String> {
+    let (body, prefix) = match s.strip_suffix(":*") {
+        Some(b) => (b, true),
+        None => (s, false),
+    };
+    let mut cmds = split_commands(body).map_err(|e| format!("cannot parse the command: {e}"))?;
+    let words = match cmds.len() {
+        0 if prefix => Vec::new(), // `Bash(:*)`: every command
+        1 => cmds.remove(0),
+        _ => {
+            return Err(format!(
+                "a {tool} rule names one simple command (no `;`, `&&`, `|` …), or a prefix ending in `:*`"
+            ));
+        }
+    };
+    Ok(if prefix {
+        Spec::Prefix(words)
+    } else {
+        Spec::Exact(words)
+    })
+}
+
+/// A glob relative to the workspace; `dir/**` also matches `dir` itself.
+fn path_glob(s: &str) -> Result<GlobSet, String> {
+    let pattern = s.trim().trim_start_matches("./");
+    let mut set = GlobSetBuilder::new();
+    let mut add = |p: &str| -> Result<(), String> {
+        let g = GlobBuilder::new(p)
+            .literal_separator(true)
+            .build()
+            .map_err(|e| format!("bad glob: {e}"))?;
+        set.add(g);
+        Ok(())
+    };
+    add(pattern)?;
+    if let Some(dir) = pattern.strip_suffix("/**")
+        && !dir.is_empty()
+    {
+        add(dir)?;
+    }
+    set.build().map_err(|e| format!("bad glob: {e}"))
+}
+
+/// The reason a call is denied by the rules, or `None` when they let it through. `subject`
+/// is what the tool said the call touches.
+pub(crate) fn check_rules(
+    settings: &Settings,
+    name: &str,
+    subject: &Subject,
+    workspace: &Path,
+) -> Option<String> {
+    let deny: Vec<&Rule> = settings.deny.iter().filter(|r| r.tool == name).collect();
+    let allow: Vec<&Rule> = settings.allow.iter().filter(|r| r.tool == name).collect();
+    if deny.is_empty() && allow.is_empty() {
+        return None;
+    }
+    if let Some(r) = deny.iter().find(|r| r.spec.is_none()) {
+        return Some(format!("denied by policy: {}", r.text));
+    }
+    let allow_all = allow.is_empty() || allow.iter().any(|r| r.spec.is_none());
+    let listed = || {
+        allow
+            .iter()
+            .map(|r| r.text.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match subject {
+        Subject::Command(command) => {
+            let parts = match split_commands(command) {
+                Ok(p) => p,
+                Err(e) => {
+                    return Some(format!(
+                        "denied by policy: the command cannot be parsed ({e}), so the \
+                         permission rules cannot be checked; write it as plain commands"
+                    ));
+                }
+            };
+            for part in &parts {
+                for variant in deny_variants(part) {
+                    if let Some(r) = deny.iter().find(|r| r.matches_command(&variant)) {
+                        return Some(format!("denied by policy: {}", r.text));
+                    }
+                }
+            }
+            if !allow_all {
+                for part in &parts {
+                    if !allow.iter().any(|r| r.matches_command(part)) {
+                        return Some(format!(
+                            "denied by policy: `{}` matches no allow rule (allowed: {})",
+                            part.join(" "),
+                            listed()
+                        ));
+                    }
+                }
+            }
+        }
+        Subject::Paths(paths) => {
+            for raw in paths {
+                let candidates = path_candidates(raw, workspace);
+                if let Some(r) = deny
+                    .iter()
+                    .find(|r| candidates.iter().any(|c| r.matches_path(c)))
+                {
+                    return Some(format!("denied by policy: {}", r.text));
+                }
+            }
+            for raw in paths {
+                let candidates = path_candidates(raw, workspace);
+                if !allow_all
+                    && !candidates
+                        .iter()
+                        .all(|c| allow.iter().any(|r| r.matches_path(c)))
+                {
+                    return Some(format!(
+                        "denied by policy: {raw} matches no allow rule (allowed: {})",
+                        listed()
+                    ));
+                }
+            }
+        }
+        // Only rules without a specifier name such a tool: handled above.
+        Subject::Nothing => {}
+    }
+    None
+}
+
+/// The forms of a command deny rules are checked against: as written, with the command's
+/// directory dropped (`/bin/rm` is `rm`), and, after a wrapper (`nohup`, `env A=1`,
+/// `nice -n 5`, `timeout 5` …), every later word as the start of the command: a wrapper's
+/// options may take arguments (`-n 5`, `-u X`), so rather than know each one, any word
+/// after it may be the command. That can deny more than meant (`nice echo rm` against
+/// `Bash(rm:*)`), never less: deny rules fail closed.
+fn deny_variants(words: &[String]) -> Vec<Vec<String>> {
+    let mut out = vec![words.to_vec()];
+    let mut starts = vec![0usize];
+    let mut seen = std::collections::HashSet::new();
+    while let Some(start) = starts.pop() {
+        if !seen.insert(start) || start >= words.len() {
+            continue;
+        }
+        let rest = &words[start..];
+        let first = &rest[0];
+        let base = first.rsplit('/').next().unwrap_or(first);
+        let mut v = rest.to_vec();
+        v[0] = base.to_string();
+        if !out.contains(&v) {
+            out.push(v);
+        }
+        // An option first (`-p` left by `time -p`, which the shell reads as a keyword)
+        // is as unknown as a wrapper's: the command may start at any later word.
+        if WRAPPERS.contains(&base) || base.starts_with('-') {
+            starts.extend(start + 1..words.len());
+        }
+    }
+    out
+}
+
+/// The workspace-relative forms of a path a call names: lexically normalised, and with
+/// symlinks resolved (through the nearest existing ancestor). Outside the workspace the
+/// absolute path is used, so an absolute glob can match it.
+fn path_candidates(raw: &str, workspace: &Path) -> Vec<String> {
+    let p = Path::new(raw);
+    let abs = if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        workspace.join(p)
+    };
+    let lexical = normalize_lexically(&abs);
+    let mut out = vec![relative_form(&lexical, workspace)];
+    // What the tool really opens: symlinks followed before `..` is applied, as the
+    // kernel does (`link/../x` is `x` beside the link's target, not beside the link).
+    let physical = crate::tools::sandbox::physical_path(workspace, raw)
+        .or_else(|| resolve_existing_prefix(&lexical));
+    if let Some(real) = physical {
+        let r = relative_form(&real, workspace);
+        if !out.contains(&r) {
+            out.push(r);
+        }
+    }
+    out
+}
+
+fn relative_form(p: &Path, workspace: &Path) -> String {
+    match p.strip_prefix(workspace) {
+        Ok(rel) if rel.as_os_str().is_empty() => ".".to_string(),
+        Ok(rel) => rel.to_string_lossy().into_owned(),
+        Err(_) => p.to_string_lossy().into_owned(),
+    }
+}
+
+/// `a/./b/../c` is `a/c`, without touching the filesystem.
+fn normalize_lexically(p: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// The path with symlinks resolved in its longest existing prefix, the rest appended.
+fn resolve_existing_prefix(p: &Path) -> Option<PathBuf> {
+    let mut existing = p.to_path_buf();
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(real) = existing.canonicalize() {
+            let mut out = real;
+            for part in rest.iter().rev() {
+                out.push(part);
+            }
+            return Some(out);
+        }
+        rest.push(existing.file_name()?.to_os_string());
+        if !existing.pop() {
+            return None;
+        }
+    }
+}

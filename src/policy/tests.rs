@@ -1,0 +1,631 @@
+//! Unit tests of the policy: settings sections, rules, hooks and the gate.
+
+use super::*;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::rules::Spec;
+use crate::settings::{PROJECT_SETTINGS, SettingsFiles, SettingsSources};
+use crate::tools::{Category, Subject, SubjectKind};
+
+/// Reads the files as a run does, then the policy's sections.
+fn load(src: &SettingsSources<'_>, known: &[KnownTool]) -> Result<Settings, Error> {
+    Settings::from_files(&SettingsFiles::read(src)?, known)
+}
+
+impl Settings {
+    /// Adds one file's sections, given as text; `label` names it in errors.
+    fn merge_str(&mut self, text: &str, label: &str, known: &[KnownTool]) -> Result<(), Error> {
+        let mut files = SettingsFiles::default();
+        files.push_str(text, label, std::path::Path::new(label))?;
+        let more = Settings::from_files(&files, known)?;
+        self.allow.extend(more.allow);
+        self.deny.extend(more.deny);
+        self.pre_tool_use.extend(more.pre_tool_use);
+        self.post_tool_use.extend(more.post_tool_use);
+        Ok(())
+    }
+}
+use crate::dispatch::Dispatcher;
+use crate::tools::registry::{Registry, ToolSelection};
+use crate::tools::{Tool, ToolError, TypedTool};
+use crate::turn::PendingCall;
+
+/// The built-in tools, as the settings know them.
+fn known() -> Vec<KnownTool> {
+    Registry::builtin(&ToolSelection::default()).known()
+}
+
+/// The rules' verdict on one call, its subject as the tool gives it. Fields the test
+/// leaves out that the tool requires (WriteFile's `content` …) are filled in.
+fn rules(s: &Settings, tool: &dyn Tool, input: &Value, ws: &Path) -> Option<String> {
+    let mut input = input.clone();
+    let filler = [
+        ("content", ""),
+        ("old_string", "a"),
+        ("new_string", "b"),
+        ("pattern", "x"),
+    ];
+    for (field, value) in filler {
+        if tool.input_schema()["properties"].get(field).is_some() && input.get(field).is_none() {
+            input[field] = json!(value);
+        }
+    }
+    let subject = tool.prepare(&input).unwrap().subject();
+    check_rules(s, tool.name(), &subject, ws)
+}
+
+fn call<'a>(
+    tool: &'a dyn Tool,
+    id: &'a str,
+    input: &'a Value,
+    subject: &'a Subject,
+) -> GateCall<'a> {
+    GateCall {
+        tool,
+        id,
+        input,
+        subject,
+    }
+}
+
+fn before(g: &PolicyGate, tool: &dyn Tool, id: &str, input: &Value) -> Result<(), Denial> {
+    let subject = tool.prepare(input).unwrap().subject();
+    g.before(&call(tool, id, input, &subject))
+}
+
+fn after(g: &PolicyGate, tool: &dyn Tool, id: &str, input: &Value, r: &mut ToolResult) {
+    let subject = tool.prepare(input).unwrap().subject();
+    g.after(&call(tool, id, input, &subject), r)
+}
+
+fn settings(json: &str) -> Settings {
+    let mut s = Settings::default();
+    s.merge_str(json, "test.json", &known()).unwrap();
+    s
+}
+
+fn tool(name: &str) -> Arc<dyn Tool> {
+    let sel = ToolSelection {
+        allow_write: true,
+        allow_bash: true,
+        ..Default::default()
+    };
+    Registry::builtin(&sel).get(name).unwrap().clone()
+}
+
+fn bash(s: &Settings, cmd: &str) -> Option<String> {
+    rules(
+        s,
+        tool("Bash").as_ref(),
+        &json!({"command": cmd}),
+        Path::new("/ws"),
+    )
+}
+
+#[test]
+fn rule_parsing() {
+    assert!(Rule::parse("Bash", &known()).unwrap().spec.is_none());
+    assert!(matches!(
+        Rule::parse("Bash(rm:*)", &known()).unwrap().spec,
+        Some(Spec::Prefix(ref w)) if w == &["rm"]
+    ));
+    assert!(matches!(
+        Rule::parse("Bash(git  status)", &known()).unwrap().spec,
+        Some(Spec::Exact(ref w)) if w == &["git", "status"]
+    ));
+    for (bad, needle) in [
+        ("Nope", "unknown tool \"Nope\""),
+        ("Nope(x)", "unknown tool"),
+        ("Bash(rm", "closing"),
+        ("Bash()", "empty"),
+        ("Bash(a && b)", "one simple command"),
+        ("Bash(echo 'x)", "cannot parse"),
+        ("ReadFile([)", "bad glob"),
+    ] {
+        let e = Rule::parse(bad, &known()).unwrap_err();
+        assert!(e.contains(needle), "{bad}: {e}");
+    }
+}
+
+#[test]
+fn settings_errors_name_the_file() {
+    let mut s = Settings::default();
+    for (text, needle) in [
+        ("{", "invalid settings"),
+        (r#"{"permisions": {}}"#, "unknown field"),
+        (
+            r#"{"permissions": {"deny": ["Bsh(rm:*)"]}}"#,
+            "unknown tool \"Bsh\"",
+        ),
+        (
+            r#"{"hooks": {"PreToolUse": [{"matcher": "Bash|Wrte", "command": "x"}]}}"#,
+            "unknown tool \"Wrte\"",
+        ),
+        (
+            r#"{"hooks": {"PreToolUse": [{"command": "x", "timeout": "soon"}]}}"#,
+            "hook timeout",
+        ),
+        (r#"{"hooks": {"PostToolUse": [{"command": " "}]}}"#, "empty"),
+        (
+            r#"{"hooks": {"PreToolUse": [{"command": "x", "timeout": -1}]}}"#,
+            "hook timeout -1",
+        ),
+        (
+            r#"{"hooks": {"PreToolUse": [{"command": "x", "timeout": true}]}}"#,
+            "hook timeout true",
+        ),
+    ] {
+        let e = s.merge_str(text, "conf/x.json", &known()).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        let m = e.to_string();
+        assert!(
+            m.starts_with("conf/x.json: ") && m.contains(needle),
+            "{text}: {m}"
+        );
+    }
+}
+
+#[test]
+fn hook_timeouts_take_fractional_seconds() {
+    let s = settings(r#"{"hooks": {"PreToolUse": [{"command": "x", "timeout": 1.5}]}}"#);
+    assert_eq!(s.pre_tool_use[0].timeout, Duration::from_millis(1500));
+    let s = settings(r#"{"hooks": {"PreToolUse": [{"command": "x", "timeout": 7}]}}"#);
+    assert_eq!(s.pre_tool_use[0].timeout, Duration::from_secs(7));
+}
+
+#[test]
+fn files_merge_in_order_and_project_file_can_be_ignored() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join(".agent")).unwrap();
+    std::fs::write(
+        dir.path().join(PROJECT_SETTINGS),
+        r#"{"permissions": {"deny": ["Bash(rm:*)"]},
+            "hooks": {"PreToolUse": [{"matcher": "Bash", "command": "a", "timeout": "10s"}]}}"#,
+    )
+    .unwrap();
+    let extra = dir.path().join("extra.json");
+    std::fs::write(
+        &extra,
+        r#"{"permissions": {"deny": ["ReadFile(.env)"], "allow": ["Bash(ls)"]},
+            "hooks": {"PreToolUse": [{"command": "b", "timeout": 5}]}}"#,
+    )
+    .unwrap();
+    let files = vec![extra.clone()];
+    let src = SettingsSources {
+        workspace: dir.path(),
+        files: &files,
+        no_project_settings: false,
+    };
+    let s = load(&src, &known()).unwrap();
+    let deny: Vec<_> = s.deny.iter().map(|r| r.text.as_str()).collect();
+    assert_eq!(deny, ["Bash(rm:*)", "ReadFile(.env)"]);
+    assert_eq!(s.allow.len(), 1);
+    let hooks: Vec<_> = s
+        .pre_tool_use
+        .iter()
+        .map(|h| (h.command.as_str(), h.timeout))
+        .collect();
+    assert_eq!(
+        hooks,
+        [
+            ("a", Duration::from_secs(10)),
+            ("b", Duration::from_secs(5))
+        ]
+    );
+    assert_eq!(
+        s.pre_tool_use[0].tools.as_deref(),
+        Some(&["Bash".to_string()][..])
+    );
+    assert!(s.pre_tool_use[1].tools.is_none());
+    let s = load(
+        &SettingsSources {
+            no_project_settings: true,
+            ..src.clone()
+        },
+        &known(),
+    )
+    .unwrap();
+    assert_eq!(s.deny.len(), 1);
+    let missing = vec![dir.path().join("nope.json")];
+    let e = load(
+        &SettingsSources {
+            files: &missing,
+            ..src
+        },
+        &known(),
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("--settings") && e.to_string().contains("nope.json"));
+}
+
+#[test]
+fn deny_prefix_blocks_rm_and_smuggling() {
+    let s = settings(r#"{"permissions": {"deny": ["Bash(rm:*)"]}}"#);
+    assert_eq!(
+        bash(&s, "rm x").as_deref(),
+        Some("denied by policy: Bash(rm:*)")
+    );
+    for smuggled in [
+        "rm",
+        "echo hi && rm -rf x",
+        r#"echo "a" ; rm x"#,
+        "echo a || rm x",
+        "ls | rm x",
+        "ls & rm x",
+        "ls\nrm x",
+        "echo $(rm x)",
+        "echo `rm x`",
+        r#"echo "$(rm x)""#,
+        "(rm x)",
+        "{ rm x; }",
+        "'rm' x",
+        r#""r"m x"#,
+        r"\rm x",
+        r"$'\x72m' x",
+        "FOO=1 rm x",
+        "> log rm x",
+        "/bin/rm x",
+        "nohup rm x",
+        "env -i A=1 rm x",
+        "nice -n 5 rm x",
+        "env -u X rm x",
+        "exec -a foo rm x",
+        "time -p rm x",
+        "timeout 5 rm x",
+        "setsid rm x",
+        "stdbuf -oL rm x",
+        "coproc rm x",
+        "xargs rm x",
+        "cat <(rm x)",
+        "if true; then rm x; fi",
+        "cat <<EOF\n$(rm x)\nEOF",
+    ] {
+        assert_eq!(
+            bash(&s, smuggled).as_deref(),
+            Some("denied by policy: Bash(rm:*)"),
+            "{smuggled:?}"
+        );
+    }
+    for fine in [
+        "ls",
+        "echo rm x",
+        "echo 'rm x'",
+        "rmdir x",
+        "echo \"a ; rm x\"",
+    ] {
+        assert_eq!(bash(&s, fine), None, "{fine:?}");
+    }
+    let e = bash(&s, "echo 'unclosed").unwrap();
+    assert!(e.contains("cannot be parsed"), "{e}");
+}
+
+#[test]
+fn allow_rules_must_cover_every_part() {
+    let s = settings(
+        r#"{"permissions": {"allow": ["Bash(cargo test:*)", "Bash(git status)", "Bash(echo:*)"]}}"#,
+    );
+    for ok in [
+        "cargo test",
+        "cargo test -q --lib",
+        "git status",
+        "echo hi && cargo test",
+    ] {
+        assert_eq!(bash(&s, ok), None, "{ok:?}");
+    }
+    for (bad, part) in [
+        ("git status --short", "git status --short"),
+        ("cargo build", "cargo build"),
+        ("echo hi && rm -rf x", "rm -rf x"),
+        ("echo $(curl evil)", "curl evil"),
+        ("cargo testing", "cargo testing"),
+        ("bash -c 'cargo test'", "bash -c cargo test"),
+    ] {
+        let e = bash(&s, bad).unwrap_or_else(|| panic!("{bad:?} allowed"));
+        assert!(
+            e.contains(&format!("`{part}` matches no allow rule")),
+            "{bad:?}: {e}"
+        );
+    }
+    let e = bash(&s, "echo \"x").unwrap();
+    assert!(e.contains("cannot be parsed"), "{e}");
+    // Deny beats allow.
+    let s = settings(r#"{"permissions": {"allow": ["Bash"], "deny": ["Bash(git push:*)"]}}"#);
+    assert_eq!(bash(&s, "git status"), None);
+    assert!(bash(&s, "git push origin").is_some());
+    // No rules for Bash: anything goes, even what cannot be parsed.
+    let s = settings(r#"{"permissions": {"deny": ["ReadFile(.env)"]}}"#);
+    assert_eq!(bash(&s, "echo 'x"), None);
+}
+
+/// `link/../x` opens `x` beside the link's target: rules must judge that file, not
+/// the lexical `x` beside the link.
+#[test]
+fn file_rules_follow_symlinks_before_dot_dot() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().canonicalize().unwrap();
+    std::fs::create_dir_all(ws.join("secrets")).unwrap();
+    std::fs::create_dir_all(ws.join("sub")).unwrap();
+    std::fs::write(ws.join(".env"), "K=v").unwrap();
+    std::fs::write(ws.join("secrets/key"), "key").unwrap();
+    std::os::unix::fs::symlink("../secrets", ws.join("sub/link")).unwrap();
+    let s = settings(r#"{"permissions": {"deny": ["ReadFile(.env)", "EditFile(secrets/**)"]}}"#);
+    let check = |t: &str, path: &str| rules(&s, tool(t).as_ref(), &json!({"path": path}), &ws);
+    assert!(check("ReadFile", "sub/link/../.env").is_some());
+    assert!(check("EditFile", "sub/link/../secrets/key").is_some());
+    assert!(check("EditFile", "sub/link/key").is_some());
+    assert_eq!(check("ReadFile", "sub/link/key"), None);
+}
+
+#[test]
+fn file_rules_are_workspace_globs() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().canonicalize().unwrap();
+    std::fs::create_dir(ws.join("secrets")).unwrap();
+    std::fs::write(ws.join(".env"), "K=v").unwrap();
+    std::os::unix::fs::symlink(ws.join(".env"), ws.join("innocent")).unwrap();
+    let s = settings(
+        r#"{"permissions": {"deny": ["ReadFile(.env)", "EditFile(secrets/**)", "Grep(secrets/**)"],
+                            "allow": ["WriteFile(src/**)"]}}"#,
+    );
+    let check = |t: &str, path: &str| rules(&s, tool(t).as_ref(), &json!({"path": path}), &ws);
+    assert_eq!(
+        check("ReadFile", ".env").as_deref(),
+        Some("denied by policy: ReadFile(.env)")
+    );
+    for sneaky in [
+        "./.env",
+        "src/../.env",
+        "innocent",
+        &ws.join(".env").display().to_string(),
+    ] {
+        assert!(check("ReadFile", sneaky).is_some(), "{sneaky}");
+    }
+    assert_eq!(check("ReadFile", "src/.env"), None);
+    assert!(check("EditFile", "secrets/a/b.txt").is_some());
+    assert!(check("Grep", "secrets").is_some());
+    assert_eq!(check("EditFile", "src/secrets.rs"), None);
+    assert_eq!(check("WriteFile", "src/main.rs"), None);
+    assert_eq!(check("WriteFile", "src/new/dir/f.rs"), None);
+    let e = check("WriteFile", "README.md").unwrap();
+    assert!(
+        e.contains("matches no allow rule (allowed: WriteFile(src/**))"),
+        "{e}"
+    );
+    assert!(check("WriteFile", "src/../x").is_some());
+    // Glob: `*` does not cross `/`.
+    let s2 = settings(r#"{"permissions": {"deny": ["ReadFile(*.key)"]}}"#);
+    let t = tool("ReadFile");
+    assert!(rules(&s2, t.as_ref(), &json!({"path": "a.key"}), &ws).is_some());
+    assert!(rules(&s2, t.as_ref(), &json!({"path": "d/a.key"}), &ws).is_none());
+}
+
+#[test]
+fn plain_tool_rule_denies_every_call() {
+    let s = settings(r#"{"permissions": {"deny": ["Glob"]}}"#);
+    let r = rules(
+        &s,
+        tool("Glob").as_ref(),
+        &json!({"pattern": "*"}),
+        Path::new("/ws"),
+    );
+    assert_eq!(r.as_deref(), Some("denied by policy: Glob"));
+    assert_eq!(bash(&s, "ls"), None);
+}
+
+fn gate_with(dir: &Path, json: &str) -> PolicyGate {
+    let ctx = crate::tools::test_support::ctx(dir);
+    PolicyGate::new(settings(json), &ctx, OnDeny::Feedback)
+}
+
+#[test]
+fn pre_hook_verdicts() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = tool("Bash");
+    let input = json!({"command": "ls"});
+    let g = gate_with(
+        dir.path(),
+        r#"{"hooks": {"PreToolUse": [{"matcher": "Bash", "command": "echo 'no rm here' >&2; exit 2"}]}}"#,
+    );
+    assert_eq!(
+        before(&g, b.as_ref(), "t1", &input).unwrap_err().reason,
+        "no rm here"
+    );
+    // The matcher: another tool is not affected.
+    assert!(before(&g, tool("Glob").as_ref(), "t1", &json!({"pattern": "*"})).is_ok());
+    let g = gate_with(
+        dir.path(),
+        r#"{"hooks": {"PreToolUse": [{"command": "echo oops >&2; exit 1"}]}}"#,
+    );
+    let r = before(&g, b.as_ref(), "t1", &input).unwrap_err().reason;
+    assert!(
+        r.contains("failed (exit 1): oops") && r.contains("fail closed"),
+        "{r}"
+    );
+    let g = gate_with(
+        dir.path(),
+        r#"{"hooks": {"PreToolUse": [{"command": "sleep 5", "timeout": "100ms"}]}}"#,
+    );
+    let r = before(&g, b.as_ref(), "t1", &input).unwrap_err().reason;
+    assert!(r.contains("timed out after 100ms"), "{r}");
+    let g = gate_with(
+        dir.path(),
+        r#"{"hooks": {"PreToolUse": [{"matcher": "*", "command": "cat > seen.json"}]}}"#,
+    );
+    assert!(before(&g, b.as_ref(), "toolu_9", &input).is_ok());
+    let seen: Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("seen.json")).unwrap()).unwrap();
+    let ws = dir.path().canonicalize().unwrap();
+    assert_eq!(
+        seen,
+        json!({"hook_event_name": "PreToolUse", "tool_name": "Bash",
+               "tool_input": {"command": "ls"}, "tool_use_id": "toolu_9",
+               "cwd": ws.display().to_string()})
+    );
+}
+
+#[test]
+fn hooks_run_before_rules_and_rules_still_apply() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = gate_with(
+        dir.path(),
+        r#"{"permissions": {"deny": ["Bash(rm:*)"]},
+            "hooks": {"PreToolUse": [{"command": "touch hook-ran"}]}}"#,
+    );
+    let r = before(&g, tool("Bash").as_ref(), "t", &json!({"command": "rm x"}));
+    assert_eq!(r.unwrap_err().reason, "denied by policy: Bash(rm:*)");
+    assert!(dir.path().join("hook-ran").exists());
+}
+
+#[test]
+fn post_hook_sees_result_and_can_append() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = gate_with(
+        dir.path(),
+        r#"{"hooks": {"PostToolUse": [
+             {"command": "cat > post.json"},
+             {"matcher": "Bash", "command": "echo 'lint: 2 warnings' >&2; exit 2"},
+             {"command": "exit 7"}]}}"#,
+    );
+    let mut r = ToolResult::ok("<output>hi</output>");
+    after(
+        &g,
+        tool("Bash").as_ref(),
+        "t1",
+        &json!({"command": "echo hi"}),
+        &mut r,
+    );
+    let seen: Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("post.json")).unwrap()).unwrap();
+    assert_eq!(seen["hook_event_name"], "PostToolUse");
+    assert_eq!(
+        seen["tool_result"],
+        json!({"content": "<output>hi</output>", "is_error": false})
+    );
+    assert!(
+        r.content
+            .starts_with("<output>hi</output>\n\nlint: 2 warnings"),
+        "{}",
+        r.content
+    );
+    assert!(r.content.contains("failed (exit 7)"), "{}", r.content);
+    assert!(!r.is_error);
+}
+
+#[test]
+fn hooks_get_the_scrubbed_env() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut ctx = crate::tools::test_support::ctx(dir.path());
+    ctx.child_env = Arc::new(vec![
+        ("PATH".into(), std::env::var("PATH").unwrap_or_default()),
+        ("KEPT".into(), "yes".into()),
+    ]);
+    let s = settings(
+        r#"{"hooks": {"PreToolUse": [{"command": "echo \"$KEPT-${HOME:-unset}\" > env.txt"}]}}"#,
+    );
+    let g = PolicyGate::new(s, &ctx, OnDeny::Fail);
+    assert!(g.ends_run_on_denial());
+    before(&g, tool("Bash").as_ref(), "t", &json!({"command": "ls"})).unwrap();
+    let seen = std::fs::read_to_string(dir.path().join("env.txt")).unwrap();
+    assert_eq!(seen.trim(), "yes-unset");
+}
+
+/// A tool defined here, not in `tools/`, whose path field is `target`.
+struct Mover;
+#[derive(Deserialize)]
+struct MoverInput {
+    target: String,
+}
+impl TypedTool for Mover {
+    type Input = MoverInput;
+    fn name(&self) -> &str {
+        "Mover"
+    }
+    fn description(&self) -> &str {
+        "moves a file"
+    }
+    fn input_schema(&self) -> Value {
+        json!({"type": "object", "properties": {"target": {"type": "string"}},
+               "required": ["target"]})
+    }
+    fn is_read_only(&self) -> bool {
+        false
+    }
+    fn category(&self) -> Category {
+        Category::File
+    }
+    fn subject_kind(&self) -> SubjectKind {
+        SubjectKind::Paths
+    }
+    fn subject(&self, input: &MoverInput) -> Subject {
+        Subject::Paths(vec![input.target.clone()])
+    }
+    fn execute(&self, _: &ToolContext, _: &MoverInput) -> Result<ToolResult, ToolError> {
+        Ok(ToolResult::ok("moved"))
+    }
+}
+
+/// The rules judge what the tool says a call touches: a deny rule on a new tool's
+/// `target` denies it through dispatch, though policy knows no such field.
+#[test]
+fn a_new_tools_subject_is_what_rules_match() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut reg = Registry::builtin(&ToolSelection::default());
+    reg.register(Arc::new(Mover));
+    let mut s = Settings::default();
+    s.merge_str(
+        r#"{"permissions": {"deny": ["Mover(secrets/**)"]}}"#,
+        "t.json",
+        &reg.known(),
+    )
+    .unwrap();
+    let ctx = crate::tools::test_support::ctx(dir.path());
+    let gate = PolicyGate::new(s, &ctx, OnDeny::Feedback);
+    let d = Dispatcher {
+        registry: &reg,
+        ctx: &ctx,
+        gate: &gate,
+        run_start: std::time::Instant::now(),
+        watch: None,
+    };
+    let call = |target: &str| PendingCall {
+        id: "t1".into(),
+        name: "Mover".into(),
+        input: Ok(json!({"target": target})),
+    };
+    for denied in ["secrets/key", "./secrets/a/b", "src/../secrets/key"] {
+        let o = d.dispatch(&call(denied));
+        assert_eq!(
+            o.denial.map(|d| d.reason).as_deref(),
+            Some("denied by policy: Mover(secrets/**)"),
+            "{denied}"
+        );
+    }
+    let o = d.dispatch(&call("src/key"));
+    assert!(o.denial.is_none());
+    assert_eq!(o.result.content, "moved");
+}
+
+/// A tool whose calls have no subject takes rules that name it, never a specifier.
+#[test]
+fn a_tool_without_subject_refuses_specifiers() {
+    let known = vec![KnownTool {
+        name: "mcp__srv__ping".into(),
+        subject: SubjectKind::Nothing,
+    }];
+    assert!(Rule::parse("mcp__srv__ping", &known).is_ok());
+    let e = Rule::parse("mcp__srv__ping(x)", &known).unwrap_err();
+    assert!(e.contains("takes no specifier"), "{e}");
+    let mut s = Settings::default();
+    s.merge_str(
+        r#"{"permissions": {"deny": ["mcp__srv__ping"]}}"#,
+        "t",
+        &known,
+    )
+    .unwrap();
+    assert_eq!(
+        check_rules(&s, "mcp__srv__ping", &Subject::Nothing, Path::new("/ws")).as_deref(),
+        Some("denied by policy: mcp__srv__ping")
+    );
+}
