@@ -86,7 +86,7 @@ pub(crate) fn run_all(plan: &Plan) -> BatchResult {
                                 ),
                                 (None, Ok(exe)) => {
                                     progress.started(&run.id);
-                                    let o = run_task(exe, plan, run, &children);
+                                    let o = run_task(exe, plan, run, &children, &stop);
                                     account(
                                         &mut spend.lock().unwrap_or_else(|p| p.into_inner()),
                                         &o,
@@ -153,7 +153,13 @@ fn account(spend: &mut Spend, o: &TaskOutcome) {
 
 /// Prepares the run's workspace, runs its setup and `agent run` in it, and reads its
 /// transcript.
-fn run_task(exe: &Path, plan: &Plan, run: &RunSpec, children: &Mutex<Vec<u32>>) -> TaskOutcome {
+fn run_task(
+    exe: &Path,
+    plan: &Plan,
+    run: &RunSpec,
+    children: &Mutex<Vec<u32>>,
+    stop: &AtomicBool,
+) -> TaskOutcome {
     let t0 = Instant::now();
     let mut outcome = TaskOutcome::not_run(run, "");
     outcome.error = None;
@@ -185,6 +191,10 @@ fn run_task(exe: &Path, plan: &Plan, run: &RunSpec, children: &Mutex<Vec<u32>>) 
             return ended_early(outcome, "error", why, &transcript, t0);
         }
     };
+    if stop.load(Ordering::SeqCst) {
+        let why = "the batch was interrupted before this task's agent started".to_string();
+        return ended_early(outcome, "interrupted", why, &transcript, t0);
+    }
     if let Some(setup) = &run.task.setup {
         let _ = writeln!(log, "agent batch: setup: {setup}");
         let spill = plan
@@ -197,7 +207,14 @@ fn run_task(exe: &Path, plan: &Plan, run: &RunSpec, children: &Mutex<Vec<u32>>) 
             Err(why) => writeln!(log, "agent batch: {why}"),
         };
         if let Err(why) = ran {
-            return ended_early(outcome, "setup_failed", why, &transcript, t0);
+            // A signal stops the setup too: that is the batch's interruption, not the
+            // setup's failure.
+            let status = if stop.load(Ordering::SeqCst) {
+                "interrupted"
+            } else {
+                "setup_failed"
+            };
+            return ended_early(outcome, status, why, &transcript, t0);
         }
     }
     let mut cmd = Command::new(exe);
@@ -227,6 +244,11 @@ fn run_task(exe: &Path, plan: &Plan, run: &RunSpec, children: &Mutex<Vec<u32>>) 
     let status = spawned.and_then(|mut child| {
         let pid = child.id();
         children.lock().unwrap_or_else(|p| p.into_inner()).push(pid);
+        // A signal that came between the start checks and the line above found no pid
+        // to pass on: pass it on now (the signal thread sets `stop` before it looks).
+        if stop.load(Ordering::SeqCst) {
+            terminate(pid);
+        }
         let status = child.wait();
         children
             .lock()
@@ -332,13 +354,19 @@ fn forward_signals(stop: Arc<AtomicBool>, children: Arc<Mutex<Vec<u32>>>) {
             stop.store(true, Ordering::SeqCst);
             crate::process::kill_all_running();
             for pid in children.lock().unwrap_or_else(|p| p.into_inner()).iter() {
-                if let Ok(pid) = libc::pid_t::try_from(*pid) {
-                    // SAFETY: kill(2) on a child we spawned and have not reaped yet.
-                    unsafe {
-                        libc::kill(pid, libc::SIGTERM);
-                    }
-                }
+                terminate(*pid);
             }
         }
     });
+}
+
+/// SIGTERM to a child agent we spawned and have not reaped yet (it is in `children`
+/// until its wait returns), so the pid cannot have been reused.
+fn terminate(pid: u32) {
+    if let Ok(pid) = libc::pid_t::try_from(pid) {
+        // SAFETY: plain kill(2) on our own unreaped child.
+        unsafe {
+            libc::kill(pid, libc::SIGTERM);
+        }
+    }
 }

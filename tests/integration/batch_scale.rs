@@ -77,6 +77,18 @@ fn a_batch_killed_halfway_resumes_where_it_stopped() {
     running.signal(libc::SIGKILL);
     let killed = running.wait();
     assert_eq!(killed.status.code(), None, "killed by a signal");
+    // The killed batch's running task died with it (PR_SET_PDEATHSIG), rather than
+    // running on unsupervised beside the resumed batch.
+    let t3_json = dir.join("t3.json").display().to_string();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !agents_running_with(&t3_json).is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "t3's agent outlived the batch: {:?}",
+            agents_running_with(&t3_json)
+        );
+        std::thread::yield_now();
+    }
     assert!(!dir.join("summary.json").exists());
     assert_eq!(read_json(&dir.join("t3.json"))["status"], "running");
 
@@ -631,6 +643,25 @@ fn the_readme_batch_demo_runs_offline() {
     assert_eq!(env.server.request_count(), 0, "offline");
 }
 
+/// Live (not zombie) processes whose command line contains `needle`.
+fn agents_running_with(needle: &str) -> Vec<u32> {
+    let mut pids = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+        let zombie = stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'));
+        if !zombie && String::from_utf8_lossy(&cmdline).contains(needle) {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
 fn copy_tree(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for e in std::fs::read_dir(from).unwrap() {
@@ -642,4 +673,83 @@ fn copy_tree(from: &Path, to: &Path) {
             std::fs::copy(e.path(), dst).unwrap();
         }
     }
+}
+
+/// SIGTERM while a task's setup runs stops the setup (its whole process group) and the
+/// task is `interrupted`, not `setup_failed`; the batch exits 130.
+#[test]
+fn a_signal_during_setup_interrupts_the_task() {
+    let env = TestEnv::new(vec![]);
+    env.write("proj/README", "x\n");
+    let fifo = env.out("setup-started");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let setup = format!("echo started > '{}'; sleep 120", fifo.display());
+    env.write(
+        "tasks.jsonl",
+        &format!(
+            "{}\n",
+            json!({"id": "slow", "prompt": "p", "workspace": "proj", "setup": setup})
+        ),
+    );
+    let dir = env.out("results");
+    let running =
+        env.spawn_command(env.command(&["batch", "tasks.jsonl", "--out", dir.to_str().unwrap()]));
+    // Opening the FIFO blocks until the setup opens it: then the setup is running.
+    let said = std::fs::read_to_string(&fifo).unwrap();
+    assert_eq!(said, "started\n");
+    running.signal(libc::SIGTERM);
+    let out = running.wait();
+    out.assert_code(130);
+    let s = out.json();
+    assert_eq!(s["tasks"][0]["status"], "interrupted", "{s}");
+    assert_eq!(env.server.request_count(), 0);
+}
+
+/// On a terminal (here a pseudo-terminal as stderr) the bar shows the runs done of the
+/// total, the successes, the running tasks and the cost so far.
+#[test]
+fn a_terminal_gets_a_progress_bar() {
+    use std::io::Read;
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let env = TestEnv::new(vec![pass(), Reply::Hang(vec![])]);
+    write_tasks(&env, 2, json!([]));
+    let (mut master, mut slave) = (0, 0);
+    // SAFETY: openpty fills two fds we then own; no name, termios or size given.
+    let rc = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(rc, 0);
+    // SAFETY: both fds are fresh from openpty and owned only here.
+    let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+    let dir = env.out("results");
+    let mut c = env.command(&["batch", "tasks.jsonl", "--out", dir.to_str().unwrap()]);
+    c.stderr(std::process::Stdio::from(slave));
+    let running = env.spawn_command(c);
+    // Read the terminal until the bar shows t1 done and t2 running.
+    let mut term = std::fs::File::from(master);
+    let mut seen = String::new();
+    let mut buf = [0u8; 4096];
+    while !seen.contains("1 succeeded · 1 running") {
+        let n = term.read(&mut buf).expect("the bar before the pty closed");
+        assert!(n > 0, "the terminal closed first: {seen}");
+        seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+    assert!(seen.contains("1/2"), "{seen}");
+    assert!(seen.contains("$0.0000"), "{seen}");
+    assert!(
+        seen.contains("batch: [1/2] t1 success"),
+        "the finished line too: {seen}"
+    );
+    running.signal(libc::SIGTERM);
+    running.wait().assert_code(130);
 }
