@@ -320,7 +320,7 @@ impl Agent<'_> {
             r.num_turns,
             turn.stop_reason.as_str(),
             turn.calls.len(),
-            turn.usage.input_tokens,
+            turn.usage.input_total(),
             turn.usage.output_tokens
         ));
     }
@@ -427,6 +427,7 @@ mod tests {
             bash_timeout: Duration::from_secs(5),
             max_retries: 0,
             idle_timeout: Duration::from_secs(5),
+            request: Default::default(),
             tools: ToolSelection::default(),
             replay: None,
             record: None,

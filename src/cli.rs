@@ -162,11 +162,30 @@ pub struct RunArgs {
     #[arg(long, value_name = "CASSETTE")]
     pub record: Option<PathBuf>,
     #[command(flatten)]
+    pub request: RequestArgs,
+    #[command(flatten)]
     pub tools: ToolArgs,
     #[command(flatten)]
     pub ci: CiArgs,
     #[command(flatten)]
     pub security: SecurityArgs,
+}
+
+/// What shapes each API request beyond the model, the prompt and the messages.
+#[derive(Debug, Clone, Default, Args)]
+pub struct RequestArgs {
+    /// Send `tool_choice` with the tools (default: none sent). Some local servers
+    /// (llama-cpp-python) ignore tools unless it is set.
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub tool_choice: Option<ToolChoice>,
+}
+
+/// `--tool-choice`: whether the model may, must or must not call a tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ToolChoice {
+    Auto,
+    Required,
+    None,
 }
 
 /// The CI features of SPEC §9: verification, live events, budgets.

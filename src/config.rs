@@ -9,7 +9,7 @@ use std::time::Duration;
 use clap::ValueEnum;
 
 use crate::budget::{Budget, Prices};
-use crate::cli::{CiArgs, ProviderKind, RunArgs, SecurityArgs, ToolArgs};
+use crate::cli::{CiArgs, ProviderKind, RequestArgs, RunArgs, SecurityArgs, ToolArgs};
 use crate::cli::{OnDeny, SandboxMode};
 use crate::confine::{self, SandboxSpec};
 use crate::error::Error;
@@ -53,6 +53,8 @@ pub struct Config {
     pub bash_timeout: Duration,
     pub max_retries: u32,
     pub idle_timeout: Duration,
+    /// `--tool-choice` and the other request options.
+    pub request: RequestArgs,
     pub tools: ToolSelection,
     pub replay: Option<PathBuf>,
     pub record: Option<PathBuf>,
@@ -183,6 +185,7 @@ impl Config {
             bash_timeout: args.bash_timeout,
             max_retries: args.max_retries,
             idle_timeout: args.idle_timeout,
+            request: args.request.clone(),
             tools,
             replay: args.replay.clone(),
             record: args.record.clone(),

@@ -170,6 +170,7 @@ fn make_provider(config: &Config, registry: &Registry) -> Result<Box<dyn Provide
     let http = HttpConfig {
         max_retries: config.max_retries,
         idle_timeout: config.idle_timeout,
+        request: config.request.clone(),
         ..HttpConfig::new(config.base_url.clone(), config.api_key.clone())
     };
     let wire = crate::provider::wire(config.provider);

@@ -76,6 +76,11 @@ pub struct Usage {
 }
 
 impl Usage {
+    /// Every input token, cached or not: what the logs and the summary line show.
+    pub fn input_total(&self) -> u64 {
+        self.input_tokens + self.cache_read_input_tokens + self.cache_creation_input_tokens
+    }
+
     pub fn add(&mut self, other: &Usage) {
         self.input_tokens += other.input_tokens;
         self.output_tokens += other.output_tokens;

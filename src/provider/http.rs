@@ -13,6 +13,7 @@ use super::retry::{
     RetryPolicy,
 };
 use super::{Provider, ProviderError, ProviderErrorKind, StreamFailure, TurnRequest};
+use crate::cli::RequestArgs;
 use crate::turn::{StreamNotice, Turn};
 
 /// What one HTTP API does its own way. A wire holds no connection state: the shell
@@ -24,8 +25,8 @@ pub(crate) trait Wire: Send {
     fn request_id_header(&self) -> &'static str;
     /// Every request's headers, the credential included (`api_key` may be empty).
     fn headers(&self, api_key: &str) -> Vec<(&'static str, String)>;
-    /// The request body for `request`, sent to `base_url`.
-    fn body(&self, request: &TurnRequest<'_>, base_url: &str) -> serde_json::Result<Vec<u8>>;
+    /// The request body for `request`, with the options of `config`.
+    fn body(&self, request: &TurnRequest<'_>, config: &HttpConfig) -> serde_json::Result<Vec<u8>>;
     /// `(type, message)` of an error body this API's servers send; `None` for a body it
     /// does not understand (which is then quoted).
     fn parse_error_body(&self, raw: &[u8]) -> Option<(String, String)>;
@@ -54,6 +55,8 @@ pub(crate) struct HttpConfig {
     pub idle_timeout: Duration,
     /// First backoff delay (tests make it tiny).
     pub backoff_base: Duration,
+    /// `--tool-choice` and the other request options.
+    pub request: RequestArgs,
 }
 
 impl HttpConfig {
@@ -65,6 +68,7 @@ impl HttpConfig {
             max_retries: DEFAULT_MAX_RETRIES,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             backoff_base: DEFAULT_BACKOFF_BASE,
+            request: RequestArgs::default(),
         }
     }
 }
@@ -77,6 +81,7 @@ impl std::fmt::Debug for HttpConfig {
             .field("max_retries", &self.max_retries)
             .field("idle_timeout", &self.idle_timeout)
             .field("backoff_base", &self.backoff_base)
+            .field("request", &self.request)
             .finish()
     }
 }
@@ -134,6 +139,14 @@ impl HttpProvider {
                 wire.parse_error_body(raw)
             }));
         }
+        // No content type is let through (some servers send none); any other than an
+        // event stream means something else answered.
+        if let Some(kind) = retry::header(response.headers(), "content-type")
+            && !kind.to_ascii_lowercase().contains("text/event-stream")
+        {
+            let kind = kind.to_string();
+            return Err(retry::wrong_content_type(response, &kind));
+        }
         on_notice(StreamNotice::TurnStarted);
         let tee = Tee {
             inner: response.into_body().into_reader(),
@@ -160,7 +173,7 @@ impl Provider for HttpProvider {
     ) -> Result<Turn, ProviderError> {
         let body = self
             .wire
-            .body(request, &self.config.base_url)
+            .body(request, &self.config)
             .map_err(|e| ProviderError {
                 kind: ProviderErrorKind::Transport,
                 message: format!("could not serialise the request: {e}"),
@@ -173,9 +186,20 @@ impl Provider for HttpProvider {
             max_retries: self.config.max_retries,
             backoff_base: self.config.backoff_base,
         };
+        // A page that is not an event stream is tried once more (a portal may let the
+        // second request through), never again.
+        let mut wrong_type_seen = false;
         retry::with_retries(policy, &secrets, on_notice, &mut |on_notice| {
             log_request(&self.url, request, body.len());
-            self.attempt(&body, request, on_notice)
+            self.attempt(&body, request, on_notice).map_err(|mut e| {
+                if matches!(&e.error.kind, ProviderErrorKind::Http { error_type, .. }
+                    if error_type == retry::WRONG_CONTENT_TYPE)
+                {
+                    e.retryable &= !wrong_type_seen;
+                    wrong_type_seen = true;
+                }
+                e
+            })
         })
     }
 }

@@ -58,7 +58,8 @@ pub(crate) enum StreamFailure {
     Api { error_type: String, message: String },
     /// The stream ended (EOF) before `message_stop`.
     Incomplete { detail: String },
-    /// Reading the body failed: connection reset, idle timeout, oversized line.
+    /// Reading the body failed: connection reset, idle timeout, oversized line. Before
+    /// the first event (pings aside) the error wraps a [`BeforeFirstEvent`].
     Io(io::Error),
     /// A known event that could not be decoded (a broken server, not a transient fault).
     Malformed { detail: String },
@@ -97,6 +98,30 @@ impl std::fmt::Display for StreamFailure {
                 f.write_str(detail)
             }
         }
+    }
+}
+
+/// A read failure before the response's first event (keep-alive pings aside): the
+/// server answered 200 and then produced nothing. Carried inside an `io::Error` of the
+/// same kind, so that the failure is classified as any other read failure.
+#[derive(Debug)]
+pub(crate) struct BeforeFirstEvent(pub io::Error);
+
+impl BeforeFirstEvent {
+    pub(crate) fn wrap(e: io::Error) -> io::Error {
+        io::Error::new(e.kind(), BeforeFirstEvent(e))
+    }
+}
+
+impl std::fmt::Display for BeforeFirstEvent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for BeforeFirstEvent {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.0)
     }
 }
 

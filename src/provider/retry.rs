@@ -6,7 +6,7 @@
 use std::io::{self, Read};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::{ProviderError, ProviderErrorKind, StreamFailure};
+use super::{BeforeFirstEvent, ProviderError, ProviderErrorKind, StreamFailure};
 use crate::secrets;
 use crate::turn::{StreamNotice, Turn};
 
@@ -26,6 +26,10 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Bytes of an error response body read for its message: error JSON is tiny, and a
 /// proxy's HTML error page need not be read whole.
 const MAX_ERROR_BODY_BYTES: u64 = 64 * 1024;
+
+/// Chars of an error body's message kept: a gateway's 500 may quote the whole request
+/// (the system prompt, several times), which helps nobody in a log.
+const MAX_ERROR_MESSAGE_CHARS: usize = 2_000;
 
 /// Chars of a non-JSON error body quoted in the error message.
 const MAX_QUOTED_ERROR_CHARS: usize = 500;
@@ -180,8 +184,13 @@ pub(crate) fn stream_error(failure: StreamFailure, idle_timeout: Duration) -> At
         ),
         StreamFailure::Incomplete { detail } => (ProviderErrorKind::Transport, detail),
         StreamFailure::Io(e) if is_timeout(&e) => {
-            (ProviderErrorKind::Transport, idle_message(idle_timeout))
+            let mut message = idle_message(idle_timeout);
+            if before_first_event(&e) {
+                message = format!("{message}; {SILENT_HINT}");
+            }
+            (ProviderErrorKind::Transport, message)
         }
+
         StreamFailure::Io(e) => (
             ProviderErrorKind::Transport,
             format!("the connection failed mid-stream: {e}"),
@@ -199,6 +208,12 @@ pub(crate) fn stream_error(failure: StreamFailure, idle_timeout: Duration) -> At
         retry_after: None,
     }
 }
+
+/// What a 200 followed by silence usually means, for its error message.
+const SILENT_HINT: &str = "the server answered 200 and then sent no event. Local servers do \
+     this when they cannot stream the tool calls they were asked for (llama-cpp-python with \
+     --tool-choice; a llama.cpp template without tool support): see the README's \
+     OpenAI-compatible servers section";
 
 /// Chars of a redirect's `Location` quoted in its error.
 const MAX_QUOTED_LOCATION_CHARS: usize = 300;
@@ -225,6 +240,41 @@ pub(crate) fn redirect_error(response: &ureq::http::Response<ureq::Body>) -> Att
     }
 }
 
+/// The `error_type` of a 2xx answer that is not an event stream.
+pub(crate) const WRONG_CONTENT_TYPE: &str = "wrong_content_type";
+
+/// A 2xx answer whose content type says it is no event stream (a proxy's or captive
+/// portal's HTML login page): named, with the start of the body, instead of "the stream
+/// ended before message_stop". Retryable: the caller allows it once.
+pub(crate) fn wrong_content_type(
+    response: ureq::http::Response<ureq::Body>,
+    content_type: &str,
+) -> AttemptError {
+    let status = response.status().as_u16();
+    let mut raw = Vec::new();
+    let _ = response
+        .into_body()
+        .into_reader()
+        .take(MAX_ERROR_BODY_BYTES)
+        .read_to_end(&mut raw);
+    let body = String::from_utf8_lossy(&raw);
+    let body = crate::provider::decoding::quote(body.trim(), MAX_QUOTED_ERROR_CHARS);
+    AttemptError {
+        error: ProviderError {
+            kind: ProviderErrorKind::Http {
+                status,
+                error_type: WRONG_CONTENT_TYPE.to_string(),
+            },
+            message: format!(
+                "HTTP {status} with content type {content_type:?}, not an event stream \
+                 (a proxy or login page in the way?); the body starts: {body}"
+            ),
+        },
+        retryable: true,
+        retry_after: None,
+    }
+}
+
 /// A wire's reading of an error body: `(type, message)` when it understands it.
 pub(crate) type ErrorBodyParser<'a> = dyn Fn(&[u8]) -> Option<(String, String)> + 'a;
 
@@ -236,7 +286,7 @@ pub(crate) fn http_error(
 ) -> AttemptError {
     let status = response.status().as_u16();
     let headers = response.headers();
-    let retry_after = retry_after(headers);
+    let retry_after = retry_after(headers, SystemTime::now());
     let should_retry = header(headers, "x-should-retry").map(|v| v.trim() == "true");
     let mut raw = Vec::new();
     // A body that fails mid-read still tells us the status; keep what arrived.
@@ -246,7 +296,7 @@ pub(crate) fn http_error(
         .take(MAX_ERROR_BODY_BYTES)
         .read_to_end(&mut raw);
     let (error_type, message) = match parse_body(&raw) {
-        Some(parsed) => parsed,
+        Some((error_type, message)) => (error_type, capped(message)),
         None => {
             let text = String::from_utf8_lossy(&raw);
             let text = text.trim();
@@ -284,18 +334,70 @@ pub(crate) fn http_error(
     }
 }
 
+/// `message` cut to [`MAX_ERROR_MESSAGE_CHARS`], saying how much was left out.
+fn capped(message: String) -> String {
+    match message.char_indices().nth(MAX_ERROR_MESSAGE_CHARS) {
+        Some((cut, _)) => {
+            let left = message[cut..].chars().count();
+            format!("{}… ({left} more characters not shown)", &message[..cut])
+        }
+        None => message,
+    }
+}
+
 pub(crate) fn header<'h>(headers: &'h ureq::http::HeaderMap, name: &str) -> Option<&'h str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
-/// `retry-after-ms` (checked first) or `retry-after`, in seconds (fractions allowed).
-/// The HTTP-date form is not supported: it falls back to our own backoff.
-fn retry_after(headers: &ureq::http::HeaderMap) -> Option<Duration> {
+/// `retry-after-ms` (checked first) or `retry-after`, in seconds (fractions allowed) or
+/// as an HTTP date (IMF-fixdate, `Wed, 21 Oct 2015 07:28:00 GMT`), taken from `now`.
+fn retry_after(headers: &ureq::http::HeaderMap, now: SystemTime) -> Option<Duration> {
     let parse = |name: &str, scale: f64| {
         let v: f64 = header(headers, name)?.trim().parse().ok()?;
         (v.is_finite() && v >= 0.0).then(|| Duration::from_secs_f64((v / scale).min(1e6)))
     };
-    parse("retry-after-ms", 1000.0).or_else(|| parse("retry-after", 1.0))
+    parse("retry-after-ms", 1000.0)
+        .or_else(|| parse("retry-after", 1.0))
+        .or_else(|| {
+            let at = http_date(header(headers, "retry-after")?)?;
+            Some(at.duration_since(now).unwrap_or(Duration::ZERO))
+        })
+}
+
+/// An IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the HTTP date every server sends.
+fn http_date(text: &str) -> Option<SystemTime> {
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let parts: Vec<&str> = text.split_whitespace().collect();
+    let [_weekday, day, month, year, time, "GMT"] = parts[..] else {
+        return None;
+    };
+    let day: u64 = day.parse().ok().filter(|d| (1..=31).contains(d))?;
+    let month = MONTHS.iter().position(|m| *m == month)? as u64 + 1;
+    let year: u64 = year.parse().ok().filter(|y| *y >= 1970)?;
+    let mut hms = time.split(':').map(|t| t.parse::<u64>().ok());
+    let (Some(Some(h)), Some(Some(m)), Some(Some(sec)), None) =
+        (hms.next(), hms.next(), hms.next(), hms.next())
+    else {
+        return None;
+    };
+    if h > 23 || m > 59 || sec > 60 {
+        return None;
+    }
+    // Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
+    let (y, mo) = if month <= 2 {
+        (year - 1, month + 9)
+    } else {
+        (year, month - 3)
+    };
+    let era = y / 400;
+    let yoe = y - era * 400;
+    let doy = (153 * mo + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = (era * 146_097 + doe).checked_sub(719_468)?;
+    let secs = days * 86_400 + h * 3_600 + m * 60 + sec;
+    UNIX_EPOCH.checked_add(Duration::from_secs(secs))
 }
 
 /// The delay before retry number `retry` (from 1): `base · 2^(retry-1)`, capped at
@@ -321,6 +423,9 @@ fn jitter_fraction() -> f64 {
 
 /// Whether an I/O error is a read timeout (ureq wraps its own timeout error in io).
 fn is_timeout(e: &io::Error) -> bool {
+    if let Some(BeforeFirstEvent(inner)) = e.get_ref().and_then(|i| i.downcast_ref()) {
+        return is_timeout(inner);
+    }
     matches!(
         e.kind(),
         io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock
@@ -332,6 +437,11 @@ fn is_timeout(e: &io::Error) -> bool {
             ureq::Error::Io(io) => is_timeout(io),
             _ => false,
         })
+}
+
+/// Whether the read failed before the response's first event.
+fn before_first_event(e: &io::Error) -> bool {
+    e.get_ref().is_some_and(|i| i.is::<BeforeFirstEvent>())
 }
 
 #[cfg(test)]
@@ -359,21 +469,44 @@ mod tests {
 
     #[test]
     fn retry_after_parsing() {
+        let now = UNIX_EPOCH + Duration::from_secs(1_445_412_470); // 07:27:50 GMT
         let mut h = ureq::http::HeaderMap::new();
-        assert_eq!(retry_after(&h), None);
+        assert_eq!(retry_after(&h, now), None);
         h.insert("retry-after", "2.5".parse().unwrap());
-        assert_eq!(retry_after(&h), Some(Duration::from_millis(2_500)));
+        assert_eq!(retry_after(&h, now), Some(Duration::from_millis(2_500)));
         h.insert(
             "retry-after",
             "Wed, 21 Oct 2015 07:28:00 GMT".parse().unwrap(),
         );
-        assert_eq!(retry_after(&h), None, "HTTP-dates fall back to our backoff");
+        assert_eq!(retry_after(&h, now), Some(Duration::from_secs(10)));
+        assert_eq!(
+            retry_after(&h, now + Duration::from_secs(60)),
+            Some(Duration::ZERO),
+            "a date in the past: retry now"
+        );
+        for bad in [
+            "Wed, 21 Oct 2015 07:28:00 CET",
+            "Wed, 21 Foo 2015 07:28:00 GMT",
+            "soon",
+        ] {
+            h.insert("retry-after", bad.parse().unwrap());
+            assert_eq!(retry_after(&h, now), None, "{bad}");
+        }
         h.insert("retry-after", "-3".parse().unwrap());
-        assert_eq!(retry_after(&h), None);
+        assert_eq!(retry_after(&h, now), None);
         h.insert("retry-after-ms", "250".parse().unwrap());
-        assert_eq!(retry_after(&h), Some(Duration::from_millis(250)));
+        assert_eq!(retry_after(&h, now), Some(Duration::from_millis(250)));
         h.insert("retry-after-ms", "12.5".parse().unwrap());
-        assert_eq!(retry_after(&h), Some(Duration::from_micros(12_500)));
+        assert_eq!(retry_after(&h, now), Some(Duration::from_micros(12_500)));
+    }
+
+    #[test]
+    fn http_dates_of_the_rfc_and_a_leap_day() {
+        let at = |s: &str| http_date(s).map(|t| t.duration_since(UNIX_EPOCH).unwrap().as_secs());
+        assert_eq!(at("Sun, 06 Nov 1994 08:49:37 GMT"), Some(784_111_777));
+        assert_eq!(at("Thu, 01 Jan 1970 00:00:00 GMT"), Some(0));
+        assert_eq!(at("Thu, 29 Feb 2024 12:00:00 GMT"), Some(1_709_208_000));
+        assert_eq!(at("Sunday, 06-Nov-94 08:49:37 GMT"), None, "RFC 850 form");
     }
 
     fn failing(retryable: bool, retry_after: Option<Duration>) -> AttemptError {

@@ -4,6 +4,7 @@
 mod policy;
 mod provider_hardening;
 mod provider_http;
+mod provider_servers;
 #[path = "../support/mod.rs"]
 mod support;
 

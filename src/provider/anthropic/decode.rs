@@ -11,9 +11,9 @@ use serde_json::{Map, Value};
 use crate::protocol::{
     ContentBlock, Delta, DeltaUsage, Message, Role, StopReason, StreamEvent, Usage,
 };
-use crate::provider::StreamFailure;
 use crate::provider::decoding::{CUT_OFF_BY_MAX_TOKENS, MAX_BLOCK_BYTES, parse_tool_input, quote};
 use crate::provider::sse::{SseEvent, SseReader};
+use crate::provider::{BeforeFirstEvent, StreamFailure};
 use crate::turn::{PendingCall, StreamNotice, Turn};
 
 /// Largest tool input kept, in bytes: generous, since a WriteFile `content` can be a
@@ -437,19 +437,27 @@ fn closed_input(buf: &str, start_input: &Value, input_bytes: usize) -> Result<Va
     parse_tool_input(buf, start_input)
 }
 
-/// Usage counts present in `u` overwrite ours: message_delta counts are cumulative.
+/// Usage counts in `u` overwrite ours (message_delta counts are cumulative), except a
+/// zero: some gateways (LiteLLM's `/v1/messages`) send 0 input tokens in message_start
+/// and the real counts in message_delta, or the other way round; the latest non-zero
+/// figure wins.
 fn apply_usage(usage: &mut Usage, u: &DeltaUsage) {
-    if let Some(v) = u.input_tokens {
-        usage.input_tokens = v;
-    }
-    if let Some(v) = u.output_tokens {
-        usage.output_tokens = v;
-    }
-    if let Some(v) = u.cache_creation_input_tokens {
-        usage.cache_creation_input_tokens = v;
-    }
-    if let Some(v) = u.cache_read_input_tokens {
-        usage.cache_read_input_tokens = v;
+    let fields = [
+        (&mut usage.input_tokens, u.input_tokens),
+        (&mut usage.output_tokens, u.output_tokens),
+        (
+            &mut usage.cache_creation_input_tokens,
+            u.cache_creation_input_tokens,
+        ),
+        (
+            &mut usage.cache_read_input_tokens,
+            u.cache_read_input_tokens,
+        ),
+    ];
+    for (ours, theirs) in fields {
+        if let Some(v) = theirs.filter(|v| *v > 0) {
+            *ours = v;
+        }
     }
 }
 
@@ -551,14 +559,18 @@ pub(crate) fn read_turn<R: BufRead>(
 ) -> Result<Turn, StreamFailure> {
     let mut sse = SseReader::new(reader);
     let mut acc = TurnAccumulator::new();
+    // Whether anything but a keep-alive ping came: a failure before that is `Silent`.
+    let mut heard = false;
     while !acc.is_complete() {
         match sse.next_event() {
             Ok(Some(event)) => {
                 if let Some(event) = decode_event(&event)? {
+                    heard |= event != StreamEvent::Ping;
                     acc.push(event, on_notice)?;
                 }
             }
             Ok(None) => break,
+            Err(e) if !heard => return Err(StreamFailure::Io(BeforeFirstEvent::wrap(e))),
             Err(e) => return Err(StreamFailure::Io(e)),
         }
     }

@@ -709,3 +709,19 @@ fn an_id_used_for_two_calls_fails_the_turn_before_the_second_is_heard() {
         assert!(x <= 1, "{:?}", heard.ready);
     }
 }
+
+/// LiteLLM's `/v1/messages` reports 0 input tokens in message_start and the real counts
+/// in message_delta; a zero never overwrites a count already known.
+#[test]
+fn the_latest_non_zero_usage_wins() {
+    let start_zero = r#"{"type":"message_start","message":{"id":"m","model":"m","usage":{"input_tokens":0,"output_tokens":0}}}"#;
+    let delta_real = r#"{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"input_tokens":1234,"output_tokens":56,"cache_read_input_tokens":0}}"#;
+    let turn = read(&stream(&[start_zero, delta_real, END])).unwrap();
+    assert_eq!(
+        (turn.usage.input_tokens, turn.usage.output_tokens),
+        (1234, 56)
+    );
+    let delta_zero = r#"{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"input_tokens":0,"output_tokens":7}}"#;
+    let turn = read(&stream(&[START, delta_zero, END])).unwrap();
+    assert_eq!((turn.usage.input_tokens, turn.usage.output_tokens), (10, 7));
+}

@@ -10,8 +10,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::TurnRequest;
-use super::http::{TurnResult, Wire};
+use super::http::{HttpConfig, TurnResult, Wire};
 use super::retry::OnNotice;
+use crate::cli::ToolChoice;
 use crate::protocol::{ApiErrorBody, Message};
 
 /// The API version header every request carries.
@@ -33,8 +34,12 @@ impl Wire for AnthropicWire {
         ]
     }
 
-    fn body(&self, request: &TurnRequest<'_>, _base_url: &str) -> serde_json::Result<Vec<u8>> {
-        request_body(request)
+    fn body(&self, request: &TurnRequest<'_>, config: &HttpConfig) -> serde_json::Result<Vec<u8>> {
+        let choice = config
+            .request
+            .tool_choice
+            .filter(|_| !request.tools.is_empty());
+        request_body(request, choice)
     }
 
     fn request_id_header(&self) -> &'static str {
@@ -62,6 +67,8 @@ struct RequestBody<'a> {
     messages: CachedTail<'a>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<Value>,
     stream: bool,
 }
 
@@ -111,7 +118,10 @@ pub(crate) fn api_tools(tools: &[Value]) -> Vec<Value> {
 /// The request body with prompt-cache breakpoints on the last tool definition, the
 /// system prompt and the newest message. The prefix order is tools → system → messages,
 /// so the first two cache everything a run re-sends every turn.
-fn request_body(request: &TurnRequest<'_>) -> serde_json::Result<Vec<u8>> {
+fn request_body(
+    request: &TurnRequest<'_>,
+    tool_choice: Option<ToolChoice>,
+) -> serde_json::Result<Vec<u8>> {
     let tools = api_tools(request.tools);
     let system = (!request.system.is_empty()).then(|| {
         [serde_json::json!({"type": "text", "text": request.system, "cache_control": ephemeral()})]
@@ -122,6 +132,14 @@ fn request_body(request: &TurnRequest<'_>) -> serde_json::Result<Vec<u8>> {
         system,
         messages: CachedTail(request.messages),
         tools,
+        tool_choice: tool_choice.map(|c| {
+            let kind = match c {
+                ToolChoice::Auto => "auto",
+                ToolChoice::Required => "any",
+                ToolChoice::None => "none",
+            };
+            serde_json::json!({"type": kind})
+        }),
         stream: true,
     })
 }
@@ -167,7 +185,7 @@ mod tests {
             messages: &messages,
             tools: &tools,
         };
-        let body: Value = serde_json::from_slice(&request_body(&req).unwrap()).unwrap();
+        let body: Value = serde_json::from_slice(&request_body(&req, None).unwrap()).unwrap();
         assert!(body.get("system").is_none());
         assert!(body["tools"][0].get("cache_control").is_none());
         assert_eq!(body["tools"][1]["cache_control"]["type"], "ephemeral");

@@ -12,9 +12,9 @@ use serde_json::{Map, Value};
 use super::error_fields;
 use crate::output;
 use crate::protocol::{ContentBlock, Message, Role, StopReason, Usage};
-use crate::provider::StreamFailure;
 use crate::provider::decoding::{CUT_OFF_BY_MAX_TOKENS, MAX_BLOCK_BYTES, parse_tool_input, quote};
 use crate::provider::sse::SseReader;
+use crate::provider::{BeforeFirstEvent, StreamFailure};
 use crate::turn::{PendingCall, StreamNotice, Turn};
 
 /// How much of an undecodable chunk is quoted in an error, in chars.
@@ -424,6 +424,7 @@ pub(crate) fn read_chat_turn<R: BufRead>(
         let event = match sse.next_event() {
             Ok(Some(event)) => event,
             Ok(None) => break,
+            Err(e) if acc.chunks == 0 => return Err(StreamFailure::Io(BeforeFirstEvent::wrap(e))),
             Err(e) => return Err(StreamFailure::Io(e)),
         };
         let data = event.data.trim();

@@ -13,8 +13,9 @@ use std::io::BufRead;
 use serde_json::{Map, Value, json};
 
 use super::TurnRequest;
-use super::http::{TurnResult, Wire};
+use super::http::{HttpConfig, TurnResult, Wire};
 use super::retry::OnNotice;
+use crate::cli::ToolChoice;
 use crate::protocol::{ContentBlock, Message, Role};
 
 /// Hosts that take `max_completion_tokens` (OpenAI's reasoning models reject
@@ -44,8 +45,18 @@ impl Wire for OpenAiWire {
         headers
     }
 
-    fn body(&self, request: &TurnRequest<'_>, base_url: &str) -> serde_json::Result<Vec<u8>> {
-        serde_json::to_vec(&request_body(request, base_url))
+    fn body(&self, request: &TurnRequest<'_>, config: &HttpConfig) -> serde_json::Result<Vec<u8>> {
+        let mut body = request_body(request, &config.base_url);
+        if let Some(choice) = config.request.tool_choice
+            && !request.tools.is_empty()
+        {
+            body["tool_choice"] = json!(match choice {
+                ToolChoice::Auto => "auto",
+                ToolChoice::Required => "required",
+                ToolChoice::None => "none",
+            });
+        }
+        serde_json::to_vec(&body)
     }
 
     fn request_id_header(&self) -> &'static str {
@@ -172,12 +183,9 @@ pub(crate) fn chat_messages(system: &str, messages: &[Message]) -> Vec<Value> {
                         _ => {}
                     }
                 }
-                let mut m = json!({"role": "assistant"});
-                m["content"] = if text.is_empty() && !calls.is_empty() {
-                    Value::Null
-                } else {
-                    Value::String(text)
-                };
+                // `""` even beside tool calls, where OpenAI's spec allows `null`:
+                // llama-cpp-python answers `null` with a 500 and LiteLLM drops the key.
+                let mut m = json!({"role": "assistant", "content": text});
                 if !calls.is_empty() {
                     m["tool_calls"] = Value::Array(calls);
                 }
@@ -208,7 +216,6 @@ fn error_fields(e: &Value) -> (String, String) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::provider::http::HttpConfig;
 
     #[test]
     fn history_translates_to_chat_messages() {
@@ -290,7 +297,7 @@ mod tests {
                 {"role": "tool", "tool_call_id": "c1", "content": "1\tx"},
                 {"role": "tool", "tool_call_id": "c2", "content": "Error: bad input"},
                 {"role": "user", "content": "the tests still fail"},
-                {"role": "assistant", "content": null, "tool_calls": [
+                {"role": "assistant", "content": "", "tool_calls": [
                     {"id": "c3", "type": "function",
                      "function": {"name": "Glob", "arguments": "{\"pattern\":\"*\"}"}}]},
                 {"role": "tool", "tool_call_id": "c3", "content": "a"},

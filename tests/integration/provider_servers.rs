@@ -1,0 +1,211 @@
+//! What real servers and the networks in front of them do (issue 17): a login page
+//! served with 200, `retry-after` as an HTTP date, huge error bodies, `content: null`,
+//! servers that need `tool_choice` or go silent after 200, and the token counts `-v`
+//! logs.
+
+use crate::support::*;
+use serde_json::json;
+use std::time::{Duration, SystemTime};
+
+fn retry_lines(stderr: &str) -> Vec<&str> {
+    stderr
+        .lines()
+        .filter(|l| l.contains("retrying in"))
+        .collect()
+}
+
+/// `agent run --provider openai` at the mock with `extra` flags.
+fn run_openai(env: &TestEnv, extra: &[&str]) -> RunOutput {
+    let base = env.server.openai_url();
+    let mut args = vec![
+        "run",
+        "--json",
+        "--provider",
+        "openai",
+        "-m",
+        "m",
+        "--base-url",
+    ];
+    args.push(&base);
+    args.extend_from_slice(extra);
+    args.push("hi");
+    env.run(&args)
+}
+
+#[test]
+fn a_login_page_behind_200_is_named_quoted_and_retried_once() {
+    let page = "<html><head><title>Sign in to the guest Wi-Fi</title></head><body>…</body></html>";
+    let login = || Reply::raw(200, "text/html; charset=utf-8", page);
+    let env = TestEnv::new(vec![
+        login(),
+        login(),
+        login(),
+        Reply::turn(Turn::new().text("x")),
+    ]);
+    let out = env.run(&["run", "--json", "hi"]);
+    out.assert_code(1);
+    let message = out.json()["error"]["message"].as_str().unwrap().to_string();
+    assert!(
+        message.contains(r#"content type "text/html; charset=utf-8", not an event stream"#),
+        "{message}"
+    );
+    assert!(
+        message.contains("<html><head><title>Sign in to the guest Wi-Fi"),
+        "{message}"
+    );
+    assert!(!message.contains("message_stop"), "{message}");
+    assert_eq!(retry_lines(&out.stderr).len(), 1, "{}", out.stderr);
+    assert_eq!(
+        env.server.request_count(),
+        2,
+        "retried once, not four times"
+    );
+}
+
+#[test]
+fn retry_after_as_an_http_date_is_honoured() {
+    let when = SystemTime::now() + Duration::from_secs(2);
+    let env = TestEnv::new(vec![
+        Reply::rate_limited_until(when),
+        Reply::turn(Turn::new().text("later")),
+    ]);
+    let out = env.run(&["run", "--json", "hi"]);
+    out.assert_code(0);
+    let lines = retry_lines(&out.stderr);
+    assert_eq!(lines.len(), 1, "{}", out.stderr);
+    assert!(lines[0].contains("retrying in 1."), "{}", lines[0]);
+    let reqs = env.server.requests();
+    // The date has whole seconds: the wait is over one second, not our 0.5 s backoff.
+    let gap = reqs[1].received - reqs[0].received;
+    assert!(gap >= Duration::from_millis(950), "retried after {gap:?}");
+}
+
+#[test]
+fn a_huge_error_body_is_capped_with_its_status_and_type_kept() {
+    let env = TestEnv::new(vec![Reply::api_error(
+        500,
+        "api_error",
+        &"the system prompt again. ".repeat(400),
+    )]);
+    let out = env.run(&["run", "--json", "--max-retries", "0", "hi"]);
+    out.assert_code(1);
+    let message = out.json()["error"]["message"].as_str().unwrap().to_string();
+    assert!(message.starts_with("HTTP 500 api_error: the system prompt again."));
+    assert!(
+        message.ends_with("… (8000 more characters not shown)"),
+        "{}",
+        &message[message.len() - 60..]
+    );
+    assert!(message.chars().count() < 2_100, "{}", message.len());
+    assert!(
+        out.stderr.len() < 4_000,
+        "stderr: {} bytes",
+        out.stderr.len()
+    );
+}
+
+#[test]
+fn an_assistant_message_with_tool_calls_sends_empty_content_not_null() {
+    let env = TestEnv::new(vec![
+        Reply::turn(Turn::new().tool("call_1", "Glob", json!({"pattern": "*"}))),
+        Reply::turn(Turn::new().text("done")),
+    ]);
+    run_openai(&env, &[]).assert_code(0);
+    let body = &env.server.requests()[1].body;
+    let assistant = &body["messages"][2];
+    assert_eq!(assistant["role"], "assistant");
+    assert_eq!(assistant["content"], "", "{assistant}");
+    assert_eq!(assistant["tool_calls"][0]["id"], "call_1");
+}
+
+#[test]
+fn tool_choice_is_sent_only_when_asked() {
+    let text = || Reply::turn(Turn::new().text("ok"));
+    let env = TestEnv::new(vec![text(), text(), text(), text()]);
+    run_openai(&env, &[]).assert_code(0);
+    run_openai(&env, &["--tool-choice", "auto"]).assert_code(0);
+    run_openai(&env, &["--tool-choice", "required"]).assert_code(0);
+    env.run(&["run", "--json", "--tool-choice", "required", "hi"])
+        .assert_code(0);
+    let reqs = env.server.requests();
+    assert!(
+        reqs[0].body.get("tool_choice").is_none(),
+        "default: not sent"
+    );
+    assert_eq!(reqs[1].body["tool_choice"], "auto");
+    assert_eq!(reqs[2].body["tool_choice"], "required");
+    assert_eq!(
+        reqs[3].body["tool_choice"],
+        json!({"type": "any"}),
+        "the Anthropic spelling"
+    );
+    let bad = env.run(&["run", "--tool-choice", "sometimes", "hi"]);
+    bad.assert_code(2);
+    assert!(bad.stderr.contains("--tool-choice"), "{}", bad.stderr);
+}
+
+#[test]
+fn silence_after_200_suggests_the_likely_cause() {
+    for (reply, openai) in [
+        (Reply::ping_then_silence(), true),
+        (Reply::silence(), false),
+    ] {
+        let env = TestEnv::new(vec![reply]);
+        let flags = ["--idle-timeout", "300ms", "--max-retries", "0"];
+        let out = if openai {
+            run_openai(&env, &flags)
+        } else {
+            let mut args = vec!["run", "--json"];
+            args.extend_from_slice(&flags);
+            args.push("hi");
+            env.run(&args)
+        };
+        out.assert_code(1);
+        let message = out.json()["error"]["message"].as_str().unwrap().to_string();
+        assert!(message.contains("idle timeout (300ms)"), "{message}");
+        assert!(
+            message.contains("answered 200 and then sent no event")
+                && message.contains("--tool-choice"),
+            "{message}"
+        );
+    }
+    // A stream that stalls after its first event is a plain idle timeout.
+    let env = TestEnv::new(vec![
+        Reply::turn(Turn::new().text("x")).with_fault(Fault::HangAfter(1)),
+    ]);
+    let out = env.run(&[
+        "run",
+        "--json",
+        "--idle-timeout",
+        "300ms",
+        "--max-retries",
+        "0",
+        "hi",
+    ]);
+    let message = out.json()["error"]["message"].as_str().unwrap().to_string();
+    assert!(!message.contains("no event"), "{message}");
+}
+
+#[test]
+fn verbose_input_tokens_include_cache_reads_like_the_summary() {
+    let env = TestEnv::new(vec![Reply::turn(
+        Turn::new().text("x").usage(100, 7).cache(50, 900),
+    )]);
+    let out = env.run(&["run", "-v", "hi"]);
+    out.assert_code(0);
+    let turn_line = out
+        .stderr
+        .lines()
+        .find(|l| l.contains("turn 1: stop_reason"))
+        .unwrap_or_else(|| panic!("{}", out.stderr));
+    assert!(turn_line.contains("1050 in / 7 out tokens"), "{turn_line}");
+    assert!(
+        out.stderr
+            .contains("1 turns · 0 tool calls · 1050 in / 7 out tokens")
+            || out
+                .stderr
+                .contains("1 turn · 0 tool calls · 1050 in / 7 out tokens"),
+        "{}",
+        out.stderr
+    );
+}
