@@ -59,14 +59,16 @@ impl CiRun {
 
     /// `run.started`.
     pub fn run_started(&self, config: &Config, record: &Mutex<RunRecord>) {
-        let r = lock(record);
-        self.events.emit(
-            "run.started",
+        // Built under the lock, written without it: a stdout nobody reads must not keep
+        // the record (which the finisher needs) locked.
+        let fields = {
+            let r = lock(record);
             json!({"model": r.model, "workspace": r.workspace.display().to_string(),
                    "tools": r.tools, "prompt": config.prompt, "max_turns": config.max_turns,
                    "verify": config.verify.as_ref().map(|v| &v.command),
-                   "agent_version": env!("CARGO_PKG_VERSION")}),
-        );
+                   "agent_version": env!("CARGO_PKG_VERSION")})
+        };
+        self.events.emit("run.started", fields);
     }
 
     /// Before each request: a used-up budget ends the run (status `budget`); otherwise
@@ -145,13 +147,13 @@ impl CiRun {
     /// The turn's tool calls were answered (or none will run): `turn.finished`.
     pub fn turn_finished(&self, turn_no: u32, record: &Mutex<RunRecord>) {
         self.repeats.commit();
-        let r = lock(record);
-        let calls = r.tool_calls.iter().filter(|c| c.turn == turn_no).count();
-        self.events.emit(
-            "turn.finished",
+        let fields = {
+            let r = lock(record);
+            let calls = r.tool_calls.iter().filter(|c| c.turn == turn_no).count();
             json!({"turn": turn_no, "stop_reason": r.stop_reason, "tool_calls": calls,
-                   "usage": r.usage, "cost_usd": r.cost_usd}),
-        );
+                   "usage": r.usage, "cost_usd": r.cost_usd})
+        };
+        self.events.emit("turn.finished", fields);
     }
 
     /// The model stopped: run `--verify` if given.

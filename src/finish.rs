@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use serde_json::json;
@@ -12,6 +12,15 @@ use serde_json::json;
 use crate::tools::ToolContext;
 use crate::transcript::{self, ErrorInfo, RunRecord, Status, lock};
 use crate::{changes, events, output, process};
+
+/// How long a signal or the deadline waits for the final stdout write: a reader that
+/// stopped reading must not keep the process alive (the `-o` file has the transcript).
+const FINAL_WRITE_WAIT: Duration = Duration::from_secs(2);
+/// How long a signal or the deadline waits for a finish already under way on another
+/// thread (normally milliseconds) before exiting itself: that finish may be stuck writing
+/// to a stdout nobody reads. With `FINAL_WRITE_WAIT`, well within the 7.5 s GitHub
+/// Actions allows between its SIGINT and its SIGTERM.
+const FINISH_GRACE: Duration = Duration::from_secs(3);
 
 /// Writes the transcript exactly once, from whichever way out comes first.
 pub(crate) struct Finisher {
@@ -29,6 +38,8 @@ pub(crate) struct Finisher {
     pub(crate) ctx: ToolContext,
     /// Calls still running when the run ends are listed as unfinished.
     pub(crate) in_flight: Arc<transcript::InFlight>,
+    /// The exit code of the finish under way, set before its stdout write.
+    pub(crate) code: OnceLock<u8>,
 }
 
 impl Finisher {
@@ -49,7 +60,14 @@ impl Finisher {
 
     /// Ends the run: kills running tools, writes `-o`, prints stdout and the summary.
     /// Returns the exit code, or None when another thread is already finishing.
-    pub(crate) fn finish(&self, status: Status, error: Option<&ErrorInfo>) -> Option<u8> {
+    /// `bounded`: give up on a stdout write that does not complete in `FINAL_WRITE_WAIT`
+    /// (the signal and deadline paths, which must end the process).
+    pub(crate) fn finish(
+        &self,
+        status: Status,
+        error: Option<&ErrorInfo>,
+        bounded: bool,
+    ) -> Option<u8> {
         {
             let mut done = self.done.lock().unwrap_or_else(|p| p.into_inner());
             if *done {
@@ -106,17 +124,36 @@ impl Finisher {
         if let Some(e) = error {
             output::error(&e.message);
         }
-        if let Some(line) = line {
-            // The events writer redacts every line it prints.
-            self.events.finish(
-                json!({"status": status.as_str(), "exit_code": status.exit_code()}),
-                &line,
-            );
-        } else if self.json {
-            delivered &= output::print_stdout(&doc);
-        } else if status == Status::Success {
-            delivered &= output::print_stdout(&text);
-        }
+        let _ = self.code.set(match status.exit_code() {
+            0 if !delivered => 1,
+            code => code,
+        });
+        let events = self.events.clone();
+        let json = self.json;
+        let deliver = move || match line {
+            Some(line) => {
+                // The events writer redacts every line it prints.
+                events.finish(
+                    json!({"status": status.as_str(), "exit_code": status.exit_code()}),
+                    &line,
+                );
+                true
+            }
+            None if json => output::print_stdout(&doc),
+            None if status == Status::Success => output::print_stdout(&text),
+            None => true,
+        };
+        delivered &= if bounded {
+            within(FINAL_WRITE_WAIT, deliver).unwrap_or_else(|| {
+                output::error(&format!(
+                    "stdout is not being read: gave up writing the final output after {}s",
+                    FINAL_WRITE_WAIT.as_secs()
+                ));
+                false
+            })
+        } else {
+            deliver()
+        };
         output::info(&summary);
         match status.exit_code() {
             0 if !delivered => Some(1),
@@ -127,12 +164,22 @@ impl Finisher {
     /// For the signal and deadline threads: finish and exit, or wait for the thread that
     /// is already finishing to exit the process.
     pub(crate) fn finish_and_exit(&self, status: Status, error: ErrorInfo) -> ! {
-        if let Some(code) = self.finish(status, Some(&error)) {
+        if let Some(code) = self.finish(status, Some(&error), true) {
             std::process::exit(i32::from(code));
         }
-        loop {
-            std::thread::park();
-        }
+        // The other thread exits the process when it is done; one stuck writing to a
+        // stdout nobody reads is not waited for.
+        std::thread::sleep(FINISH_GRACE);
+        let code = match self.code.get() {
+            Some(0) => 1, // its output was not delivered
+            Some(&c) => c,
+            None => status.exit_code(),
+        };
+        output::error(&format!(
+            "the run was ending but could not deliver its output within {}s (is stdout read?)",
+            FINISH_GRACE.as_secs()
+        ));
+        std::process::exit(i32::from(code));
     }
 
     /// `--timeout`: a thread that ends the run when `limit` has passed.
@@ -178,4 +225,17 @@ pub(crate) fn watch_signals() {
             }
         }
     });
+}
+
+/// Runs `f` on its own thread and waits at most `limit` for its result; a thread still
+/// blocked after that is left behind (the process is about to exit).
+fn within<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name("final-write".into())
+        .spawn(move || {
+            let _ = tx.send(f());
+        })
+        .ok()?;
+    rx.recv_timeout(limit).ok()
 }

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::agent::Agent;
@@ -96,6 +96,7 @@ pub(crate) fn run_command(args: &RunArgs) -> ExitCode {
         cancelled: Arc::new(AtomicBool::new(false)),
         in_flight: Arc::new(InFlight::default()),
         ctx: ctx.clone(),
+        code: OnceLock::new(),
     });
     let _ = FINISHER.set(finisher.clone());
     if let Some(limit) = config.timeout {
@@ -116,7 +117,7 @@ pub(crate) fn run_command(args: &RunArgs) -> ExitCode {
         in_flight: &finisher.in_flight,
     }
     .run(provider.as_mut());
-    match finisher.finish(outcome.status, outcome.error.as_ref()) {
+    match finisher.finish(outcome.status, outcome.error.as_ref(), false) {
         Some(code) => ExitCode::from(code),
         None => loop {
             std::thread::park(); // a signal or the deadline is finishing the run
