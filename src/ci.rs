@@ -191,7 +191,8 @@ impl Watch for CiRun {
         if !self.events.enabled() {
             return;
         }
-        let content = &outcome.result.content;
+        // Redacted before the cut: a cut through a secret would leave its prefix.
+        let content = crate::output::redact(&outcome.result.content);
         let shown: String = content.chars().take(EVENT_CONTENT_CHARS).collect();
         self.events.emit(
             "tool.finished",

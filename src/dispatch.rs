@@ -174,6 +174,9 @@ fn limit_size(result: &mut ToolResult, max_chars: usize, spill_dir: &Path, call_
     if total_chars <= max_chars {
         return;
     }
+    // Redacted before the cut and the save: a cut through a secret would leave its prefix.
+    result.content = crate::output::redact(&result.content);
+    let total_chars = result.content.chars().count();
     let preview: String = result.content.chars().take(SPILL_PREVIEW_CHARS).collect();
     let safe_id: String = call_id
         .chars()

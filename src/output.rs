@@ -47,6 +47,11 @@ pub fn init(verbosity: Verbosity, secrets: Vec<String>) {
     }
 }
 
+/// The secret values given to `init` (for redaction over a stream).
+pub fn secrets() -> &'static [String] {
+    SECRETS.get().map(Vec::as_slice).unwrap_or(&[])
+}
+
 /// Removes every known secret value from `text`.
 pub fn redact(text: &str) -> String {
     match SECRETS.get() {

@@ -51,6 +51,66 @@ pub(crate) fn redact(text: &str, secrets: &[String]) -> String {
     out
 }
 
+/// Redaction over a stream that arrives in pieces: a secret split across two pieces is
+/// still caught, because the last (longest secret − 1) bytes are held back until the
+/// next piece (or `finish`) shows whether they begin a secret. What it returns is safe
+/// to cut anywhere.
+pub(crate) struct StreamRedactor {
+    secrets: Vec<String>,
+    /// Bytes held back: one less than the longest secret.
+    hold: usize,
+    pending: String,
+}
+
+impl StreamRedactor {
+    pub(crate) fn new(secrets: &[String]) -> Self {
+        let secrets: Vec<String> = secrets
+            .iter()
+            .filter(|s| s.len() >= MIN_REDACT_LEN)
+            .cloned()
+            .collect();
+        // A secret may also appear JSON-escaped, which is longer.
+        let longest = secrets
+            .iter()
+            .map(|s| {
+                s.len()
+                    .max(serde_json::to_string(s).map_or(0, |q| q.len() - 2))
+            })
+            .max()
+            .unwrap_or(1);
+        let hold = longest - 1;
+        StreamRedactor {
+            secrets,
+            hold,
+            pending: String::new(),
+        }
+    }
+
+    /// Takes the next piece; returns the redacted text that can no longer change.
+    pub(crate) fn push(&mut self, piece: &str) -> String {
+        if self.secrets.is_empty() {
+            return piece.to_string();
+        }
+        self.pending.push_str(piece);
+        if self.pending.len() <= self.hold {
+            return String::new();
+        }
+        let redacted = redact(&self.pending, &self.secrets);
+        let mut keep_from = redacted.len() - self.hold.min(redacted.len());
+        while !redacted.is_char_boundary(keep_from) {
+            keep_from -= 1;
+        }
+        self.pending = redacted[keep_from..].to_string();
+        redacted[..keep_from].to_string()
+    }
+
+    /// The rest, redacted.
+    pub(crate) fn finish(&mut self) -> String {
+        let rest = std::mem::take(&mut self.pending);
+        redact(&rest, &self.secrets)
+    }
+}
+
 /// The values of the secret variables in this process's environment.
 pub(crate) fn secret_values() -> Vec<String> {
     std::env::vars()
@@ -104,6 +164,35 @@ mod tests {
             redact(&format!("a {long} b {short}"), &[short, long]),
             "a [REDACTED] b [REDACTED]"
         );
+    }
+
+    #[test]
+    fn stream_redaction_catches_a_secret_split_at_every_offset() {
+        let secret = "ghp_0123456789abcdefghij".to_string();
+        let text = format!("before {secret} between {secret}é after");
+        for a in 0..=text.len() {
+            for b in a..=text.len() {
+                if !(text.is_char_boundary(a) && text.is_char_boundary(b)) {
+                    continue;
+                }
+                let mut r = StreamRedactor::new(std::slice::from_ref(&secret));
+                let mut out = r.push(&text[..a]);
+                out += &r.push(&text[a..b]);
+                out += &r.push(&text[b..]);
+                out += &r.finish();
+                assert_eq!(
+                    out, "before [REDACTED] between [REDACTED]é after",
+                    "split at {a}, {b}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn stream_redaction_without_secrets_passes_text_through() {
+        let mut r = StreamRedactor::new(&["short".to_string()]);
+        assert_eq!(r.push("abc"), "abc");
+        assert_eq!(r.finish(), "");
     }
 
     #[test]

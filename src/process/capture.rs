@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
+use crate::secrets::StreamRedactor;
+
 use super::{
     Captured, DRAIN_AFTER_EXIT, MAX_UTF8_BYTES, OUTPUT_HEAD_CHARS, OUTPUT_LIMIT_CHARS,
     OUTPUT_TAIL_CHARS, READ_CHUNK_BYTES,
@@ -40,7 +42,7 @@ pub(super) fn read_streams(
     let new_source = |pipe: PipeReader, name: &'static str| Source {
         pipe,
         decoder: Utf8Decoder::new(),
-        collector: OutputCollector::new(spill_dir.to_path_buf(), name),
+        collector: OutputCollector::new(spill_dir.to_path_buf(), name, crate::output::secrets()),
         open: true,
     };
     let mut sources = vec![new_source(out, "output")];
@@ -213,10 +215,12 @@ pub(super) struct OutputCollector {
     spill: Option<(File, PathBuf)>,
     spill_error: Option<String>,
     peak_buffer_bytes: usize,
+    /// Secrets are removed before anything is kept or saved, so no cut can split one.
+    redactor: StreamRedactor,
 }
 
 impl OutputCollector {
-    pub(super) fn new(spill_dir: PathBuf, stream_name: &'static str) -> Self {
+    pub(super) fn new(spill_dir: PathBuf, stream_name: &'static str, secrets: &[String]) -> Self {
         let head = String::with_capacity(OUTPUT_HEAD_CHARS * MAX_UTF8_BYTES);
         let tail = String::with_capacity(OUTPUT_TAIL_CHARS * MAX_UTF8_BYTES);
         let peak_buffer_bytes = head.capacity() + tail.capacity();
@@ -232,10 +236,16 @@ impl OutputCollector {
             spill: None,
             spill_error: None,
             peak_buffer_bytes,
+            redactor: StreamRedactor::new(secrets),
         }
     }
 
     pub(super) fn push_str(&mut self, s: &str) {
+        let s = self.redactor.push(s);
+        self.push_redacted(&s);
+    }
+
+    fn push_redacted(&mut self, s: &str) {
         if s.is_empty() {
             return;
         }
@@ -352,6 +362,8 @@ impl OutputCollector {
     }
 
     pub(super) fn finish(mut self) -> Captured {
+        let rest = self.redactor.finish();
+        self.push_redacted(&rest);
         let kept = (self.head_chars + self.tail_chars) as u64;
         let truncated = self.total_chars > kept;
         let full_output_path = match self.spill.take() {

@@ -53,7 +53,7 @@ fn dies_soon(pid: i32) -> bool {
 
 fn collect(chunks: &[&[u8]]) -> Captured {
     // A spill "directory" below a regular file can never be created.
-    let mut c = OutputCollector::new(PathBuf::from("/dev/null/spill"), "output");
+    let mut c = OutputCollector::new(PathBuf::from("/dev/null/spill"), "output", &[]);
     let mut d = Utf8Decoder::new();
     for chunk in chunks {
         let mut r: &[u8] = chunk;
@@ -126,7 +126,7 @@ fn truncation_counts_characters_not_bytes_and_keeps_boundaries() {
 #[test]
 fn collector_memory_stays_bounded() {
     let dir = tempfile::tempdir().unwrap();
-    let mut c = OutputCollector::new(dir.path().join("spill"), "output");
+    let mut c = OutputCollector::new(dir.path().join("spill"), "output", &[]);
     let chunk = "é".repeat(READ_CHUNK_BYTES / 2);
     for _ in 0..200 {
         c.push_str(&chunk);
@@ -386,4 +386,36 @@ fn registry_is_empty_after_runs() {
     )
     .unwrap();
     assert!(registry.lock().groups.is_empty());
+}
+
+#[test]
+fn a_secret_across_the_head_cut_is_redacted_in_the_text_and_the_spill_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let secret = "ghp_SECRETSECRETSECRET0123".to_string();
+    let mut c = OutputCollector::new(
+        dir.path().join("spill"),
+        "output",
+        std::slice::from_ref(&secret),
+    );
+    // The secret starts 5 characters before the head's end, and arrives in two reads.
+    let before = "a".repeat(OUTPUT_HEAD_CHARS - 5);
+    let (first, second) = secret.split_at(9);
+    c.push_str(&format!("{before}{first}"));
+    c.push_str(&format!("{second}{}", "b".repeat(OUTPUT_LIMIT_CHARS)));
+    let got = c.finish();
+    assert!(got.truncated);
+    assert!(
+        !got.text.contains(&secret[..8]),
+        "a prefix is left in the text"
+    );
+    assert!(
+        got.text.starts_with(&format!("{before}[REDA")),
+        "cut inside the marker"
+    );
+    let saved = std::fs::read_to_string(got.full_output_path.unwrap()).unwrap();
+    assert!(
+        !saved.contains(&secret[..8]),
+        "the spill file keeps the secret"
+    );
+    assert!(saved.starts_with(&format!("{before}[REDACTED]bbb")));
 }

@@ -24,6 +24,7 @@ mod mock_selftest;
 mod openai;
 mod prompt_input;
 mod real_servers;
+mod redaction;
 mod run_end;
 mod session;
 mod stdin;
