@@ -2,6 +2,7 @@
 //! keeps a bounded head and tail in memory and spills the full text to a file once it
 //! outgrows them.
 
+use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{self, PipeReader, Read, Write};
 use std::os::fd::AsRawFd;
@@ -212,7 +213,7 @@ pub(super) struct OutputCollector {
     spill_dir: PathBuf,
     /// Names the spill file (`output`, `stderr`).
     stream_name: &'static str,
-    spill: Option<(File, PathBuf)>,
+    spill: Option<Spill>,
     spill_error: Option<String>,
     peak_buffer_bytes: usize,
     /// Secrets are removed before anything is kept or saved, so no cut can split one.
@@ -257,14 +258,14 @@ impl OutputCollector {
             // Until now nothing was dropped: head + tail hold the whole output so far.
             self.start_spill();
         }
-        if let Some((file, path)) = &mut self.spill
-            && let Err(e) = file.write_all(s.as_bytes())
+        if let Some(spill) = &mut self.spill
+            && let Err(e) = spill.write(s)
         {
             self.spill_error = Some(format!(
                 "the full output could not be saved to {}: {e}",
-                path.display()
+                spill.path.display()
             ));
-            let _ = std::fs::remove_file(&*path);
+            let _ = std::fs::remove_file(&spill.path);
             self.spill = None;
         }
         self.total_chars += n as u64;
@@ -310,18 +311,19 @@ impl OutputCollector {
 
     fn start_spill(&mut self) {
         match self.open_spill_file() {
-            Ok((mut file, path)) => {
-                let written = file
-                    .write_all(self.head.as_bytes())
-                    .and_then(|()| file.write_all(self.tail.as_bytes()));
+            Ok((file, path)) => {
+                let mut spill = Spill::new(file, path, SPILL_HEAD_BYTES, SPILL_TAIL_BYTES);
+                let written = spill
+                    .write(&self.head)
+                    .and_then(|()| spill.write(&self.tail));
                 match written {
-                    Ok(()) => self.spill = Some((file, path)),
+                    Ok(()) => self.spill = Some(spill),
                     Err(e) => {
                         self.spill_error = Some(format!(
                             "the full output could not be saved to {}: {e}",
-                            path.display()
+                            spill.path.display()
                         ));
-                        let _ = std::fs::remove_file(&path);
+                        let _ = std::fs::remove_file(&spill.path);
                     }
                 }
             }
@@ -366,22 +368,37 @@ impl OutputCollector {
         self.push_redacted(&rest);
         let kept = (self.head_chars + self.tail_chars) as u64;
         let truncated = self.total_chars > kept;
+        let mut dropped = 0;
         let full_output_path = match self.spill.take() {
-            Some((mut file, path)) => match file.flush() {
-                Ok(()) => Some(path),
-                Err(e) => {
-                    self.spill_error = Some(format!(
-                        "the full output could not be saved to {}: {e}",
-                        path.display()
-                    ));
-                    None
+            Some(spill) => {
+                let path = spill.path.clone();
+                match spill.finish() {
+                    Ok(d) => {
+                        dropped = d;
+                        Some(path)
+                    }
+                    Err(e) => {
+                        self.spill_error = Some(format!(
+                            "the full output could not be saved to {}: {e}",
+                            path.display()
+                        ));
+                        None
+                    }
                 }
-            },
+            }
             None => None,
         };
         let text = if truncated {
             let cut = self.total_chars - kept;
             let saved = match (&full_output_path, &self.spill_error) {
+                (Some(p), _) if dropped > 0 => format!(
+                    "the output was saved to {} without {dropped} bytes from its middle (it \
+                     keeps the first {} MiB and the last {} MiB); read it with ReadFile \
+                     (offset/limit to page through it)",
+                    p.display(),
+                    SPILL_HEAD_BYTES / (1024 * 1024),
+                    SPILL_TAIL_BYTES / (1024 * 1024)
+                ),
                 (Some(p), _) => format!(
                     "the full output was saved to {}; read it with ReadFile (offset/limit to page through it)",
                     p.display()
@@ -407,6 +424,97 @@ impl OutputCollector {
             spill_error: self.spill_error,
             peak_buffer_bytes: self.peak_buffer_bytes,
         }
+    }
+}
+
+/// Bytes of a command's output saved from its start: any real log is saved whole, while
+/// `yes | head -c 1G` can no longer fill the disk.
+pub(super) const SPILL_HEAD_BYTES: u64 = 128 * 1024 * 1024;
+/// Bytes saved from its end (summaries, the final errors); held in memory until the end.
+pub(super) const SPILL_TAIL_BYTES: u64 = 8 * 1024 * 1024;
+
+/// The saved output: the first `head` bytes go straight to the file, the last `tail`
+/// bytes after them are kept in a ring, and `finish` appends the ring behind a note of
+/// how many bytes were dropped in between.
+pub(super) struct Spill {
+    file: File,
+    pub(super) path: PathBuf,
+    head: u64,
+    tail: usize,
+    /// Bytes written to the file so far (the head).
+    head_written: u64,
+    /// Set once the head is full: everything after goes to the ring.
+    head_closed: bool,
+    ring: VecDeque<u8>,
+    /// Bytes that went into the ring, kept or not.
+    ring_total: u64,
+}
+
+impl Spill {
+    pub(super) fn new(file: File, path: PathBuf, head: u64, tail: u64) -> Spill {
+        Spill {
+            file,
+            path,
+            head,
+            tail: usize::try_from(tail).unwrap_or(usize::MAX),
+            head_written: 0,
+            head_closed: false,
+            ring: VecDeque::new(),
+            ring_total: 0,
+        }
+    }
+
+    pub(super) fn write(&mut self, mut s: &str) -> io::Result<()> {
+        if !self.head_closed {
+            let room = usize::try_from(self.head - self.head_written).unwrap_or(usize::MAX);
+            if s.len() <= room {
+                self.file.write_all(s.as_bytes())?;
+                self.head_written += s.len() as u64;
+                return Ok(());
+            }
+            // The head ends on a character boundary.
+            let mut cut = room;
+            while !s.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            self.file.write_all(&s.as_bytes()[..cut])?;
+            self.head_written += cut as u64;
+            self.head_closed = true;
+            s = &s[cut..];
+        }
+        let bytes = s.as_bytes();
+        self.ring_total += bytes.len() as u64;
+        let keep = &bytes[bytes.len().saturating_sub(self.tail)..];
+        self.ring.extend(keep);
+        let excess = self.ring.len().saturating_sub(self.tail);
+        self.ring.drain(..excess);
+        Ok(())
+    }
+
+    /// Writes the ring out; returns how many bytes were dropped between head and tail.
+    pub(super) fn finish(mut self) -> io::Result<u64> {
+        let mut dropped = self.ring_total - self.ring.len() as u64;
+        let (a, b) = self.ring.as_slices();
+        let mut ring = [a, b].concat();
+        if dropped > 0 {
+            // The tail starts on a character boundary.
+            let start = ring
+                .iter()
+                .position(|&c| (c & 0xC0) != 0x80)
+                .unwrap_or(ring.len());
+            ring.drain(..start);
+            dropped += start as u64;
+            let note = format!(
+                "\n\n[... {dropped} bytes dropped here: this file keeps the first {} and the \
+                 last {} bytes of the output ...]\n\n",
+                self.head_written,
+                ring.len()
+            );
+            self.file.write_all(note.as_bytes())?;
+        }
+        self.file.write_all(&ring)?;
+        self.file.flush()?;
+        Ok(dropped)
     }
 }
 

@@ -419,3 +419,33 @@ fn a_secret_across_the_head_cut_is_redacted_in_the_text_and_the_spill_file() {
     );
     assert!(saved.starts_with(&format!("{before}[REDACTED]bbb")));
 }
+
+#[test]
+fn the_saved_output_keeps_its_head_and_tail_and_says_what_was_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("out.txt");
+    let file = File::create(&path).unwrap();
+    let mut spill = Spill::new(file, path.clone(), 10, 8);
+    for piece in ["0123456", "789abcdé", "fghij", "klmnopqrstuvwxyz"] {
+        spill.write(piece).unwrap();
+    }
+    let dropped = spill.finish().unwrap();
+    let saved = std::fs::read_to_string(&path).unwrap();
+    // 10 head bytes, 8 tail bytes, and the rest (of 37) dropped between them.
+    assert_eq!(dropped, 37 - 10 - 8);
+    assert_eq!(
+        saved,
+        "0123456789\n\n[... 19 bytes dropped here: this file keeps the first 10 and the last \
+         8 bytes of the output ...]\n\nstuvwxyz"
+    );
+}
+
+#[test]
+fn a_saved_output_within_its_limits_is_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("out.txt");
+    let mut spill = Spill::new(File::create(&path).unwrap(), path.clone(), 4, 100);
+    spill.write("héllo wörld").unwrap();
+    assert_eq!(spill.finish().unwrap(), 0);
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "héllo wörld");
+}
