@@ -440,6 +440,7 @@ mod tests {
             sandbox: Default::default(),
             keep_env: Vec::new(),
             warnings: Vec::new(),
+            keep_spill: false,
         }
     }
 

@@ -63,7 +63,8 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    /// Walks `root`; paths in `exclude` (absolute, e.g. the `-o` file) are left out.
+    /// Walks `root`; paths in `exclude` (absolute, e.g. the `-o` file or the spill
+    /// directory) and everything under them are left out.
     pub fn take(root: &Path, exclude: &[PathBuf]) -> Snapshot {
         let count = AtomicUsize::new(0);
         let excluded: Vec<String> = exclude
@@ -75,7 +76,13 @@ impl Snapshot {
             if count.fetch_add(1, Ordering::Relaxed) >= MAX_SNAPSHOT_FILES {
                 return None;
             }
-            if excluded.iter().any(|x| x == rel) {
+            // The run's own files, and everything in its own directories (the spill dir).
+            if excluded.iter().any(|x| {
+                rel == x
+                    || rel
+                        .strip_prefix(x.as_str())
+                        .is_some_and(|r| r.starts_with('/'))
+            }) {
                 return None;
             }
             let meta = entry.metadata().ok()?;

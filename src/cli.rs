@@ -161,6 +161,10 @@ pub struct RunArgs {
     /// Record this run's model responses into a cassette (JSON lines).
     #[arg(long, value_name = "CASSETTE")]
     pub record: Option<PathBuf>,
+    /// Keep the directory of saved outputs (full command output, oversized results) after
+    /// the run; with -o it is always kept, beside the transcript.
+    #[arg(long)]
+    pub keep_spill: bool,
     #[command(flatten)]
     pub request: RequestArgs,
     #[command(flatten)]

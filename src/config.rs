@@ -72,6 +72,8 @@ pub struct Config {
     pub keep_env: Vec<String>,
     /// Warnings found while reading the command line, logged once logging is set up.
     pub warnings: Vec<String>,
+    /// `--keep-spill`: the saved outputs outlive the run (they always do with `-o`).
+    pub keep_spill: bool,
 }
 
 /// The environment as config sees it: injectable so tests need not mutate the process env.
@@ -198,6 +200,7 @@ impl Config {
             sandbox,
             keep_env: args.security.keep_env.clone(),
             warnings: stdin_warning.into_iter().collect(),
+            keep_spill: args.keep_spill,
         })
     }
 }

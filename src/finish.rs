@@ -40,6 +40,8 @@ pub(crate) struct Finisher {
     pub(crate) in_flight: Arc<transcript::InFlight>,
     /// The exit code of the finish under way, set before its stdout write.
     pub(crate) code: OnceLock<u8>,
+    /// Whether the saved outputs (`ctx.spill_dir`) outlive the run.
+    pub(crate) keep_spill: bool,
 }
 
 impl Finisher {
@@ -91,6 +93,14 @@ impl Finisher {
         }
         let diff_stat = changes::git_diff_stat(&self.ctx);
         lock(&self.record).git_diff_stat = diff_stat;
+        let spill = &self.ctx.spill_dir;
+        if self.keep_spill {
+            lock(&self.record).spill_dir = spill.is_dir().then(|| spill.clone());
+        } else if let Err(e) = std::fs::remove_dir_all(spill)
+            && e.kind() != std::io::ErrorKind::NotFound
+        {
+            output::warn(&format!("cannot remove {}: {e}", spill.display()));
+        }
 
         let (doc, line, text, summary) = {
             let r = lock(&self.record);

@@ -53,7 +53,7 @@ pub(crate) fn run_command(args: &RunArgs) -> ExitCode {
     };
     let ctx = ToolContext {
         workspace: config.workspace.clone(),
-        spill_dir: spill_dir(),
+        spill_dir: spill_dir(&config),
         bash_timeout: config.bash_timeout,
         child_env: Arc::new(crate::secrets::scrubbed_env(
             std::env::vars(),
@@ -82,6 +82,7 @@ pub(crate) fn run_command(args: &RunArgs) -> ExitCode {
         .into_iter()
         .flatten()
         .map(|p| absolute(p))
+        .chain([ctx.spill_dir.clone()])
         .collect();
     let finisher = Arc::new(Finisher {
         record: record.clone(),
@@ -97,6 +98,7 @@ pub(crate) fn run_command(args: &RunArgs) -> ExitCode {
         in_flight: Arc::new(InFlight::default()),
         ctx: ctx.clone(),
         code: OnceLock::new(),
+        keep_spill: config.keep_spill || config.output_file.is_some(),
     });
     let _ = FINISHER.set(finisher.clone());
     if let Some(limit) = config.timeout {
@@ -145,8 +147,16 @@ fn commands_may_write(config: &Config, registry: &Registry) -> bool {
         || !config.settings.post_tool_use.is_empty()
 }
 
-/// Where this run saves oversized results and full command output.
-fn spill_dir() -> PathBuf {
+/// Where this run saves oversized results and full command output: beside the `-o`
+/// transcript (`FILE.spill`), else a directory of its own in the temp dir.
+fn spill_dir(config: &Config) -> PathBuf {
+    if let Some(out) = &config.output_file {
+        // Canonical parent (as `absolute` gives): ReadFile's exception for the spill
+        // directory is checked on resolved paths.
+        let mut name = absolute(out).into_os_string();
+        name.push(".spill");
+        return PathBuf::from(name);
+    }
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_nanos())

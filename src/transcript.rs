@@ -145,6 +145,8 @@ pub struct RunRecord {
     pub verifications: Vec<VerificationRecord>,
     /// `git diff --stat` at the end of the run; None outside a git repository.
     pub git_diff_stat: Option<String>,
+    /// The directory of saved outputs, when it is kept (`-o`, `--keep-spill`) and exists.
+    pub spill_dir: Option<PathBuf>,
 }
 
 impl RunRecord {
@@ -166,6 +168,7 @@ impl RunRecord {
             cost_usd: None,
             verifications: Vec::new(),
             git_diff_stat: None,
+            spill_dir: None,
         }
     }
 
@@ -253,6 +256,7 @@ impl RunRecord {
             files_changed,
             verifications: &self.verifications,
             git_diff_stat: self.git_diff_stat.as_deref(),
+            spill_dir: self.spill_dir.as_ref().map(|d| d.display().to_string()),
         };
         let text = if pretty {
             serde_json::to_string_pretty(&t)
@@ -293,6 +297,7 @@ struct Transcript<'a> {
     files_changed: Vec<FileChange>,
     verifications: &'a [VerificationRecord],
     git_diff_stat: Option<&'a str>,
+    spill_dir: Option<String>,
 }
 
 /// How a run ended: its status and, unless it succeeded, the error.
@@ -423,6 +428,7 @@ mod tests {
             "cost_usd",
             "verifications",
             "git_diff_stat",
+            "spill_dir",
         ] {
             assert!(v.get(k).is_some(), "missing {k}");
         }

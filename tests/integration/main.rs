@@ -27,6 +27,7 @@ mod real_servers;
 mod redaction;
 mod run_end;
 mod session;
+mod spill;
 mod stdin;
 mod stop_reasons;
 mod summary_cmd;
