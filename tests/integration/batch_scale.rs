@@ -210,6 +210,22 @@ fn the_batch_cost_cap_stops_new_tasks() {
     batch(&env, &dir, &["--max-cost-usd", "0"]).assert_code(2);
 }
 
+/// With a cap, a finished task whose cost is unknown (no price for its model) stops new
+/// starts: the batch can no longer tell what it spent.
+#[test]
+fn an_unknown_cost_stops_a_capped_batch() {
+    let env = TestEnv::new(vec![pass(), pass()]);
+    write_tasks(&env, 3, json!([]));
+    let dir = env.out("results");
+    let out = batch(&env, &dir, &["--max-cost-usd", "5"]);
+    out.assert_code(3);
+    let s = out.json();
+    assert_eq!(s["status_counts"], json!({"not_run": 2, "success": 1}));
+    let why = row(&s, "t2")["error"].as_str().unwrap();
+    assert!(why.contains("cost of task t1 is unknown"), "{why}");
+    assert_eq!(env.server.request_count(), 1);
+}
+
 /// `--task-timeout` becomes each task's `--timeout`, unless its args set one.
 #[test]
 fn task_timeout_applies_unless_the_task_sets_its_own() {
