@@ -105,10 +105,10 @@ impl Finisher {
         let (doc, line, text, summary) = {
             let r = lock(&self.record);
             let summary = format!(
-                "{} · {} turns · {} tool calls · {} in / {} out tokens · {:.1}s",
+                "{} · {} · {} · {} in / {} out tokens · {:.1}s",
                 status.as_str(),
-                r.num_turns,
-                r.tool_calls.len(),
+                crate::summary::count(u64::from(r.num_turns), "turn"),
+                crate::summary::count(r.tool_calls.len() as u64, "tool call"),
                 r.usage.input_tokens
                     + r.usage.cache_read_input_tokens
                     + r.usage.cache_creation_input_tokens,

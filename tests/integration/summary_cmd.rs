@@ -11,6 +11,13 @@ fn summary_reads_a_jsonl_capture_from_a_file_and_from_stdin() {
     ]);
     let run = env.run(&["run", "--jsonl", "say done"]);
     run.assert_code(0);
+    // The run's own closing line counts in words too.
+    assert!(
+        run.stderr
+            .contains("agent: success · 1 turn · 0 tool calls · "),
+        "{}",
+        run.stderr
+    );
     let capture = env.out("events.jsonl");
     std::fs::write(&capture, &run.stdout).unwrap();
 
