@@ -31,7 +31,7 @@ pub(crate) trait Wire: Send {
     /// does not understand (which is then quoted).
     fn parse_error_body(&self, raw: &[u8]) -> Option<(String, String)>;
     /// The stream decoder: SSE body in, one turn out, returning at the stream's own
-    /// end marker.
+    /// end marker (the shell then reads the rest of the body, to keep the connection).
     fn decode(&self, reader: &mut dyn BufRead, on_notice: &mut OnNotice<'_>) -> TurnResult;
 }
 
@@ -155,9 +155,11 @@ impl HttpProvider {
         let mut reader = io::BufReader::with_capacity(retry::READ_BUFFER_BYTES, tee);
         match self.wire.decode(&mut reader, on_notice) {
             Ok(turn) => {
-                if let (Some(record), Some(bytes)) = (&mut self.recorder, &reader.get_ref().copy) {
+                let copy = reader.get_mut().copy.take();
+                if let (Some(record), Some(bytes)) = (&mut self.recorder, &copy) {
                     record(request, bytes);
                 }
+                drain(reader);
                 Ok(turn)
             }
             Err(failure) => Err(retry::stream_error(failure, self.config.idle_timeout)),
@@ -202,6 +204,28 @@ impl Provider for HttpProvider {
             })
         })
     }
+}
+
+/// How long the end of a body is waited for after the stream's end marker: the rest is
+/// normally the chunked terminator, already on its way.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Most bytes read after the end marker: a server that goes on sending is not worth its
+/// connection.
+const MAX_DRAIN_BYTES: u64 = 1024 * 1024;
+
+/// Reads the body to its end after the decoder stopped at the stream's end marker, so
+/// that ureq returns the connection to its pool and the next turn reuses it (no new TCP
+/// and TLS handshake). A reader thread does it, waited for at most [`DRAIN_TIMEOUT`]: a
+/// server that keeps the body open costs a new connection, never a hung turn.
+fn drain<R: io::Read + Send + 'static>(mut reader: R) {
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = io::copy(&mut (&mut reader).take(MAX_DRAIN_BYTES), &mut io::sink());
+        drop(reader); // the connection goes back to the pool here, or is closed
+        let _ = done.send(());
+    });
+    let _ = finished.recv_timeout(DRAIN_TIMEOUT);
 }
 
 /// With -v: one line per attempt, before it is sent.

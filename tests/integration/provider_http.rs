@@ -405,3 +405,35 @@ fn a_bad_url_is_not_retried() {
     assert_eq!(out.json()["error"]["kind"], "transport_error");
     assert!(retry_lines(&out.stderr).is_empty(), "{}", out.stderr);
 }
+
+/// After each turn's end marker the body is read to its end, so that ureq can pool the
+/// connection: a three-request run opens one connection (both wires).
+#[test]
+fn a_multi_turn_run_keeps_one_connection() {
+    for openai in [false, true] {
+        let env = TestEnv::keep_alive(vec![
+            Reply::turn(Turn::new().tool("toolu_1", "Glob", json!({"pattern": "*"}))),
+            Reply::turn(Turn::new().tool("toolu_2", "Glob", json!({"pattern": "*.x"}))),
+            Reply::turn(Turn::new().text("done")),
+        ]);
+        let base = env.server.openai_url();
+        let out = if openai {
+            env.run(&[
+                "run",
+                "--json",
+                "--provider",
+                "openai",
+                "-m",
+                "m",
+                "--base-url",
+                &base,
+                "hi",
+            ])
+        } else {
+            env.run(&["run", "--json", "hi"])
+        };
+        out.assert_code(0);
+        assert_eq!(env.server.request_count(), 3);
+        assert_eq!(env.server.connections(), 1, "openai: {openai}");
+    }
+}
