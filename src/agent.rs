@@ -28,7 +28,7 @@ pub struct Agent<'a> {
     pub record: &'a Mutex<RunRecord>,
     /// Rewrites the `-o` file after every turn.
     pub checkpoint: &'a dyn Fn(),
-    /// Events, verification, budgets, the repeated-call guard (SPEC §9).
+    /// Events, verification, budgets (SPEC §9).
     pub ci: &'a CiRun,
     /// Set when a signal or the deadline is ending the run: make no further request and
     /// start no further tool.
@@ -50,10 +50,6 @@ impl Watch for RunWatch<'_> {
         self.in_flight
             .start(&call.id, &call.name, input, self.ci.turn());
         self.ci.started(call);
-    }
-
-    fn refuse(&self, call: &PendingCall) -> Option<String> {
-        self.ci.refuse(call)
     }
 
     fn finished(&self, call: &PendingCall, outcome: &CallOutcome) {
@@ -93,13 +89,8 @@ impl Agent<'_> {
             ci: self.ci,
             in_flight: self.in_flight,
         };
-        let dispatcher = Dispatcher {
-            registry: self.registry,
-            ctx: self.ctx,
-            gate: self.gate,
-            run_start,
-            watch: Some(&watch),
-        };
+        let dispatcher =
+            Dispatcher::new(self.registry, self.ctx, self.gate, run_start, Some(&watch));
         {
             // The initial `cost_usd`: 0, or null for a model without a price.
             let mut r = lock(self.record);
@@ -148,6 +139,7 @@ impl Agent<'_> {
                 Some(pool) => pool.in_place_scope(|scope| {
                     provider.stream_turn(&request, &mut |n| {
                         self.ci.on_notice(&n);
+                        dispatcher.on_notice(&n);
                         match &n {
                             StreamNotice::ToolReady(c) => early.offer(scope, c, &dispatcher),
                             StreamNotice::TurnStarted => early.restart(),
@@ -158,6 +150,7 @@ impl Agent<'_> {
                 }),
                 None => provider.stream_turn(&request, &mut |n| {
                     self.ci.on_notice(&n);
+                    dispatcher.on_notice(&n);
                     self.on_notice(turn_no, &mut chars, n);
                 }),
             };
@@ -175,6 +168,10 @@ impl Agent<'_> {
                     turn.stop_reason,
                     StopReason::Refusal | StopReason::PauseTurn
                 );
+            dispatcher.turn_complete(&turn.calls);
+            if !runs_tools {
+                dispatcher.turn_answered();
+            }
             self.ci.after_turn(turn_no, &turn, self.record, runs_tools);
 
             match &turn.stop_reason {
@@ -214,6 +211,7 @@ impl Agent<'_> {
                     }
                     let results = self.note_results(turn_no, &turn.calls, &scheduled);
                     messages.push(results);
+                    dispatcher.turn_answered();
                     self.ci.turn_finished(turn_no, self.record);
                     (self.checkpoint)();
                     if let Some(fatal) = scheduled.iter().find_map(|s| s.outcome.fatal.clone()) {

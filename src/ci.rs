@@ -1,8 +1,7 @@
 //! The CI features of SPEC §9 as seen by the agent loop: one `CiRun` per run bundles the
-//! `--jsonl` event stream, the `--verify` rounds, the budgets and the repeated-call
-//! guard, behind a handful of calls the loop makes at fixed points (before
+//! `--jsonl` event stream, the `--verify` rounds and the budgets, behind a handful of calls the loop makes at fixed points (before
 //! a request, on stream notices, after a turn, when the model stops). It is also the
-//! dispatcher's `Watch`, so tool events and refusals happen on the dispatching thread,
+//! dispatcher's `Watch`, so tool events happen on the dispatching thread,
 //! early-started calls included. The logic lives in `events`, `verify` and `budget`.
 
 use std::sync::Arc;
@@ -11,7 +10,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use serde_json::json;
 
-use crate::budget::{Budget, RepeatGuard};
+use crate::budget::Budget;
 use crate::config::Config;
 use crate::dispatch::{CallOutcome, Watch};
 use crate::events::Events;
@@ -29,7 +28,6 @@ pub struct CiRun {
     pub events: Arc<Events>,
     pub verifier: Option<Verifier>,
     pub budget: Budget,
-    pub repeats: RepeatGuard,
     /// The turn being streamed or executed, for tool events.
     turn: AtomicU32,
 }
@@ -40,19 +38,17 @@ impl CiRun {
             events,
             verifier: config.verify.clone().map(Verifier::new),
             budget: config.budget,
-            repeats: RepeatGuard::default(),
             turn: AtomicU32::new(0),
         }
     }
 
-    /// No events, no verification, no budget (the repeat guard still applies).
+    /// No events, no verification, no budget.
     #[cfg(test)]
     pub fn off() -> Self {
         CiRun {
             events: Arc::new(Events::disabled()),
             verifier: None,
             budget: Budget::default(),
-            repeats: RepeatGuard::default(),
             turn: AtomicU32::new(0),
         }
     }
@@ -106,21 +102,19 @@ impl CiRun {
         self.turn.load(Ordering::Relaxed)
     }
 
-    /// What the stream tells the loop: calls in the model's order, retries.
+    /// What the stream tells the loop: retries become `retry` events.
     pub fn on_notice(&self, notice: &StreamNotice<'_>) {
-        match notice {
-            StreamNotice::ToolReady(call) => self.repeats.observe(call),
-            StreamNotice::TurnStarted => self.repeats.restart(),
-            StreamNotice::Retry {
-                attempt,
-                reason,
-                delay,
-            } => self.events.emit(
+        if let StreamNotice::Retry {
+            attempt,
+            reason,
+            delay,
+        } = notice
+        {
+            self.events.emit(
                 "retry",
                 json!({"turn": self.turn.load(Ordering::Relaxed), "attempt": attempt,
                        "reason": reason, "delay_ms": delay.as_millis() as u64}),
-            ),
-            StreamNotice::TextDelta(_) => {}
+            );
         }
     }
 
@@ -133,7 +127,6 @@ impl CiRun {
         record: &Mutex<RunRecord>,
         runs_tools: bool,
     ) {
-        self.repeats.sync(&turn.calls);
         self.events.emit(
             "assistant.message",
             json!({"turn": turn_no, "message": turn.message,
@@ -146,7 +139,6 @@ impl CiRun {
 
     /// The turn's tool calls were answered (or none will run): `turn.finished`.
     pub fn turn_finished(&self, turn_no: u32, record: &Mutex<RunRecord>) {
-        self.repeats.commit();
         let fields = {
             let r = lock(record);
             let calls = r.tool_calls.iter().filter(|c| c.turn == turn_no).count();
@@ -181,10 +173,6 @@ impl Watch for CiRun {
             json!({"turn": self.turn.load(Ordering::Relaxed), "id": call.id,
                    "name": call.name, "input": input}),
         );
-    }
-
-    fn refuse(&self, call: &PendingCall) -> Option<String> {
-        self.repeats.refusal(call)
     }
 
     fn finished(&self, call: &PendingCall, outcome: &CallOutcome) {

@@ -298,13 +298,7 @@ mod tests {
         reg.register(Arc::new(Solo { log: log.clone() }));
         let dir = tempfile::tempdir().unwrap();
         let ctx = ToolContext::for_workspace(dir.path().to_path_buf());
-        let d = Dispatcher {
-            registry: &reg,
-            ctx: &ctx,
-            gate: &OpenGate,
-            run_start: Instant::now(),
-            watch: None,
-        };
+        let d = Dispatcher::new(&reg, &ctx, &OpenGate, Instant::now(), None);
         let calls = vec![
             call("1", "Meet", "a"),
             call("2", "Meet", "b"),

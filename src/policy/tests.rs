@@ -582,13 +582,7 @@ fn a_new_tools_subject_is_what_rules_match() {
     .unwrap();
     let ctx = crate::tools::test_support::ctx(dir.path());
     let gate = PolicyGate::new(s, &ctx, OnDeny::Feedback);
-    let d = Dispatcher {
-        registry: &reg,
-        ctx: &ctx,
-        gate: &gate,
-        run_start: std::time::Instant::now(),
-        watch: None,
-    };
+    let d = Dispatcher::new(&reg, &ctx, &gate, std::time::Instant::now(), None);
     let call = |target: &str| PendingCall {
         id: "t1".into(),
         name: "Mover".into(),

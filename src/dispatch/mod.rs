@@ -1,6 +1,9 @@
 //! The one path every tool call takes (SPEC §5): look up → schema check → the tool's
-//! `validate_input` → gate (hooks and permission rules) → execute (panics caught) →
-//! result size limit (spill) → gate after → a record with timings.
+//! parse and validation (once) → the repeated-call guard → gate (hooks and permission
+//! rules) → execute (panics caught) → result size limit (spill) → gate after → a record
+//! with timings.
+
+mod repeat;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
@@ -11,20 +14,17 @@ use serde_json::Value;
 pub(crate) use crate::tools::gate::{Denial, Gate, GateCall};
 use crate::tools::registry::Registry;
 use crate::tools::{PreparedCall, Tool, ToolContext, ToolError, ToolResult, schema};
-use crate::turn::PendingCall;
+use crate::turn::{PendingCall, StreamNotice};
+use repeat::RepeatGuard;
 
 /// How much of an oversized result the model sees before the saved file's path.
 const SPILL_PREVIEW_CHARS: usize = 2_000; // enough to judge whether to read the rest
 
-/// Run-level observers of every call (the repeated-call guard, `--jsonl` events), on
-/// whichever thread dispatches it, early or not. A refusal is not a policy denial.
+/// Run-level observers of every call (calls in flight, `--jsonl` events), on whichever
+/// thread dispatches it, early or not. They observe; they do not decide.
 pub trait Watch: Send + Sync {
     /// Called when dispatch begins.
     fn started(&self, _call: &PendingCall) {}
-    /// An error result to answer a valid call with instead of running it.
-    fn refuse(&self, _call: &PendingCall) -> Option<String> {
-        None
-    }
     /// Called with the final outcome.
     fn finished(&self, _call: &PendingCall, _outcome: &CallOutcome) {}
 }
@@ -47,15 +47,56 @@ pub struct Dispatcher<'a> {
     pub gate: &'a dyn Gate,
     pub run_start: Instant,
     pub watch: Option<&'a dyn Watch>,
+    /// Refuses the same call made `REPEAT_LIMIT` times in a row (fed by the loop through
+    /// `on_notice`, `turn_complete` and `turn_answered`).
+    repeats: RepeatGuard,
 }
 
 impl<'a> Dispatcher<'a> {
+    pub fn new(
+        registry: &'a Registry,
+        ctx: &'a ToolContext,
+        gate: &'a dyn Gate,
+        run_start: Instant,
+        watch: Option<&'a dyn Watch>,
+    ) -> Self {
+        Dispatcher {
+            registry,
+            ctx,
+            gate,
+            run_start,
+            watch,
+            repeats: RepeatGuard::default(),
+        }
+    }
+
     /// Whether the call may share a parallel batch with its neighbours.
     pub fn is_concurrency_safe(&self, call: &PendingCall) -> bool {
         match (self.registry.get(&call.name), &call.input) {
             (Some(tool), Ok(input)) => tool.is_concurrency_safe(input),
             _ => false,
         }
+    }
+
+    /// What the stream says about the turn's calls: each complete call in the model's
+    /// order, and a restarted attempt (the calls heard so far are forgotten).
+    pub fn on_notice(&self, notice: &StreamNotice<'_>) {
+        match notice {
+            StreamNotice::ToolReady(call) => self.repeats.observe(call),
+            StreamNotice::TurnStarted => self.repeats.restart(),
+            _ => {}
+        }
+    }
+
+    /// The turn is complete: its calls, in order, are the authority.
+    pub fn turn_complete(&self, calls: &[PendingCall]) {
+        self.repeats.sync(calls);
+    }
+
+    /// The turn's calls were answered (or none will run): they become the history the
+    /// next turn's calls are compared with.
+    pub fn turn_answered(&self) {
+        self.repeats.commit();
     }
 
     pub fn dispatch(&self, call: &PendingCall) -> CallOutcome {
@@ -66,13 +107,13 @@ impl<'a> Dispatcher<'a> {
         if let Some(w) = self.watch {
             w.started(call);
         }
-        // A refused call is answered like an invalid one: it never reaches hooks or policy.
-        let prepared =
-            self.prepare(call)
-                .and_then(|ready| match self.watch.and_then(|w| w.refuse(call)) {
-                    Some(msg) => Err(ToolResult::error(msg)),
-                    None => Ok(ready),
-                });
+        // A repeated call is answered like an invalid one: it never reaches hooks or policy.
+        let prepared = self
+            .prepare(call)
+            .and_then(|ready| match self.repeats.refusal(call) {
+                Some(msg) => Err(ToolResult::error(msg)),
+                None => Ok(ready),
+            });
         let result = match prepared {
             Err(r) => r,
             Ok((tool, input, ready)) => {
@@ -295,6 +336,7 @@ mod tests {
             gate,
             run_start: Instant::now(),
             watch: None,
+            repeats: Default::default(),
         }
         .dispatch(c)
     }
@@ -385,5 +427,30 @@ mod tests {
         let (r, ctx, _d) = setup(&exact, false);
         let o = run(&r, &ctx, &OpenGate, &call("Fake", Ok(json!({"n": 1}))));
         assert_eq!(o.result.content, exact);
+    }
+
+    /// The guard is dispatch's own: with no observer at all, the fifth identical call in a
+    /// row is refused without running, and a refused call reaches no gate.
+    #[test]
+    fn repeated_calls_are_refused_by_dispatch_itself() {
+        let (r, ctx, _d) = setup("ran", false);
+        let d = Dispatcher::new(&r, &ctx, &DenyAll, Instant::now(), None);
+        let calls: Vec<PendingCall> = (1..=5)
+            .map(|i| PendingCall {
+                id: format!("t{i}"),
+                name: "Fake".into(),
+                input: Ok(json!({"n": 1})),
+            })
+            .collect();
+        d.turn_complete(&calls);
+        for c in &calls[..4] {
+            assert!(d.dispatch(c).denial.is_some(), "{} reached the gate", c.id);
+        }
+        let o = d.dispatch(&calls[4]);
+        assert!(o.denial.is_none());
+        assert_eq!(
+            o.result.content,
+            "you have made this exact call 5 times; change approach"
+        );
     }
 }
