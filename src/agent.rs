@@ -439,6 +439,7 @@ mod tests {
             keep_env: Vec::new(),
             warnings: Vec::new(),
             keep_spill: false,
+            mcp: Default::default(),
         }
     }
 

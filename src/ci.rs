@@ -53,18 +53,27 @@ impl CiRun {
         }
     }
 
-    /// `run.started`.
+    /// `run.started`, then `mcp.started` per MCP server.
     pub fn run_started(&self, config: &Config, record: &Mutex<RunRecord>) {
         // Built under the lock, written without it: a stdout nobody reads must not keep
         // the record (which the finisher needs) locked.
-        let fields = {
+        let (fields, servers) = {
             let r = lock(record);
-            json!({"model": r.model, "workspace": r.workspace.display().to_string(),
+            let fields = json!({"model": r.model, "workspace": r.workspace.display().to_string(),
                    "tools": r.tools, "prompt": config.prompt, "max_turns": config.max_turns,
                    "verify": config.verify.as_ref().map(|v| &v.command),
-                   "agent_version": env!("CARGO_PKG_VERSION")})
+                   "agent_version": env!("CARGO_PKG_VERSION")});
+            let servers: Vec<_> = r
+                .mcp_servers
+                .iter()
+                .map(crate::mcp::started_event)
+                .collect();
+            (fields, servers)
         };
         self.events.emit("run.started", fields);
+        for server in servers {
+            self.events.emit("mcp.started", server);
+        }
     }
 
     /// Before each request: a used-up budget ends the run (status `budget`); otherwise

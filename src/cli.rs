@@ -173,6 +173,29 @@ pub struct RunArgs {
     pub ci: CiArgs,
     #[command(flatten)]
     pub security: SecurityArgs,
+    #[command(flatten)]
+    pub mcp: McpArgs,
+}
+
+/// MCP servers as tool sources (shared by `run` and `tools`).
+#[derive(Debug, Clone, Args)]
+pub struct McpArgs {
+    /// Start the MCP servers of FILE (Claude Code's `{"mcpServers": …}` shape; repeatable;
+    /// read after the workspace's .mcp.json, a later server of the same name wins).
+    #[arg(long = "mcp-config", value_name = "FILE")]
+    pub mcp_config: Vec<PathBuf>,
+    /// Enable the MCP tools that are not read-only (also enabled by --full-auto).
+    #[arg(long)]
+    pub allow_mcp: bool,
+    /// A server that fails to start ends the run (exit 2) instead of a warning.
+    #[arg(long)]
+    pub strict_mcp: bool,
+    /// Bound of one MCP call (a tool call, a tools/list page).
+    #[arg(long, value_parser = parse_duration, default_value = "30s", value_name = "DURATION")]
+    pub mcp_timeout: Duration,
+    /// Bound of a server's start-up (spawn, initialize, tools/list).
+    #[arg(long, value_parser = parse_duration, default_value = "60s", value_name = "DURATION")]
+    pub mcp_startup_timeout: Duration,
 }
 
 /// What shapes each API request beyond the model, the prompt and the messages.
@@ -335,4 +358,9 @@ pub struct ToolsArgs {
     pub json: bool,
     #[command(flatten)]
     pub tools: ToolArgs,
+    #[command(flatten)]
+    pub mcp: McpArgs,
+    /// Ignore the current directory's .mcp.json.
+    #[arg(long)]
+    pub no_project_settings: bool,
 }

@@ -74,6 +74,8 @@ pub struct Config {
     pub warnings: Vec<String>,
     /// `--keep-spill`: the saved outputs outlive the run (they always do with `-o`).
     pub keep_spill: bool,
+    /// MCP servers and their flags.
+    pub mcp: crate::mcp::McpSettings,
 }
 
 /// The environment as config sees it: injectable so tests need not mutate the process env.
@@ -162,6 +164,14 @@ impl Config {
             &Registry::builtin(&ToolSelection::default()).known(),
         )?;
         let sandbox = sandbox_spec(&args.security, env)?;
+        let mcp = crate::mcp::McpSettings::from_args(
+            &args.mcp,
+            &workspace,
+            args.security.no_project_settings,
+            args.tools.full_auto,
+            &|name| env.var(name),
+        )
+        .map_err(Error::Usage)?;
         let (verify, budget, prices) = ci_settings(&args.ci, &settings_files, &model)?;
         let verbosity = if args.quiet {
             Verbosity::Quiet
@@ -201,6 +211,7 @@ impl Config {
             keep_env: args.security.keep_env.clone(),
             warnings: stdin_warning.into_iter().collect(),
             keep_spill: args.keep_spill,
+            mcp,
         })
     }
 }
@@ -366,7 +377,8 @@ pub fn tool_selection(args: &ToolArgs) -> Result<ToolSelection, Error> {
     let known = builtin.all_names();
     let check = |flag: &str, names: &[String]| -> Result<(), Error> {
         for n in names {
-            if !known.contains(&n.as_str()) {
+            // MCP tools are known once their servers have started.
+            if !known.contains(&n.as_str()) && !crate::mcp::names::is_mcp_pattern(n) {
                 return Err(Error::Usage(format!(
                     "{flag}: unknown tool {n:?}; known tools: {}",
                     known.join(", ")

@@ -17,6 +17,7 @@ pub mod dispatch;
 pub(crate) mod error;
 pub(crate) mod events;
 pub(crate) mod finish;
+pub(crate) mod mcp;
 pub(crate) mod output;
 pub mod policy;
 pub(crate) mod process;

@@ -19,7 +19,7 @@ use crate::provider::http::{HttpConfig, HttpProvider, Recorder};
 use crate::tools::ToolContext;
 use crate::tools::registry::Registry;
 use crate::transcript::{InFlight, RunRecord, lock};
-use crate::{changes, ci, events, output, process, usage_failure};
+use crate::{changes, ci, events, mcp, output, process, usage_failure};
 
 pub(crate) fn run_command(args: &RunArgs) -> ExitCode {
     // From the first moment: a signal before the run is set up still exits 130.
@@ -31,6 +31,7 @@ pub(crate) fn run_command(args: &RunArgs) -> ExitCode {
     };
     let mut secrets = crate::secrets::secret_values();
     secrets.push(config.api_key.clone());
+    secrets.extend(config.mcp.secret_values());
     output::init(config.verbosity, secrets);
     for w in &config.warnings {
         output::warn(w);
@@ -46,7 +47,15 @@ pub(crate) fn run_command(args: &RunArgs) -> ExitCode {
     if let Some(s) = &sandbox {
         output::debug(s.summary());
     }
-    let registry = Registry::builtin(&config.tools);
+    let child_env = Arc::new(crate::secrets::scrubbed_env(
+        std::env::vars(),
+        &config.keep_env,
+    ));
+    let mut registry = Registry::builtin(&config.tools);
+    let mcp_reports = match start_mcp(&config, &child_env, &mut registry) {
+        Ok(r) => r,
+        Err(e) => return usage_failure(&e),
+    };
     let mut provider = match make_provider(&config, &registry) {
         Ok(p) => p,
         Err(e) => return usage_failure(&e),
@@ -55,10 +64,7 @@ pub(crate) fn run_command(args: &RunArgs) -> ExitCode {
         workspace: config.workspace.clone(),
         spill_dir: spill_dir(&config),
         bash_timeout: config.bash_timeout,
-        child_env: Arc::new(crate::secrets::scrubbed_env(
-            std::env::vars(),
-            &config.keep_env,
-        )),
+        child_env,
         sandbox,
     };
     let gate = PolicyGate::new(config.settings.clone(), &ctx, config.on_deny);
@@ -71,6 +77,7 @@ pub(crate) fn run_command(args: &RunArgs) -> ExitCode {
             .map(|s| s.to_string())
             .collect(),
     )));
+    lock(&record).mcp_servers = mcp_reports;
     let events = Arc::new(if config.jsonl {
         events::Events::stdout(lock(&record).started)
     } else {
@@ -125,6 +132,28 @@ pub(crate) fn run_command(args: &RunArgs) -> ExitCode {
             std::thread::park(); // a signal or the deadline is finishing the run
         },
     }
+}
+
+/// Starts the configured MCP servers (in parallel) and registers their tools; the
+/// reports go into the transcript. `Err` (exit 2) only with `--strict-mcp`.
+fn start_mcp(
+    config: &Config,
+    child_env: &Arc<Vec<(String, String)>>,
+    registry: &mut Registry,
+) -> Result<Vec<mcp::ServerReport>, Error> {
+    if config.mcp.servers.is_empty() {
+        return Ok(Vec::new());
+    }
+    let opts = mcp::Options {
+        call_timeout: config.mcp.call_timeout,
+        startup_timeout: config.mcp.startup_timeout,
+        strict: config.mcp.strict,
+        workspace: config.workspace.clone(),
+        child_env: child_env.clone(),
+    };
+    let started = mcp::start(&config.mcp.servers, &opts).map_err(Error::Usage)?;
+    mcp::tool::register(registry, &started, &config.tools, config.mcp.allow_all);
+    Ok(started.reports)
 }
 
 /// `path` made absolute with its directory resolved (as the canonical workspace is).
@@ -210,6 +239,7 @@ fn cassette_recorder(
         crate::secrets::secret_values()
             .into_iter()
             .chain([config.api_key.clone()])
+            .chain(config.mcp.secret_values())
             .collect(),
     )
     .map_err(|e| Error::Usage(format!("--record {}: {e}", path.display())))?;

@@ -147,6 +147,8 @@ pub struct RunRecord {
     pub git_diff_stat: Option<String>,
     /// The directory of saved outputs, when it is kept (`-o`, `--keep-spill`) and exists.
     pub spill_dir: Option<PathBuf>,
+    /// The MCP servers of the run, connected or failed.
+    pub mcp_servers: Vec<crate::mcp::ServerReport>,
 }
 
 impl RunRecord {
@@ -169,6 +171,7 @@ impl RunRecord {
             verifications: Vec::new(),
             git_diff_stat: None,
             spill_dir: None,
+            mcp_servers: Vec::new(),
         }
     }
 
@@ -257,6 +260,7 @@ impl RunRecord {
             verifications: &self.verifications,
             git_diff_stat: self.git_diff_stat.as_deref(),
             spill_dir: self.spill_dir.as_ref().map(|d| d.display().to_string()),
+            mcp_servers: &self.mcp_servers,
         };
         let text = if pretty {
             serde_json::to_string_pretty(&t)
@@ -298,6 +302,7 @@ struct Transcript<'a> {
     verifications: &'a [VerificationRecord],
     git_diff_stat: Option<&'a str>,
     spill_dir: Option<String>,
+    mcp_servers: &'a [crate::mcp::ServerReport],
 }
 
 /// How a run ended: its status and, unless it succeeded, the error.

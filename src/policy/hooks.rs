@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::rules::check_tool;
+use super::rules::{check_tool, names};
 use crate::output;
 use crate::process::{self, CommandSpec, Stderr};
 use crate::tools::KnownTool;
@@ -100,7 +100,7 @@ impl Hook {
     pub(super) fn applies_to(&self, tool: &str) -> bool {
         self.tools
             .as_ref()
-            .is_none_or(|names| names.iter().any(|n| n == tool))
+            .is_none_or(|list| list.iter().any(|n| names(n, tool)))
     }
 }
 

@@ -20,10 +20,19 @@ const WRAPPERS: &[&str] = &[
     "unbuffer", "xargs", "coproc",
 ];
 
+/// Whether a rule's or matcher's tool name names `tool`: the same name, or an MCP pattern
+/// (`mcp__server`, `mcp__server__*`) covering it.
+pub(super) fn names(pattern: &str, tool: &str) -> bool {
+    pattern == tool || crate::mcp::names::pattern_matches(pattern, tool)
+}
+
 /// What a rule's specifier means for the named tool; an unknown name is an error.
 pub(super) fn check_tool(name: &str, known: &[KnownTool]) -> Result<SubjectKind, String> {
     match known.iter().find(|k| k.name == name) {
         Some(k) => Ok(k.subject),
+        // MCP tools are listed once their servers start, after the settings are read:
+        // `mcp__server`, `mcp__server__*` and `mcp__server__tool` are taken on their shape.
+        None if crate::mcp::names::is_mcp_pattern(name) => Ok(SubjectKind::Nothing),
         None => Err(format!(
             "unknown tool {name:?}; known tools: {}",
             known
@@ -164,8 +173,16 @@ pub(crate) fn check_rules(
     subject: &Subject,
     workspace: &Path,
 ) -> Option<String> {
-    let deny: Vec<&Rule> = settings.deny.iter().filter(|r| r.tool == name).collect();
-    let allow: Vec<&Rule> = settings.allow.iter().filter(|r| r.tool == name).collect();
+    let deny: Vec<&Rule> = settings
+        .deny
+        .iter()
+        .filter(|r| names(&r.tool, name))
+        .collect();
+    let allow: Vec<&Rule> = settings
+        .allow
+        .iter()
+        .filter(|r| names(&r.tool, name))
+        .collect();
     if deny.is_empty() && allow.is_empty() {
         return None;
     }

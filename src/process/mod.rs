@@ -270,6 +270,34 @@ fn run_in(spec: &CommandSpec, registry: &ProcessRegistry) -> Result<CommandOutpu
     })
 }
 
+/// A long-lived child's process group (an MCP server), registered for the whole life of
+/// the child: every way out of the run (`kill_all_running`) kills it, and dropping it
+/// kills what is left of the group.
+pub(crate) struct ServiceGroup {
+    _guard: groups::GroupGuard<'static>,
+}
+
+/// Spawns `cmd` (its stdio already set) in its own session and process group, dying with
+/// the agent, and registers the group like a command's. Call it from a thread that then
+/// waits for the child for its whole life: the kernel's parent-death signal follows the
+/// spawning thread, not the process.
+pub(crate) fn spawn_service(
+    cmd: &mut Command,
+) -> Result<(std::process::Child, ServiceGroup), String> {
+    if REGISTRY.is_closed() {
+        return Err("not started: the run is shutting down".to_string());
+    }
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: the closure only makes async-signal-safe syscalls and allocates nothing.
+    unsafe {
+        cmd.pre_exec(move || child_setup(parent, None));
+    }
+    let _spawning = SPAWNING.lock().unwrap_or_else(|e| e.into_inner());
+    let child = cmd.spawn().map_err(|e| e.to_string())?;
+    let group = REGISTRY.register(child.id() as libc::pid_t);
+    Ok((child, ServiceGroup { _guard: group }))
+}
+
 /// In the child, between fork and exec. Async-signal-safe: syscalls only, no allocation.
 fn child_setup(
     parent: libc::pid_t,

@@ -58,9 +58,8 @@ impl<R: BufRead> SseReader<R> {
         }
     }
 
-    /// The last valid `retry:` value (reconnection time in ms). Kept for completeness:
-    /// our retry policy is our own, but a test can see that the field was parsed.
-    #[cfg_attr(not(test), allow(dead_code))]
+    /// The last valid `retry:` value (reconnection time in ms): the model's streams ignore
+    /// it (our retry policy is our own); MCP's streamable HTTP resumes after it.
     pub(crate) fn retry_ms(&self) -> Option<u64> {
         self.retry_ms
     }

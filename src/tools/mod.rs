@@ -89,6 +89,8 @@ pub enum Category {
     File,
     Shell,
     Search,
+    /// A tool of an MCP server (enabled by its annotations and the MCP flags).
+    Mcp,
 }
 
 impl Category {
@@ -97,6 +99,7 @@ impl Category {
             Category::File => "file",
             Category::Shell => "shell",
             Category::Search => "search",
+            Category::Mcp => "mcp",
         }
     }
 }

@@ -153,6 +153,8 @@ fn default_on(tool: &dyn Tool, sel: &ToolSelection) -> bool {
         Category::File => sel.allow_write && !tool.is_destructive(),
         Category::Shell => sel.allow_bash,
         Category::Search => false,
+        // Registered (and enabled) by `mcp::tool::register`, never by `builtin`.
+        Category::Mcp => false,
     }
 }
 

@@ -20,6 +20,7 @@ mod ci_verify;
 mod cli;
 mod faults;
 mod limits;
+mod mcp;
 mod mock_selftest;
 mod openai;
 mod prompt_input;

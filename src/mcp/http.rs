@@ -1,0 +1,433 @@
+//! The streamable-HTTP transport (MCP 2025-03-26 and later): every message is a POST to
+//! the one endpoint; a request's answer is either one JSON body or an SSE stream (decoded
+//! by the same `provider::sse` decoder the model's streams use) that may carry the
+//! server's own requests and notifications before the response. The session id the
+//! server assigns at `initialize` and the agreed protocol version go on every later
+//! request; redirects are never followed, so headers (tokens) reach only the configured
+//! URL. The session is deleted when the run ends.
+
+use std::io::{BufReader, Read};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::client::{self, CallError, Incoming, Transport};
+use crate::provider::sse::SseReader;
+
+/// Largest response body read, in bytes (JSON or the whole SSE stream): the same bound
+/// as a stdio message.
+const MAX_BODY_BYTES: u64 = 64 * 1024 * 1024;
+/// Time to connect to the server: a loopback or LAN server accepts at once.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Bound of the DELETE that ends the session: the run is finishing and must not wait.
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
+/// Characters of an error body quoted in a message.
+const ERROR_BODY_CHARS: usize = 300;
+/// Resumptions (GET with Last-Event-ID) of one request's stream before giving up.
+const MAX_RESUMES: usize = 5;
+/// Wait before resuming when the server gave no `retry` (the SSE default is a few seconds;
+/// a request is bounded by --mcp-timeout anyway).
+const DEFAULT_RETRY_MS: u64 = 1_000;
+/// Longest wait before resuming, whatever `retry` says.
+const MAX_RETRY_WAIT: Duration = Duration::from_secs(5);
+
+pub(crate) struct HttpTransport {
+    name: String,
+    url: String,
+    headers: Vec<(String, String)>,
+    agent: ureq::Agent,
+    session: Mutex<Option<String>>,
+    protocol: Mutex<Option<String>>,
+    /// The `initialize` params, to start a new session when the server ends one.
+    init_params: Mutex<Option<Value>>,
+    next_id: AtomicU64,
+}
+
+impl HttpTransport {
+    pub(crate) fn new(name: &str, url: &str, headers: Vec<(String, String)>) -> Self {
+        let agent = ureq::Agent::new_with_config(
+            ureq::Agent::config_builder()
+                .http_status_as_error(false)
+                .max_redirects(0)
+                .timeout_connect(Some(CONNECT_TIMEOUT))
+                .user_agent(format!("agent/{}", env!("CARGO_PKG_VERSION")))
+                .build(),
+        );
+        HttpTransport {
+            name: name.to_string(),
+            url: url.to_string(),
+            headers,
+            agent,
+            session: Mutex::new(None),
+            protocol: Mutex::new(None),
+            init_params: Mutex::new(None),
+            next_id: AtomicU64::new(0),
+        }
+    }
+
+    fn session(&self) -> Option<String> {
+        self.session
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// POSTs one message; returns the response (status checked) for the caller to read.
+    fn post(
+        &self,
+        msg: &Value,
+        timeout: Duration,
+    ) -> Result<ureq::http::Response<ureq::Body>, CallError> {
+        let resp = self.post_unchecked(msg, timeout)?;
+        self.check(resp)
+    }
+
+    /// Whether the server ended our session (404 to a request that carried its id).
+    fn session_ended(&self, resp: &ureq::http::Response<ureq::Body>) -> bool {
+        resp.status().as_u16() == 404 && self.session().is_some()
+    }
+
+    /// A new session after the server ended ours: `initialize` and
+    /// `notifications/initialized` again, as the spec requires.
+    fn reinitialize(&self, timeout: Duration) -> Result<(), CallError> {
+        crate::output::debug(&format!(
+            "mcp {}: the server ended the session; starting a new one",
+            self.name
+        ));
+        let params = self
+            .init_params
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        *self.session.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        self.request("initialize", params.unwrap_or(Value::Null), timeout)?;
+        self.notify("notifications/initialized", Value::Null)
+    }
+
+    fn post_unchecked(
+        &self,
+        msg: &Value,
+        timeout: Duration,
+    ) -> Result<ureq::http::Response<ureq::Body>, CallError> {
+        let mut req = self
+            .agent
+            .post(&self.url)
+            .config()
+            .timeout_global(Some(timeout))
+            .build()
+            .header("Content-Type", "application/json")
+            .header("Accept", "application/json, text/event-stream");
+        for (k, v) in &self.headers {
+            req = req.header(k.as_str(), v.as_str());
+        }
+        if let Some(s) = self.session() {
+            req = req.header("Mcp-Session-Id", s.as_str());
+        }
+        if let Some(v) = self
+            .protocol
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+        {
+            req = req.header("MCP-Protocol-Version", v.as_str());
+        }
+        req.send(msg.to_string().as_bytes())
+            .map_err(|e| transport_error(e, timeout))
+    }
+
+    /// A 2xx response, or the error its status means.
+    fn check(
+        &self,
+        resp: ureq::http::Response<ureq::Body>,
+    ) -> Result<ureq::http::Response<ureq::Body>, CallError> {
+        let status = resp.status().as_u16();
+        if (200..300).contains(&status) {
+            return Ok(resp);
+        }
+        let location = resp
+            .headers()
+            .get("location")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        if let Some(loc) = location.filter(|_| (300..400).contains(&status)) {
+            return Err(CallError::Transport(format!(
+                "HTTP {status} redirect to {loc}: not followed (configure the final URL)"
+            )));
+        }
+        let mut body = String::new();
+        let _ = resp
+            .into_body()
+            .into_reader()
+            .take(MAX_BODY_BYTES.min(64 * 1024))
+            .read_to_string(&mut body);
+        let hint = if status == 404 && self.session().is_some() {
+            " (the server ended the session)"
+        } else {
+            ""
+        };
+        Err(CallError::Transport(format!(
+            "HTTP {status}{hint}: {}",
+            super::clip(body.trim(), ERROR_BODY_CHARS)
+        )))
+    }
+
+    /// Handles a message that is not the awaited response.
+    fn other(&self, msg: Incoming, timeout: Duration) {
+        match msg {
+            Incoming::Request { method, reply } => {
+                crate::output::debug(&format!(
+                    "mcp {}: the server asked {method}; answered {}",
+                    self.name,
+                    if reply.get("error").is_some() {
+                        "method not found"
+                    } else {
+                        "ok"
+                    }
+                ));
+                // A response is POSTed like any client message (answer: 202, no body).
+                let _ = self.post(&reply, timeout);
+            }
+            Incoming::Notification { method, params } => crate::output::debug(&format!(
+                "mcp {}: {}",
+                self.name,
+                client::describe_notification(&method, &params)
+            )),
+            Incoming::Response { id, .. } => crate::output::debug(&format!(
+                "mcp {}: an answer to no pending request (id {id:?}) ignored",
+                self.name
+            )),
+            Incoming::Invalid(why) => {
+                crate::output::debug(&format!("mcp {}: ignored a message: {why}", self.name))
+            }
+        }
+    }
+
+    /// Looks for the response to `id` among the messages of one JSON value (a message or
+    /// a batch), handling the others.
+    fn scan(&self, value: Value, id: u64, timeout: Duration) -> Option<Result<Value, CallError>> {
+        let msgs = match value {
+            Value::Array(v) => v,
+            v => vec![v],
+        };
+        let mut found = None;
+        for m in msgs {
+            match client::classify(m) {
+                Incoming::Response {
+                    id: Some(got),
+                    outcome,
+                } if got == id && found.is_none() => found = Some(outcome),
+                other => self.other(other, timeout),
+            }
+        }
+        found
+    }
+}
+
+/// Where an SSE stream stopped: its last event id and the server's `retry` advice.
+#[derive(Default)]
+struct Resume {
+    last_id: Option<String>,
+    retry_ms: Option<u64>,
+}
+
+impl HttpTransport {
+    /// Reads one SSE stream until the response to `id`; `None` if it ended first.
+    fn read_sse(
+        &self,
+        body: impl Read,
+        id: u64,
+        timeout: Duration,
+        resume: &mut Resume,
+    ) -> Result<Option<Result<Value, CallError>>, CallError> {
+        let mut events = SseReader::new(BufReader::new(body));
+        loop {
+            let ev = match events.next_event() {
+                Ok(Some(ev)) => ev,
+                Ok(None) => break,
+                Err(e) => {
+                    // A cut connection is resumable like a closed one, if we have an id.
+                    if resume.last_id.is_some() && !is_timeout(&e) {
+                        break;
+                    }
+                    return Err(read_error(e, timeout));
+                }
+            };
+            if ev.id.is_some() {
+                resume.last_id = ev.id.clone();
+            }
+            resume.retry_ms = events.retry_ms().or(resume.retry_ms);
+            if ev.data.trim().is_empty() {
+                continue; // the priming event (an id for resumption, no data)
+            }
+            let value: Value = serde_json::from_str(&ev.data)
+                .map_err(|e| CallError::Transport(format!("an SSE event is not JSON: {e}")))?;
+            if let Some(found) = self.scan(value, id, timeout) {
+                return Ok(Some(found));
+            }
+        }
+        Ok(None)
+    }
+
+    /// GET the endpoint to resume a stream after `last_id`.
+    fn get_stream(&self, last_id: &str, timeout: Duration) -> Result<impl Read, CallError> {
+        let mut req = self
+            .agent
+            .get(&self.url)
+            .config()
+            .timeout_global(Some(timeout))
+            .build()
+            .header("Accept", "text/event-stream")
+            .header("Last-Event-ID", last_id);
+        for (k, v) in &self.headers {
+            req = req.header(k.as_str(), v.as_str());
+        }
+        if let Some(s) = self.session() {
+            req = req.header("Mcp-Session-Id", s.as_str());
+        }
+        if let Some(v) = self
+            .protocol
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+        {
+            req = req.header("MCP-Protocol-Version", v.as_str());
+        }
+        let resp = req.call().map_err(|e| transport_error(e, timeout))?;
+        let resp = self.check(resp)?;
+        Ok(resp.into_body().into_reader().take(MAX_BODY_BYTES))
+    }
+}
+
+fn is_timeout(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::TimedOut
+        || e.to_string().to_ascii_lowercase().contains("timeout")
+}
+
+fn read_error(e: std::io::Error, timeout: Duration) -> CallError {
+    if is_timeout(&e) {
+        CallError::Timeout(timeout)
+    } else {
+        CallError::Transport(format!("cannot read the answer: {e}"))
+    }
+}
+
+fn transport_error(e: ureq::Error, timeout: Duration) -> CallError {
+    match e {
+        ureq::Error::Timeout(_) => CallError::Timeout(timeout),
+        ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => {
+            CallError::Dead(format!("connection refused: {io}"))
+        }
+        ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::TimedOut => {
+            CallError::Timeout(timeout)
+        }
+        other => CallError::Transport(other.to_string()),
+    }
+}
+
+fn header(resp: &ureq::http::Response<ureq::Body>, name: &str) -> Option<String> {
+    resp.headers()
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+}
+
+impl Transport for HttpTransport {
+    fn request(&self, method: &str, params: Value, timeout: Duration) -> Result<Value, CallError> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        if method == "initialize" {
+            *self.init_params.lock().unwrap_or_else(|p| p.into_inner()) = Some(params.clone());
+        }
+        let msg = client::request_message(id, method, params);
+        let mut resp = self.post_unchecked(&msg, timeout)?;
+        if method != "initialize" && self.session_ended(&resp) {
+            self.reinitialize(timeout)?;
+            resp = self.post_unchecked(&msg, timeout)?;
+        }
+        let resp = self.check(resp)?;
+        if method == "initialize"
+            && let Some(s) = header(&resp, "mcp-session-id")
+        {
+            *self.session.lock().unwrap_or_else(|p| p.into_inner()) = Some(s);
+        }
+        let kind = header(&resp, "content-type").unwrap_or_default();
+        let body = resp.into_body().into_reader().take(MAX_BODY_BYTES);
+        let read_err = |e| read_error(e, timeout);
+        if kind.starts_with("text/event-stream") {
+            let deadline = Instant::now() + timeout;
+            let mut resume = Resume::default();
+            if let Some(found) = self.read_sse(body, id, timeout, &mut resume)? {
+                return found;
+            }
+            // The server closed the stream early (it may, after an event id): poll for the
+            // rest with GET and Last-Event-ID, as the spec asks, waiting `retry` between.
+            for _ in 0..MAX_RESUMES {
+                let Some(last) = resume.last_id.clone() else {
+                    break;
+                };
+                let wait = Duration::from_millis(resume.retry_ms.unwrap_or(DEFAULT_RETRY_MS))
+                    .min(MAX_RETRY_WAIT);
+                if Instant::now() + wait >= deadline {
+                    return Err(CallError::Timeout(timeout));
+                }
+                std::thread::sleep(wait);
+                let resp = self.get_stream(&last, deadline - Instant::now())?;
+                if let Some(found) = self.read_sse(resp, id, timeout, &mut resume)? {
+                    return found;
+                }
+            }
+            return Err(CallError::Transport(
+                "the server ended the SSE stream without answering".into(),
+            ));
+        }
+        let mut text = String::new();
+        BufReader::new(body)
+            .read_to_string(&mut text)
+            .map_err(read_err)?;
+        let value: Value = serde_json::from_str(&text).map_err(|e| {
+            CallError::Transport(format!(
+                "the answer ({}) is not JSON: {e}",
+                if kind.is_empty() {
+                    "no content type"
+                } else {
+                    kind.as_str()
+                }
+            ))
+        })?;
+        self.scan(value, id, timeout).unwrap_or_else(|| {
+            Err(CallError::Transport(
+                "the answer does not answer the request".into(),
+            ))
+        })
+    }
+
+    fn notify(&self, method: &str, params: Value) -> Result<(), CallError> {
+        self.post(
+            &client::notification_message(method, params),
+            CONNECT_TIMEOUT,
+        )
+        .map(drop)
+    }
+
+    fn set_protocol_version(&self, version: &str) {
+        *self.protocol.lock().unwrap_or_else(|p| p.into_inner()) = Some(version.to_string());
+    }
+
+    fn close(&self) {
+        let Some(session) = self.session() else {
+            return;
+        };
+        let mut req = self
+            .agent
+            .delete(&self.url)
+            .config()
+            .timeout_global(Some(CLOSE_TIMEOUT))
+            .build()
+            .header("Mcp-Session-Id", session.as_str());
+        for (k, v) in &self.headers {
+            req = req.header(k.as_str(), v.as_str());
+        }
+        let _ = req.call();
+    }
+}

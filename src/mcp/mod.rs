@@ -1,0 +1,372 @@
+//! MCP (Model Context Protocol) servers as tool sources. `config` reads the server list;
+//! `start` connects to every server in parallel (stdio children or streamable HTTP),
+//! runs the handshake and lists the tools; each listed tool becomes an `McpTool` in the
+//! same registry, so dispatch, scheduler, policy, hooks, limits and the transcript treat
+//! it like a built-in tool. A server that fails to start is reported (and its tools are
+//! absent) unless `--strict-mcp` makes that fatal.
+
+pub(crate) mod client;
+pub(crate) mod config;
+pub(crate) mod content;
+mod http;
+pub(crate) mod names;
+mod stdio;
+pub(crate) mod tool;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use client::{CallError, Transport};
+use config::{ServerSpec, Transport as Spec};
+
+/// The validated MCP part of a run's configuration.
+#[derive(Debug, Clone, Default)]
+pub struct McpSettings {
+    pub(crate) servers: Vec<ServerSpec>,
+    pub(crate) call_timeout: Duration,
+    pub(crate) startup_timeout: Duration,
+    pub(crate) strict: bool,
+    /// `--allow-mcp` or `--full-auto`: tools that are not read-only are enabled too.
+    pub(crate) allow_all: bool,
+}
+
+impl McpSettings {
+    /// From the flags and the configuration files; the error is a usage message.
+    pub(crate) fn from_args(
+        args: &crate::cli::McpArgs,
+        workspace: &std::path::Path,
+        no_project_settings: bool,
+        full_auto: bool,
+        var: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<McpSettings, String> {
+        if args.mcp_timeout.is_zero() {
+            return Err("--mcp-timeout must be longer than 0s".into());
+        }
+        if args.mcp_startup_timeout.is_zero() {
+            return Err("--mcp-startup-timeout must be longer than 0s".into());
+        }
+        let servers = config::load(
+            &config::Sources {
+                workspace,
+                files: &args.mcp_config,
+                no_project_settings,
+            },
+            var,
+        )?;
+        Ok(McpSettings {
+            servers,
+            call_timeout: args.mcp_timeout,
+            startup_timeout: args.mcp_startup_timeout,
+            strict: args.strict_mcp,
+            allow_all: args.allow_mcp || full_auto,
+        })
+    }
+
+    /// Values to redact everywhere: the servers' `env` and `headers`.
+    pub(crate) fn secret_values(&self) -> Vec<String> {
+        self.servers
+            .iter()
+            .flat_map(|s| s.secret_values())
+            .collect()
+    }
+}
+
+/// How servers are started and called.
+#[derive(Debug, Clone)]
+pub(crate) struct Options {
+    pub call_timeout: Duration,
+    pub startup_timeout: Duration,
+    /// `--strict-mcp`: a server that fails to start ends the run (exit 2).
+    pub strict: bool,
+    /// Default working directory of stdio servers, and the base of a relative `cwd`.
+    pub workspace: std::path::PathBuf,
+    /// The scrubbed child environment; a server's own `env` is added to it.
+    pub child_env: Arc<Vec<(String, String)>>,
+}
+
+/// One tool as the server listed it, with the name the model sees.
+#[derive(Debug, Clone)]
+pub(crate) struct ToolDef {
+    /// `mcp__<server>__<tool>`, shortened to the API's limit when needed.
+    pub exposed: String,
+    /// The server's own name for it (sent in `tools/call`).
+    pub tool: String,
+    pub description: String,
+    pub input_schema: Value,
+    pub read_only: bool,
+    pub destructive: bool,
+}
+
+impl ToolDef {
+    /// From a `tools/list` entry. Annotations are hints: `readOnlyHint` makes a tool
+    /// read-only (and safe to run in parallel); otherwise `destructiveHint` decides, true
+    /// by default as the spec says, and a tool with no annotations is destructive.
+    fn parse(server: &str, def: &Value) -> Result<ToolDef, String> {
+        let tool = def
+            .get("name")
+            .and_then(Value::as_str)
+            .filter(|n| !n.is_empty())
+            .ok_or("a listed tool has no name")?
+            .to_string();
+        let ann = def.get("annotations").filter(|a| a.is_object());
+        let hint = |k: &str| ann.and_then(|a| a.get(k)).and_then(Value::as_bool);
+        let read_only = hint("readOnlyHint") == Some(true);
+        let destructive = !read_only && hint("destructiveHint").unwrap_or(true);
+        let input_schema = match def.get("inputSchema") {
+            Some(s @ Value::Object(_)) => s.clone(),
+            _ => json!({"type": "object", "properties": {}}),
+        };
+        let description = def
+            .get("description")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .unwrap_or_else(|| format!("The tool {tool} of the MCP server {server}."));
+        Ok(ToolDef {
+            exposed: names::tool_name(server, &tool),
+            tool,
+            description,
+            input_schema,
+            read_only,
+            destructive,
+        })
+    }
+}
+
+/// A connected server.
+pub(crate) struct Server {
+    pub name: String,
+    transport: Box<dyn Transport>,
+    call_timeout: Duration,
+}
+
+impl Server {
+    /// `tools/call`; the error names the server.
+    pub(crate) fn call_tool(&self, tool: &str, arguments: &Value) -> Result<Value, String> {
+        let args = if arguments.is_object() {
+            arguments.clone()
+        } else {
+            json!({})
+        };
+        self.transport
+            .request(
+                "tools/call",
+                json!({"name": tool, "arguments": args}),
+                self.call_timeout,
+            )
+            .map_err(|e| match e {
+                CallError::Rpc { .. } => format!("MCP server {:?} answered with {e}", self.name),
+                CallError::Timeout(_) => format!("MCP server {:?}: {e} (--mcp-timeout)", self.name),
+                _ => format!("MCP server {:?}: {e}", self.name),
+            })
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.transport.close();
+    }
+}
+
+/// What the transcript says about one server (`mcp_servers`).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ServerReport {
+    pub name: String,
+    pub transport: &'static str,
+    /// "connected" or "failed".
+    pub status: &'static str,
+    pub protocol_version: Option<String>,
+    pub server_info: Value,
+    /// The names the model sees.
+    pub tools: Vec<String>,
+    pub error: Option<String>,
+}
+
+/// The fields of the `mcp.started` event (`--jsonl`) for one server.
+pub(crate) fn started_event(r: &ServerReport) -> Value {
+    json!({"name": r.name, "transport": r.transport, "status": r.status,
+           "protocol_version": r.protocol_version, "tools": r.tools, "error": r.error})
+}
+
+/// The servers of a run, connected or not.
+#[derive(Default)]
+pub(crate) struct Started {
+    pub servers: Vec<(Arc<Server>, Vec<ToolDef>)>,
+    pub reports: Vec<ServerReport>,
+}
+
+/// Starts every server in parallel and lists its tools. `Err` only with `--strict-mcp`,
+/// naming the server that failed.
+pub(crate) fn start(specs: &[ServerSpec], opts: &Options) -> Result<Started, String> {
+    let outcomes: Vec<_> = std::thread::scope(|scope| {
+        let handles: Vec<_> = specs
+            .iter()
+            .map(|spec| scope.spawn(move || (spec, connect(spec, opts))))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| panic!("an MCP start-up thread panicked"))
+            })
+            .collect()
+    });
+    let mut started = Started::default();
+    let mut taken: Vec<String> = Vec::new();
+    for (spec, outcome) in outcomes {
+        let mut report = ServerReport {
+            name: spec.name.clone(),
+            transport: spec.transport.kind(),
+            status: "failed",
+            protocol_version: None,
+            server_info: Value::Null,
+            tools: Vec::new(),
+            error: None,
+        };
+        match outcome {
+            Ok((server, hs)) => {
+                let mut defs = Vec::new();
+                for raw in &hs.tools {
+                    match ToolDef::parse(&spec.name, raw) {
+                        Ok(d) if taken.contains(&d.exposed) => crate::output::warn(&format!(
+                            "MCP server {:?}: the tool {:?} has the same name as another \
+                             ({}); it is left out",
+                            spec.name, d.tool, d.exposed
+                        )),
+                        Ok(d) => {
+                            taken.push(d.exposed.clone());
+                            defs.push(d);
+                        }
+                        Err(e) => crate::output::warn(&format!(
+                            "MCP server {:?}: {e}; it is left out",
+                            spec.name
+                        )),
+                    }
+                }
+                report.status = "connected";
+                report.protocol_version = Some(hs.protocol_version.clone());
+                report.server_info = hs.server_info.clone();
+                report.tools = defs.iter().map(|d| d.exposed.clone()).collect();
+                crate::output::debug(&format!(
+                    "mcp {}: connected ({}, protocol {}), {} tool(s)",
+                    spec.name,
+                    spec.transport.kind(),
+                    hs.protocol_version,
+                    defs.len()
+                ));
+                started.servers.push((Arc::new(server), defs));
+            }
+            Err(e) => {
+                let msg = format!("MCP server {:?} ({}): {e}", spec.name, spec.file.display());
+                if opts.strict {
+                    return Err(format!("{msg} (--strict-mcp)"));
+                }
+                crate::output::warn(&format!("{msg}; its tools are not available"));
+                report.error = Some(e);
+            }
+        }
+        started.reports.push(report);
+    }
+    Ok(started)
+}
+
+/// Connects to one server and runs the handshake within the start-up bound.
+fn connect(spec: &ServerSpec, opts: &Options) -> Result<(Server, client::Handshake), String> {
+    let deadline = Instant::now() + opts.startup_timeout;
+    let transport: Box<dyn Transport> = match &spec.transport {
+        Spec::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => {
+            let mut full: Vec<(String, String)> = opts
+                .child_env
+                .iter()
+                .filter(|(k, _)| !env.iter().any(|(e, _)| e == k))
+                .cloned()
+                .collect();
+            full.extend(env.iter().cloned());
+            let cwd = match cwd {
+                Some(c) => opts.workspace.join(c),
+                None => opts.workspace.clone(),
+            };
+            if !cwd.is_dir() {
+                return Err(format!("\"cwd\" {}: not a directory", cwd.display()));
+            }
+            Box::new(stdio::StdioTransport::spawn(stdio::Launch {
+                name: spec.name.clone(),
+                command: command.clone(),
+                args: args.clone(),
+                env: full,
+                cwd,
+            })?)
+        }
+        Spec::Http { url, headers } => {
+            Box::new(http::HttpTransport::new(&spec.name, url, headers.clone()))
+        }
+    };
+    let hs = client::handshake(transport.as_ref(), deadline).inspect_err(|_| transport.close())?;
+    Ok((
+        Server {
+            name: spec.name.clone(),
+            transport,
+            call_timeout: opts.call_timeout,
+        },
+        hs,
+    ))
+}
+
+/// At most `max` characters of `text`, with `…` when cut.
+pub(crate) fn clip(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn annotations_map_onto_tool_flags() {
+        let ro = ToolDef::parse(
+            "s",
+            &json!({"name": "r", "annotations": {"readOnlyHint": true,
+                                              "destructiveHint": true}}),
+        )
+        .unwrap();
+        assert!(ro.read_only && !ro.destructive);
+        let nd = ToolDef::parse(
+            "s",
+            &json!({"name": "w", "annotations":
+                                              {"destructiveHint": false}}),
+        )
+        .unwrap();
+        assert!(!nd.read_only && !nd.destructive);
+        let dflt =
+            ToolDef::parse("s", &json!({"name": "w", "annotations": {"title": "W"}})).unwrap();
+        assert!(
+            !dflt.read_only && dflt.destructive,
+            "destructiveHint defaults to true"
+        );
+        let bare = ToolDef::parse("s", &json!({"name": "b"})).unwrap();
+        assert!(!bare.read_only && bare.destructive);
+        assert_eq!(bare.exposed, "mcp__s__b");
+        assert_eq!(
+            bare.input_schema,
+            json!({"type": "object", "properties": {}})
+        );
+        assert!(bare.description.contains("MCP server s"));
+        assert!(ToolDef::parse("s", &json!({"description": "x"})).is_err());
+    }
+
+    #[test]
+    fn clip_counts_characters() {
+        assert_eq!(clip("héllo", 2), "hé…");
+        assert_eq!(clip("abc", 3), "abc");
+    }
+}

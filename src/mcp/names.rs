@@ -1,0 +1,127 @@
+//! Tool names the model sees: `mcp__<server>__<tool>`, made to fit the APIs' rule
+//! (`[A-Za-z0-9_-]{1,64}`) deterministically, and the rule patterns (`mcp__server`,
+//! `mcp__server__*`, `mcp__server__tool`) that permission rules and hooks accept.
+
+/// Longest tool name the APIs accept (Anthropic and OpenAI alike).
+pub(crate) const MAX_TOOL_NAME_CHARS: usize = 64;
+/// Hex digits of the hash that ends a shortened name: 32 bits, so two long names of one
+/// server collide with odds of one in four billion (a collision is refused, not merged).
+const HASH_HEX_DIGITS: usize = 8;
+
+/// The prefix every MCP tool name starts with.
+pub(crate) const PREFIX: &str = "mcp__";
+
+/// The full name, shortened (a readable start, `_`, and a hash of the full name) when it
+/// is longer than the API allows or holds characters the API refuses.
+pub(crate) fn tool_name(server: &str, tool: &str) -> String {
+    let full = format!("{PREFIX}{server}__{tool}");
+    let clean: String = full
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if clean == full && full.len() <= MAX_TOOL_NAME_CHARS {
+        return full;
+    }
+    let keep = MAX_TOOL_NAME_CHARS - HASH_HEX_DIGITS - 1;
+    let head: String = clean.chars().take(keep).collect();
+    format!("{head}_{:08x}", fnv1a(full.as_bytes()))
+}
+
+/// FNV-1a, 32 bits: stable across versions and platforms (std's hasher is not).
+fn fnv1a(bytes: &[u8]) -> u32 {
+    let mut h: u32 = 0x811c_9dc5;
+    for b in bytes {
+        h ^= u32::from(*b);
+        h = h.wrapping_mul(0x0100_0193);
+    }
+    h
+}
+
+/// Whether a rule or matcher pattern names the MCP tool the model knows as `exposed`:
+/// `mcp__server` and `mcp__server__*` name every tool of the server, `mcp__server__tool`
+/// one tool, by the name the model sees or by the server's own name for it (shortened
+/// the same way, so a rule may quote a long name in full).
+pub(crate) fn pattern_matches(pattern: &str, exposed: &str) -> bool {
+    let Some(rest) = pattern.strip_prefix(PREFIX) else {
+        return false;
+    };
+    if pattern == exposed {
+        return true;
+    }
+    match rest.split_once("__") {
+        None => exposed.starts_with(&format!("{PREFIX}{rest}__")),
+        Some((server, "*")) => exposed.starts_with(&format!("{PREFIX}{server}__")),
+        Some((server, tool)) => tool_name(server, tool) == exposed,
+    }
+}
+
+/// Whether `pattern` has the shape of an MCP rule name (for validating settings).
+pub(crate) fn is_mcp_pattern(pattern: &str) -> bool {
+    pattern
+        .strip_prefix(PREFIX)
+        .and_then(|rest| rest.split('_').next())
+        .is_some_and(|s| !s.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_names_are_kept() {
+        assert_eq!(tool_name("fs", "read_file"), "mcp__fs__read_file");
+        assert_eq!(tool_name("my-srv", "a-b"), "mcp__my-srv__a-b");
+    }
+
+    #[test]
+    fn long_or_odd_names_are_shortened_deterministically() {
+        let long = "a_really_long_tool_name_that_goes_on_and_on_beyond_the_limit";
+        let n = tool_name("github", long);
+        assert_eq!(n.len(), MAX_TOOL_NAME_CHARS);
+        assert!(n.starts_with("mcp__github__a_really_long"), "{n}");
+        assert_eq!(n, tool_name("github", long), "deterministic");
+        assert_ne!(n, tool_name("github", &format!("{long}2")), "hash differs");
+        let dotted = tool_name("s", "files.read");
+        assert!(dotted.starts_with("mcp__s__files_read_"), "{dotted}");
+        assert!(dotted.len() <= MAX_TOOL_NAME_CHARS);
+        assert!(
+            dotted
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        );
+        // Pinned: a cassette recorded today must replay tomorrow.
+        assert_eq!(fnv1a(b"hello"), 0x4f9f_2cab);
+    }
+
+    #[test]
+    fn patterns() {
+        let exposed = tool_name("gh", "add_comment");
+        assert!(!pattern_matches("mcp__g", &tool_name("gh_x", "t")));
+        for (p, want) in [
+            ("mcp__gh", true),
+            ("mcp__gh__*", true),
+            ("mcp__gh__add_comment", true),
+            ("mcp__gh__other", false),
+            ("mcp__ghx", false),
+            ("mcp__g", false),
+            ("gh", false),
+            ("Bash", false),
+        ] {
+            assert_eq!(pattern_matches(p, &exposed), want, "{p}");
+        }
+        let long = "x".repeat(80);
+        let exposed = tool_name("gh", &long);
+        assert!(pattern_matches(&exposed, &exposed));
+        assert!(pattern_matches(&format!("mcp__gh__{long}"), &exposed));
+        assert!(pattern_matches("mcp__gh", &exposed));
+        assert!(!pattern_matches(&format!("mcp__gh__{long}x"), &exposed));
+        assert!(is_mcp_pattern("mcp__gh__*") && is_mcp_pattern("mcp__gh"));
+        assert!(!is_mcp_pattern("mcp__") && !is_mcp_pattern("Bash"));
+    }
+}

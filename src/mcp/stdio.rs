@@ -1,0 +1,415 @@
+//! The stdio transport: the server is a child process (own session and process group,
+//! registered with `process` so every way out of the run kills it) speaking
+//! newline-delimited JSON-RPC on stdin/stdout. Three threads per server: a supervisor
+//! that spawns the child and waits for it (the parent-death signal follows the spawning
+//! thread, so it must live as long as the child), a reader that routes stdout lines to
+//! the waiting callers, and a stderr reader that logs with -v (redacted by `output`).
+//! A server that exits is dead for the rest of the run: pending and later calls fail at
+//! once with the reason.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::PathBuf;
+use std::process::{ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError, SyncSender};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::client::{self, CallError, Incoming, Transport};
+
+/// Longest message line accepted from a server, in bytes: a tool result is spilled by
+/// the agent beyond 30k characters, so anything near this is a broken server.
+const MAX_LINE_BYTES: u64 = 64 * 1024 * 1024;
+/// How long a caller whose server closed its stdout waits for the exit status, so that
+/// the error can say how the server ended.
+const EXIT_STATUS_WAIT: Duration = Duration::from_millis(500);
+/// How long `close` lets a server exit on its own after its stdin closes (the spec's
+/// shutdown) before killing its group.
+const CLOSE_GRACE: Duration = Duration::from_millis(500);
+/// Last stderr lines kept to explain a server's death (a traceback's last lines, `npx`'s
+/// "command not found").
+const STDERR_TAIL_LINES: usize = 5;
+/// Longest wait, after a server exits, for its stderr to reach end of file (a child it
+/// left behind may hold the pipe), so that the death notice has the last lines.
+const STDERR_SETTLE: Duration = Duration::from_millis(500);
+
+/// What the child is started with.
+pub(crate) struct Launch {
+    pub name: String,
+    pub command: String,
+    pub args: Vec<String>,
+    /// The whole environment (scrubbed child env plus the server's own `env`).
+    pub env: Vec<(String, String)>,
+    pub cwd: PathBuf,
+}
+
+type Reply = Result<Value, CallError>;
+
+#[derive(Default)]
+struct State {
+    pending: HashMap<u64, SyncSender<Reply>>,
+    /// Set once: why the server can no longer answer.
+    dead: Option<String>,
+}
+
+struct Shared {
+    name: String,
+    /// The child's pid (= its process group), once spawned.
+    pid: Mutex<Option<u32>>,
+    /// The last lines the server wrote to stderr, and whether it is at end of file.
+    stderr_tail: Mutex<(std::collections::VecDeque<String>, bool)>,
+    stderr_closed: Condvar,
+    state: Mutex<State>,
+    stdin: Mutex<Option<ChildStdin>>,
+    /// How the child ended, once it has.
+    exit: Mutex<Option<String>>,
+    exited: Condvar,
+}
+
+impl Shared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Marks the server dead (first reason wins) and fails every pending call. The reason
+    /// ends with the server's last stderr lines.
+    fn die(&self, why: String) {
+        let tail: Vec<String> = self
+            .stderr_tail
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .0
+            .iter()
+            .cloned()
+            .collect();
+        let why = if tail.is_empty() {
+            why
+        } else {
+            format!("{why}; its last stderr lines: {}", tail.join(" | "))
+        };
+        let mut st = self.lock();
+        let why = st.dead.get_or_insert(why).clone();
+        for (_, tx) in st.pending.drain() {
+            let _ = tx.try_send(Err(CallError::Dead(why.clone())));
+        }
+        drop(st);
+        // Nothing can be written any more; closing stdin lets a live server see EOF.
+        self.stdin.lock().unwrap_or_else(|p| p.into_inner()).take();
+    }
+
+    fn write(&self, msg: &Value) -> Result<(), String> {
+        let mut line = msg.to_string();
+        line.push('\n');
+        let mut stdin = self.stdin.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(w) = stdin.as_mut() else {
+            return Err("its stdin is closed".into());
+        };
+        w.write_all(line.as_bytes())
+            .and_then(|()| w.flush())
+            .map_err(|e| format!("cannot write to it: {e}"))
+    }
+
+    fn exit_status(&self, wait: Duration) -> Option<String> {
+        let guard = self.exit.lock().unwrap_or_else(|p| p.into_inner());
+        let (guard, _) = self
+            .exited
+            .wait_timeout_while(guard, wait, |e| e.is_none())
+            .unwrap_or_else(|p| p.into_inner());
+        guard.clone()
+    }
+}
+
+pub(crate) struct StdioTransport {
+    shared: Arc<Shared>,
+    next_id: AtomicU64,
+}
+
+impl StdioTransport {
+    /// Starts the server process and its threads.
+    pub(crate) fn spawn(launch: Launch) -> Result<StdioTransport, String> {
+        let shared = Arc::new(Shared {
+            name: launch.name.clone(),
+            pid: Mutex::new(None),
+            stderr_tail: Mutex::new((std::collections::VecDeque::new(), false)),
+            stderr_closed: Condvar::new(),
+            state: Mutex::new(State::default()),
+            stdin: Mutex::new(None),
+            exit: Mutex::new(None),
+            exited: Condvar::new(),
+        });
+        let (started_tx, started_rx) = mpsc::channel();
+        let sup = shared.clone();
+        std::thread::Builder::new()
+            .name(format!("mcp-{}", launch.name))
+            .spawn(move || supervise(launch, sup, started_tx))
+            .map_err(|e| format!("cannot start a thread: {e}"))?;
+        let (stdout, stderr) = started_rx
+            .recv()
+            .map_err(|_| "the supervisor thread ended".to_string())??;
+        let reader = shared.clone();
+        std::thread::Builder::new()
+            .name("mcp-stdout".into())
+            .spawn(move || read_messages(stdout, reader))
+            .map_err(|e| format!("cannot start a thread: {e}"))?;
+        let tail = shared.clone();
+        std::thread::Builder::new()
+            .name("mcp-stderr".into())
+            .spawn(move || log_stderr(stderr, &tail))
+            .map_err(|e| format!("cannot start a thread: {e}"))?;
+        Ok(StdioTransport {
+            shared,
+            next_id: AtomicU64::new(0),
+        })
+    }
+}
+
+type Pipes = (std::process::ChildStdout, std::process::ChildStderr);
+
+/// Spawns the child, hands its pipes over, then waits for it for its whole life.
+fn supervise(launch: Launch, shared: Arc<Shared>, started: mpsc::Sender<Result<Pipes, String>>) {
+    let mut cmd = Command::new(resolve(&launch.command, &launch.cwd));
+    cmd.args(&launch.args)
+        .current_dir(&launch.cwd)
+        .env_clear()
+        .envs(launch.env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let (mut child, group) = match crate::process::spawn_service(&mut cmd) {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = started.send(Err(format!(
+                "cannot start `{}`: {e} (working directory {})",
+                launch.command,
+                launch.cwd.display()
+            )));
+            return;
+        }
+    };
+    let pipes = (child.stdin.take(), child.stdout.take(), child.stderr.take());
+    let (Some(stdin), Some(stdout), Some(stderr)) = pipes else {
+        let _ = started.send(Err("the child has no pipes".into()));
+        return;
+    };
+    *shared.stdin.lock().unwrap_or_else(|p| p.into_inner()) = Some(stdin);
+    *shared.pid.lock().unwrap_or_else(|p| p.into_inner()) = Some(child.id());
+    let _ = started.send(Ok((stdout, stderr)));
+    let status = child.wait();
+    // Let the stderr reader note the last lines before the reason is written.
+    let tail = shared.stderr_tail.lock().unwrap_or_else(|p| p.into_inner());
+    let _ = shared
+        .stderr_closed
+        .wait_timeout_while(tail, STDERR_SETTLE, |t| !t.1);
+    let how = match status {
+        Ok(s) => match (s.code(), std::os::unix::process::ExitStatusExt::signal(&s)) {
+            (Some(c), _) => format!("it exited with status {c}"),
+            (None, Some(sig)) => format!("it was killed by signal {sig}"),
+            _ => "it exited".to_string(),
+        },
+        Err(e) => format!("it could not be waited for: {e}"),
+    };
+    drop(group); // whatever the server left in its group goes with it
+    crate::output::debug(&format!("mcp {}: {how}", shared.name));
+    // Dead first: whoever waits for the exit status then finds the full reason.
+    shared.die(how.clone());
+    *shared.exit.lock().unwrap_or_else(|p| p.into_inner()) = Some(how);
+    shared.exited.notify_all();
+}
+
+/// A command with a `/` is relative to the server's working directory; a bare name is
+/// looked up in the child's PATH by `Command`.
+fn resolve(command: &str, cwd: &std::path::Path) -> PathBuf {
+    let p = PathBuf::from(command);
+    if command.contains('/') && p.is_relative() {
+        cwd.join(p)
+    } else {
+        p
+    }
+}
+
+fn read_messages(stdout: impl Read, shared: Arc<Shared>) {
+    let mut reader = BufReader::new(stdout);
+    let mut line = Vec::new();
+    let why = loop {
+        line.clear();
+        match (&mut reader)
+            .take(MAX_LINE_BYTES)
+            .read_until(b'\n', &mut line)
+        {
+            Ok(0) => break None,
+            Ok(_) if line.last() != Some(&b'\n') && line.len() as u64 >= MAX_LINE_BYTES => {
+                break Some(format!("it sent a message over {MAX_LINE_BYTES} bytes"));
+            }
+            Ok(_) => {}
+            Err(e) => break Some(format!("its output could not be read: {e}")),
+        }
+        let text = String::from_utf8_lossy(&line);
+        let text = text.trim();
+        if text.is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<Value>(text) {
+            Ok(Value::Array(batch)) => batch.into_iter().for_each(|m| route(m, &shared)),
+            Ok(msg) => route(msg, &shared),
+            Err(e) => crate::output::debug(&format!(
+                "mcp {}: ignored a line that is not JSON ({e}): {}",
+                shared.name,
+                super::clip(text, 200)
+            )),
+        }
+    };
+    let why = match why {
+        Some(w) => w,
+        None => match shared.exit_status(EXIT_STATUS_WAIT) {
+            Some(how) => how,
+            None => "it closed its output".to_string(),
+        },
+    };
+    shared.die(why);
+}
+
+fn route(msg: Value, shared: &Arc<Shared>) {
+    match client::classify(msg) {
+        Incoming::Response { id, outcome } => {
+            let tx = id.and_then(|id| shared.lock().pending.remove(&id));
+            match tx {
+                Some(tx) => {
+                    let _ = tx.try_send(outcome);
+                }
+                None => crate::output::debug(&format!(
+                    "mcp {}: an answer to no pending request (id {id:?}) ignored",
+                    shared.name
+                )),
+            }
+        }
+        Incoming::Request { method, reply } => {
+            crate::output::debug(&format!(
+                "mcp {}: the server asked {method}; answered {}",
+                shared.name,
+                if reply.get("error").is_some() {
+                    "method not found"
+                } else {
+                    "ok"
+                }
+            ));
+            // Not from this thread: a server blocked writing to us could not read it.
+            let s = shared.clone();
+            let _ = std::thread::Builder::new()
+                .name("mcp-reply".into())
+                .spawn(move || {
+                    let _ = s.write(&reply);
+                });
+        }
+        Incoming::Notification { method, params } => crate::output::debug(&format!(
+            "mcp {}: {}",
+            shared.name,
+            client::describe_notification(&method, &params)
+        )),
+        Incoming::Invalid(why) => {
+            crate::output::debug(&format!("mcp {}: ignored a message: {why}", shared.name))
+        }
+    }
+}
+
+fn log_stderr(stderr: impl Read, shared: &Shared) {
+    let reader = BufReader::new(stderr);
+    for line in reader.split(b'\n') {
+        let Ok(line) = line else { break };
+        let text = String::from_utf8_lossy(&line);
+        let text = super::clip(text.trim_end(), STDERR_LOG_CHARS);
+        crate::output::debug(&format!("mcp {} stderr: {text}", shared.name));
+        if !text.trim().is_empty() {
+            let mut tail = shared.stderr_tail.lock().unwrap_or_else(|p| p.into_inner());
+            if tail.0.len() == STDERR_TAIL_LINES {
+                tail.0.pop_front();
+            }
+            tail.0
+                .push_back(super::clip(text.trim(), STDERR_TAIL_LINE_CHARS));
+        }
+    }
+    shared
+        .stderr_tail
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .1 = true;
+    shared.stderr_closed.notify_all();
+}
+
+/// Characters of one stderr line quoted in a death notice.
+const STDERR_TAIL_LINE_CHARS: usize = 300;
+
+/// Characters of one stderr line logged: stack traces have long lines.
+const STDERR_LOG_CHARS: usize = 2_000;
+
+impl Transport for StdioTransport {
+    fn request(&self, method: &str, params: Value, timeout: Duration) -> Result<Value, CallError> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = mpsc::sync_channel(1);
+        {
+            let mut st = self.shared.lock();
+            if let Some(why) = &st.dead {
+                return Err(CallError::Dead(why.clone()));
+            }
+            st.pending.insert(id, tx);
+        }
+        if let Err(e) = self
+            .shared
+            .write(&client::request_message(id, method, params))
+        {
+            self.shared.lock().pending.remove(&id);
+            // A closed pipe means the server is exiting: say how it ended.
+            self.shared.exit_status(EXIT_STATUS_WAIT);
+            let why = self.shared.lock().dead.clone().unwrap_or(e);
+            return Err(CallError::Dead(why));
+        }
+        match rx.recv_timeout(timeout) {
+            Ok(reply) => reply,
+            Err(RecvTimeoutError::Timeout) => {
+                self.shared.lock().pending.remove(&id);
+                let _ = self.notify(
+                    "notifications/cancelled",
+                    json!({"requestId": id, "reason": "timed out"}),
+                );
+                Err(CallError::Timeout(timeout))
+            }
+            Err(RecvTimeoutError::Disconnected) => Err(CallError::Dead(
+                self.shared.lock().dead.clone().unwrap_or_default(),
+            )),
+        }
+    }
+
+    /// The spec's shutdown: close stdin, give the server a moment, then kill its group.
+    fn close(&self) {
+        self.shared
+            .stdin
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if self.shared.exit_status(CLOSE_GRACE).is_some() {
+            return;
+        }
+        let pid = *self.shared.pid.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(pid) = pid
+            .and_then(|p| libc::pid_t::try_from(p).ok())
+            .filter(|p| *p > 1)
+        {
+            // SAFETY: killpg on the group the server leads; its supervisor has not reaped
+            // it (no exit status yet), so the id is still its own.
+            unsafe {
+                libc::killpg(pid, libc::SIGKILL);
+            }
+        }
+    }
+
+    fn notify(&self, method: &str, params: Value) -> Result<(), CallError> {
+        if let Some(why) = self.shared.lock().dead.clone() {
+            return Err(CallError::Dead(why));
+        }
+        self.shared
+            .write(&client::notification_message(method, params))
+            .map_err(CallError::Dead)
+    }
+}

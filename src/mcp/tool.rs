@@ -1,0 +1,147 @@
+//! `McpTool`: one tool of a connected MCP server as a `Tool` like any other, so dispatch,
+//! the scheduler, policy, hooks, the size limit and the transcript apply unchanged; and
+//! `register`, which adds a run's MCP tools to the registry, enabled by the built-in rule
+//! (read-only tools on; the others with `--allow-mcp`/`--full-auto` or by name).
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::{Server, Started, ToolDef, content, names};
+use crate::tools::registry::{Registry, ToolSelection};
+use crate::tools::{
+    Category, DEFAULT_MAX_RESULT_CHARS, PreparedCall, Subject, SubjectKind, Tool, ToolContext,
+    ToolError, ToolResult,
+};
+
+pub(crate) struct McpTool {
+    server: Arc<Server>,
+    def: ToolDef,
+}
+
+impl McpTool {
+    pub(crate) fn new(server: Arc<Server>, def: ToolDef) -> Self {
+        McpTool { server, def }
+    }
+}
+
+impl Tool for McpTool {
+    fn name(&self) -> &str {
+        &self.def.exposed
+    }
+
+    fn description(&self) -> &str {
+        &self.def.description
+    }
+
+    fn input_schema(&self) -> Value {
+        self.def.input_schema.clone()
+    }
+
+    fn is_read_only(&self) -> bool {
+        self.def.read_only
+    }
+
+    fn is_destructive(&self) -> bool {
+        self.def.destructive
+    }
+
+    /// `readOnlyHint` is the server's promise that a call changes nothing.
+    fn is_concurrency_safe(&self, _input: &Value) -> bool {
+        self.def.read_only
+    }
+
+    fn category(&self) -> Category {
+        Category::Mcp
+    }
+
+    /// Rules name the tool (or its server), never a part of its input: the agent cannot
+    /// know which of a server's fields is a path or a command.
+    fn subject_kind(&self) -> SubjectKind {
+        SubjectKind::Nothing
+    }
+
+    /// A server's changes are not reported: a writable MCP tool makes the run scan the
+    /// workspace for `files_changed`, as Bash does.
+    fn records_changes(&self) -> bool {
+        false
+    }
+
+    fn max_result_chars(&self) -> Option<usize> {
+        Some(DEFAULT_MAX_RESULT_CHARS)
+    }
+
+    /// The schema was checked by dispatch; the server validates the rest itself.
+    fn prepare<'t>(&'t self, input: &Value) -> Result<Box<dyn PreparedCall + 't>, ToolError> {
+        Ok(Box::new(McpCall {
+            tool: self,
+            input: input.clone(),
+        }))
+    }
+}
+
+/// One call of an MCP tool.
+struct McpCall<'t> {
+    tool: &'t McpTool,
+    input: Value,
+}
+
+impl PreparedCall for McpCall<'_> {
+    fn subject(&self) -> Subject {
+        Subject::Nothing
+    }
+
+    fn execute(&self, _ctx: &ToolContext) -> Result<ToolResult, ToolError> {
+        let (server, def) = (&self.tool.server, &self.tool.def);
+        let result = match server.call_tool(&def.tool, &self.input) {
+            Ok(r) => {
+                let (text, is_error) = content::to_text(&r);
+                ToolResult {
+                    content: text,
+                    is_error,
+                    metadata: Default::default(),
+                }
+            }
+            Err(e) => ToolResult::error(e),
+        };
+        Ok(result
+            .with_meta("server", server.name.as_str())
+            .with_meta("mcp_tool", def.tool.as_str()))
+    }
+}
+
+/// Adds every tool of the connected servers to `registry`, enabled as the selection and
+/// `allow_all` (`--allow-mcp`, `--full-auto`) say. `--allowed-tools` names a tool, its
+/// server (`mcp__server`, `mcp__server__*`); `--disallowed-tools` wins.
+pub(crate) fn register(
+    registry: &mut Registry,
+    started: &Started,
+    selection: &ToolSelection,
+    allow_all: bool,
+) {
+    let mut unmatched: Vec<&String> = selection
+        .allowed
+        .iter()
+        .flatten()
+        .chain(&selection.disallowed)
+        .filter(|p| names::is_mcp_pattern(p))
+        .collect();
+    for (server, defs) in &started.servers {
+        for def in defs {
+            let named = |p: &String| names::pattern_matches(p, &def.exposed);
+            unmatched.retain(|p| !named(p));
+            let on = match &selection.allowed {
+                Some(list) => list.iter().any(named),
+                None => def.read_only || allow_all,
+            };
+            let off = selection.disallowed.iter().any(named);
+            registry.register(Arc::new(McpTool::new(server.clone(), def.clone())));
+            registry.set_enabled(&def.exposed, on && !off);
+        }
+    }
+    for p in unmatched {
+        crate::output::warn(&format!(
+            "{p:?} in --allowed-tools/--disallowed-tools names no tool of a connected MCP server"
+        ));
+    }
+}
