@@ -6,7 +6,8 @@
 //! when its transcript holds a final status and the record matches the task line of
 //! the tasks file now; it runs again, with a note saying why, when its transcript is
 //! missing, still says `running` (the machine or the batch was killed: a fresh
-//! workspace copy is made, as for every run), the task line changed, or, with
+//! workspace copy is made, as for every run) or `interrupted` (a signal stopped it: its
+//! result says nothing about the task), the task line changed, or, with
 //! `--retry-failed`, its status is not `success`.
 
 use std::path::Path;
@@ -69,6 +70,11 @@ pub(crate) fn decide(out: &Path, run: &RunSpec, retry_failed: bool) -> Decision 
                 .into(),
         ));
     }
+    if status == "interrupted" {
+        return Decision::Run(Some(
+            "re-run: the earlier run was interrupted (SIGINT/SIGTERM) before it finished".into(),
+        ));
+    }
     let recorded: Option<Value> = std::fs::read_to_string(record_path(out, &run.id))
         .ok()
         .and_then(|r| serde_json::from_str(&r).ok());
@@ -103,3 +109,7 @@ pub(crate) fn decide(out: &Path, run: &RunSpec, retry_failed: bool) -> Decision 
     outcome.skipped = true;
     Decision::Skip(Box::new(outcome))
 }
+
+#[cfg(test)]
+#[path = "resume_tests.rs"]
+mod tests;
