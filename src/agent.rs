@@ -8,10 +8,15 @@ use std::time::Instant;
 
 use crate::ci::CiRun;
 use crate::config::Config;
+use crate::context::{
+    CLEAR_TARGET, Clearing, ContextWindow, Overflow, WINDOW_EXCEEDED_STOP, input_tokens,
+    overflow_of, plan_clearing,
+};
 use crate::dispatch::{CallOutcome, Dispatcher, Gate, Watch};
+use crate::history::{Entry, History};
 use crate::output;
 use crate::protocol::{ContentBlock, Message, Role, StopReason};
-use crate::provider::{Provider, StreamNotice, TurnRequest};
+use crate::provider::{Provider, ProviderError, ProviderErrorKind, StreamNotice, TurnRequest};
 use crate::scheduler::{self, EarlyResults, EarlyStart, Scheduled};
 use crate::tools::ToolContext;
 use crate::tools::registry::Registry;
@@ -79,16 +84,146 @@ fn says_nothing(m: &Message) -> bool {
         })
 }
 
+/// Whether a failed request was refused because the conversation no longer fits.
+fn overflow(e: &ProviderError) -> Option<Overflow> {
+    match &e.kind {
+        ProviderErrorKind::Http { status, error_type } => {
+            overflow_of(*status, error_type, &e.message)
+        }
+        _ => None,
+    }
+}
+
+/// A request that ran into the context window.
+struct Wall<'a> {
+    overflow: Overflow,
+    /// The size of what was sent (for an estimate when the API gives no numbers).
+    request_bytes: usize,
+    /// This was already the retry after a clearing.
+    retried: bool,
+    /// What the API said, for the final message.
+    what: &'a str,
+}
+
+/// The run ends because the history cannot be made to fit.
+fn exceeded(message: String) -> Outcome {
+    Outcome::fail(Status::ContextExceeded, "context_exceeded", message)
+}
+
 impl Agent<'_> {
     pub fn run(&self, provider: &mut dyn Provider) -> Outcome {
+        let before = crate::history::serialisations();
+        let outcome = self.run_loop(provider);
+        let r = lock(self.record);
+        output::debug(&format!(
+            "history: {} messages, {} serialisations",
+            r.messages.len(),
+            crate::history::serialisations() - before
+        ));
+        outcome
+    }
+
+    /// A new message: serialised once, shared by the record and the request history.
+    fn enter(&self, history: &mut History, message: Message) {
+        let entry = Entry::new(message);
+        lock(self.record).messages.push(entry.clone());
+        history.push(entry);
+    }
+
+    /// Clears the oldest tool results until the estimate falls to `target`; records the
+    /// clearing and announces it. None when nothing is left to clear.
+    fn clear(
+        &self,
+        history: &mut History,
+        window: &ContextWindow,
+        turn_no: u32,
+        tokens_now: u64,
+        target: u64,
+    ) -> Option<Clearing> {
+        let plan = plan_clearing(&history.clearable(), tokens_now, target, window)?;
+        let cleared = history.apply(&plan);
+        let c = Clearing {
+            turn: turn_no,
+            results_cleared: cleared,
+            tokens_before: tokens_now,
+            tokens_after_estimate: plan.tokens_after_estimate,
+        };
+        lock(self.record).context_clearings.push(c);
+        self.ci.events.emit(
+            "context.cleared",
+            serde_json::to_value(c).unwrap_or_default(),
+        );
+        output::info(&format!(
+            "turn {turn_no}: cleared {cleared} old tool results to save context              ({tokens_now} → about {} tokens{})",
+            plan.tokens_after_estimate,
+            window
+                .window()
+                .map(|w| format!(" of a {w}-token window"))
+                .unwrap_or_default()
+        ));
+        Some(c)
+    }
+
+    /// The request did not fit: learn the window if the error names it, clear down to
+    /// half of it, and let the loop retry the same turn once. A second overflow, or
+    /// nothing left to clear, ends the run with `context_exceeded`.
+    fn recover(
+        &self,
+        history: &mut History,
+        window: &mut ContextWindow,
+        turn_no: u32,
+        wall: Wall<'_>,
+    ) -> Result<(), Outcome> {
+        let Wall {
+            overflow: o,
+            request_bytes,
+            retried,
+            what,
+        } = wall;
+        if let Some(limit) = window.learn(&o) {
+            lock(self.record).context_window = Some(limit);
+            output::warn(&format!(
+                "the model's context window is {limit} tokens (from the API's error);                  --context-window sets it from the start"
+            ));
+        }
+        let tokens_now = o
+            .tokens
+            .unwrap_or_else(|| window.tokens_of(request_bytes))
+            .max(window.window().unwrap_or(0));
+        let limit = window
+            .window()
+            .map(|w| format!(" ({tokens_now} tokens > {w})"))
+            .unwrap_or_default();
+        if retried {
+            return Err(exceeded(format!(
+                "the conversation still does not fit in the model's context window after                  clearing old tool results{limit}: {what}"
+            )));
+        }
+        let target =
+            (window.window().unwrap_or(tokens_now).min(tokens_now) as f64 * CLEAR_TARGET) as u64;
+        match self.clear(history, window, turn_no, tokens_now, target) {
+            Some(_) => Ok(()),
+            None => Err(exceeded(format!(
+                "the conversation does not fit in the model's context window{limit}, and no \
+                 old tool result is left to clear (a single message may be too large): {what}"
+            ))),
+        }
+    }
+
+    fn run_loop(&self, provider: &mut dyn Provider) -> Outcome {
         let run_start = lock(self.record).started;
         let tools = self.registry.to_api_format();
-        let mut messages = vec![Message::user_text(self.config.prompt.clone())];
-        lock(self.record).messages.push(messages[0].clone());
         let watch = RunWatch {
             ci: self.ci,
             in_flight: self.in_flight,
         };
+        let mut history = History::new();
+        self.enter(&mut history, Message::user_text(self.config.prompt.clone()));
+        let mut window = ContextWindow::for_run(&self.config.model, &self.config.context);
+        lock(self.record).context_window = window.window();
+        // What every request sends besides the history: calibrates bytes per token.
+        let fixed_bytes =
+            serde_json::to_string(&tools).map_or(0, |t| t.len()) + self.config.system_prompt.len();
         let dispatcher =
             Dispatcher::new(self.registry, self.ctx, self.gate, run_start, Some(&watch));
         {
@@ -99,15 +234,25 @@ impl Agent<'_> {
         self.ci.run_started(self.config, self.record);
         let mut next_batch = 0u32;
         let mut turn_no = 0u32;
+        // Set while the same turn is asked again after a clearing at the wall.
+        let mut retrying = false;
         // Benchmarking switch (README "Performance"): run every call only after message_stop.
         let early_tools = std::env::var_os("AGENT_NO_EARLY_TOOLS").is_none_or(|v| v != "1");
         loop {
             if self.cancelled.load(Ordering::SeqCst) {
                 return Outcome::fail(Status::Interrupted, "interrupted", "the run was stopped");
             }
-            turn_no += 1;
-            if let Some(stop) = self.ci.before_request(turn_no, self.record) {
-                return stop;
+            if !retrying {
+                turn_no += 1;
+                if let Some(stop) = self.ci.before_request(turn_no, self.record) {
+                    return stop;
+                }
+                if window.over_threshold()
+                    && let (Some(tokens), Some(target)) =
+                        (window.last_tokens(), window.clear_target())
+                {
+                    self.clear(&mut history, &window, turn_no, tokens, target);
+                }
             }
             output::progress(&format!("turn {turn_no}: waiting for the model"));
             if output::debug_enabled() {
@@ -117,7 +262,7 @@ impl Agent<'_> {
                 };
                 output::debug(&format!(
                     "turn {turn_no}: request to {to} ({} messages, {} tools)",
-                    messages.len(),
+                    history.entries().len(),
                     tools.len()
                 ));
             }
@@ -125,9 +270,10 @@ impl Agent<'_> {
                 model: &self.config.model,
                 max_tokens: self.config.max_tokens,
                 system: &self.config.system_prompt,
-                messages: &messages,
+                messages: history.entries(),
                 tools: &tools,
             };
+            let request_bytes = history.json_bytes() + fixed_bytes;
             let t0 = Instant::now();
             let mut chars = 0usize;
             let early_results: EarlyResults = Mutex::new(Vec::new());
@@ -157,11 +303,56 @@ impl Agent<'_> {
             lock(self.record).api_duration += t0.elapsed();
             let turn = match result {
                 Ok(t) => t,
-                Err(e) => return Outcome::fail(Status::Error, e.kind_str(), e.message),
+                Err(e) => {
+                    let Some(o) = overflow(&e) else {
+                        return Outcome::fail(Status::Error, e.kind_str(), e.message);
+                    };
+                    let wall = Wall {
+                        overflow: o,
+                        request_bytes,
+                        retried: retrying,
+                        what: &e.message,
+                    };
+                    match self.recover(&mut history, &mut window, turn_no, wall) {
+                        Ok(()) => {
+                            retrying = true;
+                            continue;
+                        }
+                        Err(out) => return out,
+                    }
+                }
             };
+            if turn.stop_reason.as_str() == WINDOW_EXCEEDED_STOP {
+                // Billed, but not a model turn: its partial answer is dropped and the
+                // same turn is asked again with a cleared history.
+                {
+                    let mut r = lock(self.record);
+                    r.usage.add(&turn.usage);
+                    r.cost_usd = self.config.prices.cost(&r.model, &r.usage);
+                }
+                let o = Overflow {
+                    tokens: Some(input_tokens(&turn.usage)).filter(|t| *t > 0),
+                    limit: None,
+                };
+                let wall = Wall {
+                    overflow: o,
+                    request_bytes,
+                    retried: retrying,
+                    what: "the model stopped with model_context_window_exceeded",
+                };
+                match self.recover(&mut history, &mut window, turn_no, wall) {
+                    Ok(()) => {
+                        retrying = true;
+                        continue;
+                    }
+                    Err(out) => return out,
+                }
+            }
+            retrying = false;
+            window.observe(&turn.usage, request_bytes);
+            lock(self.record).context_tokens = window.last_tokens();
             let early = early.take(&turn.calls);
-            self.note_turn(&turn);
-            messages.push(turn.message.clone());
+            let entry = self.note_turn(&turn, &mut history);
             let runs_tools = !turn.calls.is_empty()
                 && turn_no < self.config.max_turns
                 && !matches!(
@@ -172,7 +363,8 @@ impl Agent<'_> {
             if !runs_tools {
                 dispatcher.turn_answered();
             }
-            self.ci.after_turn(turn_no, &turn, self.record, runs_tools);
+            self.ci
+                .after_turn(turn_no, &turn, entry.json(), self.record, runs_tools);
 
             match &turn.stop_reason {
                 StopReason::Refusal => {
@@ -209,8 +401,7 @@ impl Agent<'_> {
                             "the run was stopped",
                         );
                     }
-                    let results = self.note_results(turn_no, &turn.calls, &scheduled);
-                    messages.push(results);
+                    self.note_results(turn_no, &turn.calls, &scheduled, &mut history);
                     dispatcher.turn_answered();
                     self.ci.turn_finished(turn_no, self.record);
                     (self.checkpoint)();
@@ -238,11 +429,10 @@ impl Agent<'_> {
                             // The API refuses a non-final assistant message with nothing
                             // to say (empty, or thinking only): it stays in the transcript,
                             // not in the requests.
-                            if messages.last().is_some_and(says_nothing) {
-                                messages.pop();
+                            if history.last().is_some_and(says_nothing) {
+                                history.pop();
                             }
-                            lock(self.record).messages.push(msg.clone());
-                            messages.push(msg);
+                            self.enter(&mut history, msg);
                             (self.checkpoint)();
                         }
                     }
@@ -303,7 +493,9 @@ impl Agent<'_> {
         )
     }
 
-    fn note_turn(&self, turn: &Turn) {
+    fn note_turn(&self, turn: &Turn, history: &mut History) -> std::sync::Arc<Entry> {
+        let entry = Entry::new(turn.message.clone());
+        history.push(entry.clone());
         let mut r = lock(self.record);
         r.num_turns += 1;
         r.usage.add(&turn.usage);
@@ -312,7 +504,7 @@ impl Agent<'_> {
             r.model = turn.model.clone();
         }
         r.cost_usd = self.config.prices.cost(&r.model, &r.usage);
-        r.messages.push(turn.message.clone());
+        r.messages.push(entry.clone());
         output::debug(&format!(
             "turn {}: stop_reason {}, {} tool calls, {} in / {} out tokens",
             r.num_turns,
@@ -321,12 +513,19 @@ impl Agent<'_> {
             turn.usage.input_total(),
             turn.usage.output_tokens
         ));
+        entry
     }
 
     /// Records the calls and builds the user message of tool_results, one per call, in
     /// the model's order. Calls that never ran (a fatal failure ended the batch walk) are
     /// answered too, so the history stays well-formed.
-    fn note_results(&self, turn_no: u32, calls: &[PendingCall], done: &[Scheduled]) -> Message {
+    fn note_results(
+        &self,
+        turn_no: u32,
+        calls: &[PendingCall],
+        done: &[Scheduled],
+        history: &mut History,
+    ) {
         let mut r = lock(self.record);
         let mut content = Vec::with_capacity(calls.len());
         for (i, call) in calls.iter().enumerate() {
@@ -380,12 +579,12 @@ impl Agent<'_> {
                 is_error: o.result.is_error,
             });
         }
-        let msg = Message {
+        let entry = Entry::new(Message {
             role: Role::User,
             content,
-        };
-        r.messages.push(msg.clone());
-        msg
+        });
+        r.messages.push(entry.clone());
+        history.push(entry);
     }
 }
 
@@ -440,6 +639,7 @@ mod tests {
             warnings: Vec::new(),
             keep_spill: false,
             mcp: Default::default(),
+            context: Default::default(),
         }
     }
 
@@ -597,6 +797,7 @@ mod tests {
         assert_eq!(record.tool_calls.len(), 1);
         assert_eq!(record.tool_calls[0].batch, 1);
         let results: Vec<_> = record.messages[2]
+            .message()
             .content
             .iter()
             .map(|b| match b {
@@ -612,7 +813,7 @@ mod tests {
         let (outcome, record, runs) = run_scripted(true);
         assert_eq!(outcome.status, Status::Success);
         assert_eq!(runs, 2);
-        match &record.messages[2].content[0] {
+        match &record.messages[2].message().content[0] {
             ContentBlock::ToolResult { content, .. } => assert_eq!(content, "run 2"),
             other => panic!("{other:?}"),
         }

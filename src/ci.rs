@@ -129,17 +129,22 @@ impl CiRun {
 
     /// The turn is complete (already in the record, cost included): `assistant.message`, and —
     /// when no tool will run for it — `turn.finished`.
+    /// `message_json` is the turn's message as the history stored it (not serialised
+    /// again for the event).
     pub fn after_turn(
         &self,
         turn_no: u32,
         turn: &Turn,
+        message_json: &str,
         record: &Mutex<RunRecord>,
         runs_tools: bool,
     ) {
-        self.events.emit(
+        self.events.emit_raw(
             "assistant.message",
-            json!({"turn": turn_no, "message": turn.message,
-                   "stop_reason": turn.stop_reason.as_str(), "usage": turn.usage}),
+            json!({"turn": turn_no, "stop_reason": turn.stop_reason.as_str(),
+                   "usage": turn.usage}),
+            "message",
+            message_json,
         );
         if !runs_tools {
             self.turn_finished(turn_no, record);
@@ -152,7 +157,8 @@ impl CiRun {
             let r = lock(record);
             let calls = r.tool_calls.iter().filter(|c| c.turn == turn_no).count();
             json!({"turn": turn_no, "stop_reason": r.stop_reason, "tool_calls": calls,
-                   "usage": r.usage, "cost_usd": r.cost_usd})
+                   "usage": r.usage, "cost_usd": r.cost_usd,
+                   "context_tokens": r.context_tokens})
         };
         self.events.emit("turn.finished", fields);
     }

@@ -175,6 +175,8 @@ pub struct RunArgs {
     pub security: SecurityArgs,
     #[command(flatten)]
     pub mcp: McpArgs,
+    #[command(flatten)]
+    pub context: ContextArgs,
 }
 
 /// MCP servers as tool sources (shared by `run` and `tools`).
@@ -196,6 +198,22 @@ pub struct McpArgs {
     /// Bound of a server's start-up (spawn, initialize, tools/list).
     #[arg(long, value_parser = parse_duration, default_value = "60s", value_name = "DURATION")]
     pub mcp_startup_timeout: Duration,
+}
+
+/// The context window (issue 18): its size and when old tool results are cleared.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ContextArgs {
+    /// The model's context window in tokens (default: from the model's name; needed for
+    /// an unknown model on an OpenAI-compatible server, else learned from its first
+    /// "context length exceeded" error).
+    #[arg(long, value_name = "N")]
+    pub context_window: Option<u64>,
+    /// Clear old tool results once a request used more than this share of the window.
+    #[arg(long, value_name = "FRACTION")]
+    pub compact_at: Option<f64>,
+    /// Send the `context-1m` beta header: a 1M-token window on the models that take it.
+    #[arg(long)]
+    pub context_1m: bool,
 }
 
 /// What shapes each API request beyond the model, the prompt and the messages.

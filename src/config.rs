@@ -58,6 +58,8 @@ pub struct Config {
     pub tools: ToolSelection,
     pub replay: Option<PathBuf>,
     pub record: Option<PathBuf>,
+    /// The context window and its clearing (issue 18).
+    pub context: crate::context::ContextSettings,
     /// `--jsonl`: events on stdout instead of the text or the JSON document.
     pub jsonl: bool,
     pub verify: Option<VerifySpec>,
@@ -212,6 +214,8 @@ impl Config {
             warnings: stdin_warning.into_iter().collect(),
             keep_spill: args.keep_spill,
             mcp,
+            context: crate::context::ContextSettings::from_args(&args.context)
+                .map_err(Error::Usage)?,
         })
     }
 }

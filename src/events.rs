@@ -70,18 +70,29 @@ impl Events {
         self.write(kind, fields, false);
     }
 
+    /// Writes one event with `raw` (already JSON, e.g. a history message's stored
+    /// bytes) spliced in as the field `key`, after the others.
+    pub fn emit_raw(&self, kind: &str, fields: Value, key: &str, raw: &str) {
+        self.write_with(kind, fields, Some((key, raw)), false);
+    }
+
     /// Writes `run.finished` (the last event) and closes the stream. `transcript` is the
     /// transcript's one-line JSON, spliced in as it is so its key order (`version` first)
     /// survives.
     pub fn finish(&self, fields: Value, transcript: &str) {
-        self.write_with("run.finished", fields, Some(transcript), true);
+        self.write_with(
+            "run.finished",
+            fields,
+            Some(("transcript", transcript)),
+            true,
+        );
     }
 
     fn write(&self, kind: &str, fields: Value, last: bool) {
         self.write_with(kind, fields, None, last);
     }
 
-    fn write_with(&self, kind: &str, fields: Value, transcript: Option<&str>, last: bool) {
+    fn write_with(&self, kind: &str, fields: Value, raw: Option<(&str, &str)>, last: bool) {
         let Some(sink) = &self.sink else { return };
         let mut s = sink.lock().unwrap_or_else(|p| p.into_inner());
         if s.closed {
@@ -90,10 +101,12 @@ impl Events {
         s.seq += 1;
         s.closed = last;
         let mut line = render(kind, s.seq, self.start.elapsed().as_millis() as u64, fields);
-        if let Some(t) = transcript {
+        if let Some((key, raw)) = raw {
             line.pop(); // the closing brace
-            line.push_str(",\"transcript\":");
-            line.push_str(t);
+            line.push(',');
+            line.push_str(&Value::String(key.to_string()).to_string());
+            line.push(':');
+            line.push_str(raw);
             line.push('}');
         }
         (s.write)(&line);

@@ -53,7 +53,7 @@ impl Finisher {
             return;
         }
         if let Some(path) = &self.output_file {
-            let doc = output::redact(&lock(&self.record).to_json(Status::Running, None));
+            let doc = lock(&self.record).to_json_redacted(Status::Running, None, &output::redact);
             if let Err(e) = output::write_file_atomic(path, doc.as_bytes()) {
                 output::warn(&format!("cannot write -o {}: {e}", path.display()));
             }
@@ -117,7 +117,7 @@ impl Finisher {
             );
             let line = self.events.enabled().then(|| r.to_json_line(status, error));
             (
-                output::redact(&r.to_json(status, error)),
+                r.to_json_redacted(status, error, &output::redact),
                 line,
                 output::redact(&r.final_text()),
                 summary,

@@ -211,6 +211,10 @@ fn make_provider(config: &Config, registry: &Registry) -> Result<Box<dyn Provide
         max_retries: config.max_retries,
         idle_timeout: config.idle_timeout,
         request: config.request.clone(),
+        extra_headers: match config.context.context_1m {
+            true => vec![("anthropic-beta", crate::context::CONTEXT_1M_BETA)],
+            false => Vec::new(),
+        },
         ..HttpConfig::new(config.base_url.clone(), config.api_key.clone())
     };
     let wire = crate::provider::wire(config.provider);

@@ -9,7 +9,11 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::protocol::{ContentBlock, Message, Role, Usage};
+use std::sync::Arc;
+
+use crate::context::Clearing;
+use crate::history::Entry;
+use crate::protocol::{ContentBlock, Role, Usage};
 
 pub const TRANSCRIPT_VERSION: u32 = 1;
 
@@ -29,13 +33,16 @@ pub enum Status {
     Denied,
     Timeout,
     Interrupted,
+    /// The conversation no longer fits in the model's context window, even with every
+    /// old tool result cleared (issue 18).
+    ContextExceeded,
 }
 
 impl Status {
     pub fn exit_code(self) -> u8 {
         match self {
             Status::Success => 0,
-            Status::Error | Status::Refusal | Status::Running => 1,
+            Status::Error | Status::Refusal | Status::Running | Status::ContextExceeded => 1,
             Status::MaxTurns | Status::Budget => 3,
             Status::VerifyFailed => 4,
             Status::Denied => 5,
@@ -56,6 +63,7 @@ impl Status {
             Status::Denied => "denied",
             Status::Timeout => "timeout",
             Status::Interrupted => "interrupted",
+            Status::ContextExceeded => "context_exceeded",
         }
     }
 }
@@ -130,7 +138,9 @@ pub struct RunRecord {
     pub model: String,
     pub workspace: PathBuf,
     pub tools: Vec<String>,
-    pub messages: Vec<Message>,
+    /// Every message as it happened (the requests may carry cleared copies), each
+    /// serialised once (`history.rs`).
+    pub messages: Vec<Arc<Entry>>,
     pub tool_calls: Vec<ToolCallRecord>,
     pub usage: Usage,
     pub num_turns: u32,
@@ -149,6 +159,12 @@ pub struct RunRecord {
     pub spill_dir: Option<PathBuf>,
     /// The MCP servers of the run, connected or failed.
     pub mcp_servers: Vec<crate::mcp::ServerReport>,
+    /// The last request's input size in tokens (input + cache read + cache creation).
+    pub context_tokens: Option<u64>,
+    /// The context window the run worked with, when known.
+    pub context_window: Option<u64>,
+    /// Each clearing of old tool results (issue 18).
+    pub context_clearings: Vec<Clearing>,
 }
 
 impl RunRecord {
@@ -172,6 +188,9 @@ impl RunRecord {
             git_diff_stat: None,
             spill_dir: None,
             mcp_servers: Vec::new(),
+            context_tokens: None,
+            context_window: None,
+            context_clearings: Vec::new(),
         }
     }
 
@@ -204,6 +223,7 @@ impl RunRecord {
         self.messages
             .iter()
             .rev()
+            .map(|e| e.message())
             .find(|m| m.role == Role::Assistant)
             .map(|m| {
                 m.content
@@ -218,17 +238,38 @@ impl RunRecord {
             .unwrap_or_default()
     }
 
-    /// The transcript as a JSON document.
+    /// The transcript as a JSON document, unredacted (tests).
+    #[cfg(test)]
     pub fn to_json(&self, status: Status, error: Option<&ErrorInfo>) -> String {
-        self.render(status, error, true)
+        self.render(status, error, true, &|s| s.to_string())
     }
 
     /// The transcript on one line (for the `run.finished` event of `--jsonl`).
     pub fn to_json_line(&self, status: Status, error: Option<&ErrorInfo>) -> String {
-        self.render(status, error, false)
+        self.render(status, error, false, &|s| s.to_string())
     }
 
-    fn render(&self, status: Status, error: Option<&ErrorInfo>, pretty: bool) -> String {
+    /// The transcript as a JSON document with `redact` applied. The messages were
+    /// redacted once as they entered (`Entry`), so only the rest of the document is
+    /// redacted here: a checkpoint costs a copy of the history, not a scan of it.
+    pub fn to_json_redacted(
+        &self,
+        status: Status,
+        error: Option<&ErrorInfo>,
+        redact: &dyn Fn(&str) -> String,
+    ) -> String {
+        self.render(status, error, true, redact)
+    }
+
+    /// The document without its messages (an empty array in their place) goes through
+    /// `redact`, then the messages' stored JSON is spliced in.
+    fn render(
+        &self,
+        status: Status,
+        error: Option<&ErrorInfo>,
+        pretty: bool,
+        redact: &dyn Fn(&str) -> String,
+    ) -> String {
         let files_changed: Vec<FileChange> = self
             .files_changed
             .iter()
@@ -251,7 +292,7 @@ impl RunRecord {
             usage: &self.usage,
             cost_usd: self.cost_usd,
             retries: self.retries,
-            messages: &self.messages,
+            messages: [],
             tool_calls: &self.tool_calls,
             workspace: self.workspace.display().to_string(),
             tools: &self.tools,
@@ -261,20 +302,57 @@ impl RunRecord {
             git_diff_stat: self.git_diff_stat.as_deref(),
             spill_dir: self.spill_dir.as_ref().map(|d| d.display().to_string()),
             mcp_servers: &self.mcp_servers,
+            context_tokens: self.context_tokens,
+            context_window: self.context_window,
+            context_clearings: &self.context_clearings,
         };
         let text = if pretty {
             serde_json::to_string_pretty(&t)
         } else {
             serde_json::to_string(&t)
         };
-        text.unwrap_or_else(|e| {
-            format!(
+        match text {
+            Ok(text) => splice_messages(&redact(&text), &self.messages, pretty),
+            Err(e) => format!(
                 "{{\"version\":{TRANSCRIPT_VERSION},\"status\":\"error\",\"is_error\":true,\
                  \"error\":{{\"kind\":\"internal\",\"message\":{:?}}}}}",
                 e.to_string()
-            )
-        })
+            ),
+        }
     }
+}
+
+/// `doc` with its empty top-level `messages` array replaced by the messages' JSON. The
+/// key is found as the first `"messages":` followed by `[]`: every field before it is a
+/// fixed-shape value (numbers, strings, `usage`, `error`), and a `"` inside a string is
+/// always escaped, so the first match is the key itself.
+fn splice_messages(doc: &str, messages: &[Arc<Entry>], pretty: bool) -> String {
+    let key = if pretty {
+        "\"messages\": []"
+    } else {
+        "\"messages\":[]"
+    };
+    let Some(at) = doc.find(key) else {
+        return doc.to_string();
+    };
+    let (head, tail) = (&doc[..at + key.len() - 1], &doc[at + key.len() - 1..]);
+    let bytes: usize = messages.iter().map(|m| m.transcript_json().len() + 6).sum();
+    let mut out = String::with_capacity(doc.len() + bytes);
+    out.push_str(head);
+    for (i, m) in messages.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        if pretty {
+            out.push_str("\n    ");
+        }
+        out.push_str(m.transcript_json());
+    }
+    if pretty && !messages.is_empty() {
+        out.push_str("\n  ");
+    }
+    out.push_str(tail);
+    out
 }
 
 /// Field order here is the document's key order: `version` first.
@@ -293,7 +371,8 @@ struct Transcript<'a> {
     usage: &'a Usage,
     cost_usd: Option<f64>,
     retries: u32,
-    messages: &'a [Message],
+    /// Always empty here: `splice_messages` puts the stored JSON in its place.
+    messages: [(); 0],
     tool_calls: &'a [ToolCallRecord],
     workspace: String,
     tools: &'a [String],
@@ -303,6 +382,9 @@ struct Transcript<'a> {
     git_diff_stat: Option<&'a str>,
     spill_dir: Option<String>,
     mcp_servers: &'a [crate::mcp::ServerReport],
+    context_tokens: Option<u64>,
+    context_window: Option<u64>,
+    context_clearings: &'a [Clearing],
 }
 
 /// How a run ended: its status and, unless it succeeded, the error.
@@ -397,18 +479,19 @@ impl InFlight {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::Message;
     use serde_json::json;
 
     #[test]
     fn version_first_and_fields_present() {
         let mut r = RunRecord::new("m", PathBuf::from("/w"), vec!["ReadFile".into()]);
-        r.messages.push(Message::user_text("hi"));
-        r.messages.push(Message {
+        r.messages.push(Entry::new(Message::user_text("hi")));
+        r.messages.push(Entry::new(Message {
             role: Role::Assistant,
             content: vec![ContentBlock::Text {
                 text: "done".into(),
             }],
-        });
+        }));
         let s = r.to_json(Status::Success, None);
         assert!(s.trim_start().starts_with("{\n  \"version\": 1,"), "{s}");
         let v: Value = serde_json::from_str(&s).unwrap();
@@ -434,12 +517,59 @@ mod tests {
             "verifications",
             "git_diff_stat",
             "spill_dir",
+            "context_tokens",
+            "context_window",
+            "context_clearings",
         ] {
             assert!(v.get(k).is_some(), "missing {k}");
         }
         assert_eq!(v["result"], "done");
         assert_eq!(v["is_error"], false);
         assert_eq!(v["usage"]["cache_read_input_tokens"], 0);
+        assert_eq!(v["messages"][1]["content"][0]["text"], "done");
+        assert_eq!(v["messages"].as_array().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn messages_are_spliced_in_both_layouts_and_only_the_rest_is_redacted() {
+        let mut r = RunRecord::new("m", PathBuf::from("/w"), vec![]);
+        let empty: Value = serde_json::from_str(&r.to_json(Status::Running, None)).unwrap();
+        assert_eq!(empty["messages"], json!([]));
+        // A tool input with a "messages" key comes after the top-level one.
+        r.tool_calls.push(ToolCallRecord {
+            id: "t".into(),
+            name: "X".into(),
+            input: json!({"messages": []}),
+            is_error: false,
+            batch: 1,
+            duration_ms: 0,
+            started_ms: 0,
+            turn: 1,
+            metadata: Map::new(),
+        });
+        for text in ["one \"messages\": [] two", "secret-ish"] {
+            r.messages.push(Entry::new(Message::user_text(text)));
+        }
+        let upper = |s: &str| s.replace("\"X\"", "\"Y\"").replace("secret-ish", "nope");
+        for doc in [
+            r.to_json_redacted(Status::Running, None, &upper),
+            r.to_json_line(Status::Running, None),
+        ] {
+            let v: Value = serde_json::from_str(&doc).unwrap();
+            assert_eq!(v["messages"].as_array().unwrap().len(), 2, "{doc}");
+            assert_eq!(
+                v["messages"][0]["content"][0]["text"],
+                "one \"messages\": [] two"
+            );
+            assert_eq!(v["messages"][1]["content"][0]["text"], "secret-ish");
+            assert_eq!(v["tool_calls"][0]["input"], json!({"messages": []}));
+        }
+        let v: Value =
+            serde_json::from_str(&r.to_json_redacted(Status::Running, None, &upper)).unwrap();
+        assert_eq!(
+            v["tool_calls"][0]["name"], "Y",
+            "the rest went through redact"
+        );
     }
 
     #[test]

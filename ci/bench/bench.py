@@ -32,6 +32,13 @@ START_MARK = "<!-- bench:start -->"
 END_MARK = "<!-- bench:end -->"
 
 SESSION_TURNS = 100  # tool turns in the scripted session; the model answers once more at the end
+LONG_TURNS = 100  # tool turns of the long session (issue 18)
+LONG_FILE_BYTES = 6000  # each long-session result: ~6 KB, ~150k tokens over the session
+LONG_RUNS = 3  # long-session repetitions per agent mode (claude -p: LONG_CLAUDE_RUNS)
+LONG_CLAUDE_RUNS = 1  # claude -p takes a minute or more per long session
+LONG_WINDOW = 20  # turns compared: the first 20 against the last 20
+SECTIONS = ("session", "long", "search", "streaming", "startup")
+TIME = "/usr/bin/time"  # GNU time: a small parent, so %M is the peer's own peak RSS
 SESSION_TIMEOUT_S = 600  # one peer's whole session; claude -p takes seconds, a hang must not block
 DEFAULT_RUNS = 5  # session repetitions per peer (medians are quoted)
 HYPERFINE_RUNS = 21  # runs per command in each hyperfine comparison, over all rounds
@@ -52,6 +59,11 @@ T_RSS_MB = 30.0
 T_SEARCH_FACTOR = 1.3
 T_HIDDEN_SHARE = 0.8  # share of the shorter of (tool, text) that streaming execution must hide
 T_STARTUP_MS = 5.0
+# Targets from issue 18.
+T_LONG_GROWTH = 1.5  # CPU per turn of turns 81-100 over turns 1-20, with -o and --jsonl
+T_LONG_RSS_SLACK_MB = 10.0  # peak RSS <= 2 x the history + this
+T_SESSION_CPU_MS = 0.3  # the 101-turn small-file session's CPU per turn
+T_SESSION_RSS_MB = 8.0
 
 CLAUDE_ENV = {
     "DISABLE_TELEMETRY": "1",
@@ -151,13 +163,23 @@ class Mock:
         self.stop()
 
 
-def measure(argv, cwd, env, timeout=SESSION_TIMEOUT_S):
-    """Runs argv to its end; its own CPU (user+sys, children included) and peak RSS come
-    from wait4's rusage, so no other process's usage is counted."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+def measure(argv, cwd, env, timeout=SESSION_TIMEOUT_S, pid_file=None):
+    """Runs argv to its end; its own CPU (user+sys, children included) comes from wait4's
+    rusage, so no other process's usage is counted. Peak RSS comes from GNU time's %M:
+    wait4's ru_maxrss of a child spawned by Python starts at Python's own high-water mark
+    (vfork/fork + exec keeps it), which made `agent --version` read 16 MB instead of 4.
+    time forks the peer from a process of ~2 MB, so %M is the peer's own peak (to ~2 MB).
+    With pid_file, the wrapper's pid is written there (the mock samples the peer's CPU)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+            tempfile.NamedTemporaryFile(mode="r", suffix=".rss") as rss:
+        wrapped = [TIME, "-f", "%M", "-o", rss.name, *argv] if os.access(TIME, os.X_OK) else argv
         t0 = time.monotonic()
-        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out,
+        proc = subprocess.Popen(wrapped, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out,
                                 stderr=err, start_new_session=True)
+        if pid_file:
+            with open(pid_file + ".tmp", "w") as f:
+                f.write(str(proc.pid))
+            os.replace(pid_file + ".tmp", pid_file)
         killer = threading.Timer(timeout, lambda: os.killpg(proc.pid, signal.SIGKILL))
         killer.start()
         try:
@@ -168,8 +190,14 @@ def measure(argv, cwd, env, timeout=SESSION_TIMEOUT_S):
         proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
+        rss_kb = ru.ru_maxrss
+        if wrapped is not argv:
+            try:  # the last line: time prints "Command exited with non-zero status" first
+                rss_kb = int(rss.read().split()[-1])
+            except (ValueError, IndexError):
+                rss_kb = float("nan")
         return {"rc": proc.returncode, "cpu_s": ru.ru_utime + ru.ru_stime,
-                "rss_mb": ru.ru_maxrss / 1024.0, "wall_s": wall,
+                "rss_mb": rss_kb / 1024.0, "wall_s": wall,
                 "stdout": out.read().decode(errors="replace"),
                 "stderr": err.read().decode(errors="replace")}
 
@@ -342,6 +370,93 @@ def bench_session(agent, claude, out_dir, runs):
     return res
 
 
+def window_cpu_ms(reqs, first, last):
+    """CPU per turn (ms) over turns first..last (1-based) from the mock's samples: turn k
+    runs from the arrival of model request k to that of request k+1."""
+    cpu = [q["cpu_ns"] for q in reqs if "cpu_ns" in q]
+    if len(cpu) <= last:
+        return None
+    return (cpu[last] - cpu[first - 1]) / (last - first + 1) / 1e6
+
+
+def bench_long(agent, claude, out_dir, runs):
+    """Issue 18: a long session (100 turns of ~6 KB results), agent plain and with -o and
+    --jsonl, and claude -p: CPU per turn of the first and the last 20 turns, peak RSS."""
+    ws = os.path.join(out_dir, "long-ws")
+    shutil.rmtree(ws, ignore_errors=True)
+    os.makedirs(os.path.join(ws, "files"))
+    line = "long session line of about sixty characters, numbered: "
+    for n in range(1, LONG_TURNS + 1):
+        with open(os.path.join(ws, "files", f"g{n:03d}.txt"), "w") as f:
+            text, i = f"long file {n}\n", 0
+            while len(text) < LONG_FILE_BYTES:
+                i += 1
+                text += f"{line}{n}.{i}\n"
+            f.write(text)
+    home = os.path.join(out_dir, "claude-home-long")
+    shutil.rmtree(home, ignore_errors=True)
+    os.makedirs(home)
+    expected = f"Read {LONG_TURNS} files. Done."
+    pid_file = os.path.join(out_dir, "long.pid")
+    transcript = os.path.join(out_dir, "long-transcript.json")
+    res = {"turns": LONG_TURNS + 1, "modes": {}, "claude_error": None}
+    with Mock(out_dir, "long", "--script", "long", "--turns", str(LONG_TURNS), "--workspace", ws,
+              "--pid-file", pid_file) as mock:
+        base = dict(os.environ, ANTHROPIC_API_KEY=API_KEY, ANTHROPIC_BASE_URL=mock.url)
+        run = [agent, "run", "Read the files one by one.", "-C", ws, "--max-turns",
+               str(LONG_TURNS + 10), "--base-url", mock.url, "-q"]
+        modes = [("agent", run, base, runs),
+                 ("agent -o --jsonl", run + ["-o", transcript, "--jsonl"], base, runs)]
+        if claude:
+            modes.append(("claude -p", [claude, "-p", "Read the files one by one.", "--allowedTools",
+                                        "Read", "--max-turns", str(LONG_TURNS + 10), "--output-format",
+                                        "text"],
+                          dict(base, HOME=home, CLAUDE_CONFIG_DIR=os.path.join(home, ".claude"),
+                               **CLAUDE_ENV), LONG_CLAUDE_RUNS))
+        else:
+            res["claude_error"] = "the claude binary was not found (npm install failed?)"
+        for label, argv, env, n in modes:
+            peer = "claude" if label.startswith("claude") else "agent"
+            rows = []
+            for i in range(n):
+                before = len(mock.requests())
+                r = measure(argv, ws, env, pid_file=pid_file)
+                main = [q for q in mock.requests()[before:] if q.get("peer") == peer]
+                ok = r["rc"] == 0 and len(main) == LONG_TURNS + 1 and (
+                    "--jsonl" in argv or expected in r["stdout"])
+                first = window_cpu_ms(main, 1, LONG_WINDOW)
+                last = window_cpu_ms(main, LONG_TURNS - LONG_WINDOW + 1, LONG_TURNS)
+                log(f"long {label} run {i + 1}: rc={r['rc']} cpu={r['cpu_s']:.3f}s "
+                    f"rss={r['rss_mb']:.1f}MB wall={r['wall_s']:.2f}s requests={len(main)} "
+                    f"turns 1-{LONG_WINDOW}: {first} ms, last {LONG_WINDOW}: {last} ms")
+                if not ok or first is None or last is None:
+                    why = (f"exit {r['rc']}, {len(main)} of {LONG_TURNS + 1} model requests, "
+                           f"stderr {r['stderr'][-400:]!r}")
+                    if peer == "agent":
+                        raise RuntimeError(f"agent's long session ({label}) failed: {why}")
+                    res["claude_error"] = f"claude -p did not complete the long session: {why}"
+                    break
+                rows.append({"cpu_s": r["cpu_s"], "rss_mb": r["rss_mb"], "wall_s": r["wall_s"],
+                             "first_ms": first, "last_ms": last})
+            if rows:
+                res["modes"][label] = {
+                    "runs": len(rows),
+                    "first_ms": statistics.median(x["first_ms"] for x in rows),
+                    "last_ms": statistics.median(x["last_ms"] for x in rows),
+                    "cpu_per_turn_ms": statistics.median(x["cpu_s"] for x in rows) / res["turns"] * 1000,
+                    "rss_mb": statistics.median(x["rss_mb"] for x in rows),
+                    "wall_s": statistics.median(x["wall_s"] for x in rows),
+                }
+    try:
+        with open(transcript) as f:
+            t = json.load(f)
+        res["history_mb"] = len(json.dumps(t["messages"], separators=(",", ":"))) / 1e6
+        res["context_tokens"] = t.get("context_tokens")
+    except (OSError, ValueError, KeyError):
+        res["history_mb"] = None
+    return res
+
+
 def bench_search(agent, fd, tree, pattern, out_dir):
     """Item 2: Grep against rg and Glob against fd on a large tree, through the real binary."""
     grep_cassette = os.path.join(out_dir, "grep.cassette.jsonl")
@@ -444,7 +559,7 @@ def verdict(ok):
     return "PASS" if ok else "MISS"
 
 
-def report(m, versions, session, search, streaming, startup):
+def report(m, versions, session, long, search, streaming, startup):
     lines = []
     add = lines.append
     add(f"Measured {m['date']} on {m['nproc']} × {m['cpu']}, {m['kernel']} "
@@ -454,13 +569,35 @@ def report(m, versions, session, search, streaming, startup):
     add("")
     targets = []
 
-    # 1. session
+    if session:
+        report_session(session, add, targets)
+    if long:
+        report_long(long, add, targets)
+    if search:
+        report_search(search, add, targets)
+    if streaming:
+        report_streaming(streaming, add, targets)
+    if startup:
+        report_startup(startup, add, targets)
+
+    add("| target (SPEC §8, issue 18) | measured | verdict |")
+    add("|---|---|---|")
+    for name, value, ok, miss in targets:
+        if ok is None:
+            add(f"| {name} | {value} | NOT MEASURED |")
+        else:
+            add(f"| {name} | {value} | {verdict(ok)}{'' if ok else ' (' + miss + ')'} |")
+    return "\n".join(lines), targets
+
+
+def report_session(session, add, targets):
     a = session.get("agent_summary")
     c = session.get("claude_summary")
     turns = session["turns"]
     add(f"**Scripted session** ({SESSION_TURNS} turns of one small file read, then a final answer: "
         f"{turns} model requests against a loopback mock; CPU = user+sys of the process and its "
-        f"children from wait4, median of {a['runs']} runs after a warm-up)")
+        f"children from wait4, peak RSS from `/usr/bin/time -f %M`, median of {a['runs']} runs after a "
+        "warm-up)")
     add("")
     add("| peer | CPU per turn | CPU total | peak RSS | wall |")
     add("|---|---|---|---|---|")
@@ -493,8 +630,48 @@ def report(m, versions, session, search, streaming, startup):
                         rss_ratio >= T_PEER_FACTOR, f"{T_PEER_FACTOR / rss_ratio:.1f}× short"))
     else:
         targets.append(("≥ 10× less CPU and RSS than claude -p", "not measured", None, ""))
+    targets.append((f"session CPU per turn ≤ {T_SESSION_CPU_MS} ms (issue 18)", f"{cpt:.2f} ms",
+                    cpt <= T_SESSION_CPU_MS, f"{cpt / T_SESSION_CPU_MS:.1f}× the target"))
+    targets.append((f"session peak RSS ≤ {T_SESSION_RSS_MB:.0f} MB (issue 18)", f"{a['rss_mb']:.1f} MB",
+                    a["rss_mb"] <= T_SESSION_RSS_MB, f"{a['rss_mb'] - T_SESSION_RSS_MB:.1f} MB over"))
 
-    # 2. search
+
+def report_long(long, add, targets):
+    modes = long["modes"]
+    add(f"**Long session** ({LONG_TURNS} turns each reading a different ~{LONG_FILE_BYTES // 1000} KB "
+        f"file, then the answer; the mock reports input tokens of about the request's bytes / 4, so "
+        f"the last request is ~150k tokens. CPU per turn is sampled by the mock from the peer's "
+        f"/proc schedstat as each model request arrives: turns 1–{LONG_WINDOW} against turns "
+        f"{LONG_TURNS - LONG_WINDOW + 1}–{LONG_TURNS}. Peak RSS from `/usr/bin/time -f %M`. Medians "
+        f"of {LONG_RUNS} runs per agent mode, {LONG_CLAUDE_RUNS} of claude -p)")
+    add("")
+    add(f"| peer | CPU per turn, turns 1–{LONG_WINDOW} | turns {LONG_TURNS - LONG_WINDOW + 1}–{LONG_TURNS} "
+        "| growth | CPU per turn, whole run | peak RSS | wall |")
+    add("|---|---|---|---|---|---|---|")
+    for label, v in modes.items():
+        add(f"| {label} | {v['first_ms']:.2f} ms | {v['last_ms']:.2f} ms | "
+            f"{v['last_ms'] / v['first_ms']:.2f}× | {v['cpu_per_turn_ms']:.2f} ms | {v['rss_mb']:.1f} MB "
+            f"| {v['wall_s']:.2f} s |")
+    add("")
+    if long.get("claude_error"):
+        add(f"claude -p could not be measured: {long['claude_error']}")
+        add("")
+    full = modes.get("agent -o --jsonl")
+    if full:
+        growth = full["last_ms"] / full["first_ms"]
+        targets.append((f"long session: CPU per turn of the last {LONG_WINDOW} turns ≤ "
+                        f"{T_LONG_GROWTH}× the first {LONG_WINDOW}, -o and --jsonl on",
+                        f"{growth:.2f}×", growth <= T_LONG_GROWTH,
+                        f"{growth / T_LONG_GROWTH:.2f}× the limit"))
+        hist = long.get("history_mb")
+        if hist is not None:
+            limit = 2 * hist + T_LONG_RSS_SLACK_MB
+            targets.append((f"long session: peak RSS ≤ 2 × history ({hist:.2f} MB) + "
+                            f"{T_LONG_RSS_SLACK_MB:.0f} MB", f"{full['rss_mb']:.1f} MB",
+                            full["rss_mb"] <= limit, f"{full['rss_mb'] - limit:.1f} MB over"))
+
+
+def report_search(search, add, targets):
     g, gl = search["grep"], search["glob"]
     grep_ratio = g["agent Grep"]["median"] / g["rg"]["median"]
     grep_same = g["agent Grep"]["median"] / g["rg same files"]["median"]
@@ -537,7 +714,8 @@ def report(m, versions, session, search, streaming, startup):
     targets.append(("Glob ≤ 1.3 × fd", f"{glr:.2f}×", glr <= T_SEARCH_FACTOR,
                     f"{glr / T_SEARCH_FACTOR:.2f}× the limit"))
 
-    # 3. streaming
+
+def report_streaming(streaming, add, targets):
     s = streaming
     tool, text = s["tool_s"], s["text_s"]
     off, on = s["off"], s["on"]
@@ -560,23 +738,14 @@ def report(m, versions, session, search, streaming, startup):
                     f"{hidden * 100:.0f}% of min(tool, text) hidden", hidden >= T_HIDDEN_SHARE,
                     f"{(T_HIDDEN_SHARE - hidden) * 100:.0f} points under {T_HIDDEN_SHARE * 100:.0f}%"))
 
-    # 4. start-up
+
+def report_startup(startup, add, targets):
     v = startup["version"]["median"]
     add(f"**Start-up**: `agent --version` {ms(v)} (hyperfine, {STARTUP_RUNS} runs after 10 warm-ups); "
         f"release binary {startup['size_bytes'] / 1e6:.2f} MB ({startup['size_bytes']} bytes).")
     add("")
     targets.append(("`agent --version` < 5 ms", ms(v), v * 1000 < T_STARTUP_MS,
                     f"{v * 1000 - T_STARTUP_MS:.1f} ms over"))
-
-    # 5. targets
-    add("| target (SPEC §8) | measured | verdict |")
-    add("|---|---|---|")
-    for name, value, ok, miss in targets:
-        if ok is None:
-            add(f"| {name} | {value} | NOT MEASURED |")
-        else:
-            add(f"| {name} | {value} | {verdict(ok)}{'' if ok else ' (' + miss + ')'} |")
-    return "\n".join(lines), targets
 
 
 def write_readme(readme, table):
@@ -603,46 +772,66 @@ def main():
     p.add_argument("--readme", default=os.path.join(ROOT, "README.md"))
     p.add_argument("--no-readme", action="store_true", help="print the table only")
     p.add_argument("--out", default=os.path.join(HERE, "out"), help="logs and raw results")
+    p.add_argument("--only", default=os.environ.get("BENCH_ONLY") or None,
+                   help=f"comma-separated sections to run, of: {','.join(SECTIONS)} (the README is "
+                        "then left alone)")
     a = p.parse_args()
 
     agent = os.path.abspath(a.agent)
     if not os.access(agent, os.X_OK):
         sys.exit(f"bench: no agent binary at {agent} (cargo build --release)")
     claude = os.path.abspath(a.claude) if os.access(a.claude, os.X_OK) else shutil.which("claude")
+    only = set(a.only.split(",")) if a.only else set(SECTIONS)
+    unknown = only - set(SECTIONS)
+    if unknown:
+        sys.exit(f"bench: --only: unknown section(s) {', '.join(sorted(unknown))} "
+                 f"(choose from {', '.join(SECTIONS)})")
+    searching = bool(only & {"search", "streaming"})
     fd = shutil.which("fd") or shutil.which("fdfind")
-    for tool, found in (("hyperfine", shutil.which("hyperfine")), ("rg", shutil.which("rg")), ("fd", fd)):
+    needed = [("hyperfine", shutil.which("hyperfine"))] if only & {"search", "startup"} else []
+    if searching:
+        needed += [("rg", shutil.which("rg")), ("fd", fd)]
+    for tool, found in needed:
         if not found:
             sys.exit(f"bench: {tool} is not installed (ci/bench/run.sh installs it)")
-    tree = os.path.abspath(a.tree or default_tree())
-    if not os.path.isdir(tree):
+    tree = os.path.abspath(a.tree or default_tree()) if searching else None
+    if searching and not os.path.isdir(tree):
         sys.exit(f"bench: the search tree {tree} is not a directory")
     os.makedirs(a.out, exist_ok=True)
 
     m = machine()
     versions = {"agent": first_line([agent, "--version"]).removeprefix("agent "),
                 "Claude Code": first_line([claude, "--version"]).removesuffix(" (Claude Code)") if claude else "not installed",
-                "ripgrep": first_line(["rg", "--version"]).removeprefix("ripgrep "),
-                "fd": first_line([fd, "--version"]).split()[-1],
-                "hyperfine": first_line(["hyperfine", "--version"]).removeprefix("hyperfine "),
                 "Python": platform.python_version()}
+    if searching:
+        versions["ripgrep"] = first_line(["rg", "--version"]).removeprefix("ripgrep ")
+        versions["fd"] = first_line([fd, "--version"]).split()[-1]
+    if shutil.which("hyperfine"):
+        versions["hyperfine"] = first_line(["hyperfine", "--version"]).removeprefix("hyperfine ")
     log(f"machine: {m}")
     log(f"versions: {versions}")
 
-    log("1/4 scripted session")
-    session = bench_session(agent, claude, a.out, a.runs)
-    log("2/4 search")
-    search = bench_search(agent, fd, tree, a.pattern, a.out)
-    log("3/4 streaming tool execution")
-    streaming = bench_streaming(agent, tree, a.pattern, a.out)
-    log("4/4 start-up")
-    startup = bench_startup(agent, a.out)
+    got = {}
+    for i, name in enumerate(s for s in SECTIONS if s in only):
+        log(f"{i + 1}/{len(only)} {name}")
+        if name == "session":
+            got[name] = bench_session(agent, claude, a.out, a.runs)
+        elif name == "long":
+            got[name] = bench_long(agent, claude, a.out, LONG_RUNS)
+        elif name == "search":
+            got[name] = bench_search(agent, fd, tree, a.pattern, a.out)
+        elif name == "streaming":
+            got[name] = bench_streaming(agent, tree, a.pattern, a.out)
+        else:
+            got[name] = bench_startup(agent, a.out)
 
-    table, targets = report(m, versions, session, search, streaming, startup)
+    table, targets = report(m, versions, *(got.get(s) for s in SECTIONS))
     with open(os.path.join(a.out, "results.json"), "w") as f:
-        json.dump({"machine": m, "versions": versions, "session": session, "search": search,
-                   "streaming": streaming, "startup": startup}, f, indent=2)
+        json.dump({"machine": m, "versions": versions, **got}, f, indent=2)
     print(table)
-    if not a.no_readme:
+    if a.only and not a.no_readme:
+        log("--only: the README keeps its table (it holds a full run)")
+    elif not a.no_readme:
         write_readme(a.readme, table)
         log(f"wrote the table into {a.readme}")
     missed = [t[0] for t in targets if t[2] is False]

@@ -13,9 +13,17 @@ Scripts (`--script`):
            distinct: no peer may skip a re-read), then a final answer (turn N+1). The
            turn is derived from the request itself (the number of tool results in it), so
            the server is stateless and any number of runs can reuse it.
+  long     the session with bigger results: N tool turns, each reading files/gNNN.txt (~6 KB
+           each), then the final answer; usage reports input_tokens of about the request's
+           size in tokens (bytes / 4), so a peer sees its context grow as it would for real.
   stream   turn 1 streams one Grep call for --pattern over the workspace, then keeps
            streaming text for --text-seconds before message_stop (a prompt containing
            `text_seconds=S` overrides it for that run); turn 2 ends the run.
+
+With `--pid-file F` (a file holding the pid of the process that spawned the peer, e.g.
+/usr/bin/time), each model request of the peer is logged with the peer's CPU time so far
+(`cpu_ns`: the sum of /proc/PID/task/*/schedstat, nanoseconds) and peak RSS (`hwm_kb`),
+sampled while the peer waits for the answer: per-turn CPU without any timer.
 
 Usage: mock_server.py --script session --turns 100 --workspace DIR --port-file F --log F
 The server prints nothing; it writes its port to --port-file once it listens."""
@@ -37,17 +45,21 @@ def sse(event, data):
     return f"event: {event}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n".encode()
 
 
-def usage(out=1):
-    return {"input_tokens": 100, "cache_creation_input_tokens": 0,
+BYTES_PER_TOKEN = 4  # the long script's usage: a request's size in tokens, roughly
+
+
+def usage(out=1, input_tokens=100):
+    return {"input_tokens": input_tokens, "cache_creation_input_tokens": 0,
             "cache_read_input_tokens": 0, "output_tokens": out}
 
 
 class Reply:
     """One assistant message, built as content blocks, sent as SSE or as one JSON body."""
 
-    def __init__(self, model, msg_id):
+    def __init__(self, model, msg_id, input_tokens=100):
         self.model = model
         self.id = msg_id
+        self.input_tokens = input_tokens
         self.blocks = []  # ("text", text, seconds) | ("tool_use", id, name, input)
         self.stop_reason = "end_turn"
 
@@ -69,12 +81,13 @@ class Reply:
                 content.append({"type": "tool_use", "id": b[1], "name": b[2], "input": b[3]})
         return {"id": self.id, "type": "message", "role": "assistant", "model": self.model,
                 "content": content, "stop_reason": self.stop_reason, "stop_sequence": None,
-                "usage": usage(20)}
+                "usage": usage(20, self.input_tokens)}
 
     def events(self):
         """Yields SSE frames; a text block with `seconds` is paced over that long."""
         start = {"id": self.id, "type": "message", "role": "assistant", "model": self.model,
-                 "content": [], "stop_reason": None, "stop_sequence": None, "usage": usage()}
+                 "content": [], "stop_reason": None, "stop_sequence": None,
+                 "usage": usage(1, self.input_tokens)}
         yield sse("message_start", {"type": "message_start", "message": start})
         for i, b in enumerate(self.blocks):
             if b[0] == "text":
@@ -157,18 +170,19 @@ class Script:
     def __init__(self, args):
         self.args = args
 
-    def reply(self, peer, body):
+    def reply(self, peer, body, body_bytes=0):
         model = body.get("model") or MODEL
         done = tool_results(body)
-        r = Reply(model, f"msg_bench_{peer}_{done:04d}")
+        tokens = max(100, body_bytes // BYTES_PER_TOKEN) if self.args.script == "long" else 100
+        r = Reply(model, f"msg_bench_{peer}_{done:04d}", tokens)
         if peer == "side":
             return r.text("Benchmark session")
         a = self.args
-        if a.script == "session":
+        if a.script in ("session", "long"):
             if done >= a.turns:
                 return r.text(f"Read {done} files. Done.")
             n = done + 1
-            rel = f"files/f{n:03d}.txt"
+            rel = f"files/{'f' if a.script == 'session' else 'g'}{n:03d}.txt"
             if peer == "agent":
                 return r.text(f"Reading file {n}.").tool(f"toolu_bench_{n:04d}", "ReadFile", {"path": rel})
             return r.text(f"Reading file {n}.").tool(f"toolu_bench_{n:04d}", "Read",
@@ -200,6 +214,7 @@ class Handler(BaseHTTPRequestHandler):
     def body(self):
         n = int(self.headers.get("content-length") or 0)
         raw = self.rfile.read(n) if n else b""
+        self.body_bytes = len(raw)
         try:
             return json.loads(raw or b"{}")
         except ValueError:
@@ -233,6 +248,8 @@ class Handler(BaseHTTPRequestHandler):
                  "stream": bool(body.get("stream")), "peer": peer, "messages": len(body.get("messages") or []),
                  "tool_results": tool_results(body), "max_tokens": body.get("max_tokens"),
                  "tools": len(names), "ua": self.headers.get("user-agent")}
+        if peer in ("agent", "claude") and self.server.pid_file:
+            entry.update(sample_peer(self.server.pid_file))
         results = results_of(body)
         if results:  # enough to see that the peer really ran the tool
             entry["tool_errors"] = sum(1 for b in results if b.get("is_error"))
@@ -243,7 +260,7 @@ class Handler(BaseHTTPRequestHandler):
         if not path.endswith("/v1/messages"):
             return self.send_json(404, {"type": "error", "error": {"type": "not_found_error",
                                                                    "message": f"mock: no {path}"}})
-        reply = self.server.script.reply(peer, body)
+        reply = self.server.script.reply(peer, body, self.body_bytes)
         if not body.get("stream"):
             return self.send_json(200, reply.message())
         self.send_response(200)
@@ -262,6 +279,30 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
 
+def sample_peer(pid_file):
+    """CPU time (ns, all threads) and peak RSS of the peer: the first child of the pid in
+    pid_file (the wrapper that spawned it), or that pid itself when it has no child."""
+    try:
+        with open(pid_file) as f:
+            pid = int(f.read().strip())
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            kids = f.read().split()
+        if kids:
+            pid = int(kids[0])
+        cpu = 0
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                cpu += int(f.read().split()[0])
+        hwm = 0
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    hwm = int(line.split()[1])
+        return {"pid": pid, "cpu_ns": cpu, "hwm_kb": hwm}
+    except (OSError, ValueError, IndexError):
+        return {}
+
+
 class Server(ThreadingHTTPServer):
     daemon_threads = True
 
@@ -273,16 +314,18 @@ class Server(ThreadingHTTPServer):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--script", choices=["session", "stream"], required=True)
+    p.add_argument("--script", choices=["session", "long", "stream"], required=True)
     p.add_argument("--turns", type=int, default=100)
     p.add_argument("--workspace", required=True)
     p.add_argument("--pattern", default="")
     p.add_argument("--text-seconds", type=float, default=1.0)
     p.add_argument("--port-file", required=True)
     p.add_argument("--log", required=True)
+    p.add_argument("--pid-file", default=None, help="sample the CPU time of the peer it names")
     a = p.parse_args()
     server = Server(("127.0.0.1", 0), Handler)
     server.script = Script(a)
+    server.pid_file = a.pid_file
     server.log = open(a.log, "a")
     server.log_lock = threading.Lock()
     tmp = a.port_file + ".tmp"

@@ -3,7 +3,8 @@
 # (hyperfine, ripgrep, fd-find from Debian; Claude Code from npm into ci/bench/node_modules),
 # builds the release binary, runs ci/bench/bench.py, prints the table and writes it into
 # README.md's "Performance" section. Takes several minutes; not part of .ci/run.
-#   ci/bench/run.sh [--tree DIR] [--runs N] [--no-readme]      (env: BENCH_TREE, BENCH_RUNS)
+#   ci/bench/run.sh [--tree DIR] [--runs N] [--no-readme] [--only session,long,...]
+#   (env: BENCH_TREE, BENCH_RUNS, BENCH_ONLY)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 cd "$here/../.."
@@ -12,6 +13,7 @@ need_apt=()
 command -v hyperfine >/dev/null || need_apt+=(hyperfine)
 command -v rg >/dev/null || need_apt+=(ripgrep)
 command -v fd >/dev/null || command -v fdfind >/dev/null || need_apt+=(fd-find)
+[ -x /usr/bin/time ] || need_apt+=(time) # GNU time: each peer's own peak RSS (%M)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "== apt-get install ${need_apt[*]}" >&2
   sudo_=""; [ "$(id -u)" -eq 0 ] || sudo_="sudo"

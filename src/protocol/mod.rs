@@ -4,6 +4,8 @@
 //! Unknown block and event types must never be fatal: they deserialise into `Unknown`
 //! variants and are skipped by the accumulator.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -14,11 +16,51 @@ pub enum Role {
     Assistant,
 }
 
-/// One message of the conversation, in Anthropic wire format.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One message of the conversation, in Anthropic wire format. Serialising one is
+/// counted (`message_serialisations`): the history serialises each message once
+/// (`history.rs`), and a test holds every other path to that.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct Message {
     pub role: Role,
     pub content: Vec<ContentBlock>,
+}
+
+/// Messages serialised by this process so far.
+static MESSAGE_SERIALISATIONS: AtomicU64 = AtomicU64::new(0);
+
+#[cfg(test)]
+thread_local! {
+    /// The same count for this thread only: unit tests run in parallel.
+    static SERIALISED_HERE: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// How many times a `Message` was serialised by this process.
+pub fn message_serialisations() -> u64 {
+    MESSAGE_SERIALISATIONS.load(Ordering::Relaxed)
+}
+
+/// The same, counted on this thread only (unit tests).
+#[cfg(test)]
+pub(crate) fn message_serialisations_here() -> u64 {
+    SERIALISED_HERE.with(|c| c.get())
+}
+
+impl Serialize for Message {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Wire<'a> {
+            role: Role,
+            content: &'a [ContentBlock],
+        }
+        MESSAGE_SERIALISATIONS.fetch_add(1, Ordering::Relaxed);
+        #[cfg(test)]
+        SERIALISED_HERE.with(|c| c.set(c.get() + 1));
+        Wire {
+            role: self.role,
+            content: &self.content,
+        }
+        .serialize(serializer)
+    }
 }
 
 impl Message {

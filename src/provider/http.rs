@@ -57,6 +57,8 @@ pub(crate) struct HttpConfig {
     pub backoff_base: Duration,
     /// `--tool-choice` and the other request options.
     pub request: RequestArgs,
+    /// Headers sent beside the wire's own (`--context-1m`'s `anthropic-beta`).
+    pub extra_headers: Vec<(&'static str, &'static str)>,
 }
 
 impl HttpConfig {
@@ -69,6 +71,7 @@ impl HttpConfig {
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             backoff_base: DEFAULT_BACKOFF_BASE,
             request: RequestArgs::default(),
+            extra_headers: Vec::new(),
         }
     }
 }
@@ -82,6 +85,7 @@ impl std::fmt::Debug for HttpConfig {
             .field("idle_timeout", &self.idle_timeout)
             .field("backoff_base", &self.backoff_base)
             .field("request", &self.request)
+            .field("extra_headers", &self.extra_headers)
             .finish()
     }
 }
@@ -119,6 +123,9 @@ impl HttpProvider {
         let mut post = self.agent.post(&self.url);
         for (name, value) in self.wire.headers(&self.config.api_key) {
             post = post.header(name, &value);
+        }
+        for (name, value) in &self.config.extra_headers {
+            post = post.header(*name, *value);
         }
         let sent = post.send(body);
         let response = sent.map_err(|e| {

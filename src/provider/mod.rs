@@ -15,8 +15,10 @@ use std::io;
 
 use serde_json::Value;
 
+use std::sync::Arc;
+
 use crate::cli::ProviderKind;
-use crate::protocol::Message;
+use crate::history::Entry;
 pub(crate) use crate::turn::StreamNotice;
 use crate::turn::Turn;
 
@@ -35,7 +37,8 @@ pub struct TurnRequest<'a> {
     pub model: &'a str,
     pub max_tokens: u32,
     pub system: &'a str,
-    pub messages: &'a [Message],
+    /// The history as the request carries it, each message already serialised.
+    pub messages: &'a [Arc<Entry>],
     /// The registry's `to_api_format()`.
     pub tools: &'a [Value],
 }

@@ -144,7 +144,8 @@ fn jsonl_and_json_conflict() {
 
 #[test]
 fn a_failed_run_still_ends_in_run_finished() {
-    let env = TestEnv::new(vec![Reply::bad_request("prompt is too long")]);
+    // Not a context overflow (that ends `context_exceeded`, see context.rs): a plain 400.
+    let env = TestEnv::new(vec![Reply::bad_request("system: too long for this model")]);
     let out = env.run(&["run", "--jsonl", "x"]);
     out.assert_code(1);
     let ev = events(&out.stdout);

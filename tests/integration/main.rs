@@ -18,6 +18,7 @@ mod ci_files;
 mod ci_jsonl;
 mod ci_verify;
 mod cli;
+mod context;
 mod faults;
 mod limits;
 mod mcp;

@@ -13,7 +13,7 @@ use super::TurnRequest;
 use super::http::{HttpConfig, TurnResult, Wire};
 use super::retry::OnNotice;
 use crate::cli::ToolChoice;
-use crate::protocol::{ApiErrorBody, Message};
+use crate::protocol::ApiErrorBody;
 
 /// The API version header every request carries.
 const ANTHROPIC_VERSION: &str = "2023-06-01";
@@ -57,14 +57,13 @@ impl Wire for AnthropicWire {
     }
 }
 
-/// The request body of SPEC §3.1.
+/// The request body of SPEC §3.1, all but `messages`, which are spliced in as stored.
 #[derive(Serialize)]
-struct RequestBody<'a> {
+struct RequestHead<'a> {
     model: &'a str,
     max_tokens: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
     system: Option<[Value; 1]>,
-    messages: CachedTail<'a>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -75,34 +74,6 @@ struct RequestBody<'a> {
 /// Prompt caching (SPEC §9): the marker every breakpoint carries.
 fn ephemeral() -> Value {
     serde_json::json!({"type": "ephemeral"})
-}
-
-/// Block types that may carry a `cache_control` breakpoint.
-const CACHEABLE_BLOCKS: &[&str] = &["text", "tool_result", "tool_use"];
-
-/// The history, serialised as it is except for a cache breakpoint on the last block of
-/// the newest message, so that each turn reads the whole previous prefix from the cache.
-/// Only that one message is copied.
-struct CachedTail<'a>(&'a [Message]);
-
-impl Serialize for CachedTail<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::{Error, SerializeSeq};
-        let mut seq = serializer.serialize_seq(Some(self.0.len()))?;
-        if let Some((last, rest)) = self.0.split_last() {
-            for m in rest {
-                seq.serialize_element(m)?;
-            }
-            let mut last = serde_json::to_value(last).map_err(S::Error::custom)?;
-            if let Some(block) = last["content"].as_array_mut().and_then(|c| c.last_mut())
-                && CACHEABLE_BLOCKS.contains(&block["type"].as_str().unwrap_or(""))
-            {
-                block["cache_control"] = ephemeral();
-            }
-            seq.serialize_element(&last)?;
-        }
-        seq.end()
-    }
 }
 
 /// The `tools` array exactly as sent: the registry's definitions with the prompt-cache
@@ -117,7 +88,9 @@ pub(crate) fn api_tools(tools: &[Value]) -> Vec<Value> {
 
 /// The request body with prompt-cache breakpoints on the last tool definition, the
 /// system prompt and the newest message. The prefix order is tools → system → messages,
-/// so the first two cache everything a run re-sends every turn.
+/// so the first two cache everything a run re-sends every turn. The messages are not
+/// serialised again: their stored JSON is copied in, the newest message's breakpoint
+/// spliced into it (`history::write_messages`).
 fn request_body(
     request: &TurnRequest<'_>,
     tool_choice: Option<ToolChoice>,
@@ -126,11 +99,10 @@ fn request_body(
     let system = (!request.system.is_empty()).then(|| {
         [serde_json::json!({"type": "text", "text": request.system, "cache_control": ephemeral()})]
     });
-    serde_json::to_vec(&RequestBody {
+    let head = serde_json::to_vec(&RequestHead {
         model: request.model,
         max_tokens: request.max_tokens,
         system,
-        messages: CachedTail(request.messages),
         tools,
         tool_choice: tool_choice.map(|c| {
             let kind = match c {
@@ -141,7 +113,14 @@ fn request_body(
             serde_json::json!({"type": kind})
         }),
         stream: true,
-    })
+    })?;
+    let messages: usize = request.messages.iter().map(|m| m.json().len() + 1).sum();
+    let mut body = Vec::with_capacity(head.len() + messages + 64);
+    body.extend_from_slice(&head[..head.len() - 1]); // all but the closing brace
+    body.extend_from_slice(b",\"messages\":");
+    crate::history::write_messages(request.messages, true, &mut body);
+    body.push(b'}');
+    Ok(body)
 }
 
 /// An HTTP error body: `{"type":"error","error":{"type","message"},"request_id"?}`.
@@ -153,12 +132,13 @@ struct ErrorEnvelope {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::{ContentBlock, Role};
+    use crate::history::Entry;
+    use crate::protocol::{ContentBlock, Message, Role};
     use serde_json::json;
 
     #[test]
     fn breakpoints_only_on_last_tool_and_newest_message() {
-        let messages = vec![
+        let messages: Vec<_> = [
             Message::user_text("task"),
             Message {
                 role: Role::Assistant,
@@ -176,7 +156,10 @@ mod tests {
                     is_error: false,
                 }],
             },
-        ];
+        ]
+        .into_iter()
+        .map(Entry::new)
+        .collect();
         let tools = vec![json!({"name": "A"}), json!({"name": "B"})];
         let req = TurnRequest {
             model: "m",
@@ -187,6 +170,8 @@ mod tests {
         };
         let body: Value = serde_json::from_slice(&request_body(&req, None).unwrap()).unwrap();
         assert!(body.get("system").is_none());
+        assert_eq!(body["stream"], true);
+        assert_eq!(body["max_tokens"], 1);
         assert!(body["tools"][0].get("cache_control").is_none());
         assert_eq!(body["tools"][1]["cache_control"]["type"], "ephemeral");
         assert!(
@@ -205,7 +190,8 @@ mod tests {
         );
         // The history itself is untouched.
         assert_eq!(
-            serde_json::to_value(&messages[2]).unwrap()["content"][0].get("cache_control"),
+            serde_json::from_str::<Value>(messages[2].json()).unwrap()["content"][0]
+                .get("cache_control"),
             None
         );
     }

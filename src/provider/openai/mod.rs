@@ -1,7 +1,7 @@
 //! The OpenAI-compatible chat-completions wire (SPEC §9, issue 8): the same agent on
 //! OpenAI, vLLM, llama.cpp, Ollama and other vendors. Translation out lives here: the
 //! history stays in Anthropic wire format (the transcript's one documented message
-//! format); each request translates it to chat messages (system, user, assistant with
+//! format); each message is translated once (kept beside it, `Entry::wire`) to chat messages (system, user, assistant with
 //! `tool_calls`, `role: "tool"` results) and the registry's tools to
 //! `{"type":"function","function":{..}}`. Decoding in is `decode`. The API key
 //! (optional: local servers need none) goes only into the `Authorization` header.
@@ -46,17 +46,11 @@ impl Wire for OpenAiWire {
     }
 
     fn body(&self, request: &TurnRequest<'_>, config: &HttpConfig) -> serde_json::Result<Vec<u8>> {
-        let mut body = request_body(request, &config.base_url);
-        if let Some(choice) = config.request.tool_choice
-            && !request.tools.is_empty()
-        {
-            body["tool_choice"] = json!(match choice {
-                ToolChoice::Auto => "auto",
-                ToolChoice::Required => "required",
-                ToolChoice::None => "none",
-            });
-        }
-        serde_json::to_vec(&body)
+        Ok(request_body(
+            request,
+            &config.base_url,
+            config.request.tool_choice,
+        ))
     }
 
     fn request_id_header(&self) -> &'static str {
@@ -81,10 +75,15 @@ impl Wire for OpenAiWire {
 }
 
 /// The request body: `stream` with the final usage chunk, tools only when there are any.
-pub(crate) fn request_body(request: &TurnRequest<'_>, base_url: &str) -> Value {
-    let mut body = json!({
+/// Each history message's chat form is made once and kept (`Entry::wire`), so a request
+/// copies the history's bytes rather than translating and serialising it again.
+pub(crate) fn request_body(
+    request: &TurnRequest<'_>,
+    base_url: &str,
+    tool_choice: Option<ToolChoice>,
+) -> Vec<u8> {
+    let mut head = json!({
         "model": request.model,
-        "messages": chat_messages(request.system, request.messages),
         "stream": true,
         "stream_options": {"include_usage": true},
     });
@@ -93,11 +92,47 @@ pub(crate) fn request_body(request: &TurnRequest<'_>, base_url: &str) -> Value {
     } else {
         "max_tokens"
     };
-    body[tokens_field] = json!(request.max_tokens);
+    head[tokens_field] = json!(request.max_tokens);
     if !request.tools.is_empty() {
-        body["tools"] = Value::Array(chat_tools(request.tools));
+        head["tools"] = Value::Array(chat_tools(request.tools));
+        if let Some(choice) = tool_choice {
+            head["tool_choice"] = json!(match choice {
+                ToolChoice::Auto => "auto",
+                ToolChoice::Required => "required",
+                ToolChoice::None => "none",
+            });
+        }
     }
+    let head = head.to_string();
+    let wire: Vec<&str> = request
+        .messages
+        .iter()
+        .map(|e| e.wire(chat_json))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let size = head.len() + wire.iter().map(|w| w.len() + 1).sum::<usize>();
+    let mut body = Vec::with_capacity(size + request.system.len() + 64);
+    body.extend_from_slice(&head.as_bytes()[..head.len() - 1]); // all but the closing brace
+    body.extend_from_slice(b",\"messages\":[");
+    let system = (!request.system.is_empty())
+        .then(|| json!({"role": "system", "content": request.system}).to_string());
+    for (i, part) in system.iter().map(String::as_str).chain(wire).enumerate() {
+        if i > 0 {
+            body.push(b',');
+        }
+        body.extend_from_slice(part.as_bytes());
+    }
+    body.extend_from_slice(b"]}");
     body
+}
+
+/// One history message as the comma-separated chat messages it becomes.
+fn chat_json(message: &Message) -> String {
+    chat_messages("", std::slice::from_ref(message))
+        .iter()
+        .map(Value::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 fn uses_max_completion_tokens(base_url: &str) -> bool {
@@ -309,7 +344,10 @@ mod tests {
 
     #[test]
     fn request_body_has_functions_stream_options_and_the_right_token_field() {
-        let messages = vec![Message::user_text("hi")];
+        let messages = vec![crate::history::Entry::new(Message::user_text("hi"))];
+        let request_body = |r: &TurnRequest<'_>, url: &str| -> Value {
+            serde_json::from_slice(&request_body(r, url, None)).unwrap()
+        };
         let tools = vec![json!({"name": "Glob", "description": "find files",
                                 "input_schema": {"type": "object", "properties": {}}})];
         let request = TurnRequest {
@@ -341,6 +379,17 @@ mod tests {
         );
         assert_eq!(body["max_completion_tokens"], 100);
         assert!(body.get("max_tokens").is_none() && body.get("tools").is_none());
+        let with_system = request_body(
+            &TurnRequest {
+                system: "be brief",
+                ..request
+            },
+            "http://localhost/v1",
+        );
+        assert_eq!(
+            with_system["messages"],
+            json!([{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}])
+        );
         assert!(!uses_max_completion_tokens(
             "https://api.openai.com.evil.test/v1"
         ));

@@ -1,0 +1,183 @@
+use super::*;
+
+fn usage(input: u64, read: u64, created: u64) -> Usage {
+    Usage {
+        input_tokens: input,
+        output_tokens: 7,
+        cache_read_input_tokens: read,
+        cache_creation_input_tokens: created,
+    }
+}
+
+#[test]
+fn input_size_counts_fresh_cached_and_cache_written_tokens() {
+    assert_eq!(input_tokens(&usage(10, 1000, 200)), 1210);
+}
+
+#[test]
+fn table_windows() {
+    assert_eq!(
+        table_window("claude-sonnet-4-5-20250929", false),
+        Some(200_000)
+    );
+    assert_eq!(
+        table_window("claude-sonnet-4-5-20250929", true),
+        Some(1_000_000)
+    );
+    assert_eq!(table_window("claude-opus-4-1", true), Some(200_000));
+    assert_eq!(table_window("claude-haiku-4-5", false), Some(200_000));
+    assert_eq!(table_window("gpt-4o-mini", false), Some(128_000));
+    assert_eq!(table_window("gpt-4.1-mini", false), Some(1_047_576));
+    assert_eq!(table_window("llama3.1:8b", false), None);
+}
+
+#[test]
+fn the_flag_beats_the_table_and_is_never_unlearned() {
+    let mut c = ContextWindow::new("claude-sonnet-4-5", Some(50_000), false, 0.8);
+    assert_eq!(c.window(), Some(50_000));
+    assert_eq!(c.source(), Some(WindowSource::Flag));
+    let o = Overflow {
+        tokens: Some(9000),
+        limit: Some(8192),
+    };
+    assert_eq!(c.learn(&o), None);
+    assert_eq!(c.window(), Some(50_000));
+
+    let mut u = ContextWindow::new("local-model", None, false, 0.8);
+    assert_eq!(u.window(), None);
+    assert!(!u.over_threshold());
+    assert_eq!(u.learn(&o), Some(8192));
+    assert_eq!(u.window(), Some(8192));
+    assert_eq!(u.source(), Some(WindowSource::Learned));
+    assert_eq!(
+        u.learn(&Overflow::default()),
+        None,
+        "no number, nothing learned"
+    );
+}
+
+#[test]
+fn threshold_is_on_the_last_request_and_exclusive() {
+    let mut c = ContextWindow::new("m", Some(1000), false, 0.8);
+    c.observe(&usage(800, 0, 0), 3200);
+    assert!(!c.over_threshold(), "exactly 80% is not over");
+    c.observe(&usage(1, 800, 0), 3200);
+    assert!(c.over_threshold());
+    assert_eq!(c.last_tokens(), Some(801));
+    // A server that reports no usage leaves the last figures alone.
+    c.observe(&Usage::default(), 9999);
+    assert_eq!(c.last_tokens(), Some(801));
+    assert_eq!(c.clear_target(), Some(500));
+}
+
+#[test]
+fn the_byte_ratio_comes_from_the_last_request() {
+    let mut c = ContextWindow::new("m", Some(1000), false, 0.8);
+    assert_eq!(c.tokens_of(300), 100, "fallback 3 bytes per token");
+    c.observe(&usage(100, 0, 0), 500);
+    assert_eq!(c.tokens_of(500), 100);
+    assert_eq!(c.tokens_of(501), 101, "rounded up");
+}
+
+#[test]
+fn anthropic_prompt_too_long_is_an_overflow_with_both_numbers() {
+    let o = overflow_of(
+        400,
+        "invalid_request_error",
+        "prompt is too long: 208310 tokens > 200000 maximum",
+    );
+    assert_eq!(
+        o,
+        Some(Overflow {
+            tokens: Some(208_310),
+            limit: Some(200_000)
+        })
+    );
+}
+
+#[test]
+fn openai_style_overflows() {
+    let o = overflow_of(
+        400,
+        "invalid_request_error",
+        "This model's maximum context length is 8192 tokens. However, your messages resulted \
+         in 9000 tokens. Please reduce the length of the messages. (code context_length_exceeded)",
+    )
+    .unwrap();
+    assert_eq!(o.limit, Some(8192));
+    assert_eq!(o.tokens, Some(9000));
+    let vllm = overflow_of(
+        400,
+        "BadRequestError",
+        "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens \
+         (4000 in the messages, 1000 in the completion).",
+    )
+    .unwrap();
+    assert_eq!((vllm.limit, vllm.tokens), (Some(4096), Some(5000)));
+    let bare = overflow_of(400, "context_length_exceeded", "too long").unwrap();
+    assert_eq!(bare, Overflow::default());
+    assert!(
+        overflow_of(
+            400,
+            "exceed_context_size_error",
+            "the request exceeds the available context size"
+        )
+        .is_some()
+    );
+}
+
+#[test]
+fn other_errors_are_not_overflows() {
+    assert_eq!(
+        overflow_of(
+            400,
+            "invalid_request_error",
+            "messages: roles must alternate"
+        ),
+        None
+    );
+    assert_eq!(
+        overflow_of(500, "api_error", "prompt is too long: 1 tokens > 0 maximum"),
+        None,
+        "only a refused request is an overflow"
+    );
+    assert_eq!(
+        overflow_of(429, "rate_limit_error", "tokens per minute"),
+        None
+    );
+}
+
+fn slot(message: usize, bytes: usize) -> ResultSlot {
+    ResultSlot {
+        message,
+        block: 0,
+        bytes,
+    }
+}
+
+#[test]
+fn a_plan_clears_the_oldest_until_the_target() {
+    let mut c = ContextWindow::new("m", Some(10_000), false, 0.8);
+    c.observe(&usage(9000, 0, 0), 36_000); // 4 bytes per token
+    let candidates = [slot(2, 8000), slot(4, 8000), slot(6, 8000), slot(8, 8000)];
+    let placeholder = c.tokens_of(PLACEHOLDER.len());
+    let plan = plan_clearing(&candidates, 9000, 5000, &c).unwrap();
+    // Each clears 2000 tokens minus the placeholder: two leave 9000 just over 5000.
+    assert_eq!(plan.slots, candidates[..3].to_vec());
+    assert_eq!(plan.tokens_after_estimate, 9000 - 3 * (2000 - placeholder));
+    assert!(plan.tokens_after_estimate <= 5000);
+}
+
+#[test]
+fn a_plan_may_fall_short_and_nothing_to_clear_is_none() {
+    let c = ContextWindow::new("m", Some(10_000), false, 0.8);
+    let plan = plan_clearing(&[slot(2, 3000)], 9000, 5000, &c).unwrap();
+    assert_eq!(plan.slots.len(), 1);
+    assert!(plan.tokens_after_estimate > 5000);
+    assert_eq!(plan_clearing(&[], 9000, 5000, &c), None);
+    assert_eq!(
+        plan_clearing(&[slot(2, 3000)], 4000, 5000, &c),
+        None,
+        "already under the target"
+    );
+}

@@ -1,0 +1,244 @@
+//! The conversation as the run holds it. Each message is serialised once, when it enters
+//! the history (`Entry`), and every request, checkpoint and transcript is assembled from
+//! those bytes, so a turn's cost does not grow with the turns before it. An `Entry` is
+//! shared (`Arc`) between the record (the transcript keeps the originals) and the
+//! request history (`History`), which carries cleared copies of old tool results once
+//! the context window fills (see `context.rs`).
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, OnceLock};
+
+use serde::Serialize;
+use serde_json::value::RawValue;
+
+use crate::context::{ClearPlan, KEEP_RECENT_TURNS, MIN_CLEARABLE_BYTES, PLACEHOLDER, ResultSlot};
+use crate::protocol::{ContentBlock, Message, Role};
+
+/// Messages serialised so far by this process (every path: `Message`'s `Serialize`
+/// counts itself), for `-v`'s last line and the tests that each is serialised once.
+pub(crate) fn serialisations() -> u64 {
+    crate::protocol::message_serialisations()
+}
+
+/// The one place a history message is turned into JSON.
+fn encode(message: &Message) -> Box<RawValue> {
+    // A Message is strings, numbers and JSON values: serialising it cannot fail.
+    serde_json::value::to_raw_value(message).unwrap_or_else(|_| {
+        RawValue::from_string("{\"role\":\"user\",\"content\":[]}".to_string())
+            .expect("a valid constant")
+    })
+}
+
+/// Block types that may carry a `cache_control` breakpoint.
+const CACHEABLE_BLOCKS: &[&str] = &["text", "tool_result", "tool_use"];
+
+/// What the newest message's last block gets: the prompt-cache breakpoint.
+const BREAKPOINT: &str = ",\"cache_control\":{\"type\":\"ephemeral\"}";
+
+/// One message of the conversation with its JSON.
+#[derive(Debug)]
+pub struct Entry {
+    message: Message,
+    /// Compact JSON in the Anthropic wire form, which is also the transcript's form.
+    json: Box<RawValue>,
+    /// The transcript's form when redaction changed it (a tool printed a secret).
+    redacted: Option<Box<RawValue>>,
+    /// A provider's own wire form (the OpenAI chat messages), made once on first use.
+    wire: OnceLock<Box<str>>,
+}
+
+impl Entry {
+    pub fn new(message: Message) -> Arc<Entry> {
+        let json = encode(&message);
+        let redacted = crate::output::redact(json.get());
+        let redacted = (redacted != json.get())
+            .then(|| RawValue::from_string(redacted).ok())
+            .flatten();
+        Arc::new(Entry {
+            message,
+            json,
+            redacted,
+            wire: OnceLock::new(),
+        })
+    }
+
+    pub fn message(&self) -> &Message {
+        &self.message
+    }
+
+    /// The message as sent to the Anthropic API.
+    pub fn json(&self) -> &str {
+        self.json.get()
+    }
+
+    /// The message as the transcript shows it (secrets redacted).
+    pub fn transcript_json(&self) -> &str {
+        self.redacted.as_deref().unwrap_or(&self.json).get()
+    }
+
+    /// A provider's own encoding of this message, computed on first use and kept.
+    pub fn wire(&self, encode: impl FnOnce(&Message) -> String) -> &str {
+        self.wire
+            .get_or_init(|| encode(&self.message).into_boxed_str())
+    }
+}
+
+/// Serialised as its transcript JSON, verbatim.
+impl Serialize for Entry {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.redacted
+            .as_deref()
+            .unwrap_or(&self.json)
+            .serialize(serializer)
+    }
+}
+
+/// Appends `entries` as a JSON array of Anthropic messages, with the prompt-cache
+/// breakpoint on the newest message's last block when `breakpoint` is set (and the
+/// block can carry one). Only bytes are copied: nothing is serialised.
+pub fn write_messages(entries: &[Arc<Entry>], breakpoint: bool, out: &mut Vec<u8>) {
+    out.reserve(entries.iter().map(|e| e.json().len() + 1).sum::<usize>() + BREAKPOINT.len());
+    out.push(b'[');
+    for (i, e) in entries.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        let json = e.json();
+        let last = i + 1 == entries.len();
+        let cacheable = e
+            .message
+            .content
+            .last()
+            .is_some_and(|b| CACHEABLE_BLOCKS.contains(&block_type(b)));
+        // `{"role":…,"content":[…,{…}]}`: the last block's object closes right before
+        // the closing `]}`.
+        match json.strip_suffix("}]}") {
+            Some(head) if last && breakpoint && cacheable => {
+                out.extend_from_slice(head.as_bytes());
+                out.extend_from_slice(BREAKPOINT.as_bytes());
+                out.extend_from_slice(b"}]}");
+            }
+            _ => out.extend_from_slice(json.as_bytes()),
+        }
+    }
+    out.push(b']');
+}
+
+fn block_type(b: &ContentBlock) -> &'static str {
+    match b {
+        ContentBlock::Text { .. } => "text",
+        ContentBlock::ToolUse { .. } => "tool_use",
+        ContentBlock::ToolResult { .. } => "tool_result",
+        ContentBlock::Thinking { .. } => "thinking",
+        ContentBlock::RedactedThinking { .. } => "redacted_thinking",
+    }
+}
+
+/// What the next request carries: the record's entries, old tool results possibly
+/// replaced by cleared copies. Clearing only ever grows, so once the cache has been
+/// rebuilt after a clearing, later requests share its prefix again.
+#[derive(Debug, Default)]
+pub struct History {
+    sent: Vec<Arc<Entry>>,
+    /// (message, block) of every cleared result.
+    cleared: BTreeSet<(usize, usize)>,
+    bytes: usize,
+}
+
+impl History {
+    pub fn new() -> Self {
+        History::default()
+    }
+
+    pub fn push(&mut self, entry: Arc<Entry>) {
+        self.bytes += entry.json().len() + 1;
+        self.sent.push(entry);
+    }
+
+    /// Takes the newest message back out (an empty answer that must not be re-sent).
+    pub fn pop(&mut self) -> Option<Arc<Entry>> {
+        let e = self.sent.pop()?;
+        self.bytes -= e.json().len() + 1;
+        let n = self.sent.len();
+        self.cleared.retain(|(m, _)| *m < n);
+        Some(e)
+    }
+
+    pub fn entries(&self) -> &[Arc<Entry>] {
+        &self.sent
+    }
+
+    pub fn last(&self) -> Option<&Message> {
+        self.sent.last().map(|e| e.message())
+    }
+
+    /// Bytes of the messages array as sent.
+    pub fn json_bytes(&self) -> usize {
+        self.bytes + 1
+    }
+
+    /// Tool results that clearing may replace, oldest first: not yet cleared, big
+    /// enough to be worth it, and not in the last `KEEP_RECENT_TURNS` messages of
+    /// tool results.
+    pub fn clearable(&self) -> Vec<ResultSlot> {
+        let result_messages: Vec<usize> = self
+            .sent
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| {
+                e.message.role == Role::User
+                    && e.message
+                        .content
+                        .iter()
+                        .any(|b| matches!(b, ContentBlock::ToolResult { .. }))
+            })
+            .map(|(i, _)| i)
+            .collect();
+        let old = result_messages.len().saturating_sub(KEEP_RECENT_TURNS);
+        let mut slots = Vec::new();
+        for &m in &result_messages[..old] {
+            for (b, block) in self.sent[m].message.content.iter().enumerate() {
+                if let ContentBlock::ToolResult { content, .. } = block
+                    && content.len() >= MIN_CLEARABLE_BYTES
+                    && !self.cleared.contains(&(m, b))
+                {
+                    slots.push(ResultSlot {
+                        message: m,
+                        block: b,
+                        bytes: content.len(),
+                    });
+                }
+            }
+        }
+        slots
+    }
+
+    /// Replaces the planned results' content with the placeholder (each changed message
+    /// is copied and serialised once more). Returns how many results were cleared.
+    pub fn apply(&mut self, plan: &ClearPlan) -> usize {
+        let mut cleared = 0;
+        let mut i = 0;
+        while i < plan.slots.len() {
+            let m = plan.slots[i].message;
+            let mut message = self.sent[m].message.clone();
+            while i < plan.slots.len() && plan.slots[i].message == m {
+                let b = plan.slots[i].block;
+                if let Some(ContentBlock::ToolResult { content, .. }) = message.content.get_mut(b)
+                    && self.cleared.insert((m, b))
+                {
+                    *content = PLACEHOLDER.to_string();
+                    cleared += 1;
+                }
+                i += 1;
+            }
+            let entry = Entry::new(message);
+            self.bytes = self.bytes - self.sent[m].json().len() + entry.json().len();
+            self.sent[m] = entry;
+        }
+        cleared
+    }
+}
+
+#[cfg(test)]
+#[path = "history_tests.rs"]
+mod tests;

@@ -1,0 +1,417 @@
+//! Issue 18: the context window. Clearing of old tool results once a request used more
+//! than `--compact-at` of the window (the next request carries placeholders for the
+//! oldest results only, pairs intact, the transcript keeps the originals), recovery from
+//! a 400 prompt-too-long and from a `model_context_window_exceeded` stop (one clearing,
+//! one retry), `context_exceeded` when nothing can be cleared, an OpenAI-compatible
+//! server's `context_length_exceeded` teaching the window, each message serialised
+//! once, and the `-o` checkpoint surviving a SIGKILL at any point.
+
+use serde_json::{Value, json};
+
+use crate::support::*;
+
+/// What a cleared result says (src/context.rs `PLACEHOLDER`).
+const CLEARED: &str = "[This tool result was cleared to save context space. \
+     Call the tool again if you still need its output.]";
+
+/// A file of about `bytes` bytes whose lines name it, so each result is recognisable.
+fn big_file(env: &TestEnv, name: &str, bytes: usize) {
+    let mut text = String::new();
+    let mut i = 0;
+    while text.len() < bytes {
+        i += 1;
+        text.push_str(&format!(
+            "{name} line {i}: some content to fill the context\n"
+        ));
+    }
+    env.write(name, &text);
+}
+
+/// A turn that reads `file`, reporting `input` tokens of usage.
+fn read_turn(n: usize, file: &str, input: u64) -> Reply {
+    Reply::turn(
+        Turn::new()
+            .text(&format!("Reading {file}."))
+            .tool(&format!("toolu_{n:02}"), "ReadFile", json!({"path": file}))
+            .usage(input, 20),
+    )
+}
+
+/// Every tool_result of a request, (id, text), in order.
+fn results(r: &Recorded) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for m in r.messages() {
+        for b in m["content"].as_array().into_iter().flatten() {
+            if b["type"] == "tool_result" {
+                let id = b["tool_use_id"].as_str().unwrap().to_string();
+                out.push((id, b["content"].as_str().unwrap_or("").to_string()));
+            }
+        }
+    }
+    out
+}
+
+/// The tool_result texts of a request, in order.
+fn result_texts(r: &Recorded) -> Vec<String> {
+    results(r).into_iter().map(|(_, t)| t).collect()
+}
+
+fn is_cleared(text: &str) -> bool {
+    text == CLEARED
+}
+
+/// Every tool_result text in the transcript's messages.
+fn transcript_results(t: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    for m in t["messages"].as_array().unwrap() {
+        for b in m["content"].as_array().unwrap() {
+            if b["type"] == "tool_result" {
+                out.push(b["content"].as_str().unwrap().to_string());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn clearing_at_the_threshold_replaces_the_oldest_results_only() {
+    // A 20k window, cleared above 80 %: turn 6's request reports 17k tokens.
+    let usage = [1000, 4000, 7000, 10_000, 13_000, 17_000];
+    let mut script: Vec<Reply> = (1..=6)
+        .map(|k| read_turn(k, &format!("f{k}.txt"), usage[k - 1]))
+        .collect();
+    script.push(Reply::Sse(
+        Turn::new().text("All read.").usage(9000, 5).frames(),
+    ));
+    let env = TestEnv::new(script);
+    for k in 1..=6 {
+        big_file(&env, &format!("f{k}.txt"), 3000);
+    }
+    let out_file = env.out("t.json");
+    let out = env.run(&[
+        "run",
+        "--jsonl",
+        "--context-window",
+        "20000",
+        "-o",
+        out_file.to_str().unwrap(),
+        "read the files",
+    ]);
+    out.assert_code(0).assert_no_secret();
+    env.server.assert_invariants();
+    let reqs = env.server.requests();
+    assert_eq!(reqs.len(), 7);
+    // Requests 1–6 carry every result as it was.
+    for r in &reqs[..6] {
+        assert!(!result_texts(r).iter().any(|t| is_cleared(t)));
+    }
+    // Request 7: the oldest results cleared, a prefix of them, never the last three.
+    let last = result_texts(&reqs[6]);
+    assert_eq!(last.len(), 6);
+    let cleared = last.iter().take_while(|t| is_cleared(t)).count();
+    assert!(cleared >= 1, "nothing was cleared: {last:?}");
+    assert!(cleared <= 3, "a result of the last three turns was cleared");
+    assert!(last[cleared..].iter().all(|t| !is_cleared(t)));
+    for (k, text) in last.iter().enumerate().skip(cleared) {
+        assert!(text.contains(&format!("f{}.txt line 1:", k + 1)), "{text}");
+    }
+    // Each tool_use still has its result, by id, in order.
+    let ids: Vec<String> = results(&reqs[6]).into_iter().map(|(id, _)| id).collect();
+    let expected: Vec<String> = (1..=6).map(|n| format!("toolu_{n:02}")).collect();
+    assert_eq!(ids, expected);
+
+    // The transcript keeps the originals and records the clearing.
+    let t = read_json(&out_file);
+    assert_eq!(t["status"], "success");
+    let originals = transcript_results(&t);
+    assert_eq!(originals.len(), 6);
+    assert!(originals.iter().all(|r| !is_cleared(r)));
+    assert_eq!(t["context_window"], 20000);
+    assert_eq!(t["context_tokens"], 9000);
+    let clearings = t["context_clearings"].as_array().unwrap();
+    assert_eq!(clearings.len(), 1, "{clearings:?}");
+    assert_eq!(clearings[0]["turn"], 7);
+    assert_eq!(clearings[0]["results_cleared"], cleared);
+    assert_eq!(clearings[0]["tokens_before"], 17000);
+    assert!(clearings[0]["tokens_after_estimate"].as_u64().unwrap() < 17000);
+
+    // The same in the event stream.
+    let events: Vec<Value> = out
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let ev = events
+        .iter()
+        .find(|e| e["type"] == "context.cleared")
+        .expect("a context.cleared event");
+    assert_eq!(ev["turn"], 7);
+    assert_eq!(ev["results_cleared"], cleared);
+    let finished: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "turn.finished")
+        .collect();
+    assert_eq!(finished[0]["context_tokens"], 1000);
+    assert_eq!(finished[5]["context_tokens"], 17000);
+}
+
+/// Four turns of reads, then `wall` for the fifth request, then a final answer.
+fn wall_script(wall: Reply) -> Vec<Reply> {
+    let mut script: Vec<Reply> = (1..=4)
+        .map(|k| read_turn(k, &format!("f{k}.txt"), 1000 * k as u64))
+        .collect();
+    script.push(wall);
+    script.push(Reply::Sse(turn_text("Done after clearing.")));
+    script
+}
+
+/// The mock with `script`, and the four files of `wall_script`.
+fn wall_env(script: Vec<Reply>) -> TestEnv {
+    let env = TestEnv::new(script);
+    for k in 1..=4 {
+        big_file(&env, &format!("f{k}.txt"), 2000);
+    }
+    env
+}
+
+/// The retry after a wall: one clearing, the oldest result cleared, success.
+fn assert_recovered(env: &TestEnv, out: &RunOutput) -> Value {
+    out.assert_code(0).assert_no_secret();
+    env.server.assert_invariants();
+    let t = out.json();
+    assert_eq!(t["status"], "success", "{}", out.stderr);
+    assert_eq!(t["result"], "Done after clearing.");
+    assert_eq!(t["num_turns"], 5, "the wall is not a model turn");
+    let reqs = env.server.requests();
+    assert_eq!(reqs.len(), 6, "one retry");
+    // The retry is the same turn: the same messages, the oldest result cleared.
+    assert_eq!(reqs[4].messages().len(), reqs[5].messages().len());
+    let before = result_texts(&reqs[4]);
+    let after = result_texts(&reqs[5]);
+    assert!(!before.iter().any(|t| is_cleared(t)));
+    assert!(is_cleared(&after[0]), "{after:?}");
+    assert_eq!(after[1..], before[1..], "the last three turns are kept");
+    let clearings = t["context_clearings"].as_array().unwrap();
+    assert_eq!(clearings.len(), 1);
+    assert_eq!(clearings[0]["turn"], 5);
+    assert_eq!(clearings[0]["results_cleared"], 1);
+    assert!(transcript_results(&t).iter().all(|r| !is_cleared(r)));
+    t
+}
+
+#[test]
+fn prompt_too_long_clears_and_retries_the_turn_once() {
+    let env = wall_env(wall_script(Reply::bad_request(
+        "prompt is too long: 210000 tokens > 200000 maximum",
+    )));
+    let out = env.run(&["run", "--json", "read the files"]);
+    let t = assert_recovered(&env, &out);
+    assert_eq!(t["context_clearings"][0]["tokens_before"], 210000);
+    assert_eq!(t["context_window"], 200000);
+}
+
+#[test]
+fn a_window_exceeded_stop_clears_and_retries_the_turn_once() {
+    let wall = Reply::Sse(
+        Turn::new()
+            .text("I was about to")
+            .stop_reason("model_context_window_exceeded")
+            .usage(199_990, 10)
+            .frames(),
+    );
+    let env = wall_env(wall_script(wall));
+    let out = env.run(&["run", "--json", "read the files"]);
+    let t = assert_recovered(&env, &out);
+    assert_eq!(t["context_clearings"][0]["tokens_before"], 200000);
+    // Its tokens were billed; its partial answer is in no message.
+    assert!(t["usage"]["input_tokens"].as_u64().unwrap() >= 199_990);
+    assert!(!t["messages"].to_string().contains("I was about to"));
+}
+
+#[test]
+fn a_history_that_cannot_be_cleared_is_context_exceeded() {
+    // The very first request is too long: there is no tool result to clear.
+    let env = TestEnv::new(vec![Reply::bad_request(
+        "prompt is too long: 250000 tokens > 200000 maximum",
+    )]);
+    let out = env.run(&["run", "--json", "a huge prompt"]);
+    out.assert_code(1).assert_no_secret();
+    let t = out.json();
+    assert_eq!(t["status"], "context_exceeded");
+    assert_eq!(t["error"]["kind"], "context_exceeded");
+    let msg = t["error"]["message"].as_str().unwrap();
+    assert!(msg.contains("does not fit"), "{msg}");
+    assert!(msg.contains("250000 tokens > 200000"), "{msg}");
+    assert!(out.stderr.contains("does not fit"), "{}", out.stderr);
+    assert_eq!(env.server.request_count(), 1);
+}
+
+#[test]
+fn a_second_overflow_after_clearing_is_context_exceeded() {
+    let mut script = wall_script(Reply::bad_request(
+        "prompt is too long: 210000 tokens > 200000 maximum",
+    ));
+    script.pop();
+    script.push(Reply::bad_request(
+        "prompt is too long: 205000 tokens > 200000 maximum",
+    ));
+    let env = wall_env(script);
+    let out = env.run(&["run", "--json", "read the files"]);
+    out.assert_code(1);
+    let t = out.json();
+    assert_eq!(t["status"], "context_exceeded");
+    assert!(
+        t["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("still does not fit"),
+        "{}",
+        t["error"]
+    );
+    assert_eq!(env.server.request_count(), 6, "one retry only");
+}
+
+#[test]
+fn openai_context_length_exceeded_teaches_the_window_and_is_recovered() {
+    let mut script: Vec<Reply> = (1..=4)
+        .map(|k| read_turn(k, &format!("f{k}.txt"), 1000))
+        .collect();
+    let overflow = json!({"error": {"message": "This model's maximum context length is 8192 \
+        tokens. However, your messages resulted in 9000 tokens. Please reduce the length of \
+        the messages.", "type": "invalid_request_error", "param": "messages",
+        "code": "context_length_exceeded"}});
+    script.push(Reply::raw(400, "application/json", &overflow.to_string()));
+    script.push(Reply::turn(Turn::new().text("Done.")));
+    let env = TestEnv::new(script);
+    for k in 1..=4 {
+        env.write(
+            &format!("f{k}.txt"),
+            &format!("file {k} content line\n").repeat(100),
+        );
+    }
+    // An unknown model, no --context-window: nothing is known until the error.
+    let url = env.server.openai_url();
+    let args = [
+        "run",
+        "--provider",
+        "openai",
+        "--base-url",
+        &url,
+        "-m",
+        "local-model",
+        "--json",
+        "read the files",
+    ];
+    let out = env.run_with_env(&args, &[("OPENAI_API_KEY", OPENAI_KEY)]);
+    out.assert_code(0).assert_no_secret();
+    env.server.assert_invariants();
+    let t = out.json();
+    assert_eq!(t["context_window"], 8192, "learned from the error");
+    assert_eq!(t["context_clearings"][0]["tokens_before"], 9000);
+    let reqs = env.server.requests();
+    assert_eq!(reqs.len(), 6);
+    let tool_texts = |r: &Recorded| -> Vec<String> {
+        r.body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["role"] == "tool")
+            .map(|m| m["content"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let before = tool_texts(&reqs[4]);
+    let after = tool_texts(&reqs[5]);
+    assert!(!is_cleared(&before[0]));
+    assert!(is_cleared(&after[0]), "{after:?}");
+    assert_eq!(after[1..], before[1..]);
+    assert!(out.stderr.contains("8192 tokens"), "{}", out.stderr);
+}
+
+#[test]
+fn every_message_is_serialised_once_across_the_run() {
+    const TURNS: usize = 12;
+    let mut script: Vec<Reply> = (1..=TURNS)
+        .map(|k| read_turn(k, &format!("f{k}.txt"), 100))
+        .collect();
+    script.push(Reply::Sse(turn_text("Read them all.")));
+    let env = TestEnv::new(script);
+    for k in 1..=TURNS {
+        big_file(&env, &format!("f{k}.txt"), 500);
+    }
+    let out_file = env.out("t.json");
+    // Requests, -o checkpoints and the --jsonl transcript all go through the same bytes.
+    let out = env.run(&[
+        "run",
+        "-v",
+        "--jsonl",
+        "-o",
+        out_file.to_str().unwrap(),
+        "read them",
+    ]);
+    out.assert_code(0);
+    // The task, each turn's answer and results, the final answer.
+    let messages = 1 + 2 * TURNS + 1;
+    let line = format!("history: {messages} messages, {messages} serialisations");
+    assert!(out.stderr.contains(&line), "{}", out.stderr);
+    assert_eq!(
+        read_json(&out_file)["messages"].as_array().unwrap().len(),
+        messages
+    );
+}
+
+/// A tiny deterministic generator for the kill points (xorshift), seeded per run.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self, below: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % below
+    }
+}
+
+#[test]
+fn a_sigkill_at_any_point_leaves_a_valid_checkpoint() {
+    const TURNS: usize = 30;
+    const KILLS: u64 = 6;
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+        | 1;
+    let mut rng = Rng(seed);
+    for kill in 0..KILLS {
+        let script: Vec<Reply> = (1..=TURNS)
+            .map(|k| read_turn(k, &format!("f{k}.txt"), 100))
+            .collect();
+        let env = TestEnv::keep_alive(script);
+        for k in 1..=TURNS {
+            big_file(&env, &format!("f{k}.txt"), 4000);
+        }
+        let out_file = env.out("t.json");
+        let run = env.spawn(&["run", "-q", "-o", out_file.to_str().unwrap(), "read"]);
+        // A random request to wait for, then a random amount of busy work: the kill
+        // lands anywhere in a turn (streaming, running the tool, writing the file).
+        let at = 1 + rng.next(TURNS as u64 - 2) as usize;
+        env.server.wait_for_requests(at);
+        let spin = rng.next(2_000_000);
+        let mut x = 0u64;
+        for i in 0..spin {
+            x = std::hint::black_box(x.wrapping_add(i));
+        }
+        run.signal(libc::SIGKILL);
+        let _ = run.wait();
+        let t = read_json(&out_file); // panics unless the file is whole, valid JSON
+        assert_eq!(
+            t["status"], "running",
+            "kill {kill} (seed {seed}, request {at}, spin {spin})"
+        );
+        let messages = t["messages"].as_array().unwrap();
+        assert!(!messages.is_empty());
+        assert_eq!(
+            messages.len() % 2,
+            1,
+            "a checkpoint ends after a turn's results"
+        );
+    }
+}
