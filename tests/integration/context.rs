@@ -402,16 +402,19 @@ fn a_sigkill_at_any_point_leaves_a_valid_checkpoint() {
         run.signal(libc::SIGKILL);
         let _ = run.wait();
         let t = read_json(&out_file); // panics unless the file is whole, valid JSON
-        assert_eq!(
-            t["status"], "running",
-            "kill {kill} (seed {seed}, request {at}, spin {spin})"
-        );
+        let why = format!("kill {kill} (seed {seed}, request {at}, spin {spin})");
+        if t["status"] != "running" {
+            // On a loaded machine the run may outpace the kill and end (the script ran
+            // out): then the file is the final transcript, also whole.
+            assert_eq!(t["status"], "error", "{why}");
+            continue;
+        }
         let messages = t["messages"].as_array().unwrap();
-        assert!(!messages.is_empty());
+        assert!(!messages.is_empty(), "{why}");
         assert_eq!(
             messages.len() % 2,
             1,
-            "a checkpoint ends after a turn's results"
+            "a checkpoint ends after results; {why}"
         );
     }
 }
