@@ -789,3 +789,79 @@ fn permission_rules_and_hook_matchers_name_mcp_tools() {
         assert!(out.stderr.contains(needle), "{rule}: {}", out.stderr);
     }
 }
+
+/// Whether `pid` is still a live process after the kernel had a moment to deliver a
+/// kill (polled: SIGKILL is asynchronous).
+fn alive(pid: u64) -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while running(pid) {
+        if std::time::Instant::now() > deadline {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    false
+}
+
+/// Whether `pid` is a live process now (not gone, not a zombie).
+fn running(pid: u64) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            let after = s[s.rfind(')')? + 1..].trim_start().to_string();
+            after.chars().next()
+        })
+        .is_some_and(|state| state != 'Z' && state != 'X')
+}
+
+fn logged_pid(log: &std::path::Path, what: &str) -> u64 {
+    read_log(log)
+        .iter()
+        .find(|e| e["what"] == what)
+        .and_then(|e| e["msg"].as_u64())
+        .expect("the server logged its pid")
+}
+
+#[test]
+fn servers_are_killed_when_the_run_ends_normally_or_by_timeout() {
+    // A normal end.
+    let env = env_with_turns(vec![vec![("e1", "mcp__t__echo", json!({"text": "x"}))]]);
+    let log = env.out("log.jsonl");
+    let cfg = config(&env, &["--log", log.to_str().unwrap()]);
+    env.run(&["run", "go", "--json", "--mcp-config", &cfg])
+        .assert_code(0);
+    let pid = logged_pid(&log, "pid");
+    assert!(!alive(pid), "the server {pid} outlived the run");
+
+    // The --timeout way out, with a call still running in the server.
+    let env = env_with_turns(vec![vec![("s1", "mcp__t__slow", json!({"ms": 60_000}))]]);
+    let log = env.out("log.jsonl");
+    // The server starts a process of its own (as `npx` starts `node`): the whole group
+    // goes, not only the process the agent started.
+    let cfg = config(&env, &["--log", log.to_str().unwrap(), "--grandchild"]);
+    let out = env.run(&[
+        "run",
+        "go",
+        "--json",
+        "--allow-mcp",
+        "--timeout",
+        "2s",
+        "--mcp-config",
+        &cfg,
+    ]);
+    out.assert_code(124);
+    let pid = logged_pid(&log, "pid");
+    assert!(!alive(pid), "the server {pid} outlived a timed-out run");
+    let grandchild = logged_pid(&log, "grandchild");
+    assert!(
+        !alive(grandchild),
+        "the server's child {grandchild} outlived the run"
+    );
+    assert!(
+        !out.stderr.contains("left running in the background"),
+        "the server is not an escaped process: {}",
+        out.stderr
+    );
+    let t = out.json();
+    assert_eq!(t["tool_calls"][0]["metadata"]["unfinished"], true, "{t}");
+}

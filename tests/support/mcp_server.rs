@@ -36,6 +36,8 @@ struct Opts {
     /// HTTP with SSE: close a tools/call stream after its priming event; the answer is
     /// sent on the GET that resumes it (Last-Event-ID).
     sse_drop: bool,
+    /// Start a child of our own that just waits (as `npx` starts `node`), logging its pid.
+    grandchild: bool,
 }
 
 /// Where a server-initiated request's answer goes.
@@ -66,6 +68,7 @@ fn main() {
         hang_on_init: false,
         expire_session_after: None,
         sse_drop: false,
+        grandchild: false,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut it = args.iter();
@@ -81,6 +84,10 @@ fn main() {
             "--hang-on-init" => opts.hang_on_init = true,
             "--expire-session-after" => opts.expire_session_after = val().parse().ok(),
             "--sse-drop" => opts.sse_drop = true,
+            "--grandchild" => opts.grandchild = true,
+            "--idle" => loop {
+                std::thread::sleep(Duration::from_secs(60));
+            },
             other => {
                 eprintln!("unknown argument {other}");
                 std::process::exit(2);
@@ -105,6 +112,17 @@ fn main() {
         session: Mutex::new((0, 0)),
         replays: Mutex::new((HashMap::new(), 0)),
     });
+    server.log("pid", &json!(std::process::id()));
+    if server.opts.grandchild {
+        let child = std::process::Command::new(std::env::current_exe().unwrap())
+            .arg("--idle")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        server.log("grandchild", &json!(child.id()));
+    }
     match server.opts.http.clone() {
         Some(addr) => serve_http(server, &addr),
         None => serve_stdio(server),
