@@ -122,6 +122,8 @@ fn main() {
             .spawn()
             .unwrap();
         server.log("grandchild", &json!(child.id()));
+        let mut child = child;
+        std::thread::spawn(move || child.wait());
     }
     match server.opts.http.clone() {
         Some(addr) => serve_http(server, &addr),
