@@ -865,3 +865,22 @@ fn servers_are_killed_when_the_run_ends_normally_or_by_timeout() {
     let t = out.json();
     assert_eq!(t["tool_calls"][0]["metadata"]["unfinished"], true, "{t}");
 }
+
+#[test]
+fn servers_start_in_parallel() {
+    let env = env_with_turns(vec![]);
+    let marks = env.out("marks");
+    std::fs::create_dir(&marks).unwrap();
+    let m = marks.to_str().unwrap();
+    let entry = || stdio_entry(&["--start-barrier", m, "3"], json!({}));
+    let cfg = write_config(
+        &env.out("mcp.json"),
+        json!({"a": entry(), "b": entry(), "c": entry()}),
+    );
+    let out = env.run(&["run", "go", "--json", "--mcp-config", &cfg]);
+    out.assert_code(0);
+    let t = out.json();
+    for s in t["mcp_servers"].as_array().unwrap() {
+        assert_eq!(s["status"], "connected", "each waited for the others: {s}");
+    }
+}

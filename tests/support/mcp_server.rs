@@ -38,6 +38,9 @@ struct Opts {
     sse_drop: bool,
     /// Start a child of our own that just waits (as `npx` starts `node`), logging its pid.
     grandchild: bool,
+    /// `DIR N`: before answering `initialize`, leave a file in DIR and wait until N
+    /// servers have (servers started one after another never get there).
+    start_barrier: Option<(String, usize)>,
 }
 
 /// Where a server-initiated request's answer goes.
@@ -69,6 +72,7 @@ fn main() {
         expire_session_after: None,
         sse_drop: false,
         grandchild: false,
+        start_barrier: None,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut it = args.iter();
@@ -85,6 +89,10 @@ fn main() {
             "--expire-session-after" => opts.expire_session_after = val().parse().ok(),
             "--sse-drop" => opts.sse_drop = true,
             "--grandchild" => opts.grandchild = true,
+            "--start-barrier" => {
+                let dir = val();
+                opts.start_barrier = Some((dir, val().parse().unwrap_or(2)));
+            }
             "--idle" => loop {
                 std::thread::sleep(Duration::from_secs(60));
             },
@@ -172,6 +180,12 @@ impl Server {
             "initialize" if self.opts.hang_on_init => loop {
                 std::thread::sleep(Duration::from_secs(60));
             },
+            "initialize" if self.opts.start_barrier.is_some() && !start_barrier(&self.opts) => {
+                Err((
+                    -32603,
+                    "the other servers did not start at the same time".into(),
+                ))
+            }
             "initialize" => Ok(json!({
                 "protocolVersion": self.opts.protocol.clone()
                     .unwrap_or_else(|| params["protocolVersion"].as_str().unwrap_or("").into()),
@@ -282,6 +296,22 @@ impl Server {
             other => Err((-32602, format!("Unknown tool: {other}"))),
         }
     }
+}
+
+/// Leaves this server's mark and waits (bounded) until `n` servers have left theirs.
+fn start_barrier(opts: &Opts) -> bool {
+    let Some((dir, n)) = &opts.start_barrier else {
+        return true;
+    };
+    std::fs::write(format!("{dir}/{}", std::process::id()), "").unwrap();
+    let deadline = Instant::now() + BARRIER_WAIT;
+    while Instant::now() < deadline {
+        if std::fs::read_dir(dir).map(|d| d.count()).unwrap_or(0) >= *n {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    false
 }
 
 fn tools() -> Vec<Value> {
