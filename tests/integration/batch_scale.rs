@@ -714,8 +714,15 @@ fn a_signal_during_setup_interrupts_the_task() {
     let dir = env.out("results");
     let running =
         env.spawn_command(env.command(&["batch", "tasks.jsonl", "--out", dir.to_str().unwrap()]));
-    // Opening the FIFO blocks until the setup opens it: then the setup is running.
-    let said = std::fs::read_to_string(&fifo).unwrap();
+    // Opening the FIFO blocks until the setup opens it: then the setup is running. (In a
+    // thread, so a batch that never gets there fails the test instead of hanging it.)
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = fifo.clone();
+    std::thread::spawn(move || tx.send(std::fs::read_to_string(&reader)));
+    let said = rx
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("the setup never started")
+        .unwrap();
     assert_eq!(said, "started\n");
     running.signal(libc::SIGTERM);
     let out = running.wait();
@@ -755,7 +762,9 @@ fn a_terminal_gets_a_progress_bar() {
     let mut term = std::fs::File::from(master);
     let mut seen = String::new();
     let mut buf = [0u8; 4096];
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while !seen.contains("1 succeeded · 1 running") {
+        assert!(std::time::Instant::now() < deadline, "no such bar: {seen}");
         let n = term.read(&mut buf).expect("the bar before the pty closed");
         assert!(n > 0, "the terminal closed first: {seen}");
         seen.push_str(&String::from_utf8_lossy(&buf[..n]));
