@@ -88,8 +88,11 @@ impl Prices {
         longest(&mut BUILTIN_PRICES.iter().copied(), family)
     }
 
-    /// What `usage` cost with `model`, or None when its price is unknown.
+    /// What `usage` cost with `model`, or None when its price or the usage is unknown.
     pub fn cost(&self, model: &str, usage: &Usage) -> Option<f64> {
+        if usage.unknown {
+            return None; // the server reported no usage: the cost is unknown too
+        }
         let p = self.lookup(model)?;
         let mtok = |n: u64| n as f64 / TOKENS_PER_UNIT;
         Some(
@@ -204,6 +207,7 @@ mod tests {
             output_tokens: o,
             cache_creation_input_tokens: cw,
             cache_read_input_tokens: cr,
+            unknown: false,
         }
     }
 

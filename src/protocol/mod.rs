@@ -105,16 +105,64 @@ pub enum ContentBlock {
 }
 
 /// Token usage. Every field is optional on the wire; absent means "not reported".
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Usage {
-    #[serde(default)]
     pub input_tokens: u64,
-    #[serde(default)]
     pub output_tokens: u64,
-    #[serde(default)]
     pub cache_creation_input_tokens: u64,
-    #[serde(default)]
     pub cache_read_input_tokens: u64,
+    /// A turn came with no usage at all (llama-cpp-python sends none): the counts are
+    /// not known, so they are written as `null` and no cost is computed from them.
+    pub unknown: bool,
+}
+
+impl Serialize for Usage {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let count = |n: u64| (!self.unknown).then_some(n);
+        let mut s = serializer.serialize_struct("Usage", 4)?;
+        s.serialize_field("input_tokens", &count(self.input_tokens))?;
+        s.serialize_field("output_tokens", &count(self.output_tokens))?;
+        s.serialize_field(
+            "cache_creation_input_tokens",
+            &count(self.cache_creation_input_tokens),
+        )?;
+        s.serialize_field(
+            "cache_read_input_tokens",
+            &count(self.cache_read_input_tokens),
+        )?;
+        s.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Usage {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        struct Counts {
+            #[serde(default)]
+            input_tokens: Option<u64>,
+            #[serde(default)]
+            output_tokens: Option<u64>,
+            #[serde(default)]
+            cache_creation_input_tokens: Option<u64>,
+            #[serde(default)]
+            cache_read_input_tokens: Option<u64>,
+        }
+        let c = Counts::deserialize(deserializer)?;
+        let counts = [
+            c.input_tokens,
+            c.output_tokens,
+            c.cache_creation_input_tokens,
+            c.cache_read_input_tokens,
+        ];
+        Ok(Usage {
+            input_tokens: c.input_tokens.unwrap_or(0),
+            output_tokens: c.output_tokens.unwrap_or(0),
+            cache_creation_input_tokens: c.cache_creation_input_tokens.unwrap_or(0),
+            cache_read_input_tokens: c.cache_read_input_tokens.unwrap_or(0),
+            unknown: counts.iter().any(Option::is_none),
+        })
+    }
 }
 
 impl Usage {
@@ -128,6 +176,7 @@ impl Usage {
         self.output_tokens += other.output_tokens;
         self.cache_creation_input_tokens += other.cache_creation_input_tokens;
         self.cache_read_input_tokens += other.cache_read_input_tokens;
+        self.unknown |= other.unknown;
     }
 }
 
@@ -258,4 +307,37 @@ pub struct ApiErrorBody {
     pub kind: String,
     #[serde(default)]
     pub message: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_usage_is_null_and_stays_unknown_in_sums() {
+        let known = Usage {
+            input_tokens: 3,
+            output_tokens: 4,
+            ..Usage::default()
+        };
+        assert_eq!(
+            serde_json::to_value(known).unwrap(),
+            serde_json::json!({"input_tokens": 3, "output_tokens": 4,
+                "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0})
+        );
+        let mut sum = known;
+        sum.add(&Usage {
+            unknown: true,
+            ..Usage::default()
+        });
+        let v = serde_json::to_value(sum).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"input_tokens": null, "output_tokens": null,
+                "cache_creation_input_tokens": null, "cache_read_input_tokens": null})
+        );
+        assert_eq!(serde_json::from_value::<Usage>(v).unwrap().unknown, true);
+        let back: Usage = serde_json::from_value(serde_json::to_value(known).unwrap()).unwrap();
+        assert_eq!(back, known);
+    }
 }

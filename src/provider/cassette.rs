@@ -280,9 +280,11 @@ fn encode_anthropic(turn: &Turn) -> String {
         "message_start",
         json!({"type": "message_start", "message": {"id": turn.id, "type": "message",
                "role": "assistant", "model": turn.model, "content": [],
-               "usage": {"input_tokens": u.input_tokens, "output_tokens": 0,
+               // An unknown usage stays unknown on replay: no counts at all.
+               "usage": (!u.unknown).then(|| json!({"input_tokens": u.input_tokens,
+                         "output_tokens": 0,
                          "cache_creation_input_tokens": u.cache_creation_input_tokens,
-                         "cache_read_input_tokens": u.cache_read_input_tokens}}}),
+                         "cache_read_input_tokens": u.cache_read_input_tokens}))}}),
     );
     for (index, block) in turn.message.content.iter().enumerate() {
         let (start, deltas) = match block {
@@ -327,7 +329,7 @@ fn encode_anthropic(turn: &Turn) -> String {
     event(
         "message_delta",
         json!({"type": "message_delta", "delta": {"stop_reason": turn.stop_reason.as_str()},
-               "usage": {"output_tokens": u.output_tokens}}),
+               "usage": (!u.unknown).then(|| json!({"output_tokens": u.output_tokens}))}),
     );
     event("message_stop", json!({"type": "message_stop"}));
     out

@@ -209,3 +209,63 @@ fn verbose_input_tokens_include_cache_reads_like_the_summary() {
         out.stderr
     );
 }
+
+/// A server that sends no usage (llama-cpp-python; a gateway dropping it): the
+/// transcript's counts are null and so is the cost, on both wires.
+#[test]
+fn unknown_usage_is_null_not_zero() {
+    // A priced model, so that a null cost can only come from the unknown usage.
+    let anthropic_turn = |usage: &str, delta_usage: &str| {
+        vec![
+            format!(
+                "event: message_start\ndata: {{\"type\":\"message_start\",\"message\":{{\"id\":\"m\",\
+                 \"type\":\"message\",\"role\":\"assistant\",\"model\":\"claude-sonnet-4-5\",\
+                 \"content\":[]{usage}}}}}\n\n"
+            ),
+            crate::support::sse::block_start(0, json!({"type": "text", "text": ""})),
+            crate::support::sse::block_delta(0, json!({"type": "text_delta", "text": "hi"})),
+            crate::support::sse::block_stop(0),
+            format!(
+                "event: message_delta\ndata: {{\"type\":\"message_delta\",\
+                 \"delta\":{{\"stop_reason\":\"end_turn\"}}{delta_usage}}}\n\n"
+            ),
+            crate::support::sse::message_stop(),
+        ]
+    };
+    let anthropic = anthropic_turn("", "");
+    let openai = vec![
+        chat_delta(json!({"role": "assistant", "content": "hi"}), None),
+        chat_delta(json!({}), Some("stop")),
+        crate::support::chat::done(),
+    ];
+    for (frames, is_openai) in [(anthropic, false), (openai, true)] {
+        let env = TestEnv::new(vec![Reply::Sse(frames)]);
+        let out = if is_openai {
+            run_openai(&env, &[])
+        } else {
+            env.run(&["run", "--json", "hi"])
+        };
+        out.assert_code(0);
+        let t = out.json();
+        assert_eq!(
+            t["usage"],
+            json!({"input_tokens": null, "output_tokens": null,
+                   "cache_creation_input_tokens": null, "cache_read_input_tokens": null}),
+            "openai: {is_openai}"
+        );
+        assert_eq!(t["cost_usd"], json!(null), "openai: {is_openai}");
+    }
+    // The same stream with usage has counts and a cost.
+    let env = TestEnv::new(vec![Reply::Sse(anthropic_turn(
+        r#","usage":{"input_tokens":10,"output_tokens":1}"#,
+        r#","usage":{"output_tokens":5}"#,
+    ))]);
+    let t = env.run(&["run", "--json", "hi"]).json();
+    assert_eq!(t["usage"]["input_tokens"], 10);
+    assert_eq!(t["usage"]["output_tokens"], 5);
+    assert!(t["cost_usd"].as_f64().is_some(), "{}", t["cost_usd"]);
+}
+
+fn chat_delta(d: serde_json::Value, finish: Option<&str>) -> String {
+    crate::support::chat::delta(d, finish)
+}

@@ -94,6 +94,8 @@ pub(crate) struct TurnAccumulator {
     blocks: Vec<(usize, Block)>,
     stop_reason: Option<StopReason>,
     usage: Usage,
+    /// Some event carried a usage count.
+    usage_seen: bool,
     events: usize,
     stopped: bool,
 }
@@ -121,6 +123,7 @@ impl TurnAccumulator {
                 self.id = message.id;
                 self.model = message.model;
                 if let Some(u) = message.usage {
+                    self.usage_seen |= reports_usage(&u);
                     apply_usage(&mut self.usage, &u);
                 }
             }
@@ -162,6 +165,7 @@ impl TurnAccumulator {
                     self.stop_reason = Some(StopReason::parse(&reason));
                 }
                 if let Some(u) = usage {
+                    self.usage_seen |= reports_usage(&u);
                     apply_usage(&mut self.usage, &u);
                 }
             }
@@ -420,7 +424,10 @@ impl TurnAccumulator {
             },
             calls,
             stop_reason,
-            usage: self.usage,
+            usage: Usage {
+                unknown: !self.usage_seen,
+                ..self.usage
+            },
         })
     }
 }
@@ -435,6 +442,14 @@ fn closed_input(buf: &str, start_input: &Value, input_bytes: usize) -> Result<Va
         ));
     }
     parse_tool_input(buf, start_input)
+}
+
+/// Whether `u` reports any count at all.
+fn reports_usage(u: &DeltaUsage) -> bool {
+    u.input_tokens.is_some()
+        || u.output_tokens.is_some()
+        || u.cache_creation_input_tokens.is_some()
+        || u.cache_read_input_tokens.is_some()
 }
 
 /// Usage counts in `u` overwrite ours (message_delta counts are cumulative), except a

@@ -69,7 +69,8 @@ fn text_turn() {
             input_tokens: 120,
             output_tokens: 9,
             cache_creation_input_tokens: 7,
-            cache_read_input_tokens: 11
+            cache_read_input_tokens: 11,
+            unknown: false
         }
     );
 }
@@ -724,4 +725,14 @@ fn the_latest_non_zero_usage_wins() {
     let delta_zero = r#"{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"input_tokens":0,"output_tokens":7}}"#;
     let turn = read(&stream(&[START, delta_zero, END])).unwrap();
     assert_eq!((turn.usage.input_tokens, turn.usage.output_tokens), (10, 7));
+}
+
+/// No usage anywhere (a gateway that drops it): unknown, not zero.
+#[test]
+fn a_stream_without_usage_has_unknown_usage() {
+    let start = r#"{"type":"message_start","message":{"id":"m","model":"m"}}"#;
+    let delta = r#"{"type":"message_delta","delta":{"stop_reason":"end_turn"}}"#;
+    let turn = read(&stream(&[start, delta, END])).unwrap();
+    assert!(turn.usage.unknown);
+    assert!(!read(&stream(&[START, delta, END])).unwrap().usage.unknown);
 }

@@ -119,6 +119,8 @@ struct ChatAccumulator {
     calls: Vec<CallBuf>,
     finish_reason: Option<String>,
     usage: Usage,
+    /// A usage chunk came (llama-cpp-python sends none).
+    usage_seen: bool,
     chunks: usize,
     /// `data: [DONE]` arrived.
     done: bool,
@@ -159,6 +161,7 @@ impl ChatAccumulator {
             if let Some(c) = u.completion_tokens {
                 self.usage.output_tokens = c;
             }
+            self.usage_seen |= u.prompt_tokens.is_some() || u.completion_tokens.is_some();
         }
         for choice in chunk.choices.unwrap_or_default() {
             if choice.index.unwrap_or(0) != 0 {
@@ -389,7 +392,10 @@ impl ChatAccumulator {
             },
             calls,
             stop_reason,
-            usage: self.usage,
+            usage: Usage {
+                unknown: !self.usage_seen,
+                ..self.usage
+            },
         })
     }
 }

@@ -91,7 +91,8 @@ fn text_only_fixture() {
             input_tokens: 56,
             output_tokens: 11,
             cache_creation_input_tokens: 0,
-            cache_read_input_tokens: 64
+            cache_read_input_tokens: 64,
+            unknown: false
         }
     );
 }
@@ -208,7 +209,8 @@ fn fragmented_arguments_fixture() {
             input_tokens: 322,
             output_tokens: 30,
             cache_creation_input_tokens: 0,
-            cache_read_input_tokens: 128
+            cache_read_input_tokens: 128,
+            unknown: false
         }
     );
 }
@@ -579,4 +581,24 @@ fn a_call_without_a_name_is_kept_for_an_error_result() {
     assert_eq!(names, ["", "Glob"]);
     assert_eq!(turn.calls[0].id, "call_n");
     assert_eq!(turn.stop_reason, StopReason::ToolUse);
+}
+
+/// llama-cpp-python sends no usage chunk: the usage is unknown, not zero.
+#[test]
+fn a_stream_without_a_usage_chunk_has_unknown_usage() {
+    let turn = read(&stream(
+        &[delta(json!({"content": "hi"})), finish("stop")],
+        true,
+    ))
+    .unwrap();
+    assert!(turn.usage.unknown);
+    let with = stream(
+        &[
+            delta(json!({"content": "hi"})),
+            finish("stop"),
+            usage_chunk(5, 2, 0),
+        ],
+        true,
+    );
+    assert!(!read(&with).unwrap().usage.unknown);
 }
