@@ -21,6 +21,10 @@ use crate::provider::sse::SseReader;
 const MAX_BODY_BYTES: u64 = 64 * 1024 * 1024;
 /// Time to connect to the server: a loopback or LAN server accepts at once.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Bound of a notification's POST (the server only acknowledges it with 202).
+const NOTIFY_TIMEOUT: Duration = Duration::from_secs(10);
+/// Bytes of an error response read to quote from it.
+const ERROR_BODY_BYTES: u64 = 64 * 1024;
 /// Bound of the DELETE that ends the session: the run is finishing and must not wait.
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
 /// Characters of an error body quoted in a message.
@@ -160,7 +164,7 @@ impl HttpTransport {
         let _ = resp
             .into_body()
             .into_reader()
-            .take(MAX_BODY_BYTES.min(64 * 1024))
+            .take(ERROR_BODY_BYTES)
             .read_to_string(&mut body);
         let hint = if status == 404 && self.session().is_some() {
             " (the server ended the session)"
@@ -333,17 +337,19 @@ fn header(resp: &ureq::http::Response<ureq::Body>, name: &str) -> Option<String>
         .map(str::to_string)
 }
 
-impl Transport for HttpTransport {
-    fn request(&self, method: &str, params: Value, timeout: Duration) -> Result<Value, CallError> {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        if method == "initialize" {
-            *self.init_params.lock().unwrap_or_else(|p| p.into_inner()) = Some(params.clone());
-        }
-        let msg = client::request_message(id, method, params);
-        let mut resp = self.post_unchecked(&msg, timeout)?;
+impl HttpTransport {
+    /// POSTs a request and reads its answer (renewing an ended session once).
+    fn exchange(
+        &self,
+        msg: &Value,
+        id: u64,
+        method: &str,
+        timeout: Duration,
+    ) -> Result<Value, CallError> {
+        let mut resp = self.post_unchecked(msg, timeout)?;
         if method != "initialize" && self.session_ended(&resp) {
             self.reinitialize(timeout)?;
-            resp = self.post_unchecked(&msg, timeout)?;
+            resp = self.post_unchecked(msg, timeout)?;
         }
         let resp = self.check(resp)?;
         if method == "initialize"
@@ -401,11 +407,32 @@ impl Transport for HttpTransport {
             ))
         })
     }
+}
+
+impl Transport for HttpTransport {
+    fn request(&self, method: &str, params: Value, timeout: Duration) -> Result<Value, CallError> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        if method == "initialize" {
+            *self.init_params.lock().unwrap_or_else(|p| p.into_inner()) = Some(params.clone());
+        }
+        let msg = client::request_message(id, method, params);
+        let outcome = self.exchange(&msg, id, method, timeout);
+        if let Err(CallError::Timeout(_)) = &outcome
+            && method != "initialize"
+        {
+            // As on stdio: the server may stop working on it.
+            let _ = self.notify(
+                "notifications/cancelled",
+                serde_json::json!({"requestId": id, "reason": "timed out"}),
+            );
+        }
+        outcome
+    }
 
     fn notify(&self, method: &str, params: Value) -> Result<(), CallError> {
         self.post(
             &client::notification_message(method, params),
-            CONNECT_TIMEOUT,
+            NOTIFY_TIMEOUT,
         )
         .map(drop)
     }

@@ -884,3 +884,41 @@ fn servers_start_in_parallel() {
         assert_eq!(s["status"], "connected", "each waited for the others: {s}");
     }
 }
+
+#[test]
+fn an_http_call_over_mcp_timeout_is_an_error_and_cancelled() {
+    let env = env_with_turns(vec![
+        vec![("s1", "mcp__h__slow", json!({"ms": 20_000}))],
+        vec![("e1", "mcp__h__echo", json!({"text": "after"}))],
+    ]);
+    let server = HttpServer::start(env.out("http-log.jsonl"), &[]);
+    let cfg = write_config(
+        &env.out("mcp.json"),
+        json!({"h": {"type": "http", "url": server.url}}),
+    );
+    let out = env.run(&[
+        "run",
+        "go",
+        "--json",
+        "--allow-mcp",
+        "--mcp-timeout",
+        "300ms",
+        "--mcp-config",
+        &cfg,
+    ]);
+    out.assert_code(0);
+    let r = results(&env);
+    assert!(r[0].1 && r[0].0.contains("--mcp-timeout"), "{r:?}");
+    assert_eq!(r[1], ("echo: after".to_string(), false));
+    let log = read_log(&server.log);
+    let slow_id = log
+        .iter()
+        .find(|e| e["msg"]["body"]["params"]["name"] == "slow")
+        .map(|e| e["msg"]["body"]["id"].clone())
+        .unwrap();
+    let cancel = log
+        .iter()
+        .find(|e| e["msg"]["body"]["method"] == "notifications/cancelled")
+        .expect("the timed-out request is cancelled");
+    assert_eq!(cancel["msg"]["body"]["params"]["requestId"], slow_id);
+}
