@@ -348,7 +348,7 @@ pub struct SecurityArgs {
     /// .agent/settings.json; lists are concatenated).
     #[arg(long = "settings", value_name = "FILE")]
     pub settings: Vec<PathBuf>,
-    /// Ignore the workspace's .agent/settings.json (for untrusted checkouts).
+    /// Ignore the workspace's .agent/settings.json and .mcp.json (for untrusted checkouts).
     #[arg(long)]
     pub no_project_settings: bool,
     /// What a denied tool call does: tell the model and go on, or end the run (exit 5).
