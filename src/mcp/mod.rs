@@ -200,16 +200,21 @@ pub(crate) struct Started {
 /// Starts every server in parallel and lists its tools. `Err` only with `--strict-mcp`,
 /// naming the server that failed.
 pub(crate) fn start(specs: &[ServerSpec], opts: &Options) -> Result<Started, String> {
+    if !specs.is_empty() {
+        crate::output::progress(&format!("starting {} MCP server(s)", specs.len()));
+    }
     let outcomes: Vec<_> = std::thread::scope(|scope| {
         let handles: Vec<_> = specs
             .iter()
-            .map(|spec| scope.spawn(move || (spec, connect(spec, opts))))
+            .map(|spec| (spec, scope.spawn(move || connect(spec, opts))))
             .collect();
         handles
             .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| panic!("an MCP start-up thread panicked"))
+            .map(|(spec, h)| {
+                let outcome = h
+                    .join()
+                    .unwrap_or_else(|_| Err("the start-up failed unexpectedly (a panic)".into()));
+                (spec, outcome)
             })
             .collect()
     });

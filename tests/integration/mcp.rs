@@ -113,6 +113,20 @@ fn enabling_follows_the_built_in_rule() {
         listed(&["--allowed-tools", "ReadFile,mcp__t__write_note"]),
         ["ReadFile", "mcp__t__write_note"]
     );
+    let out = env.run(&[
+        "tools",
+        "--json",
+        "--mcp-config",
+        &cfg,
+        "--allowed-tools",
+        "mcp__x",
+    ]);
+    out.assert_code(0);
+    assert!(
+        out.stderr.contains("\"mcp__x\"") && out.stderr.contains("names no tool"),
+        "a name that matches no MCP tool is warned about: {}",
+        out.stderr
+    );
     let server = listed(&["--allowed-tools", "mcp__t"]);
     assert_eq!(server.len(), 10, "every tool of t: {server:?}");
     assert_eq!(listed(&["--allowed-tools", "mcp__t__*"]), server);
