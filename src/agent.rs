@@ -20,7 +20,9 @@ use crate::provider::{Provider, ProviderError, ProviderErrorKind, StreamNotice, 
 use crate::scheduler::{self, EarlyResults, EarlyStart, Scheduled};
 use crate::tools::ToolContext;
 use crate::tools::registry::Registry;
-use crate::transcript::{DenialRecord, InFlight, Outcome, RunRecord, Status, ToolCallRecord, lock};
+use crate::transcript::{
+    DenialRecord, InFlight, Outcome, RunRecord, Status, ToolCallRecord, lock, message_text,
+};
 use crate::turn::{PendingCall, Turn};
 use crate::verify::Verdict;
 
@@ -62,6 +64,13 @@ impl Watch for RunWatch<'_> {
         self.ci.finished(call, outcome);
     }
 }
+
+/// Continuations asked for when the final answer is cut off by `max_tokens`: enough for
+/// an answer a few times the limit, while a model that never stops cannot loop on.
+const MAX_ANSWER_CONTINUATIONS: u32 = 3;
+/// What the model is asked when its final answer was cut off.
+const CONTINUE_PROMPT: &str = "Your answer was cut off by the output token limit. Continue \
+    exactly where it stopped, without repeating anything.";
 
 /// How much of a tool input a -v log line shows: a WriteFile's content must not flood CI.
 const LOG_INPUT_CHARS: usize = 200;
@@ -236,6 +245,7 @@ impl Agent<'_> {
         let mut turn_no = 0u32;
         // Set while the same turn is asked again after a clearing at the wall.
         let mut retrying = false;
+        let mut continuations = 0u32;
         // Benchmarking switch (README "Performance"): run every call only after message_stop.
         let early_tools = std::env::var_os("AGENT_NO_EARLY_TOOLS").is_none_or(|v| v != "1");
         loop {
@@ -377,6 +387,9 @@ impl Agent<'_> {
                     continue; // the paused assistant turn is sent back as it is
                 }
                 _ if !turn.calls.is_empty() => {
+                    // Not an answer after all: earlier cut-off parts are no longer joined.
+                    continuations = 0;
+                    lock(self.record).answer_parts.clear();
                     if turn_no >= self.config.max_turns {
                         return self.max_turns();
                     }
@@ -418,7 +431,35 @@ impl Agent<'_> {
                         );
                     }
                 }
-                StopReason::EndTurn | StopReason::StopSequence | StopReason::MaxTokens => {
+                StopReason::MaxTokens => {
+                    // The final answer was cut off: send it back and ask for the rest.
+                    if continuations >= MAX_ANSWER_CONTINUATIONS || turn_no >= self.config.max_turns
+                    {
+                        return Outcome::fail(
+                            Status::MaxTokens,
+                            "max_tokens",
+                            format!(
+                                "the answer was cut off by --max-tokens {} (after {continuations} \
+                                 continuation{})",
+                                self.config.max_tokens,
+                                if continuations == 1 { "" } else { "s" }
+                            ),
+                        );
+                    }
+                    continuations += 1;
+                    lock(self.record)
+                        .answer_parts
+                        .push(message_text(&turn.message));
+                    if history.last().is_some_and(says_nothing) {
+                        history.pop();
+                    }
+                    self.enter(
+                        &mut history,
+                        Message::user_text(CONTINUE_PROMPT.to_string()),
+                    );
+                    (self.checkpoint)();
+                }
+                StopReason::EndTurn | StopReason::StopSequence => {
                     let turns_left = turn_no < self.config.max_turns;
                     match self.ci.after_stop(self.ctx, self.record, turns_left) {
                         Verdict::Passed => return Outcome::ok(Status::Success),
@@ -426,6 +467,9 @@ impl Agent<'_> {
                             return Outcome::fail(Status::VerifyFailed, "verify_failed", m);
                         }
                         Verdict::Retry(msg) => {
+                            // A new answer comes: the old one's parts are not joined to it.
+                            continuations = 0;
+                            lock(self.record).answer_parts.clear();
                             // The API refuses a non-final assistant message with nothing
                             // to say (empty, or thinking only): it stays in the transcript,
                             // not in the requests.

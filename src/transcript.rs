@@ -36,13 +36,19 @@ pub enum Status {
     /// The conversation no longer fits in the model's context window, even with every
     /// old tool result cleared (issue 18).
     ContextExceeded,
+    /// The final answer was still cut off by `--max-tokens` after its continuations.
+    MaxTokens,
 }
 
 impl Status {
     pub fn exit_code(self) -> u8 {
         match self {
             Status::Success => 0,
-            Status::Error | Status::Refusal | Status::Running | Status::ContextExceeded => 1,
+            Status::Error
+            | Status::Refusal
+            | Status::Running
+            | Status::ContextExceeded
+            | Status::MaxTokens => 1,
             Status::MaxTurns | Status::Budget => 3,
             Status::VerifyFailed => 4,
             Status::Denied => 5,
@@ -64,6 +70,7 @@ impl Status {
             Status::Timeout => "timeout",
             Status::Interrupted => "interrupted",
             Status::ContextExceeded => "context_exceeded",
+            Status::MaxTokens => "max_tokens",
         }
     }
 }
@@ -165,6 +172,9 @@ pub struct RunRecord {
     pub context_window: Option<u64>,
     /// Each clearing of old tool results (issue 18).
     pub context_clearings: Vec<Clearing>,
+    /// The earlier parts of a final answer cut off by `max_tokens` and continued: the
+    /// result is these, then the last assistant message's text.
+    pub answer_parts: Vec<String>,
 }
 
 impl RunRecord {
@@ -191,6 +201,7 @@ impl RunRecord {
             context_tokens: None,
             context_window: None,
             context_clearings: Vec::new(),
+            answer_parts: Vec::new(),
         }
     }
 
@@ -220,22 +231,15 @@ impl RunRecord {
 
     /// The text of the last assistant message: the run's answer.
     pub fn final_text(&self) -> String {
-        self.messages
+        let last = self
+            .messages
             .iter()
             .rev()
             .map(|e| e.message())
             .find(|m| m.role == Role::Assistant)
-            .map(|m| {
-                m.content
-                    .iter()
-                    .filter_map(|b| match b {
-                        ContentBlock::Text { text } => Some(text.as_str()),
-                        _ => None,
-                    })
-                    .collect::<Vec<_>>()
-                    .join("")
-            })
-            .unwrap_or_default()
+            .map(message_text)
+            .unwrap_or_default();
+        self.answer_parts.concat() + &last
     }
 
     /// The transcript as a JSON document, unredacted (tests).
@@ -385,6 +389,17 @@ struct Transcript<'a> {
     context_tokens: Option<u64>,
     context_window: Option<u64>,
     context_clearings: &'a [Clearing],
+}
+
+/// The text blocks of a message, joined.
+pub fn message_text(m: &crate::protocol::Message) -> String {
+    m.content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
 }
 
 /// How a run ended: its status and, unless it succeeded, the error.

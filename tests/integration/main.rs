@@ -8,6 +8,7 @@ mod provider_servers;
 #[path = "../support/mod.rs"]
 mod support;
 
+mod answer_continuation;
 mod bad_input;
 mod batch_scale;
 mod cassette;
