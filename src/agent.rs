@@ -54,6 +54,14 @@ struct RunWatch<'a> {
 impl Watch for RunWatch<'_> {
     fn started(&self, call: &PendingCall) {
         let input = call.input.clone().unwrap_or_else(|_| serde_json::json!({}));
+        if output::steps_enabled() {
+            output::step(&format!(
+                "turn {}: {} {}",
+                self.ci.turn(),
+                call.name,
+                shorten(&input.to_string(), STEP_INPUT_CHARS)
+            ));
+        }
         self.in_flight
             .start(&call.id, &call.name, input, self.ci.turn());
         self.ci.started(call);
@@ -74,6 +82,9 @@ const CONTINUE_PROMPT: &str = "Your answer was cut off by the output token limit
 
 /// How much of a tool input a -v log line shows: a WriteFile's content must not flood CI.
 const LOG_INPUT_CHARS: usize = 200;
+
+/// How much of a tool input a plain progress line shows: one readable log line.
+const STEP_INPUT_CHARS: usize = 100;
 
 /// `text` cut to `max` characters, with a marker saying how much was left out.
 fn shorten(text: &str, max: usize) -> String {
@@ -265,6 +276,7 @@ impl Agent<'_> {
                 }
             }
             output::progress(&format!("turn {turn_no}: waiting for the model"));
+            output::step(&format!("turn {turn_no}: waiting for the model"));
             if output::debug_enabled() {
                 let to = match &self.config.replay {
                     Some(c) => format!("the cassette {}", c.display()),

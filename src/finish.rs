@@ -42,6 +42,8 @@ pub(crate) struct Finisher {
     pub(crate) code: OnceLock<u8>,
     /// Whether the saved outputs (`ctx.spill_dir`) outlive the run.
     pub(crate) keep_spill: bool,
+    /// Under GitHub Actions: a failed run also prints an `::error::` annotation.
+    pub(crate) github_actions: bool,
 }
 
 impl Finisher {
@@ -133,6 +135,13 @@ impl Finisher {
         }
         if let Some(e) = error {
             output::error(&e.message);
+            if self.github_actions {
+                output::workflow_command(&format!(
+                    "::error title=agent run {}::{}",
+                    status.as_str(),
+                    escape_workflow_data(&format!("{}: {}", status.as_str(), e.message))
+                ));
+            }
         }
         let _ = self.code.set(match status.exit_code() {
             0 if !delivered => 1,
@@ -248,4 +257,11 @@ fn within<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send + 'st
         })
         .ok()?;
     rx.recv_timeout(limit).ok()
+}
+
+/// A workflow command's message with `%`, CR and LF escaped, as the runner expects.
+fn escape_workflow_data(s: &str) -> String {
+    s.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
 }

@@ -5,13 +5,15 @@
 
 use std::io::{IsTerminal, Write};
 use std::path::Path;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 static LEVEL: AtomicU8 = AtomicU8::new(1);
+/// Off a terminal (a CI log), progress is one plain line per turn and per tool call.
+static PLAIN: AtomicBool = AtomicBool::new(false);
 static SECRETS: OnceLock<Vec<String>> = OnceLock::new();
 static BAR: Mutex<Option<ProgressBar>> = Mutex::new(None);
 
@@ -35,6 +37,11 @@ pub fn init(verbosity: Verbosity, secrets: Vec<String>) {
     };
     LEVEL.store(level, Ordering::Relaxed);
     let _ = SECRETS.set(secrets);
+    // -v logs each request and call in detail already; -q wants none of it.
+    PLAIN.store(
+        level == 1 && !std::io::stderr().is_terminal(),
+        Ordering::Relaxed,
+    );
     if level > 0 && std::io::stderr().is_terminal() {
         let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
         let style = ProgressStyle::with_template("{spinner} {elapsed} {msg}")
@@ -107,6 +114,29 @@ pub fn progress_enabled() -> bool {
 pub fn progress(msg: &str) {
     if let Some(b) = BAR.lock().ok().and_then(|b| b.clone()) {
         b.set_message(redact(msg));
+    }
+}
+
+/// Whether plain progress lines are printed (stderr is not a terminal, no -q or -v).
+pub fn steps_enabled() -> bool {
+    PLAIN.load(Ordering::Relaxed)
+}
+
+/// One plain progress line (a turn, a tool call) for a log that is not a terminal.
+pub fn step(msg: &str) {
+    if steps_enabled() {
+        emit(1, "", msg);
+    }
+}
+
+/// A GitHub Actions workflow command (`::error::…`) on stderr, as it is (no `agent: `
+/// prefix, which would hide it from the runner), secrets redacted. Shown also with -q.
+pub fn workflow_command(line: &str) {
+    let line = redact(line);
+    let bar = BAR.lock().ok().and_then(|b| b.clone());
+    match bar {
+        Some(b) => b.suspend(|| eprintln!("{line}")),
+        None => eprintln!("{line}"),
     }
 }
 

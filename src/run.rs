@@ -106,6 +106,7 @@ pub(crate) fn run_command(args: &RunArgs) -> ExitCode {
         ctx: ctx.clone(),
         code: OnceLock::new(),
         keep_spill: config.keep_spill || config.output_file.is_some(),
+        github_actions: std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true"),
     });
     let _ = FINISHER.set(finisher.clone());
     if let Some(limit) = config.timeout {

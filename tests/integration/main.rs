@@ -17,6 +17,7 @@ mod ci_batch;
 mod ci_budget;
 mod ci_files;
 mod ci_jsonl;
+mod ci_log;
 mod ci_verify;
 mod cli;
 mod context;
