@@ -92,3 +92,29 @@ fn an_empty_open_pipe_beside_a_prompt_gives_no_warning() {
     out.assert_code(0);
     assert!(!out.stderr.contains("--stdin-context"), "{}", out.stderr);
 }
+
+#[test]
+fn exit_2_prints_no_document_and_writes_no_output_file() {
+    let env = TestEnv::new(vec![]);
+    let out_file = env.out("t.json");
+    let o = out_file.to_str().unwrap();
+    for args in [
+        &["run", "--json", "-o", o, "--max-turns", "0", "task"][..],
+        &["run", "--jsonl", "-o", o, "--prompt-file", "/dev/zero"],
+    ] {
+        let out = env.run(args);
+        out.assert_code(2);
+        assert_eq!(out.stdout, "", "{args:?}");
+        assert!(out.stderr.starts_with("agent: error: "), "{}", out.stderr);
+        assert!(!out_file.exists(), "{args:?} wrote -o");
+    }
+}
+
+#[test]
+fn parser_errors_are_printed_by_the_parser() {
+    let env = TestEnv::new(vec![]);
+    let out = env.run(&["run", "--json", "--no-such-flag", "task"]);
+    out.assert_code(2);
+    assert_eq!(out.stdout, "");
+    assert!(out.stderr.starts_with("error: "), "{}", out.stderr);
+}
