@@ -736,3 +736,12 @@ fn a_stream_without_usage_has_unknown_usage() {
     assert!(turn.usage.unknown);
     assert!(!read(&stream(&[START, delta, END])).unwrap().usage.unknown);
 }
+
+/// LiteLLM's `/v1/messages` stream (fixtures/sse/README.md): the real counts come late.
+#[test]
+fn litellm_late_usage_fixture() {
+    let turn = read(&fixture("anthropic_litellm_late_usage.sse")).unwrap();
+    assert_eq!((turn.usage.input_tokens, turn.usage.output_tokens), (27, 4));
+    assert!(!turn.usage.unknown);
+    assert_eq!(turn.stop_reason, StopReason::EndTurn);
+}

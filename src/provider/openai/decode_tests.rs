@@ -602,3 +602,27 @@ fn a_stream_without_a_usage_chunk_has_unknown_usage() {
     );
     assert!(!read(&with).unwrap().usage.unknown);
 }
+
+/// The shapes of real local servers and gateways (fixtures/sse/README.md).
+#[test]
+fn real_server_shapes_decode() {
+    let t = read(&fixture("openai_llama_server_timings.sse")).unwrap();
+    assert_eq!(text_of(&t), "Hello! How can I help?");
+    assert_eq!(t.stop_reason, StopReason::EndTurn);
+    assert_eq!((t.usage.input_tokens, t.usage.output_tokens), (31, 9));
+    assert!(!t.usage.unknown);
+
+    let (t, heard) = read_with_notices(&fixture("openai_llama_cpp_python_tools.sse")[..]);
+    let t = t.unwrap();
+    assert_eq!(t.calls.len(), 1, "one call, however often its id repeats");
+    assert_eq!(t.calls[0].id, "call_lcp_1");
+    assert_eq!(t.calls[0].name, "Glob");
+    assert_eq!(t.calls[0].input, Ok(json!({"pattern": "*.py"})));
+    assert_eq!(heard.ready, t.calls);
+    assert!(t.usage.unknown, "no usage chunk: unknown, not zero");
+
+    let t = read(&fixture("openai_litellm_usage_with_choices.sse")).unwrap();
+    assert_eq!(text_of(&t), "Paris.");
+    assert_eq!((t.usage.input_tokens, t.usage.output_tokens), (25, 3));
+    assert_eq!(t.stop_reason, StopReason::EndTurn);
+}
