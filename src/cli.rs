@@ -344,9 +344,9 @@ pub struct SummaryArgs {
 /// Permission rules, hooks, the Bash sandbox and the child environment (SPEC §6).
 #[derive(Debug, Clone, Default, Args)]
 pub struct SecurityArgs {
-    /// Read permission rules and hooks from FILE too (repeatable; after the project's
-    /// .agent/settings.json; lists are concatenated).
-    #[arg(long = "settings", value_name = "FILE")]
+    /// Read permission rules and hooks from FILE too, or from inline JSON (a value starting
+    /// with `{`) (repeatable; after the project's .agent/settings.json; lists are concatenated).
+    #[arg(long = "settings", value_name = "FILE|JSON")]
     pub settings: Vec<PathBuf>,
     /// Ignore the workspace's .agent/settings.json and .mcp.json (for untrusted checkouts).
     #[arg(long)]

@@ -11,10 +11,10 @@ use clap::ValueEnum;
 use crate::budget::{Budget, Prices};
 use crate::cli::{CiArgs, ProviderKind, RequestArgs, RunArgs, SecurityArgs, ToolArgs};
 use crate::cli::{OnDeny, SandboxMode};
-use crate::confine::{self, SandboxSpec};
 use crate::error::Error;
 use crate::output::Verbosity;
 use crate::policy::Settings;
+use crate::sandbox::{self, SandboxSpec};
 use crate::settings::{SettingsFiles, SettingsSources};
 use crate::tools::registry::{Registry, ToolSelection};
 use crate::verify::VerifySpec;
@@ -300,7 +300,7 @@ fn sandbox_spec(args: &SecurityArgs, env: &dyn Env) -> Result<SandboxSpec, Error
         no_network: args.no_network,
     };
     if !spec.is_off() {
-        let abi = confine::kernel_abi(env.var(confine::TEST_ABI_ENV).as_deref());
+        let abi = sandbox::kernel_abi(env.var(sandbox::TEST_ABI_ENV).as_deref());
         spec.check_kernel(abi).map_err(Error::Usage)?;
     }
     Ok(spec)
@@ -655,11 +655,11 @@ mod tests {
     fn sandbox_flags_are_validated_against_the_kernel() {
         let no_ll = FakeEnv(vec![
             ("ANTHROPIC_API_KEY", "k"),
-            (confine::TEST_ABI_ENV, "0"),
+            (sandbox::TEST_ABI_ENV, "0"),
         ]);
         let new_ll = FakeEnv(vec![
             ("ANTHROPIC_API_KEY", "k"),
-            (confine::TEST_ABI_ENV, "7"),
+            (sandbox::TEST_ABI_ENV, "7"),
         ]);
         for (args, needle) in [
             (vec!["hi", "--writable", "/tmp"], "--writable only applies"),

@@ -37,7 +37,7 @@ pub(crate) fn run_command(args: &RunArgs) -> ExitCode {
         output::warn(w);
     }
 
-    let sandbox = match crate::confine::Confinement::build(&config.sandbox, &config.workspace) {
+    let sandbox = match crate::sandbox::Confinement::build(&config.sandbox, &config.workspace) {
         Ok(s) => s,
         Err(e) => {
             output::error(&e);

@@ -1,5 +1,6 @@
 //! The one settings reader: `.agent/settings.json` in the workspace (unless
-//! `--no-project-settings`) and then each `--settings FILE`, in that order. Each file is
+//! `--no-project-settings`) and then each `--settings FILE` or `--settings '{…}'` (inline
+//! JSON: a value starting with `{`), in that order. Each file is
 //! read once, with one size cap, parsed once, and its top-level keys checked against the
 //! sections some module reads; the sections are then handed out by name (policy reads
 //! `permissions` and `hooks`, budget reads `prices`). Every error names the file with one
@@ -15,6 +16,8 @@ use crate::error::Error;
 pub const PROJECT_SETTINGS: &str = ".agent/settings.json";
 /// Settings files larger than this are refused: a settings file is a few rules.
 const MAX_SETTINGS_BYTES: u64 = 1024 * 1024;
+/// How errors name settings given inline on the command line.
+const INLINE_LABEL: &str = "--settings (inline JSON)";
 /// The top-level keys a settings file may have: a misspelt section would otherwise be a
 /// silently ignored guard. `$schema` is for editors.
 const SECTIONS: &[&str] = &["$schema", "permissions", "hooks", "prices"];
@@ -32,7 +35,6 @@ pub struct SettingsSources<'a> {
 pub struct SettingsFile {
     /// How errors name it: `.agent/settings.json` or `--settings FILE`.
     pub label: String,
-    pub path: PathBuf,
     sections: Map<String, Value>,
 }
 
@@ -56,15 +58,25 @@ impl SettingsFiles {
             }
         }
         for file in src.files {
-            out.files
-                .push(read_file(file, format!("--settings {}", file.display()))?);
+            match inline_json(file) {
+                Some(text) => out.push_str(text, INLINE_LABEL)?,
+                None => out
+                    .files
+                    .push(read_file(file, format!("--settings {}", file.display()))?),
+            }
         }
         Ok(out)
     }
 
     /// Parses one file's text; `label` names it in errors.
-    pub fn push_str(&mut self, text: &str, label: &str, path: &Path) -> Result<(), Error> {
-        self.files.push(parse(text, label.to_string(), path)?);
+    pub fn push_str(&mut self, text: &str, label: &str) -> Result<(), Error> {
+        if text.len() as u64 > MAX_SETTINGS_BYTES {
+            return Err(Error::Usage(format!(
+                "{label}: {} bytes is more than the {MAX_SETTINGS_BYTES} bytes settings may have",
+                text.len()
+            )));
+        }
+        self.files.push(parse(text, label.to_string())?);
         Ok(())
     }
 
@@ -89,10 +101,16 @@ fn read_file(path: &Path, label: String) -> Result<SettingsFile, Error> {
         )));
     }
     let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
-    parse(&text, label, path)
+    parse(&text, label)
 }
 
-fn parse(text: &str, label: String, path: &Path) -> Result<SettingsFile, Error> {
+/// `--settings '{"permissions": …}'`: the value itself is the JSON (no file name starts
+/// with `{` in practice, and one that did can be given as `./{…`).
+fn inline_json(value: &Path) -> Option<&str> {
+    value.to_str().filter(|s| s.trim_start().starts_with('{'))
+}
+
+fn parse(text: &str, label: String) -> Result<SettingsFile, Error> {
     let err = |msg: String| Error::Usage(format!("{label}: invalid settings: {msg}"));
     let doc: Value = serde_json::from_str(text).map_err(|e| err(format!("invalid JSON: {e}")))?;
     let Value::Object(sections) = doc else {
@@ -105,11 +123,7 @@ fn parse(text: &str, label: String, path: &Path) -> Result<SettingsFile, Error> 
             expected.join(", ")
         )));
     }
-    Ok(SettingsFile {
-        label,
-        path: path.to_path_buf(),
-        sections,
-    })
+    Ok(SettingsFile { label, sections })
 }
 
 #[cfg(test)]
@@ -186,7 +200,7 @@ mod tests {
             (r#"{"permisions": {}}"#, "unknown field `permisions`"),
         ] {
             let e = SettingsFiles::default()
-                .push_str(text, "conf/x.json", Path::new("conf/x.json"))
+                .push_str(text, "conf/x.json")
                 .unwrap_err();
             let m = e.to_string();
             assert!(
@@ -194,5 +208,35 @@ mod tests {
                 "{m}"
             );
         }
+    }
+
+    #[test]
+    fn inline_json_is_read_in_its_place_among_the_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("a.json");
+        std::fs::write(&f, r#"{"prices": {"a": 1}}"#).unwrap();
+        let files = [
+            PathBuf::from(r#" {"prices": {"b": 2}}"#),
+            f.clone(),
+            PathBuf::from(r#"{"hooks": {}}"#),
+        ];
+        let s = SettingsFiles::read(&sources(dir.path(), &files, true)).unwrap();
+        let labels: Vec<_> = s.files.iter().map(|f| f.label.clone()).collect();
+        assert_eq!(
+            labels,
+            [
+                INLINE_LABEL.to_string(),
+                format!("--settings {}", f.display()),
+                INLINE_LABEL.to_string()
+            ]
+        );
+        assert_eq!(s.sections("prices").count(), 2);
+        let bad = [PathBuf::from("{\"permisions\": {}}")];
+        let e = SettingsFiles::read(&sources(dir.path(), &bad, true)).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("--settings (inline JSON): invalid settings: unknown field"),
+            "{e}"
+        );
     }
 }

@@ -77,13 +77,6 @@ impl Settings {
         }
         Ok(settings)
     }
-
-    pub fn is_empty(&self) -> bool {
-        self.allow.is_empty()
-            && self.deny.is_empty()
-            && self.pre_tool_use.is_empty()
-            && self.post_tool_use.is_empty()
-    }
 }
 
 /// Hooks and rules as the dispatcher's `Gate` (SPEC §5, §6).

@@ -302,7 +302,7 @@ fn path_candidates(raw: &str, workspace: &Path) -> Vec<String> {
     let mut out = vec![relative_form(&lexical, workspace)];
     // What the tool really opens: symlinks followed before `..` is applied, as the
     // kernel does (`link/../x` is `x` beside the link's target, not beside the link).
-    let physical = crate::tools::sandbox::physical_path(workspace, raw)
+    let physical = crate::tools::paths::physical_path(workspace, raw)
         .or_else(|| resolve_existing_prefix(&lexical));
     if let Some(real) = physical {
         let r = relative_form(&real, workspace);

@@ -18,7 +18,7 @@ impl Settings {
     /// Adds one file's sections, given as text; `label` names it in errors.
     fn merge_str(&mut self, text: &str, label: &str, known: &[KnownTool]) -> Result<(), Error> {
         let mut files = SettingsFiles::default();
-        files.push_str(text, label, std::path::Path::new(label))?;
+        files.push_str(text, label)?;
         let more = Settings::from_files(&files, known)?;
         self.allow.extend(more.allow);
         self.deny.extend(more.deny);

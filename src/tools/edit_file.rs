@@ -5,7 +5,7 @@
 //! `\n`) is applied to `old_string` and `new_string` first, so a model that writes `\n`
 //! edits a CRLF file correctly and never mixes endings into it; only when that finds
 //! nothing are the strings tried exactly as given. Writing goes through
-//! `sandbox::write_atomic` (atomic, mode kept, confined).
+//! `paths::write_atomic` (atomic, mode kept, confined).
 
 use std::borrow::Cow;
 use std::io::Read;
@@ -13,9 +13,7 @@ use std::io::Read;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{
-    Category, Subject, SubjectKind, ToolContext, ToolError, ToolResult, TypedTool, sandbox,
-};
+use super::{Category, Subject, SubjectKind, ToolContext, ToolError, ToolResult, TypedTool, paths};
 
 /// Largest file EditFile loads: it holds the old and the new content in memory.
 const MAX_EDIT_FILE_BYTES: u64 = 32 * 1024 * 1024;
@@ -131,8 +129,8 @@ impl TypedTool for EditFile {
 
     fn execute(&self, ctx: &ToolContext, input: &Input) -> Result<ToolResult, ToolError> {
         let path = input.path.as_str();
-        let resolved = sandbox::resolve_for_write(ctx, path)?;
-        let (file, md) = sandbox::open_for_read(ctx, &resolved, path).map_err(|e| {
+        let resolved = paths::resolve_for_write(ctx, path)?;
+        let (file, md) = paths::open_for_read(ctx, &resolved, path).map_err(|e| {
             if e.message().starts_with("file not found") {
                 ToolError::failed(format!(
                     "file not found: {path} does not exist. EditFile changes existing files; use WriteFile to create one."
@@ -160,7 +158,7 @@ impl TypedTool for EditFile {
         updated.extend_from_slice(&content[edit.at + edit.old.len()..]);
         drop(content);
 
-        let change = sandbox::write_atomic(ctx, &resolved, path, &updated)?;
+        let change = paths::write_atomic(ctx, &resolved, path, &updated)?;
         let first = 1 + count_newlines(&updated[..edit.at]);
         // A replacement ending in '\n' ends on the line before the next one starts.
         let last =
@@ -175,7 +173,7 @@ impl TypedTool for EditFile {
             snippet(&updated, first, last)
         );
         Ok(ToolResult::ok(text)
-            .with_meta("path", sandbox::display_path(ctx, &resolved))
+            .with_meta("path", paths::display_path(ctx, &resolved))
             .with_meta("change", change.as_str())
             .with_meta("bytes", updated.len())
             .with_meta("line", first)
@@ -361,7 +359,7 @@ mod tests {
     use std::os::unix::fs::{PermissionsExt, symlink};
 
     use super::*;
-    use crate::tools::sandbox::test_util::*;
+    use crate::tools::paths::test_util::*;
     use crate::tools::test_support::{check_input, exec};
 
     fn run(ctx: &ToolContext, input: Value) -> Result<ToolResult, ToolError> {

@@ -12,9 +12,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::walk::{self, path_order};
-use super::{
-    Category, Subject, SubjectKind, ToolContext, ToolError, ToolResult, TypedTool, sandbox,
-};
+use super::{Category, Subject, SubjectKind, ToolContext, ToolError, ToolResult, TypedTool, paths};
 
 /// Paths listed at most: a long list costs context and a narrower pattern serves better.
 pub(crate) const GLOB_MAX_RESULTS: usize = 200;
@@ -106,7 +104,7 @@ list was cut and how many files matched in total."
     }
 
     fn execute(&self, ctx: &ToolContext, input: &GlobInput) -> Result<ToolResult, ToolError> {
-        let root = sandbox::resolve_for_search(ctx, input.path.as_deref().unwrap_or("."))?;
+        let root = paths::resolve_for_search(ctx, input.path.as_deref().unwrap_or("."))?;
         let shown_root = input.path.as_deref().unwrap_or("the workspace root");
         if !root.is_dir() {
             return Err(ToolError::failed(format!(

@@ -9,9 +9,9 @@ pub(crate) mod edit_file;
 pub(crate) mod gate;
 pub(crate) mod glob;
 pub(crate) mod grep;
+pub(crate) mod paths;
 pub(crate) mod read_file;
 pub(crate) mod registry;
-pub(crate) mod sandbox;
 pub(crate) mod schema;
 pub(crate) mod walk;
 pub(crate) mod write_file;
@@ -116,21 +116,7 @@ pub struct ToolContext {
     /// The environment given to child processes (Bash, hooks, verify), secrets removed.
     pub child_env: Arc<Vec<(String, String)>>,
     /// The Landlock sandbox for commands (`--sandbox`, `--no-network`); `None`: off.
-    pub sandbox: Option<Arc<crate::confine::Confinement>>,
-}
-
-impl ToolContext {
-    /// A context for tests and for `agent tools`: the given root, the default settings.
-    pub fn for_workspace(workspace: PathBuf) -> Self {
-        let spill_dir = std::env::temp_dir().join(format!("agent-spill-{}", std::process::id()));
-        ToolContext {
-            workspace,
-            spill_dir,
-            bash_timeout: Duration::from_secs(30),
-            child_env: Arc::new(crate::secrets::scrubbed_env(std::env::vars(), &[])),
-            sandbox: None,
-        }
-    }
+    pub sandbox: Option<Arc<crate::sandbox::Confinement>>,
 }
 
 /// What a permission rule's specifier (`Tool(spec)`) is matched against, as the tool says:
@@ -294,6 +280,21 @@ fn parse_input<T: DeserializeOwned>(input: &Value) -> Result<T, ToolError> {
 pub(crate) mod test_support {
     //! Helpers shared by the tools' unit tests.
     use super::*;
+
+    impl ToolContext {
+        /// A context for tests: the given root, the default settings.
+        pub(crate) fn for_workspace(workspace: PathBuf) -> Self {
+            let spill_dir =
+                std::env::temp_dir().join(format!("agent-spill-{}", std::process::id()));
+            ToolContext {
+                workspace,
+                spill_dir,
+                bash_timeout: Duration::from_secs(30),
+                child_env: Arc::new(crate::secrets::scrubbed_env(std::env::vars(), &[])),
+                sandbox: None,
+            }
+        }
+    }
 
     pub(crate) fn ctx(dir: &std::path::Path) -> ToolContext {
         let root = dir.canonicalize().expect("canonical tempdir");

@@ -2,16 +2,14 @@
 //!
 //! The file is streamed line by line with a per-line byte cap, so memory stays bounded
 //! whatever the file's size or line length; reading stops after the window. Opening goes
-//! through `sandbox` (confined, no symlink followed, no FIFO or device opened).
+//! through `paths` (confined, no symlink followed, no FIFO or device opened).
 
 use std::io::{self, BufRead, BufReader, Cursor, Read};
 
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{
-    Category, Subject, SubjectKind, ToolContext, ToolError, ToolResult, TypedTool, sandbox,
-};
+use super::{Category, Subject, SubjectKind, ToolContext, ToolError, ToolResult, TypedTool, paths};
 
 /// Lines returned when `limit` is not given (SPEC §4).
 const DEFAULT_LIMIT_LINES: u64 = 2_000;
@@ -130,9 +128,9 @@ impl TypedTool for ReadFile {
     }
 
     fn execute(&self, ctx: &ToolContext, input: &Input) -> Result<ToolResult, ToolError> {
-        let resolved = sandbox::resolve_for_read(ctx, &input.path)?;
-        let (file, md) = sandbox::open_for_read(ctx, &resolved, &input.path)?;
-        let shown = sandbox::display_path(ctx, &resolved);
+        let resolved = paths::resolve_for_read(ctx, &input.path)?;
+        let (file, md) = paths::open_for_read(ctx, &resolved, &input.path)?;
+        let shown = paths::display_path(ctx, &resolved);
         let window = Window {
             offset: input.offset.unwrap_or(1).max(1),
             limit: input.limit.unwrap_or(DEFAULT_LIMIT_LINES).max(1),
@@ -342,7 +340,7 @@ fn read_line_capped(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::sandbox::test_util::*;
+    use crate::tools::paths::test_util::*;
     use crate::tools::test_support::{check_input, exec};
 
     fn run(ctx: &ToolContext, input: Value) -> Result<ToolResult, ToolError> {

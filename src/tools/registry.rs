@@ -48,14 +48,6 @@ impl Registry {
         }
     }
 
-    pub fn enable(&mut self, name: &str) -> bool {
-        self.set_enabled(name, true)
-    }
-
-    pub fn disable(&mut self, name: &str) -> bool {
-        self.set_enabled(name, false)
-    }
-
     /// An enabled tool by name.
     pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
         self.tools
@@ -227,11 +219,11 @@ mod tests {
     #[test]
     fn enable_disable_by_name() {
         let mut r = Registry::builtin(&ToolSelection::default());
-        assert!(r.enable("Bash"));
+        assert!(r.set_enabled("Bash", true));
         assert!(r.get("Bash").is_some());
-        assert!(r.disable("Bash"));
+        assert!(r.set_enabled("Bash", false));
         assert!(r.get("Bash").is_none());
-        assert!(!r.enable("Nope"));
+        assert!(!r.set_enabled("Nope", true));
     }
 
     /// A tool defined here: what enables it is its category and flags, not its name.

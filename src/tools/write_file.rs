@@ -1,15 +1,13 @@
 //! The WriteFile tool (SPEC §4): creates a file or replaces its whole content, atomically.
 //!
 //! Confinement, parent creation, modes and the temp-file-then-rename write all live in
-//! `sandbox::write_atomic`, shared with EditFile; this file owns the input and the
+//! `paths::write_atomic`, shared with EditFile; this file owns the input and the
 //! model-facing contract.
 
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{
-    Category, Subject, SubjectKind, ToolContext, ToolError, ToolResult, TypedTool, sandbox,
-};
+use super::{Category, Subject, SubjectKind, ToolContext, ToolError, ToolResult, TypedTool, paths};
 
 pub(crate) struct WriteFile;
 
@@ -95,12 +93,12 @@ impl TypedTool for WriteFile {
     }
 
     fn execute(&self, ctx: &ToolContext, input: &Input) -> Result<ToolResult, ToolError> {
-        let resolved = sandbox::resolve_for_write(ctx, &input.path)?;
-        let change = sandbox::write_atomic(ctx, &resolved, &input.path, input.content.as_bytes())?;
+        let resolved = paths::resolve_for_write(ctx, &input.path)?;
+        let change = paths::write_atomic(ctx, &resolved, &input.path, input.content.as_bytes())?;
         let bytes = input.content.len();
         Ok(
             ToolResult::ok(format!("Wrote {bytes} bytes to {}", input.path))
-                .with_meta("path", sandbox::display_path(ctx, &resolved))
+                .with_meta("path", paths::display_path(ctx, &resolved))
                 .with_meta("change", change.as_str())
                 .with_meta("bytes", bytes),
         )
@@ -112,7 +110,7 @@ mod tests {
     use std::os::unix::fs::{PermissionsExt, symlink};
 
     use super::*;
-    use crate::tools::sandbox::test_util::*;
+    use crate::tools::paths::test_util::*;
     use crate::tools::test_support::{check_input, exec};
 
     fn run(ctx: &ToolContext, input: Value) -> Result<ToolResult, ToolError> {

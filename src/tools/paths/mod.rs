@@ -1,0 +1,207 @@
+//! Workspace confinement for the file tools (SPEC §6), and the only code that opens or
+//! writes their files.
+//!
+//! Two layers. First, `resolve_for_read`/`resolve_for_write` resolve a model-given path
+//! like `realpath` does (`..`, every symlink, a missing tail kept as-is) and refuse
+//! anything that lands outside the canonical workspace (reads may also reach the run's
+//! spill directory). Second, the checked path is never handed to a path-following
+//! syscall again: `open_for_read` and `write_atomic` walk it from the trusted root one
+//! directory at a time with `openat(O_DIRECTORY|O_NOFOLLOW)`, open the final component
+//! with `O_NOFOLLOW`, and replace files by `renameat` of a temp file, so a symlink
+//! swapped in after the check cannot redirect a read or a write. FIFOs, sockets and
+//! devices are refused before any blocking open.
+
+use std::ffi::{CString, OsStr, OsString};
+use std::fs::{File, Metadata, OpenOptions, Permissions};
+use std::io::{self, Write};
+use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+mod at;
+mod resolve;
+
+use at::*;
+pub(crate) use resolve::physical_path;
+use resolve::*;
+
+use super::{ToolContext, ToolError};
+
+/// Symlinks followed while resolving one path; the same bound as Linux's ELOOP.
+const MAX_SYMLINK_HOPS: usize = 40;
+/// Mode of files WriteFile creates (SPEC §4): owner writes, everyone reads.
+const NEW_FILE_MODE: u32 = 0o644;
+/// Mode of the parent directories WriteFile creates (SPEC §4).
+const NEW_DIR_MODE: u32 = 0o755;
+/// Temp-file names tried before giving up; a clash needs a stale file of the same pid.
+const MAX_TEMP_ATTEMPTS: u32 = 16;
+
+/// Makes temp-file names unique between concurrent writes of this process.
+static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// Whether a write created the file or replaced an existing one (for `files_changed`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Change {
+    Created,
+    Modified,
+}
+
+impl Change {
+    /// The transcript's `change` value.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Change::Created => "created",
+            Change::Modified => "modified",
+        }
+    }
+}
+
+/// Resolves `path` (absolute, or relative to the workspace) to an existing path inside the
+/// workspace or the run's spill directory, with no symlink left in it.
+pub(crate) fn resolve_for_read(ctx: &ToolContext, path: &str) -> Result<PathBuf, ToolError> {
+    let r = resolve(ctx, path)?;
+    let inside = r.path.starts_with(&ctx.workspace)
+        || spill_root(ctx).is_some_and(|s| r.path.starts_with(s));
+    if !inside {
+        return Err(outside_error(ctx, path, &r));
+    }
+    if !r.exists {
+        return Err(ToolError::failed(format!(
+            "file not found: {path} does not exist in the workspace. Use Glob to find the right path."
+        )));
+    }
+    Ok(r.path)
+}
+
+/// Resolves `path` for Glob and Grep: like `resolve_for_read`, but the workspace only
+/// (the spill directory is ReadFile's exception, for reading one saved result).
+pub(crate) fn resolve_for_search(ctx: &ToolContext, path: &str) -> Result<PathBuf, ToolError> {
+    let r = resolve(ctx, path)?;
+    if !r.path.starts_with(&ctx.workspace) {
+        return Err(outside_error(ctx, path, &r));
+    }
+    if !r.exists {
+        return Err(ToolError::failed(format!(
+            "not found: {path} does not exist in the workspace. Use Glob to find the right path."
+        )));
+    }
+    Ok(r.path)
+}
+
+/// Creates `name` in the spill directory (made 0700 if missing) for writing. The spill
+/// directory lies in the temp dir, which a sandboxed command may write: it could swap the
+/// directory, or a file in it, for a symlink. So the directory is opened without
+/// following a link and the file is created relative to it with `O_EXCL|O_NOFOLLOW`: a
+/// swap can make a save fail, never redirect it.
+pub(crate) fn create_spill_file(spill_dir: &Path, name: &str) -> io::Result<File> {
+    match std::os::unix::fs::DirBuilderExt::mode(&mut std::fs::DirBuilder::new(), 0o700)
+        .create(spill_dir)
+    {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e),
+    }
+    let dir = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(spill_dir)?;
+    let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+    openat(&dir, OsStr::new(name), flags, 0o600)
+}
+
+/// Resolves `path` for writing: the result is inside the workspace and has no symlink in
+/// its existing part; the file and some of its parents may not exist yet (they are
+/// checked through their nearest existing ancestor).
+pub(crate) fn resolve_for_write(ctx: &ToolContext, path: &str) -> Result<PathBuf, ToolError> {
+    // `dir/` names a directory; path resolution would drop the slash and write a file.
+    if path.ends_with('/') || path.ends_with("/.") {
+        return Err(ToolError::failed(format!(
+            "{path} ends with a slash: it names a directory, not a file. Give the file's path."
+        )));
+    }
+    let r = resolve(ctx, path)?;
+    if !r.path.starts_with(&ctx.workspace) {
+        return Err(outside_error(ctx, path, &r));
+    }
+    if r.path == ctx.workspace {
+        return Err(ToolError::failed(format!(
+            "{path} is the workspace root directory, not a file"
+        )));
+    }
+    Ok(r.path)
+}
+
+/// How `resolved` is shown in metadata and messages: workspace-relative where possible.
+pub(crate) fn display_path(ctx: &ToolContext, resolved: &Path) -> String {
+    match resolved.strip_prefix(&ctx.workspace) {
+        Ok(rel) if rel.as_os_str().is_empty() => ".".to_string(),
+        Ok(rel) => rel.to_string_lossy().into_owned(),
+        Err(_) => resolved.to_string_lossy().into_owned(),
+    }
+}
+
+/// Opens a resolved regular file for reading without following a symlink anywhere below
+/// the trusted root. Refuses directories, FIFOs, sockets and devices (before opening
+/// them, so nothing blocks). `shown` is the path as the model wrote it, for messages.
+pub(crate) fn open_for_read(
+    ctx: &ToolContext,
+    resolved: &Path,
+    shown: &str,
+) -> Result<(File, Metadata), ToolError> {
+    let (root, dirs, name) = split_under_root(ctx, resolved, shown, true)?;
+    let dir = open_dir_chain(ctx, &root, &dirs, false, shown)?;
+    match stat_at(&dir, &name).map_err(|e| io_error(&e, shown, "read"))? {
+        None => return Err(not_found(shown)),
+        Some(md) => check_regular(&md, shown)?,
+    }
+    // O_NONBLOCK: a FIFO swapped in after the check opens at once instead of blocking.
+    let flags = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC;
+    let file = openat(&dir, &name, flags, 0).map_err(|e| io_error(&e, shown, "read"))?;
+    let md = file.metadata().map_err(|e| io_error(&e, shown, "read"))?;
+    check_regular(&md, shown)?;
+    Ok((file, md))
+}
+
+/// Writes `content` to the resolved path atomically: a temp file created with `O_EXCL`
+/// in the same directory is written, synced, given its mode (0644 when new, the old
+/// mode otherwise) and renamed over the target. Missing parents are created (0755) one
+/// at a time beneath the workspace. `rename` replaces a symlink swapped in at the
+/// target instead of following it, so the write cannot land outside.
+pub(crate) fn write_atomic(
+    ctx: &ToolContext,
+    resolved: &Path,
+    shown: &str,
+    content: &[u8],
+) -> Result<Change, ToolError> {
+    let (root, dirs, name) = split_under_root(ctx, resolved, shown, false)?;
+    let dir = open_dir_chain(ctx, &root, &dirs, true, shown)?;
+    let existing = stat_at(&dir, &name).map_err(|e| io_error(&e, shown, "write"))?;
+    let (mode, change) = match existing {
+        None => (NEW_FILE_MODE, Change::Created),
+        Some(md) => {
+            check_regular(&md, shown)?;
+            (md.permissions().mode() & 0o7777, Change::Modified)
+        }
+    };
+    let (tmp_name, mut tmp) = create_temp(&dir, shown)?;
+    let written = (|| -> io::Result<()> {
+        tmp.write_all(content)?;
+        tmp.set_permissions(Permissions::from_mode(mode))?;
+        tmp.sync_all()?;
+        renameat(&dir, &tmp_name, &name)
+    })();
+    if let Err(e) = written {
+        let _ = unlinkat(&dir, &tmp_name); // best effort: the error below is what matters
+        return Err(io_error(&e, shown, "write"));
+    }
+    // Makes the rename durable; some filesystems refuse fsync on directories, harmlessly.
+    let _ = dir.sync_all();
+    Ok(change)
+}
+
+#[cfg(test)]
+pub(crate) mod test_util;
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,365 @@
+//! Unit tests of path confinement: resolution, escapes, no-follow opens and writes.
+
+use std::os::unix::fs::symlink;
+
+use super::test_util::*;
+use super::*;
+
+fn failed(r: Result<impl std::fmt::Debug, ToolError>) -> String {
+    match r {
+        Err(ToolError::Failed(m)) => m,
+        other => panic!("expected a Failed error, got {other:?}"),
+    }
+}
+
+fn mode(p: &Path) -> u32 {
+    std::fs::metadata(p).unwrap().permissions().mode() & 0o7777
+}
+
+#[test]
+fn resolves_relative_and_absolute_paths_inside() {
+    let (_g, ctx) = setup();
+    std::fs::create_dir(ctx.workspace.join("src")).unwrap();
+    std::fs::write(ctx.workspace.join("src/a.rs"), "x").unwrap();
+    let want = ctx.workspace.join("src/a.rs");
+    assert_eq!(resolve_for_read(&ctx, "src/a.rs").unwrap(), want);
+    assert_eq!(resolve_for_read(&ctx, "./src/../src/a.rs").unwrap(), want);
+    assert_eq!(
+        resolve_for_read(&ctx, want.to_str().unwrap()).unwrap(),
+        want
+    );
+    assert_eq!(
+        resolve_for_write(&ctx, "src/new/b.rs").unwrap(),
+        ctx.workspace.join("src/new/b.rs")
+    );
+    assert_eq!(display_path(&ctx, &want), "src/a.rs");
+}
+
+#[test]
+fn dotdot_traversal_is_refused_for_read_and_write() {
+    let (_g, ctx) = setup();
+    let before = snapshot(&outside(&ctx));
+    for p in [
+        "../outside/secret.txt",
+        "../outside/new.txt",
+        "a/../../outside/x",
+        "../../../../etc/passwd",
+    ] {
+        assert!(
+            failed(resolve_for_read(&ctx, p)).contains("outside the workspace"),
+            "{p}"
+        );
+        assert!(
+            failed(resolve_for_write(&ctx, p)).contains("outside the workspace"),
+            "{p}"
+        );
+    }
+    assert_eq!(snapshot(&outside(&ctx)), before);
+}
+
+#[test]
+fn absolute_paths_outside_are_refused() {
+    let (_g, ctx) = setup();
+    let secret = outside(&ctx).join("secret.txt");
+    let e = failed(resolve_for_read(&ctx, secret.to_str().unwrap()));
+    assert!(e.contains("outside the workspace"), "{e}");
+    failed(resolve_for_write(&ctx, "/tmp/agent-should-not-exist.txt"));
+    // A sibling whose name starts like the workspace is not inside it.
+    let sibling = format!("{}2/x", ctx.workspace.display());
+    assert!(failed(resolve_for_write(&ctx, &sibling)).contains("outside"));
+}
+
+#[test]
+fn symlinked_dir_pointing_out_is_refused() {
+    let (_g, ctx) = setup();
+    symlink(outside(&ctx), ctx.workspace.join("linkdir")).unwrap();
+    let before = snapshot(&outside(&ctx));
+    let e = failed(resolve_for_read(&ctx, "linkdir/secret.txt"));
+    assert!(
+        e.contains("outside the workspace") && e.contains("symbolic link"),
+        "{e}"
+    );
+    failed(resolve_for_write(&ctx, "linkdir/new.txt"));
+    failed(resolve_for_write(&ctx, "linkdir/sub/new.txt"));
+    assert_eq!(snapshot(&outside(&ctx)), before);
+}
+
+#[test]
+fn symlinked_file_pointing_out_is_refused() {
+    let (_g, ctx) = setup();
+    symlink(
+        outside(&ctx).join("secret.txt"),
+        ctx.workspace.join("link.txt"),
+    )
+    .unwrap();
+    // A relative link target counts the same.
+    symlink("../outside/secret.txt", ctx.workspace.join("rel.txt")).unwrap();
+    for p in ["link.txt", "rel.txt"] {
+        assert!(failed(resolve_for_read(&ctx, p)).contains("outside the workspace"));
+        assert!(failed(resolve_for_write(&ctx, p)).contains("outside the workspace"));
+    }
+    // A dangling link to a missing file outside is refused too (a write would create it).
+    symlink(
+        outside(&ctx).join("missing.txt"),
+        ctx.workspace.join("dangling"),
+    )
+    .unwrap();
+    failed(resolve_for_write(&ctx, "dangling"));
+    assert!(!outside(&ctx).join("missing.txt").exists());
+}
+
+#[test]
+fn symlinks_within_the_workspace_are_followed() {
+    let (_g, ctx) = setup();
+    std::fs::create_dir(ctx.workspace.join("real")).unwrap();
+    std::fs::write(ctx.workspace.join("real/f.txt"), "x").unwrap();
+    symlink("real", ctx.workspace.join("alias")).unwrap();
+    symlink(
+        ctx.workspace.join("real/f.txt"),
+        ctx.workspace.join("f-link"),
+    )
+    .unwrap();
+    assert_eq!(
+        resolve_for_read(&ctx, "alias/f.txt").unwrap(),
+        ctx.workspace.join("real/f.txt")
+    );
+    assert_eq!(
+        resolve_for_read(&ctx, "f-link").unwrap(),
+        ctx.workspace.join("real/f.txt")
+    );
+    assert_eq!(
+        resolve_for_write(&ctx, "alias/g.txt").unwrap(),
+        ctx.workspace.join("real/g.txt")
+    );
+}
+
+#[test]
+fn symlink_loop_and_file_as_directory_are_clear_errors() {
+    let (_g, ctx) = setup();
+    symlink("b", ctx.workspace.join("a")).unwrap();
+    symlink("a", ctx.workspace.join("b")).unwrap();
+    assert!(failed(resolve_for_read(&ctx, "a")).contains("too many levels"));
+    std::fs::write(ctx.workspace.join("file"), "x").unwrap();
+    assert!(failed(resolve_for_write(&ctx, "file/x")).contains("not a directory"));
+}
+
+#[test]
+fn distinct_errors_for_missing_empty_and_root() {
+    let (_g, ctx) = setup();
+    assert!(failed(resolve_for_read(&ctx, "nope.txt")).starts_with("file not found"));
+    assert!(failed(resolve_for_read(&ctx, "")).contains("empty"));
+    assert!(failed(resolve_for_write(&ctx, ".")).contains("workspace root"));
+    assert!(failed(resolve_for_read(&ctx, "a\0b")).contains("NUL"));
+}
+
+#[test]
+fn spill_dir_is_readable_but_not_writable() {
+    let (_g, ctx) = setup();
+    let spilled = ctx.spill_dir.join("result-1.txt");
+    std::fs::write(&spilled, "big\n").unwrap();
+    let r = resolve_for_read(&ctx, spilled.to_str().unwrap()).unwrap();
+    let (mut f, _) = open_for_read(&ctx, &r, "spilled").unwrap();
+    let mut s = String::new();
+    std::io::Read::read_to_string(&mut f, &mut s).unwrap();
+    assert_eq!(s, "big\n");
+    failed(resolve_for_write(&ctx, spilled.to_str().unwrap()));
+    assert!(failed(write_atomic(&ctx, &r, "spilled", b"x")).contains("outside"));
+    assert_eq!(std::fs::read_to_string(&spilled).unwrap(), "big\n");
+}
+
+#[test]
+fn a_trailing_slash_is_not_a_file_name() {
+    let (_g, ctx) = setup();
+    std::fs::write(ctx.workspace.join("f.txt"), "x").unwrap();
+    for p in ["trail/", "f.txt/", "new/dir/", "sub/."] {
+        assert!(failed(resolve_for_write(&ctx, p)).contains("slash"), "{p}");
+    }
+    assert!(!ctx.workspace.join("trail").exists());
+    assert_eq!(
+        std::fs::read_to_string(ctx.workspace.join("f.txt")).unwrap(),
+        "x"
+    );
+}
+
+/// A command (sandboxed or not) that swaps the spill directory for a symlink must not
+/// turn a save into a write elsewhere, nor ReadFile's spill exception into a way out.
+#[test]
+fn a_spill_dir_swapped_for_a_symlink_redirects_nothing() {
+    let (_g, ctx) = setup();
+    let out = outside(&ctx);
+    let before = snapshot(&out);
+    std::fs::remove_dir(&ctx.spill_dir).unwrap();
+    std::os::unix::fs::symlink(&out, &ctx.spill_dir).unwrap();
+    // O_DIRECTORY|O_NOFOLLOW on a symlink: ENOTDIR (or ELOOP on other kernels).
+    assert!(create_spill_file(&ctx.spill_dir, "result-x.txt").is_err());
+    assert_eq!(
+        snapshot(&out),
+        before,
+        "nothing was written through the link"
+    );
+    let through = ctx.spill_dir.join("secret.txt");
+    assert!(failed(resolve_for_read(&ctx, through.to_str().unwrap())).contains("outside"));
+    // The same lexical path opened directly is refused too (a swap after resolving).
+    assert!(open_for_read(&ctx, &through, "swapped").is_err());
+}
+
+#[test]
+fn a_file_swapped_into_the_spill_dir_is_never_followed() {
+    let (_g, ctx) = setup();
+    let target = outside(&ctx).join("planted.txt");
+    std::os::unix::fs::symlink(&target, ctx.spill_dir.join("result-y.txt")).unwrap();
+    assert!(create_spill_file(&ctx.spill_dir, "result-y.txt").is_err());
+    assert!(!target.exists());
+    let f = create_spill_file(&ctx.spill_dir, "result-z.txt").unwrap();
+    assert_eq!(f.metadata().unwrap().permissions().mode() & 0o777, 0o600);
+}
+
+#[test]
+fn search_tools_do_not_get_the_spill_exception() {
+    let (_g, ctx) = setup();
+    std::fs::write(ctx.spill_dir.join("result-1.txt"), "big\n").unwrap();
+    let spill = ctx.spill_dir.to_str().unwrap();
+    assert!(resolve_for_read(&ctx, spill).is_ok());
+    assert!(failed(resolve_for_search(&ctx, spill)).contains("outside"));
+    assert!(resolve_for_search(&ctx, ".").is_ok());
+}
+
+#[test]
+fn write_creates_parents_0755_and_file_0644() {
+    let (_g, ctx) = setup();
+    let r = resolve_for_write(&ctx, "a/b/c.txt").unwrap();
+    assert_eq!(
+        write_atomic(&ctx, &r, "a/b/c.txt", b"hello").unwrap(),
+        Change::Created
+    );
+    assert_eq!(std::fs::read(&r).unwrap(), b"hello");
+    assert_eq!(mode(&r), 0o644);
+    assert_eq!(mode(&ctx.workspace.join("a")), 0o755);
+    assert_eq!(mode(&ctx.workspace.join("a/b")), 0o755);
+}
+
+#[test]
+fn write_keeps_an_existing_mode_and_leaves_no_temp_file() {
+    let (_g, ctx) = setup();
+    let p = ctx.workspace.join("run.sh");
+    std::fs::write(&p, "old").unwrap();
+    std::fs::set_permissions(&p, Permissions::from_mode(0o750)).unwrap();
+    let r = resolve_for_write(&ctx, "run.sh").unwrap();
+    assert_eq!(
+        write_atomic(&ctx, &r, "run.sh", b"new").unwrap(),
+        Change::Modified
+    );
+    assert_eq!(std::fs::read(&p).unwrap(), b"new");
+    assert_eq!(mode(&p), 0o750);
+    let names: Vec<_> = std::fs::read_dir(&ctx.workspace)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, vec![OsString::from("run.sh")]);
+}
+
+#[test]
+fn a_symlink_swapped_in_after_the_check_cannot_redirect_a_write() {
+    let (_g, ctx) = setup();
+    let target = ctx.workspace.join("f.txt");
+    std::fs::write(&target, "inside").unwrap();
+    let r = resolve_for_write(&ctx, "f.txt").unwrap();
+    // The swap: between check and write, f.txt becomes a link to a file outside.
+    std::fs::remove_file(&target).unwrap();
+    symlink(outside(&ctx).join("secret.txt"), &target).unwrap();
+    failed(write_atomic(&ctx, &r, "f.txt", b"pwned"));
+    assert_eq!(
+        std::fs::read_to_string(outside(&ctx).join("secret.txt")).unwrap(),
+        "secret\n"
+    );
+    // Reads refuse the swapped link as well.
+    failed(open_for_read(&ctx, &r, "f.txt"));
+}
+
+#[test]
+fn a_parent_dir_swapped_for_a_symlink_cannot_redirect_a_write() {
+    let (_g, ctx) = setup();
+    std::fs::create_dir(ctx.workspace.join("d")).unwrap();
+    let r = resolve_for_write(&ctx, "d/new.txt").unwrap();
+    std::fs::remove_dir(ctx.workspace.join("d")).unwrap();
+    symlink(outside(&ctx), ctx.workspace.join("d")).unwrap();
+    let before = snapshot(&outside(&ctx));
+    let e = failed(write_atomic(&ctx, &r, "d/new.txt", b"pwned"));
+    assert!(e.contains("not a real directory"), "{e}");
+    assert_eq!(snapshot(&outside(&ctx)), before);
+    failed(open_for_read(
+        &ctx,
+        &ctx.workspace.join("d/secret.txt"),
+        "d/secret.txt",
+    ));
+}
+
+#[test]
+fn fifos_are_refused_without_hanging() {
+    let (_g, ctx) = setup();
+    mkfifo(&ctx.workspace.join("pipe"));
+    let c = ctx.clone();
+    let (read_err, write_err) = without_hanging(move || {
+        let r = resolve_for_read(&c, "pipe").unwrap();
+        let read = open_for_read(&c, &r, "pipe").map(|_| ());
+        let write = write_atomic(&c, &r, "pipe", b"x").map(|_| ());
+        (read, write)
+    });
+    assert!(failed(read_err).contains("FIFO"));
+    assert!(failed(write_err).contains("FIFO"));
+}
+
+#[test]
+fn directories_are_refused_as_files() {
+    let (_g, ctx) = setup();
+    std::fs::create_dir(ctx.workspace.join("d")).unwrap();
+    let r = resolve_for_read(&ctx, "d").unwrap();
+    assert!(failed(open_for_read(&ctx, &r, "d")).contains("is a directory"));
+    assert!(failed(write_atomic(&ctx, &r, "d", b"x")).contains("is a directory"));
+}
+
+#[test]
+fn unreadable_file_is_permission_denied() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        return; // root reads anything: the case cannot be set up
+    }
+    let (_g, ctx) = setup();
+    let p = ctx.workspace.join("locked");
+    std::fs::write(&p, "x").unwrap();
+    std::fs::set_permissions(&p, Permissions::from_mode(0o000)).unwrap();
+    let r = resolve_for_read(&ctx, "locked").unwrap();
+    assert!(failed(open_for_read(&ctx, &r, "locked")).contains("permission denied"));
+}
+
+#[test]
+fn permission_errors_are_named() {
+    // The mapping itself, since the file-based test above cannot run as root.
+    let e = io_error(
+        &io::Error::from(io::ErrorKind::PermissionDenied),
+        "x.txt",
+        "read",
+    );
+    assert_eq!(e, ToolError::failed("permission denied: cannot read x.txt"));
+    let e = io_error(&io::Error::from_raw_os_error(libc::ELOOP), "x.txt", "read");
+    assert!(e.message().contains("symbolic link"));
+}
+
+#[test]
+fn a_vanished_workspace_is_fatal() {
+    let (_g, ctx) = setup();
+    let r = resolve_for_write(&ctx, "x.txt").unwrap();
+    std::fs::remove_dir(&ctx.workspace).unwrap();
+    assert!(matches!(
+        write_atomic(&ctx, &r, "x.txt", b"x"),
+        Err(ToolError::Fatal(_))
+    ));
+    assert!(matches!(
+        resolve_for_read(&ctx, "x.txt"),
+        Err(ToolError::Fatal(_))
+    ));
+    assert!(matches!(
+        resolve_for_write(&ctx, "x.txt"),
+        Err(ToolError::Fatal(_))
+    ));
+}
