@@ -86,7 +86,6 @@ fn llama_cpp_python_repeating_the_call_in_every_delta() {
 }
 
 #[test]
-#[ignore = "the OpenAI decoder still reports 0/0 when a server sends no usage; unknown counts are to be null"]
 fn llama_cpp_python_sending_no_usage_leaves_the_counts_unknown() {
     let env = env_replaying(&[
         "llama_cpp_python_tool_call.sse",
