@@ -660,7 +660,10 @@ fn the_readme_batch_demo_runs_offline() {
     // The README runs it as `cargo run -q -- batch …`: with more than one binary in the
     // package, that needs the agent named as the default.
     let manifest = std::fs::read_to_string(repo.join("Cargo.toml")).unwrap();
-    assert!(manifest.contains("\ndefault-run = \"agent\"\n"), "{manifest}");
+    assert!(
+        manifest.contains("\ndefault-run = \"agent\"\n"),
+        "{manifest}"
+    );
 }
 
 /// Live (not zombie) processes whose command line contains `needle`.
