@@ -168,7 +168,7 @@ fn relative_pattern(pattern: &str, root: &std::path::Path) -> Result<String, Too
         p = rest;
     }
     if p.starts_with('/') {
-        let root_str = root.to_string_lossy();
+        let root_str = super::paths::shown(root);
         return match p
             .strip_prefix(root_str.as_ref())
             .and_then(|r| r.strip_prefix('/'))

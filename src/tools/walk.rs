@@ -21,6 +21,8 @@ use std::sync::Mutex;
 
 use ignore::{DirEntry, ParallelVisitor, ParallelVisitorBuilder, WalkBuilder, WalkState};
 
+use super::paths::shown;
+
 /// Directory names never searched: VCS metadata, dependencies, build output, caches.
 pub(crate) const SKIP_DIRS: [&str; 6] = [
     ".git",
@@ -156,17 +158,15 @@ impl<T, F> Drop for Visitor<'_, T, F> {
     }
 }
 
-/// `path` relative to `root`, `/`-separated, lossy for non-UTF-8 names. The root itself
-/// (a single-file search) is shown by its file name.
+/// `path` relative to `root`, `/`-separated; a non-UTF-8 name in the escaped form the
+/// file tools accept back (`paths::shown`). The root itself (a single-file search) is
+/// shown by its file name.
 pub(crate) fn relative(root: &Path, path: &Path) -> String {
-    match path.strip_prefix(root) {
-        Ok(rel) if !rel.as_os_str().is_empty() => rel.to_string_lossy().into_owned(),
-        _ => path
-            .file_name()
-            .unwrap_or(path.as_os_str())
-            .to_string_lossy()
-            .into_owned(),
-    }
+    let rel = match path.strip_prefix(root) {
+        Ok(rel) if !rel.as_os_str().is_empty() => rel,
+        _ => Path::new(path.file_name().unwrap_or(path.as_os_str())),
+    };
+    shown(rel).into_owned()
 }
 
 /// `(paths relative to DIR)\n` when the search root is a directory other than the
@@ -177,7 +177,7 @@ pub(crate) fn root_header(workspace: &Path, root: &Path) -> String {
         return String::new();
     }
     let shown = root.strip_prefix(workspace).unwrap_or(root);
-    format!("(paths relative to {})\n", shown.display())
+    format!("(paths relative to {})\n", super::paths::shown(shown))
 }
 
 /// The order paths are listed in: component by component (`a/b` before `a-c`, so a

@@ -21,7 +21,10 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 mod at;
+mod escape;
 mod resolve;
+
+pub(crate) use escape::shown;
 
 use at::*;
 pub(crate) use resolve::physical_path;
@@ -137,8 +140,8 @@ pub(crate) fn resolve_for_write(ctx: &ToolContext, path: &str) -> Result<PathBuf
 pub(crate) fn display_path(ctx: &ToolContext, resolved: &Path) -> String {
     match resolved.strip_prefix(&ctx.workspace) {
         Ok(rel) if rel.as_os_str().is_empty() => ".".to_string(),
-        Ok(rel) => rel.to_string_lossy().into_owned(),
-        Err(_) => resolved.to_string_lossy().into_owned(),
+        Ok(rel) => shown(rel).into_owned(),
+        Err(_) => shown(resolved).into_owned(),
     }
 }
 

@@ -57,7 +57,15 @@ pub(super) fn resolve_in(workspace: &Path, path: &str) -> Result<Resolution, Too
             workspace.display()
         )));
     }
-    let input = Path::new(path);
+    let input = escape::decode(path, |literal| {
+        let abs = if literal.is_absolute() {
+            literal.to_path_buf()
+        } else {
+            workspace.join(literal)
+        };
+        std::fs::symlink_metadata(abs).is_ok()
+    });
+    let input: &Path = &input;
     let mut cur = if input.is_absolute() {
         PathBuf::from("/")
     } else {

@@ -363,3 +363,63 @@ fn a_vanished_workspace_is_fatal() {
         Err(ToolError::Fatal(_))
     ));
 }
+
+/// A Latin-1 file name: Glob and Grep print it in the escaped form, and every file tool
+/// takes that form back (issue 17: `caf�.txt` could not be opened).
+#[test]
+fn non_utf8_names_round_trip_through_glob_grep_and_the_file_tools() {
+    use crate::tools::test_support::exec;
+    use crate::tools::{
+        edit_file::EditFile, glob::Glob, grep::Grep, read_file::ReadFile, write_file::WriteFile,
+    };
+    use serde_json::json;
+    use std::os::unix::ffi::OsStrExt;
+
+    let (_g, ctx) = setup();
+    let dir = ctx
+        .workspace
+        .join(std::ffi::OsStr::from_bytes(b"d\xe9p\xf4t"));
+    std::fs::create_dir(&dir).unwrap();
+    let name = std::ffi::OsStr::from_bytes(b"caf\xe9.txt");
+    std::fs::write(dir.join(name), "hello\n").unwrap();
+    let escaped = r"d\xE9p\xF4t/caf\xE9.txt";
+
+    let listed = exec(&Glob, &ctx, &json!({"pattern": "**/*.txt"})).unwrap();
+    assert_eq!(
+        listed.content.lines().next(),
+        Some(escaped),
+        "{}",
+        listed.content
+    );
+    assert!(!listed.content.contains('\u{FFFD}'));
+    let found = exec(&Grep, &ctx, &json!({"pattern": "hello"})).unwrap();
+    assert_eq!(found.content.trim(), format!("{escaped}:1: hello"));
+    let under = exec(
+        &Glob,
+        &ctx,
+        &json!({"pattern": "*", "path": r"d\xE9p\xF4t"}),
+    )
+    .unwrap();
+    assert!(under.content.contains(r"caf\xE9.txt"), "{}", under.content);
+
+    let read = exec(&ReadFile, &ctx, &json!({"path": escaped})).unwrap();
+    assert_eq!(read.content.trim(), "1\thello");
+    assert_eq!(read.metadata["path"], escaped);
+    exec(
+        &EditFile,
+        &ctx,
+        &json!({"path": escaped, "old_string": "hello", "new_string": "bye"}),
+    )
+    .unwrap();
+    assert_eq!(std::fs::read_to_string(dir.join(name)).unwrap(), "bye\n");
+    exec(
+        &WriteFile,
+        &ctx,
+        &json!({"path": r"d\xE9p\xF4t/new\xFF", "content": "x"}),
+    )
+    .unwrap();
+    assert_eq!(
+        std::fs::read(dir.join(std::ffi::OsStr::from_bytes(b"new\xff"))).unwrap(),
+        b"x"
+    );
+}
