@@ -1,3 +1,6 @@
+//! Unit tests of the MCP client protocol: message classification, answers to the
+//! server's requests, and the handshake over a scripted transport.
+
 use super::*;
 use std::collections::VecDeque;
 use std::sync::Mutex;

@@ -1,3 +1,6 @@
+//! Unit tests of the MCP configuration: Claude Code's shapes, variable expansion, names,
+//! and every mistake naming its file and server.
+
 use super::*;
 
 fn vars(name: &str) -> Option<String> {
