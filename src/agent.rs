@@ -18,8 +18,9 @@ use crate::output;
 use crate::protocol::{ContentBlock, Message, Role, StopReason};
 use crate::provider::{Provider, ProviderError, ProviderErrorKind, StreamNotice, TurnRequest};
 use crate::scheduler::{self, EarlyResults, EarlyStart, Scheduled};
-use crate::tools::ToolContext;
+use crate::structured::{self, Judged};
 use crate::tools::registry::Registry;
+use crate::tools::{ToolContext, ToolResult};
 use crate::transcript::{
     DenialRecord, InFlight, Outcome, RunRecord, Status, ToolCallRecord, lock, message_text,
 };
@@ -33,7 +34,7 @@ pub struct Agent<'a> {
     pub gate: &'a dyn Gate,
     /// Shared with the signal and deadline threads.
     pub record: &'a Mutex<RunRecord>,
-    /// Rewrites the `-o` file after every turn.
+    /// Rewrites the `-o` file after every model response and after its tool results.
     pub checkpoint: &'a dyn Fn(),
     /// Events, verification, budgets (SPEC §9).
     pub ci: &'a CiRun,
@@ -238,7 +239,15 @@ impl Agent<'_> {
             in_flight: self.in_flight,
         };
         let mut history = History::new();
-        self.enter(&mut history, Message::user_text(self.config.prompt.clone()));
+        match &self.config.resume {
+            // A resumed run starts from the earlier conversation (its new prompt appended).
+            Some(r) => {
+                for m in &r.messages {
+                    self.enter(&mut history, m.clone());
+                }
+            }
+            None => self.enter(&mut history, Message::user_text(self.config.prompt.clone())),
+        }
         let mut window = ContextWindow::for_run(&self.config.model, &self.config.context);
         lock(self.record).context_window = window.window();
         // What every request sends besides the history: calibrates bytes per token.
@@ -257,6 +266,12 @@ impl Agent<'_> {
         // Set while the same turn is asked again after a clearing at the wall.
         let mut retrying = false;
         let mut continuations = 0u32;
+        // `--output-schema`: the model's answers, counted against --max-schema-retries.
+        let mut answers = self
+            .config
+            .output_schema
+            .as_ref()
+            .map(|_| structured::Answers::new(self.config.max_schema_retries));
         // Benchmarking switch (README "Performance"): run every call only after message_stop.
         let early_tools = std::env::var_os("AGENT_NO_EARLY_TOOLS").is_none_or(|v| v != "1");
         loop {
@@ -375,8 +390,12 @@ impl Agent<'_> {
             lock(self.record).context_tokens = window.last_tokens();
             let early = early.take(&turn.calls);
             let entry = self.note_turn(&turn, &mut history);
+            // A turn of answers only may run on the last allowed turn: it runs nothing but
+            // the schema check, and the run can end with it.
+            let calls_may_run = turn_no < self.config.max_turns
+                || (answers.is_some() && structured::only_answers(&turn.calls));
             let runs_tools = !turn.calls.is_empty()
-                && turn_no < self.config.max_turns
+                && calls_may_run
                 && !matches!(
                     turn.stop_reason,
                     StopReason::Refusal | StopReason::PauseTurn
@@ -387,6 +406,9 @@ impl Agent<'_> {
             }
             self.ci
                 .after_turn(turn_no, &turn, entry.json(), self.record, runs_tools);
+            // Before the calls run: a run killed during one leaves an `-o` file that holds
+            // the call, so `--resume` can answer it (README "Resume").
+            (self.checkpoint)();
 
             match &turn.stop_reason {
                 StopReason::Refusal => {
@@ -402,7 +424,7 @@ impl Agent<'_> {
                     // Not an answer after all: earlier cut-off parts are no longer joined.
                     continuations = 0;
                     lock(self.record).answer_parts.clear();
-                    if turn_no >= self.config.max_turns {
+                    if !calls_may_run {
                         return self.max_turns();
                     }
                     if self.cancelled.load(Ordering::SeqCst) {
@@ -442,6 +464,26 @@ impl Agent<'_> {
                             format!("a tool call was denied (--on-deny fail): {}", d.reason),
                         );
                     }
+                    if let Some(a) = answers.as_mut() {
+                        let results: Vec<&ToolResult> =
+                            scheduled.iter().map(|s| &s.outcome.result).collect();
+                        match a.judge(&turn.calls, &results) {
+                            // An accepted answer is the model's stop: verification decides.
+                            Judged::Accepted(value) => {
+                                lock(self.record).structured_output = Some(value);
+                                if let Some(end) = self.stopped(turn_no, &mut history) {
+                                    return end;
+                                }
+                            }
+                            Judged::Exhausted(m) => {
+                                return Outcome::fail(Status::SchemaFailed, "schema_failed", m);
+                            }
+                            Judged::Rejected if turn_no >= self.config.max_turns => {
+                                return self.max_turns();
+                            }
+                            Judged::Rejected | Judged::NoAnswer => {}
+                        }
+                    }
                 }
                 StopReason::MaxTokens => {
                     // The final answer was cut off: send it back and ask for the rest.
@@ -472,25 +514,35 @@ impl Agent<'_> {
                     (self.checkpoint)();
                 }
                 StopReason::EndTurn | StopReason::StopSequence => {
-                    let turns_left = turn_no < self.config.max_turns;
-                    match self.ci.after_stop(self.ctx, self.record, turns_left) {
-                        Verdict::Passed => return Outcome::ok(Status::Success),
-                        Verdict::Failed(m) => {
-                            return Outcome::fail(Status::VerifyFailed, "verify_failed", m);
-                        }
-                        Verdict::Retry(msg) => {
-                            // A new answer comes: the old one's parts are not joined to it.
-                            continuations = 0;
-                            lock(self.record).answer_parts.clear();
-                            // The API refuses a non-final assistant message with nothing
-                            // to say (empty, or thinking only): it stays in the transcript,
-                            // not in the requests.
-                            if history.last().is_some_and(says_nothing) {
-                                history.pop();
+                    // With --output-schema, stopping without an answer is not the end.
+                    if let Some(a) = answers.as_mut() {
+                        let ask = match a.missing() {
+                            Err(m) => {
+                                return Outcome::fail(Status::SchemaFailed, "schema_failed", m);
                             }
-                            self.enter(&mut history, msg);
-                            (self.checkpoint)();
-                        }
+                            Ok(_) if turn_no >= self.config.max_turns => {
+                                return Outcome::fail(
+                                    Status::SchemaFailed,
+                                    "schema_failed",
+                                    format!(
+                                        "the model stopped without calling {} and --max-turns \
+                                         {} leaves no turn to ask for it",
+                                        structured::TOOL_NAME,
+                                        self.config.max_turns
+                                    ),
+                                );
+                            }
+                            Ok(msg) => msg,
+                        };
+                        continuations = 0;
+                        lock(self.record).answer_parts.clear();
+                        self.tell(&mut history, ask);
+                        continue;
+                    }
+                    match self.stopped(turn_no, &mut history) {
+                        Some(end) => return end,
+                        // A new answer comes: the old one's parts are not joined to it.
+                        None => continuations = 0,
                     }
                 }
                 StopReason::ToolUse => {
@@ -509,6 +561,63 @@ impl Agent<'_> {
                 }
             }
         }
+    }
+
+    /// The model stopped (or gave an accepted answer): `--verify` decides. Returns how
+    /// the run ends, or None when the verification failure went back to the model (an
+    /// accepted answer is then discarded: the model must answer again after its fix).
+    fn stopped(&self, turn_no: u32, history: &mut History) -> Option<Outcome> {
+        let turns_left = turn_no < self.config.max_turns;
+        match self.ci.after_stop(self.ctx, self.record, turns_left) {
+            Verdict::Passed => Some(Outcome::ok(Status::Success)),
+            Verdict::Failed(m) => Some(Outcome::fail(Status::VerifyFailed, "verify_failed", m)),
+            Verdict::Retry(msg) => {
+                {
+                    let mut r = lock(self.record);
+                    r.structured_output = None;
+                    r.answer_parts.clear();
+                }
+                self.tell(history, msg);
+                None
+            }
+        }
+    }
+
+    /// Sends the model a user message of ours (a verification failure, a request for the
+    /// answer) with the next request, and checkpoints.
+    fn tell(&self, history: &mut History, msg: Message) {
+        // The API refuses a non-final assistant message with nothing to say (empty, or
+        // thinking only): it stays in the transcript, not in the requests.
+        if history.last().is_some_and(says_nothing) {
+            history.pop();
+        }
+        let mut r = lock(self.record);
+        let user_last = |m: Option<&Message>| m.is_some_and(|m| m.role == Role::User);
+        // After tool results (an accepted answer), the text joins that user message:
+        // roles must alternate. The request's copy may have had old results cleared, so
+        // each copy is extended on its own.
+        if user_last(history.last()) && user_last(r.messages.last().map(|e| e.message())) {
+            let extended = |e: &std::sync::Arc<Entry>| {
+                let mut m = e.message().clone();
+                m.content.extend(msg.content.iter().cloned());
+                Entry::new(m)
+            };
+            if let (Some(sent), Some(kept)) = (history.pop(), r.messages.pop()) {
+                let new_kept = extended(&kept);
+                let new_sent = if std::sync::Arc::ptr_eq(&sent, &kept) {
+                    new_kept.clone()
+                } else {
+                    extended(&sent)
+                };
+                r.messages.push(new_kept);
+                history.push(new_sent);
+            }
+            drop(r);
+        } else {
+            drop(r);
+            self.enter(history, msg);
+        }
+        (self.checkpoint)();
     }
 
     /// Progress and retry accounting for what the stream tells us.
@@ -696,6 +805,9 @@ mod tests {
             keep_spill: false,
             mcp: Default::default(),
             context: Default::default(),
+            output_schema: None,
+            max_schema_retries: 3,
+            resume: None,
         }
     }
 

@@ -62,7 +62,8 @@ impl CiRun {
             let fields = json!({"model": r.model, "workspace": r.workspace.display().to_string(),
                    "tools": r.tools, "prompt": config.prompt, "max_turns": config.max_turns,
                    "verify": config.verify.as_ref().map(|v| &v.command),
-                   "agent_version": env!("CARGO_PKG_VERSION")});
+                   "agent_version": env!("CARGO_PKG_VERSION"),
+                   "session_id": r.session_id, "resumed_from": r.resumed_from});
             let servers: Vec<_> = r
                 .mcp_servers
                 .iter()

@@ -177,6 +177,8 @@ pub struct RunArgs {
     pub mcp: McpArgs,
     #[command(flatten)]
     pub context: ContextArgs,
+    #[command(flatten)]
+    pub session: SessionArgs,
 }
 
 /// MCP servers as tool sources (shared by `run` and `tools`).
@@ -231,6 +233,26 @@ pub enum ToolChoice {
     Auto,
     Required,
     None,
+}
+
+/// Structured output and resuming a conversation (README "Structured output", "Resume").
+#[derive(Debug, Clone, Args)]
+pub struct SessionArgs {
+    /// The final answer must be a JSON value valid against this JSON Schema (a FILE, or
+    /// inline JSON starting with `{`); printed as one line of JSON (exit 6 if never valid).
+    #[arg(long, value_name = "FILE|JSON")]
+    pub output_schema: Option<String>,
+    /// Corrections the model gets after an answer that does not match --output-schema.
+    #[arg(long, value_name = "N", default_value_t = crate::structured::DEFAULT_MAX_SCHEMA_RETRIES,
+          requires = "output_schema")]
+    pub max_schema_retries: u32,
+    /// Continue the conversation of TRANSCRIPT (from --json, -o or a --jsonl capture);
+    /// PROMPT, if given, is added as the next user message.
+    #[arg(long, value_name = "TRANSCRIPT", conflicts_with = "continue_")]
+    pub resume: Option<PathBuf>,
+    /// Resume the newest transcript written with -o in this workspace.
+    #[arg(long = "continue")]
+    pub continue_: bool,
 }
 
 /// The CI features of SPEC §9: verification, live events, budgets.

@@ -14,8 +14,10 @@ use crate::cli::{OnDeny, SandboxMode};
 use crate::error::Error;
 use crate::output::Verbosity;
 use crate::policy::Settings;
+use crate::resume::{self, Resumed};
 use crate::sandbox::{self, SandboxSpec};
 use crate::settings::{SettingsFiles, SettingsSources};
+use crate::structured::{self, OutputSchema};
 use crate::tools::registry::{Registry, ToolSelection};
 use crate::verify::VerifySpec;
 
@@ -78,6 +80,13 @@ pub struct Config {
     pub keep_spill: bool,
     /// MCP servers and their flags.
     pub mcp: crate::mcp::McpSettings,
+    /// `--output-schema`: the final answer is a value valid against it.
+    pub output_schema: Option<OutputSchema>,
+    /// Corrections after an answer that does not match (`--max-schema-retries`).
+    pub max_schema_retries: u32,
+    /// `--resume` / `--continue`: the conversation to go on with, the new prompt (if
+    /// any) already appended. `prompt` is then the new prompt, or empty.
+    pub resume: Option<Resumed>,
 }
 
 /// The environment as config sees it: injectable so tests need not mutate the process env.
@@ -95,9 +104,17 @@ impl Env for ProcessEnv {
 
 impl Config {
     pub fn from_args(args: &RunArgs, env: &dyn Env) -> Result<Config, Error> {
-        let workspace = workspace_root(args.cwd.as_deref())?;
+        let (workspace, mut resume) = resumed_session(args)?;
         let tools = tool_selection(&args.tools)?;
-        let (prompt, stdin_warning) = read_prompt(args)?;
+        let (prompt, stdin_warning) = match &mut resume {
+            None => read_prompt(args)?,
+            Some(r) => {
+                let prompt = read_resume_prompt(args)?;
+                resume::append_prompt(&mut r.messages, prompt.as_deref())
+                    .map_err(|e| Error::Usage(format!("--resume {}: {e}", r.path.display())))?;
+                (prompt.unwrap_or_default(), None)
+            }
+        };
         if args.max_turns == 0 {
             return Err(Error::Usage("--max-turns must be at least 1".into()));
         }
@@ -139,7 +156,14 @@ impl Config {
                 "--base-url / {base_var} must start with http:// or https://, got {base_url:?}"
             )));
         }
-        let model = match args.model.clone().or_else(|| env.var("AGENT_MODEL")) {
+        // A resumed run keeps its model unless -m says otherwise.
+        let resumed_model = resume.as_ref().and_then(|r| r.model.clone());
+        let model = match args
+            .model
+            .clone()
+            .or(resumed_model)
+            .or_else(|| env.var("AGENT_MODEL"))
+        {
             Some(m) => m,
             // No default fits every OpenAI-compatible server: each serves its own models.
             None if provider == ProviderKind::Openai && args.replay.is_none() => {
@@ -151,11 +175,18 @@ impl Config {
             }
             None => DEFAULT_MODEL.to_string(),
         };
-        let system_prompt = system_prompt(
+        let mut system_prompt = system_prompt(
             &workspace,
             args.system.as_deref(),
             args.append_system_prompt.as_deref(),
         )?;
+        let output_schema = match &args.session.output_schema {
+            Some(arg) => Some(OutputSchema::from_arg(arg).map_err(Error::Usage)?),
+            None => None,
+        };
+        if output_schema.is_some() {
+            system_prompt.push_str(structured::SYSTEM_PROMPT_NOTE);
+        }
         let settings_files = SettingsFiles::read(&SettingsSources {
             workspace: &workspace,
             files: &args.security.settings,
@@ -216,8 +247,51 @@ impl Config {
             mcp,
             context: crate::context::ContextSettings::from_args(&args.context)
                 .map_err(Error::Usage)?,
+            output_schema,
+            max_schema_retries: args.session.max_schema_retries,
+            resume,
         })
     }
+}
+
+/// `--resume FILE` / `--continue`: the transcript to go on with, and the workspace: `-C`,
+/// else the transcript's own (with `--continue`, the one whose index names it).
+fn resumed_session(args: &RunArgs) -> Result<(PathBuf, Option<Resumed>), Error> {
+    if args.session.continue_ {
+        let workspace = workspace_root(args.cwd.as_deref())?;
+        let path = resume::latest_in_index(&workspace).map_err(Error::Usage)?;
+        let resumed = resume::load(&path).map_err(Error::Usage)?;
+        return Ok((workspace, Some(resumed)));
+    }
+    let Some(path) = &args.session.resume else {
+        return Ok((workspace_root(args.cwd.as_deref())?, None));
+    };
+    let resumed = resume::load(path).map_err(Error::Usage)?;
+    let workspace = match (&args.cwd, &resumed.workspace) {
+        (None, Some(w)) => w
+            .canonicalize()
+            .ok()
+            .filter(|w| w.is_dir())
+            .ok_or_else(|| {
+                Error::Usage(format!(
+                    "--resume {}: the transcript's workspace {} is not a directory here; \
+                     pass -C DIR",
+                    path.display(),
+                    w.display()
+                ))
+            })?,
+        _ => workspace_root(args.cwd.as_deref())?,
+    };
+    Ok((workspace, Some(resumed)))
+}
+
+/// The new prompt of a resumed run: optional, and stdin is read only for `-` (a resumed
+/// CI step must not wait on an inherited pipe).
+fn read_resume_prompt(args: &RunArgs) -> Result<Option<String>, Error> {
+    if args.prompt_file.is_none() && args.prompt.is_none() {
+        return Ok(None);
+    }
+    read_prompt(args).map(|(p, _)| Some(p))
 }
 
 /// `--verify`, the budgets and the price table (SPEC §9), validated.

@@ -56,7 +56,22 @@ pub(crate) fn run_command(args: &RunArgs) -> ExitCode {
         Ok(r) => r,
         Err(e) => return usage_failure(&e),
     };
-    let mut provider = match make_provider(&config, &registry) {
+    if let Some(schema) = &config.output_schema {
+        // The final answer's tool, offered by every provider alike.
+        registry.register(Arc::new(crate::structured::AnswerTool::new(schema.clone())));
+    }
+    let record = Arc::new(Mutex::new(RunRecord::new(
+        &config.model,
+        config.workspace.clone(),
+        registry
+            .enabled_names()
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+    )));
+    lock(&record).mcp_servers = mcp_reports;
+    let session_id = lock(&record).session_id.clone();
+    let mut provider = match make_provider(&config, &registry, &session_id) {
         Ok(p) => p,
         Err(e) => return usage_failure(&e),
     };
@@ -68,16 +83,19 @@ pub(crate) fn run_command(args: &RunArgs) -> ExitCode {
         sandbox,
     };
     let gate = PolicyGate::new(config.settings.clone(), &ctx, config.on_deny);
-    let record = Arc::new(Mutex::new(RunRecord::new(
-        &config.model,
-        config.workspace.clone(),
-        registry
-            .enabled_names()
-            .iter()
-            .map(|s| s.to_string())
-            .collect(),
-    )));
-    lock(&record).mcp_servers = mcp_reports;
+    if let Some(r) = &config.resume {
+        note_resumed(&mut lock(&record), r);
+    }
+    // Before the workspace scan below: the index is not a change the run made.
+    if let Some(out) = &config.output_file {
+        let id = lock(&record).session_id.clone();
+        if let Err(e) = crate::resume::note_in_index(&config.workspace, out, &id) {
+            output::warn(&format!(
+                "cannot note the run in {} for --continue: {e}",
+                crate::resume::INDEX_PATH
+            ));
+        }
+    }
     let events = Arc::new(if config.jsonl {
         events::Events::stdout(lock(&record).started)
     } else {
@@ -157,6 +175,24 @@ fn start_mcp(
     Ok(started.reports)
 }
 
+/// A resumed run records what it continues and says so on stderr.
+fn note_resumed(record: &mut RunRecord, resumed: &crate::resume::Resumed) {
+    record.resumed_from = Some(resumed.resumed_from());
+    let mut msg = format!(
+        "resuming {} ({} messages, status {})",
+        resumed.path.display(),
+        resumed.messages.len(),
+        resumed.status
+    );
+    if resumed.answered_calls > 0 {
+        msg.push_str(&format!(
+            "; {} call(s) it left unanswered get an \"interrupted\" error result and are not run again",
+            resumed.answered_calls
+        ));
+    }
+    output::info(&msg);
+}
+
 /// `path` made absolute with its directory resolved (as the canonical workspace is).
 fn absolute(path: &std::path::Path) -> PathBuf {
     let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
@@ -199,13 +235,17 @@ fn spill_dir(config: &Config) -> PathBuf {
 
 /// The provider of this run: cassette replay, or the Anthropic API or an
 /// OpenAI-compatible server (optionally recorded).
-fn make_provider(config: &Config, registry: &Registry) -> Result<Box<dyn Provider>, Error> {
+fn make_provider(
+    config: &Config,
+    registry: &Registry,
+    session_id: &str,
+) -> Result<Box<dyn Provider>, Error> {
     if let Some(path) = &config.replay {
         let replay = ReplayProvider::open(path, &config.workspace).map_err(Error::Usage)?;
         return Ok(Box::new(replay));
     }
     let recorder = match &config.record {
-        Some(path) => Some(cassette_recorder(config, registry, path)?),
+        Some(path) => Some(cassette_recorder(config, registry, path, session_id)?),
         None => None,
     };
     let http = HttpConfig {
@@ -228,6 +268,7 @@ fn cassette_recorder(
     config: &Config,
     registry: &Registry,
     path: &std::path::Path,
+    session_id: &str,
 ) -> Result<Recorder, Error> {
     let names: Vec<String> = registry
         .enabled_names()
@@ -240,6 +281,7 @@ fn cassette_recorder(
         &config.model,
         &config.workspace,
         &names,
+        session_id,
         // The model may echo a secret a tool printed: every known value is redacted.
         crate::secrets::secret_values()
             .into_iter()

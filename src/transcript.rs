@@ -38,6 +38,8 @@ pub enum Status {
     ContextExceeded,
     /// The final answer was still cut off by `--max-tokens` after its continuations.
     MaxTokens,
+    /// `--output-schema`: no valid answer within `--max-schema-retries` corrections.
+    SchemaFailed,
 }
 
 impl Status {
@@ -52,6 +54,7 @@ impl Status {
             Status::MaxTurns | Status::Budget => 3,
             Status::VerifyFailed => 4,
             Status::Denied => 5,
+            Status::SchemaFailed => 6,
             Status::Timeout => 124,
             Status::Interrupted => 130,
         }
@@ -71,6 +74,7 @@ impl Status {
             Status::Interrupted => "interrupted",
             Status::ContextExceeded => "context_exceeded",
             Status::MaxTokens => "max_tokens",
+            Status::SchemaFailed => "schema_failed",
         }
     }
 }
@@ -175,6 +179,13 @@ pub struct RunRecord {
     /// The earlier parts of a final answer cut off by `max_tokens` and continued: the
     /// result is these, then the last assistant message's text.
     pub answer_parts: Vec<String>,
+    /// A random UUID per run (`session_id`).
+    pub session_id: String,
+    /// `--output-schema`: the accepted answer (the run's `result`, serialised).
+    pub structured_output: Option<Value>,
+    /// `--resume`: `{path, session_id, num_turns, status, usage, cost_usd}` of the
+    /// transcript this run continues.
+    pub resumed_from: Option<Value>,
 }
 
 impl RunRecord {
@@ -202,6 +213,9 @@ impl RunRecord {
             context_window: None,
             context_clearings: Vec::new(),
             answer_parts: Vec::new(),
+            session_id: crate::session::new_session_id(),
+            structured_output: None,
+            resumed_from: None,
         }
     }
 
@@ -229,8 +243,12 @@ impl RunRecord {
         }
     }
 
-    /// The text of the last assistant message: the run's answer.
+    /// The run's answer: the accepted structured output as one line of JSON, else the
+    /// text of the last assistant message.
     pub fn final_text(&self) -> String {
+        if let Some(v) = &self.structured_output {
+            return v.to_string();
+        }
         let last = self
             .messages
             .iter()
@@ -286,6 +304,8 @@ impl RunRecord {
             version: TRANSCRIPT_VERSION,
             status: status.as_str(),
             is_error: status != Status::Success,
+            subtype: crate::session::subtype(status.as_str()),
+            session_id: &self.session_id,
             result: self.final_text(),
             error,
             model: &self.model,
@@ -295,8 +315,10 @@ impl RunRecord {
             api_duration_ms: self.api_duration.as_millis() as u64,
             usage: &self.usage,
             cost_usd: self.cost_usd,
+            total_cost_usd: self.cost_usd,
             retries: self.retries,
             messages: [],
+            structured_output: self.structured_output.as_ref(),
             tool_calls: &self.tool_calls,
             workspace: self.workspace.display().to_string(),
             tools: &self.tools,
@@ -309,6 +331,7 @@ impl RunRecord {
             context_tokens: self.context_tokens,
             context_window: self.context_window,
             context_clearings: &self.context_clearings,
+            resumed_from: self.resumed_from.as_ref(),
         };
         let text = if pretty {
             serde_json::to_string_pretty(&t)
@@ -365,6 +388,9 @@ struct Transcript<'a> {
     version: u32,
     status: &'a str,
     is_error: bool,
+    /// claude's name for the status (`session::subtype`).
+    subtype: &'static str,
+    session_id: &'a str,
     result: String,
     error: Option<&'a ErrorInfo>,
     model: &'a str,
@@ -374,9 +400,14 @@ struct Transcript<'a> {
     api_duration_ms: u64,
     usage: &'a Usage,
     cost_usd: Option<f64>,
+    /// The same as `cost_usd`, under claude's name.
+    total_cost_usd: Option<f64>,
     retries: u32,
     /// Always empty here: `splice_messages` puts the stored JSON in its place.
     messages: [(); 0],
+    /// After `messages`: a value of any shape (it may hold `"messages":[]`) must not come
+    /// before the key `splice_messages` looks for.
+    structured_output: Option<&'a Value>,
     tool_calls: &'a [ToolCallRecord],
     workspace: String,
     tools: &'a [String],
@@ -389,6 +420,7 @@ struct Transcript<'a> {
     context_tokens: Option<u64>,
     context_window: Option<u64>,
     context_clearings: &'a [Clearing],
+    resumed_from: Option<&'a Value>,
 }
 
 /// The text blocks of a message, joined.
@@ -588,10 +620,58 @@ mod tests {
     }
 
     #[test]
+    fn claude_compatible_fields_and_structured_output() {
+        let mut r = RunRecord::new("m", PathBuf::from("/w"), vec![]);
+        r.messages.push(Entry::new(Message::user_text("hi")));
+        r.messages.push(Entry::new(Message {
+            role: Role::Assistant,
+            content: vec![ContentBlock::Text {
+                text: "prose".into(),
+            }],
+        }));
+        r.cost_usd = Some(0.25);
+        let v: Value = serde_json::from_str(&r.to_json(Status::MaxTurns, None)).unwrap();
+        assert_eq!(v["total_cost_usd"], 0.25);
+        assert_eq!(v["cost_usd"], 0.25);
+        assert_eq!(v["subtype"], "error_max_turns");
+        assert_eq!(v["session_id"], r.session_id.as_str());
+        assert_eq!(v["structured_output"], Value::Null);
+        assert_eq!(v["resumed_from"], Value::Null);
+        assert_eq!(v["result"], "prose");
+        // The accepted answer is the result, as one line of JSON.
+        r.structured_output = Some(json!({"ok": true, "n": [1, 2]}));
+        r.resumed_from = Some(json!({"path": "/t.json", "num_turns": 3}));
+        let v: Value = serde_json::from_str(&r.to_json(Status::Success, None)).unwrap();
+        assert_eq!(v["structured_output"], json!({"ok": true, "n": [1, 2]}));
+        assert_eq!(v["result"], r#"{"n":[1,2],"ok":true}"#);
+        assert_eq!(v["subtype"], "success");
+        assert_eq!(v["resumed_from"]["num_turns"], 3);
+        let v: Value = serde_json::from_str(&r.to_json(Status::SchemaFailed, None)).unwrap();
+        assert_eq!(v["status"], "schema_failed");
+        assert_eq!(v["subtype"], "error_max_structured_output_retries");
+        // An answer holding `"messages":[]` does not confuse the splice.
+        r.structured_output = Some(json!({"messages": []}));
+        for text in [
+            r.to_json(Status::Success, None),
+            r.to_json_line(Status::Success, None),
+        ] {
+            let v: Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(v["messages"].as_array().unwrap().len(), 2, "{text}");
+            assert_eq!(v["structured_output"], json!({"messages": []}));
+        }
+        // Each run gets its own id.
+        assert_ne!(
+            RunRecord::new("m", PathBuf::from("/w"), vec![]).session_id,
+            r.session_id
+        );
+    }
+
+    #[test]
     fn exit_codes() {
         assert_eq!(Status::Success.exit_code(), 0);
         assert_eq!(Status::Refusal.exit_code(), 1);
         assert_eq!(Status::MaxTurns.exit_code(), 3);
+        assert_eq!(Status::SchemaFailed.exit_code(), 6);
         assert_eq!(Status::Timeout.exit_code(), 124);
         assert_eq!(Status::Interrupted.exit_code(), 130);
     }

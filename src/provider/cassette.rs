@@ -3,7 +3,7 @@
 //! with no key and no network.
 //!
 //! Format: the first line is a header `{"type":"header","format":1,"provider",
-//! "model","agent_version","workspace","tools"}`; then one line per model turn,
+//! "model","agent_version","workspace","tools","session_id"}`; then one line per model turn,
 //! `{"type":"turn","index":N,"request":{"messages":M,"tools":[..]},"sse":"<raw SSE>"}`,
 //! appended and flushed as each turn finishes, so a killed run leaves a usable prefix.
 //! No headers and no key are ever written.
@@ -34,6 +34,9 @@ enum Line {
         /// The workspace root at recording time; replay rewrites it in tool inputs.
         workspace: String,
         tools: Vec<String>,
+        /// The recording run's `session_id` (absent in cassettes from before it existed).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        session_id: Option<String>,
     },
     Turn {
         index: u32,
@@ -83,6 +86,7 @@ impl CassetteWriter {
         model: &str,
         workspace: &Path,
         tools: &[String],
+        session_id: &str,
         secrets: Vec<String>,
     ) -> std::io::Result<Self> {
         let file = File::create(path)?;
@@ -99,6 +103,7 @@ impl CassetteWriter {
             agent_version: env!("CARGO_PKG_VERSION").to_string(),
             workspace: workspace.display().to_string(),
             tools: tools.to_vec(),
+            session_id: Some(session_id.to_string()),
         })?;
         Ok(w)
     }
@@ -438,6 +443,7 @@ event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
             "m",
             Path::new("/rec/ws"),
             &["ReadFile".to_string()],
+            "sess-1",
             vec!["sk-ant-secret-value".into()],
         )
         .unwrap();
@@ -445,6 +451,8 @@ event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
         drop(w);
         let text = std::fs::read_to_string(&path).unwrap();
         assert_eq!(text.lines().count(), 2);
+        let header: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+        assert_eq!(header["session_id"], "sess-1");
         let mut p = ReplayProvider::open(&path, Path::new("/new/place")).unwrap();
         let turn = p.stream_turn(&request(&tools), &mut |_| {}).unwrap();
         assert_eq!(turn.calls[0].input, Ok(json!({"path": "/new/place/a.txt"})));
@@ -468,6 +476,7 @@ event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
             "m",
             Path::new("/w"),
             &[],
+            "sess-2",
             vec![secret.into()],
         )
         .unwrap();
@@ -513,6 +522,7 @@ event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
             "qwen",
             Path::new("/rec/ws"),
             &["ReadFile".to_string()],
+            "sess-3",
             vec![],
         )
         .unwrap();
@@ -554,7 +564,7 @@ data: [DONE]\n\n";
     fn an_unknown_provider_is_refused_at_open() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("g.jsonl");
-        CassetteWriter::create(&path, "gemini", "m", Path::new("/w"), &[], vec![]).unwrap();
+        CassetteWriter::create(&path, "gemini", "m", Path::new("/w"), &[], "s", vec![]).unwrap();
         let e = ReplayProvider::open(&path, dir.path()).err().unwrap();
         assert!(e.contains("\"gemini\""), "{e}");
     }

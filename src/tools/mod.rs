@@ -91,6 +91,8 @@ pub enum Category {
     Search,
     /// A tool of an MCP server (enabled by its annotations and the MCP flags).
     Mcp,
+    /// The run's final answer (`--output-schema`'s StructuredOutput).
+    Answer,
 }
 
 impl Category {
@@ -100,6 +102,7 @@ impl Category {
             Category::Shell => "shell",
             Category::Search => "search",
             Category::Mcp => "mcp",
+            Category::Answer => "answer",
         }
     }
 }
@@ -173,6 +176,11 @@ pub trait Tool: Send + Sync {
     /// Parses and checks the input once, before any side effect: the prepared call then
     /// names its permission subject and executes.
     fn prepare<'t>(&'t self, input: &Value) -> Result<Box<dyn PreparedCall + 't>, ToolError>;
+    /// Whether `prepare` checks the input against the whole `input_schema` itself, with
+    /// messages listing every failure (dispatch then skips its small first check).
+    fn checks_own_schema(&self) -> bool {
+        false
+    }
 }
 
 /// One call whose input is parsed and valid.

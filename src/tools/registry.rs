@@ -147,6 +147,8 @@ fn default_on(tool: &dyn Tool, sel: &ToolSelection) -> bool {
         Category::Search => false,
         // Registered (and enabled) by `mcp::tool::register`, never by `builtin`.
         Category::Mcp => false,
+        // Registered (and enabled) by `agent run --output-schema`, never by `builtin`.
+        Category::Answer => false,
     }
 }
 

@@ -75,7 +75,8 @@ fn normalized(t: &Value, ws: &str) -> Value {
     fn walk(v: &mut Value, ws: &str) {
         match v {
             Value::Object(o) => {
-                for k in ["duration_ms", "api_duration_ms", "started_ms"] {
+                // Per run by design: timings and the session id.
+                for k in ["duration_ms", "api_duration_ms", "started_ms", "session_id"] {
                     o.remove(k);
                 }
                 o.values_mut().for_each(|v| walk(v, ws));
