@@ -411,10 +411,18 @@ fn a_sigkill_at_any_point_leaves_a_valid_checkpoint() {
         }
         let messages = t["messages"].as_array().unwrap();
         assert!(!messages.is_empty(), "{why}");
-        assert_eq!(
-            messages.len() % 2,
-            1,
-            "a checkpoint ends after results; {why}"
+        // A checkpoint ends after results, or (issue 14: written before the calls run)
+        // with the response whose calls were running.
+        let last = messages.last().unwrap();
+        let calls_pending = last["role"] == "assistant"
+            && last["content"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|b| b["type"] == "tool_use");
+        assert!(
+            messages.len() % 2 == 1 || calls_pending,
+            "a checkpoint ends after results or with pending calls; {why}"
         );
     }
 }
