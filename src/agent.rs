@@ -9,8 +9,8 @@ use std::time::Instant;
 use crate::ci::CiRun;
 use crate::config::Config;
 use crate::context::{
-    CLEAR_TARGET, Clearing, ContextWindow, Overflow, WINDOW_EXCEEDED_STOP, input_tokens,
-    overflow_of, plan_clearing,
+    CLEAR_TARGET, Clearing, ContextWindow, Overflow, WINDOW_EXCEEDED_STOP, overflow_of,
+    plan_clearing,
 };
 use crate::dispatch::{CallOutcome, Dispatcher, Gate, Watch};
 use crate::history::{Entry, History};
@@ -318,25 +318,20 @@ impl Agent<'_> {
                 early_tools && turn_no < self.config.max_turns,
                 &early_results,
             );
-            let result = match scheduler::pool() {
-                Some(pool) => pool.in_place_scope(|scope| {
-                    provider.stream_turn(&request, &mut |n| {
-                        self.ci.on_notice(&n);
-                        dispatcher.on_notice(&n);
-                        match &n {
-                            StreamNotice::ToolReady(c) => early.offer(scope, c, &dispatcher),
-                            StreamNotice::TurnStarted => early.restart(),
-                            _ => {}
-                        }
-                        self.on_notice(turn_no, &mut chars, n);
-                    })
-                }),
-                None => provider.stream_turn(&request, &mut |n| {
+            // Early calls run on threads of this scope (not the rayon pool, whose idle
+            // workers would spin after each one): it ends when they have.
+            let result = std::thread::scope(|scope| {
+                provider.stream_turn(&request, &mut |n| {
                     self.ci.on_notice(&n);
                     dispatcher.on_notice(&n);
+                    match &n {
+                        StreamNotice::ToolReady(c) => early.offer(scope, c, &dispatcher),
+                        StreamNotice::TurnStarted => early.restart(),
+                        _ => {}
+                    }
                     self.on_notice(turn_no, &mut chars, n);
-                }),
-            };
+                })
+            });
             lock(self.record).api_duration += t0.elapsed();
             let turn = match result {
                 Ok(t) => t,
@@ -368,7 +363,7 @@ impl Agent<'_> {
                     r.cost_usd = self.config.prices.cost(&r.model, &r.usage);
                 }
                 let o = Overflow {
-                    tokens: Some(input_tokens(&turn.usage)).filter(|t| *t > 0),
+                    tokens: Some(turn.usage.input_total()).filter(|t| *t > 0),
                     limit: None,
                 };
                 let wall = Wall {

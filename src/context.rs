@@ -106,11 +106,6 @@ impl ContextSettings {
     }
 }
 
-/// A request's input size: fresh input plus what was read from and written to the cache.
-pub(crate) fn input_tokens(u: &Usage) -> u64 {
-    u.input_tokens + u.cache_read_input_tokens + u.cache_creation_input_tokens
-}
-
 /// The table's window for `model`: Claude models by name (1M with the beta where the
 /// model takes it), well-known OpenAI models by prefix. None: unknown.
 pub(crate) fn table_window(model: &str, context_1m: bool) -> Option<u64> {
@@ -245,7 +240,7 @@ impl ContextWindow {
     /// Notes a request's usage; `request_bytes` is the size of what was sent for it
     /// (history, system prompt and tools), which calibrates later estimates.
     pub(crate) fn observe(&mut self, usage: &Usage, request_bytes: usize) {
-        let tokens = input_tokens(usage);
+        let tokens = usage.input_total();
         if tokens == 0 {
             return; // the server reported no usage: keep what we knew
         }

@@ -12,7 +12,9 @@ fn usage(input: u64, read: u64, created: u64) -> Usage {
 
 #[test]
 fn input_size_counts_fresh_cached_and_cache_written_tokens() {
-    assert_eq!(input_tokens(&usage(10, 1000, 200)), 1210);
+    let mut c = ContextWindow::new("m", Some(10_000), false, 0.8);
+    c.observe(&usage(10, 1000, 200), 100);
+    assert_eq!(c.last_tokens(), Some(1210));
 }
 
 #[test]

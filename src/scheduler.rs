@@ -142,9 +142,13 @@ impl<'s> EarlyStart<'s> {
     }
 
     /// A tool_use block completed: start it now if it continues the leading safe run.
-    pub fn offer(
+    /// Each early call gets a thread of `scope` (the turn's): a thread blocks while
+    /// idle, where a rayon pool's workers spin after every job (issue 18 counted ~90
+    /// `sched_yield` per turn of one early read). A thread that cannot be made leaves
+    /// the call, and the rest of the turn, to run after the response.
+    pub fn offer<'scope>(
         &mut self,
-        scope: &rayon::Scope<'s>,
+        scope: &'scope std::thread::Scope<'scope, 's>,
         call: &PendingCall,
         dispatcher: &'s Dispatcher<'s>,
     ) {
@@ -155,15 +159,20 @@ impl<'s> EarlyStart<'s> {
             self.accepting = false;
             return;
         }
-        self.started.push(call.id.clone());
-        let (attempt, call, results) = (self.attempt, call.clone(), self.results);
-        scope.spawn(move |_| {
-            let outcome = dispatcher.dispatch(&call);
-            results
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .push((attempt, call.id, outcome));
-        });
+        let (attempt, owned, results) = (self.attempt, call.clone(), self.results);
+        let spawned = std::thread::Builder::new()
+            .name("agent-early-tool".into())
+            .spawn_scoped(scope, move || {
+                let outcome = dispatcher.dispatch(&owned);
+                results
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push((attempt, owned.id, outcome));
+            });
+        match spawned {
+            Ok(_) => self.started.push(call.id.clone()),
+            Err(_) => self.accepting = false,
+        }
     }
 
     /// After the response and the scope completed: the outcomes of the turn's leading
