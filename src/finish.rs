@@ -56,7 +56,7 @@ impl Finisher {
         }
         if let Some(path) = &self.output_file {
             let doc = lock(&self.record).to_json_redacted(Status::Running, None, &output::redact);
-            if let Err(e) = output::write_file_atomic(path, doc.as_bytes()) {
+            if let Err(e) = output::write_file_atomic_unsynced(path, doc.as_bytes()) {
                 output::warn(&format!("cannot write -o {}: {e}", path.display()));
             }
         }
