@@ -104,7 +104,7 @@ impl Finisher {
             output::warn(&format!("cannot remove {}: {e}", spill.display()));
         }
 
-        let (doc, line, text, summary) = {
+        let (doc, text, summary) = {
             let r = lock(&self.record);
             let summary = format!(
                 "{} · {} · {} · {} in / {} out tokens · {:.1}s",
@@ -117,10 +117,8 @@ impl Finisher {
                 r.usage.output_tokens,
                 r.started.elapsed().as_secs_f64()
             );
-            let line = self.events.enabled().then(|| r.to_json_line(status, error));
             (
                 r.to_json_redacted(status, error, &output::redact),
-                line,
                 output::redact(&r.final_text()),
                 summary,
             )
@@ -133,6 +131,13 @@ impl Finisher {
             output::error(&format!("cannot write -o {}: {e}", path.display()));
             delivered = false;
         }
+        // One copy of a long transcript at a time (issue 18: peak memory): the document
+        // is kept only for stdout, and the one-line form made only after it is gone.
+        let doc = self.json.then_some(doc);
+        let line = self
+            .events
+            .enabled()
+            .then(|| lock(&self.record).to_json_line(status, error));
         if let Some(e) = error {
             output::error(&e.message);
             if self.github_actions {
@@ -158,7 +163,7 @@ impl Finisher {
                 );
                 true
             }
-            None if json => output::print_stdout(&doc),
+            None if json => output::print_stdout(doc.as_deref().unwrap_or_default()),
             None if status == Status::Success => output::print_stdout(&text),
             None => true,
         };
