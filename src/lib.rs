@@ -22,7 +22,7 @@ pub(crate) mod mcp;
 pub(crate) mod output;
 pub(crate) mod policy;
 pub(crate) mod process;
-pub mod protocol;
+pub(crate) mod protocol;
 pub(crate) mod provider;
 pub(crate) mod resume;
 pub(crate) mod run;

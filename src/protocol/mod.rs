@@ -263,6 +263,7 @@ pub struct MessageStart {
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[allow(clippy::enum_variant_names)] // the wire's own names: text_delta, input_json_delta …
 pub enum Delta {
     TextDelta {
         text: String,
