@@ -226,7 +226,7 @@ fn limit_size(result: &mut ToolResult, max_chars: usize, spill_dir: &Path, call_
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
         .collect();
     let path = spill_dir.join(format!("result-{safe_id}.txt"));
-    let saved = crate::tools::paths::create_spill_file(spill_dir, &format!("result-{safe_id}.txt"))
+    let saved = crate::process::create_spill_file(spill_dir, &format!("result-{safe_id}.txt"))
         .and_then(|mut f| std::io::Write::write_all(&mut f, result.content.as_bytes()));
     let note = match &saved {
         Ok(()) => format!(

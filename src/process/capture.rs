@@ -342,7 +342,7 @@ impl OutputCollector {
                 self.stream_name
             );
             let path = self.spill_dir.join(&name);
-            match crate::tools::paths::create_spill_file(&self.spill_dir, &name) {
+            match super::create_spill_file(&self.spill_dir, &name) {
                 Ok(f) => return Ok((f, path)),
                 // Left by an earlier run with the same pid: take the next number.
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,

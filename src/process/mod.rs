@@ -25,10 +25,12 @@ use wait_timeout::ChildExt;
 
 mod capture;
 mod groups;
+mod spill;
 
 use capture::read_streams;
 use groups::{ProcessRegistry, REGISTRY, SPAWNING, reap_strays};
 pub(crate) use groups::{adopt_orphans, kill_all_running, kill_orphans};
+pub(crate) use spill::create_spill_file;
 
 /// Characters of the start of the output kept: the command's first errors come first
 /// (compilers, `set -x` traces), and they are often the cause of everything after.

@@ -93,27 +93,6 @@ pub(crate) fn resolve_for_search(ctx: &ToolContext, path: &str) -> Result<PathBu
     Ok(r.path)
 }
 
-/// Creates `name` in the spill directory (made 0700 if missing) for writing. The spill
-/// directory lies in the temp dir, which a sandboxed command may write: it could swap the
-/// directory, or a file in it, for a symlink. So the directory is opened without
-/// following a link and the file is created relative to it with `O_EXCL|O_NOFOLLOW`: a
-/// swap can make a save fail, never redirect it.
-pub(crate) fn create_spill_file(spill_dir: &Path, name: &str) -> io::Result<File> {
-    match std::os::unix::fs::DirBuilderExt::mode(&mut std::fs::DirBuilder::new(), 0o700)
-        .create(spill_dir)
-    {
-        Ok(()) => {}
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(e),
-    }
-    let dir = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(spill_dir)?;
-    let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
-    openat(&dir, OsStr::new(name), flags, 0o600)
-}
-
 /// Resolves `path` for writing: the result is inside the workspace and has no symlink in
 /// its existing part; the file and some of its parents may not exist yet (they are
 /// checked through their nearest existing ancestor).

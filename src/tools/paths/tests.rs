@@ -4,6 +4,7 @@ use std::os::unix::fs::symlink;
 
 use super::test_util::*;
 use super::*;
+use crate::process::create_spill_file;
 
 fn failed(r: Result<impl std::fmt::Debug, ToolError>) -> String {
     match r {
