@@ -278,13 +278,18 @@ pub(crate) fn markdown(t: &Value) -> String {
     let n = |k: &str| u[k].as_u64().unwrap_or(0);
     row(
         "Tokens",
-        format!(
-            "{} input ({} cache read, {} cache write) · {} output",
-            thousands(n("input_tokens")),
-            thousands(n("cache_read_input_tokens")),
-            thousands(n("cache_creation_input_tokens")),
-            thousands(n("output_tokens"))
-        ),
+        // Null counts: the server reported no usage (they are unknown, not zero).
+        if u["input_tokens"].is_null() && u["output_tokens"].is_null() {
+            "unknown (the server reported no usage)".to_string()
+        } else {
+            format!(
+                "{} input ({} cache read, {} cache write) · {} output",
+                thousands(n("input_tokens")),
+                thousands(n("cache_read_input_tokens")),
+                thousands(n("cache_creation_input_tokens")),
+                thousands(n("output_tokens"))
+            )
+        },
     );
     row(
         "Cost",

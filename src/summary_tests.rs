@@ -174,3 +174,17 @@ fn a_jsonl_capture_gives_its_run_finished_transcript() {
     let e = parse_transcript("x\ny\n", "junk").unwrap_err();
     assert!(e.contains("not a JSON transcript"), "{e}");
 }
+
+#[test]
+fn unknown_usage_reads_as_unknown_not_zero() {
+    let mut t = transcript();
+    t["usage"] = json!({"input_tokens": null, "output_tokens": null,
+                        "cache_creation_input_tokens": null, "cache_read_input_tokens": null});
+    t["cost_usd"] = Value::Null;
+    let md = markdown(&t);
+    assert!(
+        md.contains("| Tokens | unknown (the server reported no usage) |"),
+        "{md}"
+    );
+    assert!(!md.contains("0 input"), "{md}");
+}

@@ -64,7 +64,9 @@ pub(crate) fn report(rows: &[TaskOutcome]) -> Value {
             + o.usage.cache_read_input_tokens
             + o.usage.cache_creation_input_tokens
     };
-    let token_total: u64 = rows.iter().map(tokens).sum();
+    // Rows whose server reported no usage add nothing and are counted apart.
+    let token_total: u64 = rows.iter().filter(|o| !o.usage.unknown).map(tokens).sum();
+    let tokens_unknown = rows.iter().filter(|o| o.usage.unknown).count();
     let turns: Vec<f64> = ran.iter().map(|o| o.num_turns as f64).collect();
     let durations: Vec<f64> = ran.iter().map(|o| o.duration_ms as f64).collect();
     let per_task_mean = |total: f64| (!tasks.is_empty()).then(|| total / tasks.len() as f64);
@@ -84,6 +86,7 @@ pub(crate) fn report(rows: &[TaskOutcome]) -> Value {
         "tokens": {
             "total": token_total,
             "per_task": per_task_mean(token_total as f64),
+            "unknown_runs": tokens_unknown,
             "usage": totals["usage"],
         },
         "turns": {
@@ -100,7 +103,7 @@ pub(crate) fn report(rows: &[TaskOutcome]) -> Value {
             "status": o.status,
             "num_turns": o.num_turns,
             "cost_usd": o.cost_usd,
-            "tokens": tokens(o),
+            "tokens": (!o.usage.unknown).then(|| tokens(o)),
             "duration_ms": o.duration_ms,
             "transcript": o.transcript,
             "skipped": o.skipped,
@@ -220,9 +223,13 @@ pub(crate) fn markdown(r: &Value) -> String {
     row(
         "Tokens",
         format!(
-            "{} total · {} per task",
+            "{} total · {} per task{}",
             thousands(r["tokens"]["total"].as_u64().unwrap_or(0)),
-            thousands(r["tokens"]["per_task"].as_f64().unwrap_or(0.0).round() as u64)
+            thousands(r["tokens"]["per_task"].as_f64().unwrap_or(0.0).round() as u64),
+            match r["tokens"]["unknown_runs"].as_u64() {
+                Some(n) if n > 0 => format!(" ({} without usage)", count(n, "run")),
+                _ => String::new(),
+            }
         ),
     );
     row(
@@ -278,7 +285,9 @@ pub(crate) fn markdown(r: &Value) -> String {
             code(t["id"].as_str().unwrap_or("")),
             t["num_turns"].as_u64().unwrap_or(0),
             usd(&t["cost_usd"]),
-            thousands(t["tokens"].as_u64().unwrap_or(0)),
+            t["tokens"]
+                .as_u64()
+                .map_or_else(|| "unknown".to_string(), thousands),
             secs(&t["duration_ms"]),
         ));
     }

@@ -110,3 +110,24 @@ fn values_from_the_file_are_escaped() {
     let line = md.lines().find(|l| l.starts_with("| <code>x")).unwrap();
     assert_eq!(line.matches('|').count(), 8, "{line}");
 }
+
+#[test]
+fn unknown_usage_is_not_counted_as_zero() {
+    let mut quiet = row("q", "success", 1, 1, None);
+    quiet.usage.unknown = true;
+    quiet.usage.input_tokens = 0;
+    quiet.usage.output_tokens = 0;
+    let r = report(&[row("a", "success", 1, 1, None), quiet]);
+    assert_eq!(r["tokens"]["total"], 1200);
+    assert_eq!(r["tokens"]["unknown_runs"], 1);
+    assert!(r["rows"][1]["tokens"].is_null());
+    let md = markdown(&r);
+    assert!(
+        md.contains("| Tokens | 1,200 total · 600 per task (1 run without usage) |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| <code>q</code> | success | 1 | unknown | unknown |"),
+        "{md}"
+    );
+}
