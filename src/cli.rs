@@ -235,6 +235,10 @@ pub enum ToolChoice {
     None,
 }
 
+/// Corrections allowed after the first answer (`--max-schema-retries` default): enough for
+/// a model to fix a missed field or a wrong type, few enough to fail fast.
+const DEFAULT_MAX_SCHEMA_RETRIES: u32 = 3;
+
 /// Structured output and resuming a conversation (README "Structured output", "Resume").
 #[derive(Debug, Clone, Args)]
 pub struct SessionArgs {
@@ -243,7 +247,7 @@ pub struct SessionArgs {
     #[arg(long, value_name = "FILE|JSON")]
     pub output_schema: Option<String>,
     /// Corrections the model gets after an answer that does not match --output-schema.
-    #[arg(long, value_name = "N", default_value_t = crate::structured::DEFAULT_MAX_SCHEMA_RETRIES,
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_SCHEMA_RETRIES,
           requires = "output_schema")]
     pub max_schema_retries: u32,
     /// Continue the conversation of TRANSCRIPT (from --json, -o or a --jsonl capture);

@@ -18,10 +18,6 @@ use crate::turn::PendingCall;
 /// The tool the model finishes with; its `input_schema` is the user's schema.
 pub(crate) const TOOL_NAME: &str = "StructuredOutput";
 
-/// Corrections allowed after the first answer (`--max-schema-retries` default): enough for
-/// a model to fix a missed field or a wrong type, few enough to fail fast.
-pub(crate) const DEFAULT_MAX_SCHEMA_RETRIES: u32 = 3;
-
 /// Violations listed in one error result; more are counted, not listed (a wrong array of
 /// 1,000 items must not flood the context).
 const MAX_LISTED_VIOLATIONS: usize = 20;
