@@ -146,8 +146,9 @@ pub struct RunArgs {
     /// Time limit for the whole run (e.g. 90s, 10m); exit 124 when it expires.
     #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
     pub timeout: Option<Duration>,
-    /// Default timeout of one Bash command.
-    #[arg(long, value_parser = parse_duration, default_value = "30s", value_name = "DURATION")]
+    /// Default timeout of one Bash command (the model may ask for up to 10 minutes, or up
+    /// to this default when it is longer).
+    #[arg(long, value_parser = parse_duration, default_value = "2m", value_name = "DURATION")]
     pub bash_timeout: Duration,
     /// Retries of a failed API call.
     #[arg(long, default_value_t = 4, value_name = "N")]

@@ -105,7 +105,8 @@ impl Env for ProcessEnv {
 impl Config {
     pub fn from_args(args: &RunArgs, env: &dyn Env) -> Result<Config, Error> {
         let (workspace, mut resume) = resumed_session(args)?;
-        let tools = tool_selection(&args.tools)?;
+        let mut tools = tool_selection(&args.tools)?;
+        tools.bash_timeout = args.bash_timeout;
         let (prompt, stdin_warning) = match &mut resume {
             None => read_prompt(args)?,
             Some(r) => {
@@ -474,6 +475,7 @@ pub fn tool_selection(args: &ToolArgs) -> Result<ToolSelection, Error> {
         allow_bash: args.allow_bash || args.full_auto,
         allowed: args.allowed_tools.clone(),
         disallowed: args.disallowed_tools.clone(),
+        ..ToolSelection::default()
     })
 }
 

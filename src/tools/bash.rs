@@ -13,8 +13,11 @@ use super::{Category, Subject, SubjectKind, ToolContext, ToolError, ToolResult, 
 use crate::process::{self, CommandOutput, CommandSpec, OUTPUT_HEAD_CHARS, OUTPUT_TAIL_CHARS};
 
 /// Longest timeout the model may ask for, in seconds: 10 minutes (SPEC §4), long enough
-/// for a full build or test suite, short enough that a hung command cannot stall CI.
+/// for a full build or test suite, short enough that a hung command cannot stall CI. A
+/// larger `--bash-timeout` raises it to that default.
 const MAX_TIMEOUT_SECS: u64 = 600;
+/// `--bash-timeout`'s default: 2 minutes, the peers' default, since CI builds are slow.
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 
 const DESCRIPTION: &str = "\
 Runs a shell command with `bash -c` in the workspace root and returns its output and exit code.
@@ -30,8 +33,7 @@ opens an editor fails or ends at once, so pass flags like `--yes`, `-y`, `--no-e
 `git --no-pager`.
 - Every call starts a fresh shell in the workspace root: `cd`, exported variables and functions \
 do not carry over to the next call. Chain steps in one command (`cd sub && make`).
-- Timeout: the run's default (usually 30 seconds) unless you set `timeout` in seconds (1 to \
-600). On timeout the command and every process it started are killed, and you get the output so \
+- Timeout: {DEFAULT} unless you set `timeout` in seconds (1 to {MAX}). On timeout the command and every process it started are killed, and you get the output so \
 far as an error. Give long builds and test suites a larger timeout instead of retrying.
 - Background processes (`cmd &`) are killed when the command finishes: you cannot leave a \
 server running for a later call; start it, use it and stop it within one command.
@@ -53,7 +55,7 @@ pub(crate) struct BashInput {
     timeout: Option<u64>,
 }
 
-fn check(input: &BashInput) -> Result<(), ToolError> {
+fn check(input: &BashInput, max_secs: u64) -> Result<(), ToolError> {
     if input.command.trim().is_empty() {
         return Err(ToolError::failed(
             "`command` is empty: give the shell command to run",
@@ -65,16 +67,52 @@ fn check(input: &BashInput) -> Result<(), ToolError> {
         ));
     }
     if let Some(t) = input.timeout
-        && !(1..=MAX_TIMEOUT_SECS).contains(&t)
+        && !(1..=max_secs).contains(&t)
     {
         return Err(ToolError::failed(format!(
-            "`timeout` must be between 1 and {MAX_TIMEOUT_SECS} seconds, got {t}"
+            "`timeout` must be between 1 and {max_secs} seconds, got {t}"
         )));
     }
     Ok(())
 }
 
-pub(crate) struct Bash;
+/// The tool, told the run's default timeout (`--bash-timeout`), which its description
+/// and schema state.
+pub(crate) struct Bash {
+    default_timeout: Duration,
+    max_secs: u64,
+    description: String,
+}
+
+impl Bash {
+    pub(crate) fn new(default_timeout: Duration) -> Self {
+        let max_secs = MAX_TIMEOUT_SECS.max(default_timeout.as_secs_f64().ceil() as u64);
+        let description = DESCRIPTION
+            .replace("{DEFAULT}", &describe_default(default_timeout))
+            .replace("{MAX}", &max_secs.to_string());
+        Bash {
+            default_timeout,
+            max_secs,
+            description,
+        }
+    }
+}
+
+impl Default for Bash {
+    fn default() -> Self {
+        Bash::new(DEFAULT_TIMEOUT)
+    }
+}
+
+/// "2 minutes", "90 seconds", "1m 30s 500ms": how the description states the default.
+fn describe_default(d: Duration) -> String {
+    let s = d.as_secs();
+    match (s, d.subsec_nanos()) {
+        (60, 0) => "1 minute".to_string(),
+        (s, 0) if s >= 60 && s % 60 == 0 => format!("{} minutes", s / 60),
+        _ => describe(d),
+    }
+}
 
 impl TypedTool for Bash {
     type Input = BashInput;
@@ -84,7 +122,7 @@ impl TypedTool for Bash {
     }
 
     fn description(&self) -> &str {
-        DESCRIPTION
+        &self.description
     }
 
     fn input_schema(&self) -> Value {
@@ -98,9 +136,13 @@ impl TypedTool for Bash {
                 "timeout": {
                     "type": "integer",
                     "minimum": 1,
-                    "maximum": MAX_TIMEOUT_SECS,
-                    "description": "Timeout in seconds (1 to 600). Defaults to the run's Bash \
-                                    timeout (usually 30 seconds). Raise it for long builds and test suites."
+                    "maximum": self.max_secs,
+                    "description": format!(
+                        "Timeout in seconds (1 to {}). Default: {}. Raise it for long builds \
+                         and test suites.",
+                        self.max_secs,
+                        describe_default(self.default_timeout)
+                    )
                 }
             },
             "required": ["command"],
@@ -129,7 +171,7 @@ impl TypedTool for Bash {
     }
 
     fn validate(&self, input: &BashInput) -> Result<(), ToolError> {
-        check(input)
+        check(input, self.max_secs)
     }
 
     fn execute(&self, ctx: &ToolContext, input: &BashInput) -> Result<ToolResult, ToolError> {
@@ -149,12 +191,12 @@ impl TypedTool for Bash {
         );
         spec.pre_exec = ctx.sandbox.as_ref().map(|s| s.pre_exec());
         let out = process::run(&spec).map_err(ToolError::Failed)?;
-        Ok(render(&out, timeout))
+        Ok(render(&out, timeout, self.max_secs))
     }
 }
 
 /// The result the model sees, and the metadata the transcript records.
-fn render(out: &CommandOutput, timeout: Duration) -> ToolResult {
+fn render(out: &CommandOutput, timeout: Duration, max_secs: u64) -> ToolResult {
     let body = out.output.text.trim_end_matches('\n');
     let mut content = format!("<output>{body}</output>\n");
     let is_error = out.timed_out || out.interrupted;
@@ -162,7 +204,7 @@ fn render(out: &CommandOutput, timeout: Duration) -> ToolResult {
         content.push_str(&format!(
             "<error>The command timed out after {} and was killed, together with every process \
              it started; the output above is what it printed until then. If it needs longer, \
-             retry with a larger `timeout` (at most {MAX_TIMEOUT_SECS} seconds) or do less in one \
+             retry with a larger `timeout` (at most {max_secs} seconds) or do less in one \
              command.</error>",
             describe(timeout)
         ));
@@ -234,7 +276,7 @@ mod tests {
 
     fn run_bash(dir: &Path, input: Value) -> ToolResult {
         let c = ctx(dir);
-        let tool = Bash;
+        let tool = Bash::default();
         schema::validate(&tool.input_schema(), &input).unwrap();
         check_input(&tool, &input).unwrap();
         match exec(&tool, &c, &input) {
@@ -273,7 +315,7 @@ mod tests {
 
     #[test]
     fn schema_and_struct_agree() {
-        let schema_v = Bash.input_schema();
+        let schema_v = Bash::default().input_schema();
         let props = schema_v["properties"].as_object().unwrap();
         let mut prop_names: Vec<&str> = props.keys().map(String::as_str).collect();
         let mut fields = struct_fields::<BashInput>().to_vec();
@@ -317,10 +359,10 @@ mod tests {
 
     #[test]
     fn metadata_flags() {
-        assert!(!Bash.is_read_only());
-        assert!(Bash.is_destructive());
-        assert!(!Bash.is_concurrency_safe());
-        assert_eq!(Bash.category(), Category::Shell);
+        assert!(!Bash::default().is_read_only());
+        assert!(Bash::default().is_destructive());
+        assert!(!Bash::default().is_concurrency_safe());
+        assert_eq!(Bash::default().category(), Category::Shell);
     }
 
     #[test]
@@ -336,11 +378,11 @@ mod tests {
             (json!({"command": "ls", "timeout": "5"}), "invalid input"),
             (json!({}), "command"),
         ] {
-            let e = check_input(&Bash, &input).unwrap_err();
+            let e = check_input(&Bash::default(), &input).unwrap_err();
             assert!(e.message().contains(needle), "{input}: {e}");
         }
         assert_eq!(
-            check_input(&Bash, &json!({"command": "ls", "timeout": 600})),
+            check_input(&Bash::default(), &json!({"command": "ls", "timeout": 600})),
             Ok(())
         );
     }
@@ -437,7 +479,7 @@ mod tests {
             ("VISIBLE".to_string(), "yes".to_string()),
         ];
         c.child_env = Arc::new(crate::secrets::scrubbed_env(parent.into_iter(), &[]));
-        let r = exec(&Bash, &c, &json!({"command": "env"})).unwrap();
+        let r = exec(&Bash::default(), &c, &json!({"command": "env"})).unwrap();
         assert!(r.content.contains("VISIBLE=yes"), "{}", r.content);
         assert!(!r.content.contains("FOO_API_KEY"), "{}", r.content);
         assert!(!r.content.contains("sk-should-not-leak"));
@@ -491,7 +533,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut c = ctx(dir.path());
         c.workspace = dir.path().join("gone");
-        let e = exec(&Bash, &c, &json!({"command": "true"})).unwrap_err();
+        let e = exec(&Bash::default(), &c, &json!({"command": "true"})).unwrap_err();
         assert!(matches!(e, ToolError::Fatal(_)), "{e:?}");
     }
 }

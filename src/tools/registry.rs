@@ -3,13 +3,15 @@
 //! them a run enables follows from each tool's category and flags, never its name.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use super::{Category, KnownTool, Tool};
 
-/// Which tools a run enables, from the command line (SPEC §2, §6).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// Which tools a run enables, from the command line (SPEC §2, §6), and what the built-in
+/// tools are told about the run.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolSelection {
     pub allow_write: bool,
     pub allow_bash: bool,
@@ -18,6 +20,20 @@ pub struct ToolSelection {
     pub allowed: Option<Vec<String>>,
     /// `--disallowed-tools`: removed last, whatever enabled them.
     pub disallowed: Vec<String>,
+    /// `--bash-timeout`, which the Bash tool's description states.
+    pub bash_timeout: Duration,
+}
+
+impl Default for ToolSelection {
+    fn default() -> Self {
+        ToolSelection {
+            allow_write: false,
+            allow_bash: false,
+            allowed: None,
+            disallowed: Vec::new(),
+            bash_timeout: super::bash::DEFAULT_TIMEOUT,
+        }
+    }
 }
 
 /// Holds every known tool and which of them are enabled, in registration order.
@@ -118,7 +134,7 @@ impl Registry {
         r.register(Arc::new(super::grep::Grep));
         r.register(Arc::new(super::write_file::WriteFile));
         r.register(Arc::new(super::edit_file::EditFile));
-        r.register(Arc::new(super::bash::Bash));
+        r.register(Arc::new(super::bash::Bash::new(selection.bash_timeout)));
         r.apply(selection);
         r
     }

@@ -37,3 +37,4 @@ mod spill;
 mod stdin;
 mod stop_reasons;
 mod summary_cmd;
+mod tool_flags;
