@@ -87,10 +87,13 @@ pub struct ToolArgs {
     /// Enable every tool (--allow-write --allow-bash).
     #[arg(long)]
     pub full_auto: bool,
-    /// Enable exactly these tools (comma-separated names).
+    /// Enable exactly these tools (comma-separated names). A rule such as `Bash(git status)`,
+    /// `Bash(cargo test:*)` or `EditFile(src/**)` enables its tool and allows only the
+    /// calls it matches, as an allow rule in the settings does.
     #[arg(long, value_delimiter = ',', value_name = "TOOLS")]
     pub allowed_tools: Option<Vec<String>>,
-    /// Disable these tools (comma-separated names), whatever enabled them.
+    /// Disable these tools (comma-separated names), whatever enabled them. A rule such as
+    /// `Bash(rm:*)` denies the calls it matches, as a deny rule in the settings does.
     #[arg(long, value_delimiter = ',', value_name = "TOOLS")]
     pub disallowed_tools: Vec<String>,
 }

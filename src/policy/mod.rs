@@ -47,6 +47,26 @@ pub struct Settings {
 impl Settings {
     /// The `permissions` and `hooks` of every file, merged in order. `known` is every
     /// tool (enabled or not): a rule or matcher naming another is a usage error.
+    /// Rules given on the command line (`--allowed-tools` / `--disallowed-tools` rules),
+    /// parsed and checked exactly as a settings file's; `flag` names them in errors.
+    pub fn add_rules(
+        &mut self,
+        flag: &str,
+        allow: bool,
+        rules: &[String],
+        known: &[KnownTool],
+    ) -> Result<(), Error> {
+        for r in rules {
+            let rule = Rule::parse(r, known).map_err(|m| Error::Usage(format!("{flag}: {m}")))?;
+            if allow {
+                self.allow.push(rule);
+            } else {
+                self.deny.push(rule);
+            }
+        }
+        Ok(())
+    }
+
     pub fn from_files(files: &SettingsFiles, known: &[KnownTool]) -> Result<Settings, Error> {
         let mut settings = Settings::default();
         for (label, v) in files.sections("permissions") {

@@ -22,6 +22,12 @@ pub struct ToolSelection {
     pub disallowed: Vec<String>,
     /// `--bash-timeout`, which the Bash tool's description states.
     pub bash_timeout: Duration,
+    /// Rules given in `--allowed-tools` (`Bash(git status)`): allow rules, added to the
+    /// settings' (their tools are in `allowed`).
+    pub allow_rules: Vec<String>,
+    /// Rules given in `--disallowed-tools` (`Bash(rm:*)`): deny rules; they do not
+    /// disable the tool.
+    pub deny_rules: Vec<String>,
 }
 
 impl Default for ToolSelection {
@@ -32,6 +38,8 @@ impl Default for ToolSelection {
             allowed: None,
             disallowed: Vec::new(),
             bash_timeout: super::bash::DEFAULT_TIMEOUT,
+            allow_rules: Vec::new(),
+            deny_rules: Vec::new(),
         }
     }
 }
