@@ -770,6 +770,7 @@ mod tests {
         Config {
             prompt: "task".into(),
             workspace: dir.to_path_buf(),
+            add_dirs: Vec::new(),
             json: true,
             output_file: None,
             verbosity: Verbosity::Quiet,

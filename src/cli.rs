@@ -378,6 +378,11 @@ pub struct SecurityArgs {
     /// with `{`) (repeatable; after the project's .agent/settings.json; lists are concatenated).
     #[arg(long = "settings", value_name = "FILE|JSON")]
     pub settings: Vec<PathBuf>,
+    /// Let the file tools read (and, with write enabled, write) under DIR as well as the
+    /// workspace, with the same confinement; `--sandbox workspace-write` lets Bash write
+    /// there too (repeatable).
+    #[arg(long = "add-dir", value_name = "DIR")]
+    pub add_dir: Vec<PathBuf>,
     /// Ignore the workspace's .agent/settings.json and .mcp.json (for untrusted checkouts).
     #[arg(long)]
     pub no_project_settings: bool,

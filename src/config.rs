@@ -38,6 +38,8 @@ pub struct Config {
     pub prompt: String,
     /// Canonical workspace root.
     pub workspace: PathBuf,
+    /// Canonical `--add-dir` directories: the file tools' other roots.
+    pub add_dirs: Vec<PathBuf>,
     pub json: bool,
     pub output_file: Option<PathBuf>,
     pub verbosity: Verbosity,
@@ -176,8 +178,10 @@ impl Config {
             }
             None => DEFAULT_MODEL.to_string(),
         };
+        let add_dirs = extra_dirs(&args.security.add_dir)?;
         let mut system_prompt = system_prompt(
             &workspace,
+            &add_dirs,
             args.system.as_deref(),
             args.append_system_prompt.as_deref(),
         )?;
@@ -197,7 +201,7 @@ impl Config {
         let mut settings = Settings::from_files(&settings_files, &known)?;
         settings.add_rules("--allowed-tools", true, &tools.allow_rules, &known)?;
         settings.add_rules("--disallowed-tools", false, &tools.deny_rules, &known)?;
-        let sandbox = sandbox_spec(&args.security, env)?;
+        let sandbox = sandbox_spec(&args.security, &add_dirs, env)?;
         let mcp = crate::mcp::McpSettings::from_args(
             &args.mcp,
             &workspace,
@@ -217,6 +221,7 @@ impl Config {
         Ok(Config {
             prompt,
             workspace,
+            add_dirs,
             json: args.json,
             output_file: args.output.clone(),
             verbosity,
@@ -350,7 +355,32 @@ fn ci_settings(
 
 /// `--sandbox`, `--writable`, `--no-network`, validated, and refused when the kernel
 /// cannot enforce them (never silently downgraded).
-fn sandbox_spec(args: &SecurityArgs, env: &dyn Env) -> Result<SandboxSpec, Error> {
+/// `--add-dir`: each an existing directory, canonical, listed once.
+fn extra_dirs(dirs: &[PathBuf]) -> Result<Vec<PathBuf>, Error> {
+    let mut out: Vec<PathBuf> = Vec::new();
+    for dir in dirs {
+        let canon = dir
+            .canonicalize()
+            .map_err(|e| Error::Usage(format!("--add-dir {}: {e}", dir.display())))?;
+        if !canon.is_dir() {
+            return Err(Error::Usage(format!(
+                "--add-dir {}: not a directory",
+                dir.display()
+            )));
+        }
+        if !out.contains(&canon) {
+            out.push(canon);
+        }
+    }
+    Ok(out)
+}
+
+/// The Bash sandbox; under `workspace-write` the `--add-dir` directories are writable too.
+fn sandbox_spec(
+    args: &SecurityArgs,
+    add_dirs: &[PathBuf],
+    env: &dyn Env,
+) -> Result<SandboxSpec, Error> {
     if !args.writable.is_empty() && args.sandbox != SandboxMode::WorkspaceWrite {
         return Err(Error::Usage(
             "--writable only applies with --sandbox workspace-write".into(),
@@ -368,6 +398,13 @@ fn sandbox_spec(args: &SecurityArgs, env: &dyn Env) -> Result<SandboxSpec, Error
             )));
         }
         writable.push(canon);
+    }
+    if args.sandbox == SandboxMode::WorkspaceWrite {
+        for d in add_dirs {
+            if !writable.contains(d) {
+                writable.push(d.clone());
+            }
+        }
     }
     let spec = SandboxSpec {
         mode: args.sandbox,
@@ -636,8 +673,8 @@ fn text_or_file(flag: &str, value: &str) -> Result<String, Error> {
 }
 
 /// The built-in system prompt: the rules of a run nobody watches.
-fn base_system_prompt(workspace: &Path) -> String {
-    format!(
+fn base_system_prompt(workspace: &Path, add_dirs: &[PathBuf]) -> String {
+    let mut p = format!(
         "You are agent, an autonomous coding agent running non-interactively (in CI or a script).\n\
          Nobody will answer questions or confirm anything: never ask; make reasonable decisions \
          and state your assumptions.\n\
@@ -652,18 +689,27 @@ fn base_system_prompt(workspace: &Path) -> String {
          Verify your work (for example by running the tests) when you can.\n\
          When you are done, end with a short summary of what you did and what is left, if anything.",
         ws = workspace.display()
-    )
+    );
+    if !add_dirs.is_empty() {
+        let list: Vec<String> = add_dirs.iter().map(|d| d.display().to_string()).collect();
+        p.push_str(&format!(
+            "\nThe file tools may also use these directories (--add-dir), by absolute path: {}.",
+            list.join(", ")
+        ));
+    }
+    p
 }
 
 fn system_prompt(
     workspace: &Path,
+    add_dirs: &[PathBuf],
     system: Option<&str>,
     append: Option<&str>,
 ) -> Result<String, Error> {
     let mut prompt = match system {
         Some(s) => text_or_file("--system", s)?,
         None => {
-            let mut p = base_system_prompt(workspace);
+            let mut p = base_system_prompt(workspace, add_dirs);
             if let Some((name, text)) = project_instructions(workspace) {
                 p.push_str(&format!(
                     "\n\n# Project instructions ({name})\n\n{}",
@@ -824,6 +870,34 @@ mod tests {
             c.sandbox.writable,
             vec![PathBuf::from("/tmp").canonicalize().unwrap()]
         );
+        // --add-dir directories are writable for Bash under workspace-write only, and
+        // the system prompt names them.
+        let extra = tempfile::tempdir().unwrap();
+        let extra_s = extra.path().to_str().unwrap();
+        let canon = extra.path().canonicalize().unwrap();
+        let c = Config::from_args(
+            &parse(&["hi", "--sandbox", "workspace-write", "--add-dir", extra_s]),
+            &new_ll,
+        )
+        .unwrap();
+        assert_eq!(c.sandbox.writable, vec![canon.clone()]);
+        assert_eq!(c.add_dirs, vec![canon.clone()]);
+        assert!(
+            c.system_prompt
+                .contains(&format!("by absolute path: {}.", canon.display())),
+            "{}",
+            c.system_prompt
+        );
+        let c = Config::from_args(
+            &parse(&["hi", "--sandbox", "read-only", "--add-dir", extra_s]),
+            &new_ll,
+        )
+        .unwrap();
+        assert!(c.sandbox.writable.is_empty());
+        let e =
+            Config::from_args(&parse(&["hi", "--add-dir", "/no/such/dir"]), &new_ll).unwrap_err();
+        assert!(e.to_string().contains("--add-dir /no/such/dir"), "{e}");
+        assert_eq!(e.exit_code(), 2);
         // Off needs nothing from the kernel.
         assert!(Config::from_args(&parse(&["hi"]), &no_ll).is_ok());
         let c = Config::from_args(
@@ -839,15 +913,15 @@ mod tests {
     fn system_prompt_rules_and_project_file() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("AGENTS.md"), "Always run make check.").unwrap();
-        let p = system_prompt(dir.path(), None, Some("Extra rule.")).unwrap();
+        let p = system_prompt(dir.path(), &[], None, Some("Extra rule.")).unwrap();
         assert!(p.contains("non-interactively"));
         assert!(p.contains("Always run make check."));
         assert!(p.ends_with("Extra rule."));
         let f = dir.path().join("sys.txt");
         std::fs::write(&f, "Custom.").unwrap();
-        let p = system_prompt(dir.path(), Some(&format!("@{}", f.display())), None).unwrap();
+        let p = system_prompt(dir.path(), &[], Some(&format!("@{}", f.display())), None).unwrap();
         assert_eq!(p, "Custom.");
-        assert!(system_prompt(dir.path(), Some("@/no/such/file"), None).is_err());
+        assert!(system_prompt(dir.path(), &[], Some("@/no/such/file"), None).is_err());
     }
     #[test]
     fn openai_provider_key_base_url_and_model() {

@@ -77,6 +77,7 @@ pub(crate) fn run_command(args: &RunArgs) -> ExitCode {
     };
     let ctx = ToolContext {
         workspace: config.workspace.clone(),
+        extra_dirs: config.add_dirs.clone(),
         spill_dir: spill_dir(&config),
         bash_timeout: config.bash_timeout,
         child_env,

@@ -112,6 +112,8 @@ impl Category {
 pub struct ToolContext {
     /// Canonical workspace root: every file tool is confined to it.
     pub workspace: PathBuf,
+    /// Canonical `--add-dir` directories: further roots, confined the same way.
+    pub extra_dirs: Vec<PathBuf>,
     /// Where oversized results and full Bash output are saved; ReadFile may read here.
     pub spill_dir: PathBuf,
     /// Default Bash timeout (`--bash-timeout`).
@@ -296,6 +298,7 @@ pub(crate) mod test_support {
                 std::env::temp_dir().join(format!("agent-spill-{}", std::process::id()));
             ToolContext {
                 workspace,
+                extra_dirs: Vec::new(),
                 spill_dir,
                 bash_timeout: Duration::from_secs(30),
                 child_env: Arc::new(crate::secrets::scrubbed_env(std::env::vars(), &[])),

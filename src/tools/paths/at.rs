@@ -12,8 +12,8 @@ pub(super) fn split_under_root(
     shown: &str,
     allow_spill: bool,
 ) -> Result<(PathBuf, Vec<OsString>, OsString), ToolError> {
-    let root = if resolved.starts_with(&ctx.workspace) {
-        ctx.workspace.clone()
+    let root = if let Some(root) = root_of(ctx, resolved) {
+        root.clone()
     } else {
         match spill_root(ctx) {
             Some(s) if allow_spill && resolved.starts_with(&s) => s,
@@ -58,9 +58,9 @@ pub(super) fn open_dir_chain(
     create: bool,
     shown: &str,
 ) -> Result<File, ToolError> {
-    // The workspace root is trusted as given; the spill directory, which lies in the
-    // shared temp dir, must not be a symlink.
-    let no_follow = if root == ctx.workspace {
+    // The workspace and --add-dir roots are trusted as given (canonical at start); the
+    // spill directory, which lies in the shared temp dir, must not be a symlink.
+    let no_follow = if root == ctx.workspace || ctx.extra_dirs.iter().any(|d| d == root) {
         0
     } else {
         libc::O_NOFOLLOW

@@ -61,12 +61,20 @@ impl Change {
     }
 }
 
+/// The root `resolved` lies under: the workspace or an `--add-dir` directory.
+fn root_of<'a>(ctx: &'a ToolContext, resolved: &Path) -> Option<&'a PathBuf> {
+    std::iter::once(&ctx.workspace)
+        .chain(&ctx.extra_dirs)
+        .find(|root| resolved.starts_with(root))
+}
+
 /// Resolves `path` (absolute, or relative to the workspace) to an existing path inside the
-/// workspace or the run's spill directory, with no symlink left in it.
+/// workspace, an `--add-dir` directory or the run's spill directory, with no symlink left
+/// in it.
 pub(crate) fn resolve_for_read(ctx: &ToolContext, path: &str) -> Result<PathBuf, ToolError> {
     let r = resolve(ctx, path)?;
-    let inside = r.path.starts_with(&ctx.workspace)
-        || spill_root(ctx).is_some_and(|s| r.path.starts_with(s));
+    let inside =
+        root_of(ctx, &r.path).is_some() || spill_root(ctx).is_some_and(|s| r.path.starts_with(s));
     if !inside {
         return Err(outside_error(ctx, path, &r));
     }
@@ -82,7 +90,7 @@ pub(crate) fn resolve_for_read(ctx: &ToolContext, path: &str) -> Result<PathBuf,
 /// (the spill directory is ReadFile's exception, for reading one saved result).
 pub(crate) fn resolve_for_search(ctx: &ToolContext, path: &str) -> Result<PathBuf, ToolError> {
     let r = resolve(ctx, path)?;
-    if !r.path.starts_with(&ctx.workspace) {
+    if root_of(ctx, &r.path).is_none() {
         return Err(outside_error(ctx, path, &r));
     }
     if !r.exists {
@@ -104,10 +112,10 @@ pub(crate) fn resolve_for_write(ctx: &ToolContext, path: &str) -> Result<PathBuf
         )));
     }
     let r = resolve(ctx, path)?;
-    if !r.path.starts_with(&ctx.workspace) {
+    let Some(root) = root_of(ctx, &r.path) else {
         return Err(outside_error(ctx, path, &r));
-    }
-    if r.path == ctx.workspace {
+    };
+    if r.path == *root {
         return Err(ToolError::failed(format!(
             "{path} is the workspace root directory, not a file"
         )));

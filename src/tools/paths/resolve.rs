@@ -125,8 +125,18 @@ pub(super) fn outside_error(ctx: &ToolContext, path: &str, r: &Resolution) -> To
     } else {
         String::new()
     };
+    let also = if ctx.extra_dirs.is_empty() {
+        String::new()
+    } else {
+        let list: Vec<String> = ctx
+            .extra_dirs
+            .iter()
+            .map(|d| d.display().to_string())
+            .collect();
+        format!(" and the --add-dir directories ({})", list.join(", "))
+    };
     ToolError::failed(format!(
-        "{path} is outside the workspace {}{via}. File tools can only access paths inside the workspace.",
+        "{path} is outside the workspace {}{via}. File tools can only access paths inside the workspace{also}.",
         ctx.workspace.display()
     ))
 }

@@ -424,3 +424,60 @@ fn non_utf8_names_round_trip_through_glob_grep_and_the_file_tools() {
         b"x"
     );
 }
+
+/// `--add-dir`: files under an extra directory are read and written with the same
+/// guarantees; `..` and symlinks out of it are refused.
+#[test]
+fn extra_dirs_are_confined_like_the_workspace() {
+    use crate::tools::test_support::exec;
+    use crate::tools::{read_file::ReadFile, write_file::WriteFile};
+    use serde_json::json;
+
+    let (_g, mut ctx) = setup();
+    let base = ctx.workspace.parent().unwrap().to_path_buf();
+    let extra = base.join("extra");
+    std::fs::create_dir(&extra).unwrap();
+    std::fs::write(extra.join("a.txt"), "A\n").unwrap();
+    symlink(base.join("outside/secret.txt"), extra.join("leak")).unwrap();
+    symlink(base.join("outside"), extra.join("leakdir")).unwrap();
+    let p = |rel: &str| extra.join(rel).display().to_string();
+
+    // Without --add-dir: outside.
+    let e = exec(&ReadFile, &ctx, &json!({"path": p("a.txt")})).unwrap_err();
+    assert!(e.message().contains("outside the workspace"), "{e}");
+
+    ctx.extra_dirs = vec![extra.clone()];
+    let r = exec(&ReadFile, &ctx, &json!({"path": p("a.txt")})).unwrap();
+    assert_eq!(r.content.trim(), "1\tA");
+    exec(
+        &WriteFile,
+        &ctx,
+        &json!({"path": p("sub/new.txt"), "content": "n"}),
+    )
+    .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(extra.join("sub/new.txt")).unwrap(),
+        "n"
+    );
+
+    for escape in [
+        p("../outside/secret.txt"),
+        p("leak"),
+        p("leakdir/secret.txt"),
+        p("sub/../../outside/secret.txt"),
+    ] {
+        let e = exec(&ReadFile, &ctx, &json!({"path": escape})).unwrap_err();
+        assert!(
+            e.message().contains("outside the workspace") && e.message().contains("--add-dir"),
+            "{escape}: {e}"
+        );
+        let e = exec(&WriteFile, &ctx, &json!({"path": escape, "content": "x"})).unwrap_err();
+        assert!(e.message().contains("outside"), "{escape}: {e}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(base.join("outside/secret.txt")).unwrap(),
+        "secret\n"
+    );
+    // The extra directory itself is not a file to write.
+    assert!(exec(&WriteFile, &ctx, &json!({"path": p(""), "content": "x"})).is_err());
+}
