@@ -162,11 +162,7 @@ impl<'a> Dispatcher<'a> {
     }
 
     /// Lookup, schema check, and the tool's parse and validation (once).
-    #[allow(clippy::type_complexity)]
-    fn prepare<'c>(
-        &self,
-        call: &'c PendingCall,
-    ) -> Result<(&'a dyn Tool, &'c Value, Box<dyn PreparedCall + 'a>), ToolResult> {
+    fn prepare<'c>(&self, call: &'c PendingCall) -> Result<Ready<'a, 'c>, ToolResult> {
         let Some(tool) = self.registry.get(&call.name) else {
             return Err(ToolResult::error(format!(
                 "unknown tool {:?}; the enabled tools are: {}",
@@ -188,6 +184,9 @@ impl<'a> Dispatcher<'a> {
         Ok((tool.as_ref(), input, ready))
     }
 }
+
+/// A call ready to pass the gate: its tool, its input as sent, and the parsed call.
+type Ready<'a, 'c> = (&'a dyn Tool, &'c Value, Box<dyn PreparedCall + 'a>);
 
 /// A panic inside a tool becomes an error result, never a crash of the run.
 fn execute_caught(
