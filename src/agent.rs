@@ -283,9 +283,10 @@ impl Agent<'_> {
                 if let Some(stop) = self.ci.before_request(turn_no, self.record) {
                     return stop;
                 }
-                if window.over_threshold()
-                    && let (Some(tokens), Some(target)) =
-                        (window.last_tokens(), window.clear_target())
+                // Before any usage (a resumed history), the bytes about to be sent tell.
+                let tokens = window.next_tokens(history.json_bytes() + fixed_bytes);
+                if window.over_threshold(tokens)
+                    && let Some(target) = window.clear_target()
                 {
                     self.clear(&mut history, &window, turn_no, tokens, target);
                 }

@@ -270,12 +270,17 @@ impl ContextWindow {
         (bytes as f64 / self.bytes_per_token()).ceil() as u64
     }
 
-    /// Whether the last request used more than `--compact-at` of the window.
-    pub(crate) fn over_threshold(&self) -> bool {
-        match (self.window(), self.last_tokens) {
-            (Some(w), Some(t)) => t as f64 > w as f64 * self.compact_at,
-            _ => false,
-        }
+    /// The size of the next request: the last request's usage, or, before any usage
+    /// (a `--resume`d history), an estimate from the bytes about to be sent.
+    pub(crate) fn next_tokens(&self, request_bytes: usize) -> u64 {
+        self.last_tokens
+            .unwrap_or_else(|| self.tokens_of(request_bytes))
+    }
+
+    /// Whether `tokens` is more than `--compact-at` of the window.
+    pub(crate) fn over_threshold(&self, tokens: u64) -> bool {
+        self.window()
+            .is_some_and(|w| tokens as f64 > w as f64 * self.compact_at)
     }
 
     /// The size the history must get under when clearing before the wall.

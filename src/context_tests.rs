@@ -48,7 +48,6 @@ fn the_flag_beats_the_table_and_is_never_unlearned() {
 
     let mut u = ContextWindow::new("local-model", None, false, 0.8);
     assert_eq!(u.window(), None);
-    assert!(!u.over_threshold());
     assert_eq!(u.learn(&o), Some(8192));
     assert_eq!(u.window(), Some(8192));
     assert_eq!(u.source(), Some(WindowSource::Learned));
@@ -62,15 +61,24 @@ fn the_flag_beats_the_table_and_is_never_unlearned() {
 #[test]
 fn threshold_is_on_the_last_request_and_exclusive() {
     let mut c = ContextWindow::new("m", Some(1000), false, 0.8);
+    // Before any usage: the bytes about to be sent, at 3 bytes per token.
+    assert_eq!(c.next_tokens(2400), 800);
+    assert!(
+        !c.over_threshold(c.next_tokens(2400)),
+        "exactly 80% is not over"
+    );
+    assert!(c.over_threshold(c.next_tokens(2403)));
     c.observe(&usage(800, 0, 0), 3200);
-    assert!(!c.over_threshold(), "exactly 80% is not over");
+    assert!(!c.over_threshold(c.next_tokens(99_999)), "usage wins");
     c.observe(&usage(1, 800, 0), 3200);
-    assert!(c.over_threshold());
+    assert!(c.over_threshold(c.next_tokens(0)));
     assert_eq!(c.last_tokens(), Some(801));
     // A server that reports no usage leaves the last figures alone.
     c.observe(&Usage::default(), 9999);
     assert_eq!(c.last_tokens(), Some(801));
     assert_eq!(c.clear_target(), Some(500));
+    let unknown = ContextWindow::new("local-model", None, false, 0.8);
+    assert!(!unknown.over_threshold(u64::MAX), "no window, no threshold");
 }
 
 #[test]

@@ -426,3 +426,42 @@ fn a_sigkill_at_any_point_leaves_a_valid_checkpoint() {
         );
     }
 }
+
+#[test]
+fn a_resumed_history_is_cleared_before_its_first_request() {
+    // Run 1: six reads, then an answer. Run 2 resumes it with a window the resumed
+    // history already fills past --compact-at: no usage is known yet, so the bytes decide.
+    let mut script: Vec<Reply> = (1..=6)
+        .map(|k| read_turn(k, &format!("f{k}.txt"), 1000))
+        .collect();
+    script.push(Reply::turn(Turn::new().text("Read them.")));
+    script.push(Reply::turn(Turn::new().text("Still fine.")));
+    let env = TestEnv::new(script);
+    for k in 1..=6 {
+        big_file(&env, &format!("f{k}.txt"), 3000);
+    }
+    let first = env.out("first.json");
+    env.run(&["run", "-q", "-o", first.to_str().unwrap(), "read the files"])
+        .assert_code(0);
+    let out = env.run(&[
+        "run",
+        "--json",
+        "--resume",
+        first.to_str().unwrap(),
+        "--context-window",
+        "10000",
+        "anything else?",
+    ]);
+    out.assert_code(0).assert_no_secret();
+    env.server.assert_invariants();
+    let reqs = env.server.requests();
+    assert_eq!(reqs.len(), 8);
+    let texts = result_texts(&reqs[7]);
+    assert_eq!(texts.len(), 6);
+    let cleared = texts.iter().take_while(|t| is_cleared(t)).count();
+    assert!((1..=3).contains(&cleared), "{texts:?}");
+    assert!(texts[cleared..].iter().all(|t| !is_cleared(t)));
+    let t = out.json();
+    assert_eq!(t["context_clearings"][0]["turn"], 1);
+    assert_eq!(t["context_clearings"][0]["results_cleared"], cleared);
+}
