@@ -1,4 +1,4 @@
-//! `agent batch` at scale (issue 16): resume after a kill, `--retry-failed`, changed task
+//! `agent batch` at scale: resume after a kill, `--retry-failed`, changed task
 //! lines, the batch cost cap, `--task-timeout`, `--repeat` with pass@k, `setup`,
 //! `--shard auto` per CI engine, `batch merge` and `batch report`, and the progress
 //! lines a CI log shows.

@@ -334,7 +334,7 @@ fn strings(v: &serde_yaml::Value) -> String {
     }
 }
 
-/// The batch examples for other engines (issue 16): YAML that parses, shards from the
+/// The batch examples for other engines: YAML that parses, shards from the
 /// engine's variables, and the merge + report flow.
 #[test]
 fn batch_examples_for_each_engine() {

@@ -1,4 +1,4 @@
-//! Provider hardening (issue 12): redirects are never followed, so the key reaches no
+//! Provider hardening: redirects are never followed, so the key reaches no
 //! other host; numbers in tool inputs keep every digit; one tool_use id is one call (a
 //! gateway's per-fragment blocks merge, a real duplicate fails the turn before anything
 //! runs); an OpenAI tool call without a name is answered, not fatal.

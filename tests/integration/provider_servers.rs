@@ -1,4 +1,4 @@
-//! What real servers and the networks in front of them do (issue 17): a login page
+//! What real servers and the networks in front of them do: a login page
 //! served with 200, `retry-after` as an HTTP date, huge error bodies, `content: null`,
 //! servers that need `tool_choice` or go silent after 200, and the token counts `-v`
 //! logs.
