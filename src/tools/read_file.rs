@@ -15,8 +15,9 @@ use super::{Category, Subject, SubjectKind, ToolContext, ToolError, ToolResult, 
 const DEFAULT_LIMIT_LINES: u64 = 2_000;
 /// Longer lines are cut with a marker (SPEC §4): minified files would flood the context.
 const MAX_LINE_CHARS: usize = 2_000;
-/// Bytes of one line kept in memory: enough for `MAX_LINE_CHARS` of 4-byte characters.
-const LINE_KEEP_BYTES: usize = MAX_LINE_CHARS * 4;
+/// Bytes of one line kept in memory: enough for `MAX_LINE_CHARS` of 4-byte characters,
+/// and a secret that straddles the cut, so that it is redacted whole before the cut.
+const LINE_KEEP_BYTES: usize = MAX_LINE_CHARS * 4 + 1024;
 /// A NUL byte among the first this many bytes marks a binary file (SPEC §4).
 const BINARY_SNIFF_BYTES: u64 = 512;
 /// Output bytes per call (~128k tokens at most): ReadFile is never spilled, so this is
@@ -298,7 +299,11 @@ fn render_line(kept: &[u8], full_len: u64) -> (String, bool) {
     if !over_chars && full_len <= kept.len() as u64 {
         return (s.into_owned(), false);
     }
-    let cut: String = s.chars().take(MAX_LINE_CHARS).collect();
+    // Redacted before the cut: a cut through a secret would leave its prefix.
+    let cut: String = crate::output::redact(&s)
+        .chars()
+        .take(MAX_LINE_CHARS)
+        .collect();
     (
         format!("{cut}… [line cut at {MAX_LINE_CHARS} characters; it has {full_len} bytes]"),
         true,

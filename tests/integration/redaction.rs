@@ -60,3 +60,38 @@ fn a_secret_cut_through_anywhere_leaves_no_piece_behind() {
         assert_no_token_piece("a request to the model", &r.body.to_string());
     }
 }
+
+#[test]
+fn read_file_and_grep_redact_a_long_line_before_cutting_it() {
+    // One long line: every cut (ReadFile's at 2,000 characters, Grep's window of 500
+    // around the match) lands inside a token.
+    let env = TestEnv::new(vec![
+        Reply::Sse(turn_tools(&[
+            ("toolu_read", "ReadFile", json!({"path": "long.txt"})),
+            ("toolu_grep", "Grep", json!({"pattern": "NEEDLE"})),
+        ])),
+        Reply::Sse(turn_text("done")),
+    ]);
+    env.write("long.txt", &format!("z{} NEEDLE\n", TOKEN.repeat(100)));
+    let out_file = env.out("t.json");
+    let out = env.run_with_env(
+        &["run", "-o", out_file.to_str().unwrap(), "read"],
+        &[("GITHUB_TOKEN", TOKEN)],
+    );
+    out.assert_code(0);
+    let results = env.server.requests()[1].tool_results();
+    assert_eq!(results.len(), 2);
+    for r in &results {
+        assert!(!r.is_error, "{}", r.content);
+        assert_no_token_piece(&format!("the result of {}", r.tool_use_id), &r.content);
+    }
+    assert!(
+        results[1].content.contains("NEEDLE"),
+        "{}",
+        results[1].content
+    );
+    assert_no_token_piece(
+        "the -o transcript",
+        &std::fs::read_to_string(&out_file).unwrap(),
+    );
+}

@@ -275,13 +275,14 @@ pub(super) fn display(line: &[u8], match_at: Option<usize>) -> String {
     if line.len() <= GREP_MAX_LINE_CHARS {
         return String::from_utf8_lossy(line).into_owned();
     }
-    let text = String::from_utf8_lossy(line);
+    // Redacted before the cut: a cut through a secret would leave its prefix.
+    let text = crate::output::redact(&String::from_utf8_lossy(line));
     let total = text.chars().count();
     if total <= GREP_MAX_LINE_CHARS {
-        return text.into_owned();
+        return text;
     }
     let match_char = match_at.map_or(0, |b| {
-        String::from_utf8_lossy(&line[..b.min(line.len())])
+        crate::output::redact(&String::from_utf8_lossy(&line[..b.min(line.len())]))
             .chars()
             .count()
     });
