@@ -71,10 +71,6 @@ pub enum SandboxMode {
     ReadOnly,
 }
 
-/// Corrections allowed after the first answer (`--max-schema-retries` default): enough for
-/// a model to fix a missed field or a wrong type, few enough to fail fast.
-pub(crate) const DEFAULT_MAX_SCHEMA_RETRIES: u32 = 3;
-
 fn parse_duration(s: &str) -> Result<Duration, String> {
     humantime::parse_duration(s).map_err(|e| format!("{e} (examples: 90s, 2m, 1h30m)"))
 }
