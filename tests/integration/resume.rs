@@ -127,12 +127,6 @@ fn a_max_turns_run_is_resumed_to_success_with_the_whole_history() {
 const HANG_GUARD: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Makes a FIFO: a command reading it blocks until the test writes to it.
-fn fifo(path: &Path) {
-    let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
-    // SAFETY: a valid NUL-terminated path.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
-}
-
 #[test]
 fn a_killed_run_is_resumed_from_its_checkpoint_and_no_call_runs_again() {
     let env = TestEnv::new(vec![
@@ -142,7 +136,10 @@ fn a_killed_run_is_resumed_from_its_checkpoint_and_no_call_runs_again() {
                 .tool(
                     "toolu_first",
                     "Bash",
-                    json!({"command": "echo first >> ran.txt; cat gate > /dev/null"}),
+                    // Waits for `release` (bounded: 60 s), never on a FIFO: a FIFO opened after
+                    // the test gave up on it would leave an orphan blocked for ever.
+                    json!({"command": "echo first >> ran.txt; \
+                        for i in $(seq 600); do [ -e release ] && break; sleep 0.1; done"}),
                 )
                 .tool(
                     "toolu_second",
@@ -152,7 +149,6 @@ fn a_killed_run_is_resumed_from_its_checkpoint_and_no_call_runs_again() {
         ),
         reply(Turn::new().text("Both were interrupted; nothing to redo.")),
     ]);
-    fifo(&env.path("gate"));
     let out_file = env.out("killed.json");
     let running = env.spawn(&["run", "run both", "--allow-bash", "-o", s(&out_file)]);
     // The first command has started: the checkpoint before it was written.
@@ -168,14 +164,8 @@ fn a_killed_run_is_resumed_from_its_checkpoint_and_no_call_runs_again() {
     running.signal(libc::SIGKILL);
     let killed = running.wait();
     assert_eq!(killed.status.code(), None, "killed by a signal");
-    // Release the orphaned command, if it outlived the agent (never block on the FIFO).
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        let _ = std::fs::OpenOptions::new()
-            .write(true)
-            .custom_flags(libc::O_NONBLOCK)
-            .open(env.path("gate"));
-    }
+    // Release the command, if it outlived the agent.
+    std::fs::write(env.path("release"), "").unwrap();
 
     let t1 = read_json(&out_file);
     assert_eq!(t1["status"], "running");
