@@ -787,6 +787,7 @@ mod tests {
             max_retries: 0,
             idle_timeout: Duration::from_secs(5),
             request: Default::default(),
+            gateway: Default::default(),
             tools: ToolSelection::default(),
             replay: None,
             record: None,

@@ -229,6 +229,13 @@ pub struct RequestArgs {
     /// (llama-cpp-python) ignore tools unless it is set.
     #[arg(long, value_enum, value_name = "MODE")]
     pub tool_choice: Option<ToolChoice>,
+    /// An extra request header 'Name: value' (repeatable; both providers; also
+    /// ANTHROPIC_CUSTOM_HEADERS, one per line). For gateways and proxies.
+    #[arg(long = "header", value_name = "NAME: VALUE")]
+    pub headers: Vec<String>,
+    /// Anthropic beta features, sent as `anthropic-beta` (comma-separated).
+    #[arg(long, value_delimiter = ',', value_name = "BETAS")]
+    pub betas: Vec<String>,
 }
 
 /// `--tool-choice`: whether the model may, must or must not call a tool.

@@ -14,6 +14,7 @@ use crate::cli::{OnDeny, SandboxMode};
 use crate::error::Error;
 use crate::output::Verbosity;
 use crate::policy::Settings;
+use crate::provider::http::Gateway;
 use crate::resume::{self, Resumed};
 use crate::sandbox::{self, SandboxSpec};
 use crate::settings::{SettingsFiles, SettingsSources};
@@ -59,6 +60,8 @@ pub struct Config {
     pub idle_timeout: Duration,
     /// `--tool-choice` and the other request options.
     pub request: RequestArgs,
+    /// `ANTHROPIC_AUTH_TOKEN`, `--header` and `ANTHROPIC_CUSTOM_HEADERS`.
+    pub gateway: Gateway,
     pub tools: ToolSelection,
     pub replay: Option<PathBuf>,
     pub record: Option<PathBuf>,
@@ -145,6 +148,13 @@ impl Config {
             // Optional: local servers (vLLM, llama.cpp, Ollama) take no key.
             ProviderKind::Openai => env.var("OPENAI_API_KEY").unwrap_or_default(),
         };
+        let auth_token = match provider {
+            ProviderKind::Anthropic => env.var("ANTHROPIC_AUTH_TOKEN"),
+            ProviderKind::Openai => None,
+        };
+        let custom = env.var("ANTHROPIC_CUSTOM_HEADERS");
+        let gateway = Gateway::new(auth_token, &args.request.headers, custom.as_deref())
+            .map_err(Error::Usage)?;
         let (base_var, default_base) = match provider {
             ProviderKind::Anthropic => ("ANTHROPIC_BASE_URL", DEFAULT_BASE_URL),
             ProviderKind::Openai => ("OPENAI_BASE_URL", DEFAULT_OPENAI_BASE_URL),
@@ -237,6 +247,7 @@ impl Config {
             max_retries: args.max_retries,
             idle_timeout: args.idle_timeout,
             request: args.request.clone(),
+            gateway,
             tools,
             replay: args.replay.clone(),
             record: args.record.clone(),
@@ -435,8 +446,11 @@ fn provider_kind(args: &RunArgs, env: &dyn Env) -> Result<ProviderKind, Error> {
 
 /// The Anthropic key: required, except with `--replay`.
 fn anthropic_key(args: &RunArgs, env: &dyn Env) -> Result<String, Error> {
+    let token = env.var("ANTHROPIC_AUTH_TOKEN").filter(|t| !t.is_empty());
     match (env.var("ANTHROPIC_API_KEY"), &args.replay) {
         (Some(k), _) => Ok(k),
+        // A gateway's bearer token stands in for the key (`Gateway::auth_token`).
+        (None, _) if token.is_some() => Ok(String::new()),
         (None, Some(_)) => Ok(String::new()),
         (None, None) => Err(Error::Usage(
             "ANTHROPIC_API_KEY is not set: export your Anthropic API key in \

@@ -31,6 +31,7 @@ pub(crate) fn run_command(args: &RunArgs) -> ExitCode {
     };
     let mut secrets = crate::secrets::secret_values();
     secrets.push(config.api_key.clone());
+    secrets.extend(config.gateway.secret_values());
     secrets.extend(config.mcp.secret_values());
     output::init(config.verbosity, secrets);
     for w in &config.warnings {
@@ -249,14 +250,17 @@ fn make_provider(
         Some(path) => Some(cassette_recorder(config, registry, path, session_id)?),
         None => None,
     };
+    let mut request = config.request.clone();
+    if config.context.context_1m {
+        request
+            .betas
+            .push(crate::context::CONTEXT_1M_BETA.to_string());
+    }
     let http = HttpConfig {
         max_retries: config.max_retries,
         idle_timeout: config.idle_timeout,
-        request: config.request.clone(),
-        extra_headers: match config.context.context_1m {
-            true => vec![("anthropic-beta", crate::context::CONTEXT_1M_BETA)],
-            false => Vec::new(),
-        },
+        request,
+        gateway: config.gateway.clone(),
         ..HttpConfig::new(config.base_url.clone(), config.api_key.clone())
     };
     let wire = crate::provider::wire(config.provider);
@@ -287,6 +291,7 @@ fn cassette_recorder(
         crate::secrets::secret_values()
             .into_iter()
             .chain([config.api_key.clone()])
+            .chain(config.gateway.secret_values())
             .chain(config.mcp.secret_values())
             .collect(),
     )

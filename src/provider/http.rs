@@ -23,8 +23,9 @@ pub(crate) trait Wire: Send {
     fn path(&self) -> &'static str;
     /// The response header naming the request, logged with -v.
     fn request_id_header(&self) -> &'static str;
-    /// Every request's headers, the credential included (`api_key` may be empty).
-    fn headers(&self, api_key: &str) -> Vec<(&'static str, String)>;
+    /// The wire's own headers, the credential included (`config.api_key` may be empty).
+    /// The shell adds the user's `--header`s after them.
+    fn headers(&self, config: &HttpConfig) -> Vec<(&'static str, String)>;
     /// The request body for `request`, with the options of `config`.
     fn body(&self, request: &TurnRequest<'_>, config: &HttpConfig) -> serde_json::Result<Vec<u8>>;
     /// `(type, message)` of an error body this API's servers send; `None` for a body it
@@ -57,8 +58,106 @@ pub(crate) struct HttpConfig {
     pub backoff_base: Duration,
     /// `--tool-choice` and the other request options.
     pub request: RequestArgs,
-    /// Headers sent beside the wire's own (`--context-1m`'s `anthropic-beta`).
-    pub extra_headers: Vec<(&'static str, &'static str)>,
+    /// Credentials and headers for gateways.
+    pub gateway: Gateway,
+}
+
+/// What gateways and proxies need besides the API key: a bearer token, extra headers.
+#[derive(Clone, Default)]
+pub(crate) struct Gateway {
+    /// `ANTHROPIC_AUTH_TOKEN`: sent as `Authorization: Bearer` instead of `x-api-key`.
+    pub auth_token: Option<String>,
+    /// `--header` and `ANTHROPIC_CUSTOM_HEADERS`, in that order.
+    pub headers: Vec<(String, String)>,
+}
+
+/// Header names whose values are credentials: never shown, never recorded.
+const SECRET_HEADER_WORDS: &[&str] = &["auth", "key", "token", "secret", "cookie", "password"];
+
+/// Longest header value taken: a header is a line, not a document.
+const MAX_HEADER_VALUE_BYTES: usize = 8 * 1024;
+
+/// The characters RFC 9110 allows in a header name besides letters and digits.
+const HEADER_NAME_PUNCTUATION: &[u8] = b"!#$%&'*+-.^_`|~";
+
+impl Gateway {
+    /// The gateway of `--header` values and `ANTHROPIC_CUSTOM_HEADERS` (one header per
+    /// line); a malformed header is an error naming where it came from.
+    pub(crate) fn new(
+        auth_token: Option<String>,
+        flags: &[String],
+        env_headers: Option<&str>,
+    ) -> Result<Gateway, String> {
+        let from_env = env_headers
+            .unwrap_or("")
+            .lines()
+            .filter(|l| !l.trim().is_empty());
+        let all = flags
+            .iter()
+            .map(|h| ("--header", h.as_str()))
+            .chain(from_env.map(|h| ("ANTHROPIC_CUSTOM_HEADERS", h)));
+        let mut headers = Vec::new();
+        for (source, line) in all {
+            let Some((name, value)) = line.split_once(':') else {
+                return Err(format!("{source} {line:?}: expected 'Name: value'"));
+            };
+            let (name, value) = (name.trim(), value.trim());
+            let valid_name = !name.is_empty()
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || HEADER_NAME_PUNCTUATION.contains(&b));
+            if !valid_name {
+                return Err(format!("{source} {line:?}: {name:?} is not a header name"));
+            }
+            if value.len() > MAX_HEADER_VALUE_BYTES || value.bytes().any(|b| b.is_ascii_control()) {
+                return Err(format!(
+                    "{source} {name}: the value has control characters or is over \
+                     {MAX_HEADER_VALUE_BYTES} bytes"
+                ));
+            }
+            headers.push((name.to_string(), value.to_string()));
+        }
+        Ok(Gateway {
+            auth_token: auth_token.filter(|t| !t.is_empty()),
+            headers,
+        })
+    }
+
+    /// The values to redact wherever they could show: the token, and the values of
+    /// headers whose names say they are credentials (`Bearer xyz`: `xyz` too).
+    pub(crate) fn secret_values(&self) -> Vec<String> {
+        let secret_name = |name: &str| {
+            let name = name.to_ascii_lowercase();
+            SECRET_HEADER_WORDS.iter().any(|w| name.contains(w))
+        };
+        let headers = self
+            .headers
+            .iter()
+            .filter(|(name, _)| secret_name(name))
+            .flat_map(|(_, value)| {
+                let last = value.rsplit(' ').next().unwrap_or(value).to_string();
+                [value.clone(), last]
+            });
+        self.auth_token
+            .iter()
+            .cloned()
+            .chain(headers)
+            .filter(|v| !v.is_empty())
+            .collect()
+    }
+}
+
+impl std::fmt::Debug for Gateway {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.headers.iter().map(|(n, _)| n.as_str()).collect();
+        f.debug_struct("Gateway")
+            .field(
+                "auth_token",
+                &self.auth_token.as_ref().map(|_| "[REDACTED]"),
+            )
+            .field("headers", &names)
+            .finish()
+    }
 }
 
 impl HttpConfig {
@@ -71,7 +170,7 @@ impl HttpConfig {
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             backoff_base: DEFAULT_BACKOFF_BASE,
             request: RequestArgs::default(),
-            extra_headers: Vec::new(),
+            gateway: Gateway::default(),
         }
     }
 }
@@ -85,7 +184,7 @@ impl std::fmt::Debug for HttpConfig {
             .field("idle_timeout", &self.idle_timeout)
             .field("backoff_base", &self.backoff_base)
             .field("request", &self.request)
-            .field("extra_headers", &self.extra_headers)
+            .field("gateway", &self.gateway)
             .finish()
     }
 }
@@ -121,11 +220,11 @@ impl HttpProvider {
         on_notice: &mut dyn FnMut(StreamNotice<'_>),
     ) -> Result<Turn, AttemptError> {
         let mut post = self.agent.post(&self.url);
-        for (name, value) in self.wire.headers(&self.config.api_key) {
+        for (name, value) in self.wire.headers(&self.config) {
             post = post.header(name, &value);
         }
-        for (name, value) in &self.config.extra_headers {
-            post = post.header(*name, *value);
+        for (name, value) in &self.config.gateway.headers {
+            post = post.header(name, value);
         }
         let sent = post.send(body);
         let response = sent.map_err(|e| {
@@ -190,6 +289,7 @@ impl Provider for HttpProvider {
         let secrets: Vec<String> = Some(self.config.api_key.clone())
             .filter(|k| !k.is_empty())
             .into_iter()
+            .chain(self.config.gateway.secret_values())
             .collect();
         let policy = RetryPolicy {
             max_retries: self.config.max_retries,

@@ -26,12 +26,20 @@ impl Wire for AnthropicWire {
         "/v1/messages"
     }
 
-    fn headers(&self, api_key: &str) -> Vec<(&'static str, String)> {
-        vec![
-            ("x-api-key", api_key.to_string()),
+    fn headers(&self, config: &HttpConfig) -> Vec<(&'static str, String)> {
+        let credential = match &config.gateway.auth_token {
+            Some(token) => ("authorization", format!("Bearer {token}")),
+            None => ("x-api-key", config.api_key.clone()),
+        };
+        let mut headers = vec![
+            credential,
             ("anthropic-version", ANTHROPIC_VERSION.to_string()),
             ("content-type", "application/json".to_string()),
-        ]
+        ];
+        if !config.request.betas.is_empty() {
+            headers.push(("anthropic-beta", config.request.betas.join(",")));
+        }
+        headers
     }
 
     fn body(&self, request: &TurnRequest<'_>, config: &HttpConfig) -> serde_json::Result<Vec<u8>> {

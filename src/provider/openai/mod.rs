@@ -34,7 +34,8 @@ impl Wire for OpenAiWire {
         "/chat/completions"
     }
 
-    fn headers(&self, api_key: &str) -> Vec<(&'static str, String)> {
+    fn headers(&self, config: &HttpConfig) -> Vec<(&'static str, String)> {
+        let api_key = &config.api_key;
         let mut headers = vec![
             ("content-type", "application/json".to_string()),
             ("accept", "text/event-stream".to_string()),
@@ -432,12 +433,12 @@ mod tests {
     fn the_key_is_redacted_from_debug_output() {
         let c = HttpConfig::new("http://x", "sk-proj-secret-123");
         assert!(!format!("{c:?}").contains("sk-proj-secret-123"));
-        let headers = OpenAiWire.headers("");
+        let headers = OpenAiWire.headers(&HttpConfig::new("http://x", ""));
         assert!(
             headers.iter().all(|(name, _)| *name != "authorization"),
             "no key, no Authorization header: {headers:?}"
         );
-        let headers = OpenAiWire.headers("sk-proj-secret-123");
+        let headers = OpenAiWire.headers(&c);
         assert!(headers.contains(&("authorization", "Bearer sk-proj-secret-123".to_string())));
     }
 }
