@@ -154,7 +154,8 @@ fn a_killed_run_is_resumed_from_its_checkpoint_and_no_call_runs_again() {
     // The first command has started: the checkpoint before it was written.
     env.server.wait_for_requests(1);
     let started = std::time::Instant::now();
-    while !env.path("ran.txt").exists() {
+    // Its whole line, not just the file: `>>` creates the file before it writes.
+    while std::fs::read_to_string(env.path("ran.txt")).unwrap_or_default() != "first\n" {
         assert!(
             started.elapsed() < HANG_GUARD,
             "the first command never started"
