@@ -110,12 +110,32 @@ impl HttpTransport {
         self.notify("notifications/initialized", Value::Null)
     }
 
+    /// What every request carries: the configured headers, the session, and the protocol
+    /// revision the server answered (the spec asks for both on every later request).
+    fn with_session<B>(&self, mut req: ureq::RequestBuilder<B>) -> ureq::RequestBuilder<B> {
+        for (k, v) in &self.headers {
+            req = req.header(k.as_str(), v.as_str());
+        }
+        if let Some(s) = self.session() {
+            req = req.header("Mcp-Session-Id", s.as_str());
+        }
+        let protocol = self
+            .protocol
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        if let Some(v) = protocol {
+            req = req.header("MCP-Protocol-Version", v.as_str());
+        }
+        req
+    }
+
     fn post_unchecked(
         &self,
         msg: &Value,
         timeout: Duration,
     ) -> Result<ureq::http::Response<ureq::Body>, CallError> {
-        let mut req = self
+        let req = self
             .agent
             .post(&self.url)
             .config()
@@ -123,21 +143,8 @@ impl HttpTransport {
             .build()
             .header("Content-Type", "application/json")
             .header("Accept", "application/json, text/event-stream");
-        for (k, v) in &self.headers {
-            req = req.header(k.as_str(), v.as_str());
-        }
-        if let Some(s) = self.session() {
-            req = req.header("Mcp-Session-Id", s.as_str());
-        }
-        if let Some(v) = self
-            .protocol
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
-        {
-            req = req.header("MCP-Protocol-Version", v.as_str());
-        }
-        req.send(msg.to_string().as_bytes())
+        self.with_session(req)
+            .send(msg.to_string().as_bytes())
             .map_err(|e| transport_error(e, timeout))
     }
 
@@ -276,7 +283,7 @@ impl HttpTransport {
 
     /// GET the endpoint to resume a stream after `last_id`.
     fn get_stream(&self, last_id: &str, timeout: Duration) -> Result<impl Read, CallError> {
-        let mut req = self
+        let req = self
             .agent
             .get(&self.url)
             .config()
@@ -284,21 +291,10 @@ impl HttpTransport {
             .build()
             .header("Accept", "text/event-stream")
             .header("Last-Event-ID", last_id);
-        for (k, v) in &self.headers {
-            req = req.header(k.as_str(), v.as_str());
-        }
-        if let Some(s) = self.session() {
-            req = req.header("Mcp-Session-Id", s.as_str());
-        }
-        if let Some(v) = self
-            .protocol
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
-        {
-            req = req.header("MCP-Protocol-Version", v.as_str());
-        }
-        let resp = req.call().map_err(|e| transport_error(e, timeout))?;
+        let resp = self
+            .with_session(req)
+            .call()
+            .map_err(|e| transport_error(e, timeout))?;
         let resp = self.check(resp)?;
         Ok(resp.into_body().into_reader().take(MAX_BODY_BYTES))
     }
@@ -442,19 +438,15 @@ impl Transport for HttpTransport {
     }
 
     fn close(&self) {
-        let Some(session) = self.session() else {
+        if self.session().is_none() {
             return;
-        };
-        let mut req = self
+        }
+        let req = self
             .agent
             .delete(&self.url)
             .config()
             .timeout_global(Some(CLOSE_TIMEOUT))
-            .build()
-            .header("Mcp-Session-Id", session.as_str());
-        for (k, v) in &self.headers {
-            req = req.header(k.as_str(), v.as_str());
-        }
-        let _ = req.call();
+            .build();
+        let _ = self.with_session(req).call();
     }
 }
