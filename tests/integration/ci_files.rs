@@ -51,25 +51,6 @@ fn script() -> Vec<Reply> {
     ]
 }
 
-fn git(env: &TestEnv, args: &[&str]) {
-    let ok = std::process::Command::new("git")
-        .args([
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "-c",
-            "commit.gpgsign=false",
-        ])
-        .args(args)
-        .current_dir(env.ws())
-        .output()
-        .unwrap()
-        .status
-        .success();
-    assert!(ok, "git {args:?}");
-}
-
 #[test]
 fn write_edit_and_bash_rm_are_all_listed() {
     let env = TestEnv::new(script());
@@ -105,9 +86,9 @@ fn git_diff_stat_in_a_repository() {
     env.write("a.txt", "alpha\n");
     env.write("b.txt", "beta\n");
     env.write("c.txt", "gamma\n");
-    git(&env, &["init", "-q"]);
-    git(&env, &["add", "."]);
-    git(&env, &["commit", "-q", "-m", "init"]);
+    env.git(&["init", "-q"]);
+    env.git(&["add", "."]);
+    env.git(&["commit", "-q", "-m", "init"]);
     let out = env.run(&["run", "--full-auto", "--json", "change"]);
     out.assert_code(0);
     let t = out.json();

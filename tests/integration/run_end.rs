@@ -10,28 +10,10 @@ use crate::support::*;
 
 /// A git repository in the workspace with one committed file, then changed.
 fn dirty_repo(env: &TestEnv) {
-    let git = |args: &[&str]| {
-        let ok = std::process::Command::new("git")
-            .args([
-                "-c",
-                "user.name=t",
-                "-c",
-                "user.email=t@t",
-                "-c",
-                "commit.gpgsign=false",
-            ])
-            .args(args)
-            .current_dir(env.ws())
-            .output()
-            .unwrap()
-            .status
-            .success();
-        assert!(ok, "git {args:?}");
-    };
-    git(&["init", "-q"]);
+    env.git(&["init", "-q"]);
     env.write("f.txt", "one\n");
-    git(&["add", "f.txt"]);
-    git(&["commit", "-q", "-m", "init"]);
+    env.git(&["add", "f.txt"]);
+    env.git(&["commit", "-q", "-m", "init"]);
     env.write("f.txt", "one\ntwo\n");
 }
 
