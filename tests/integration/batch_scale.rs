@@ -685,19 +685,6 @@ fn agents_running_with(needle: &str) -> Vec<u32> {
     pids
 }
 
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let dst = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_tree(&e.path(), &dst);
-        } else {
-            std::fs::copy(e.path(), dst).unwrap();
-        }
-    }
-}
-
 /// SIGTERM while a task's setup runs stops the setup (its whole process group) and the
 /// task is `interrupted`, not `setup_failed`; the batch exits 130.
 #[test]

@@ -244,12 +244,8 @@ fn different_tools_warn_on_replay() {
 fn shipped_demo_fixes_the_demo_project() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let env = TestEnv::new(vec![]);
-    copy_dir(&root.join("fixtures/demo/project"), &env.ws());
-    let before = std::process::Command::new("sh")
-        .arg("tests/run.sh")
-        .current_dir(env.ws())
-        .output()
-        .unwrap();
+    env.copy_demo_project();
+    let before = env.run_demo_tests();
     assert!(
         !before.status.success(),
         "the demo project must start broken"
@@ -285,27 +281,10 @@ fn shipped_demo_fixes_the_demo_project() {
             .iter()
             .all(|c| c["is_error"] == false)
     );
-    let after = std::process::Command::new("sh")
-        .arg("tests/run.sh")
-        .current_dir(env.ws())
-        .output()
-        .unwrap();
+    let after = env.run_demo_tests();
     assert!(
         after.status.success(),
         "{}",
         String::from_utf8_lossy(&after.stdout)
     );
-}
-
-fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let dest = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &dest);
-        } else {
-            std::fs::copy(e.path(), dest).unwrap();
-        }
-    }
 }

@@ -230,19 +230,6 @@ fn bad_task_files_are_usage_errors() {
     assert!(out.stderr.contains("workspace"), "{}", out.stderr);
 }
 
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let dst = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_tree(&e.path(), &dst);
-        } else {
-            std::fs::copy(e.path(), dst).unwrap();
-        }
-    }
-}
-
 #[test]
 fn the_id_summary_is_reserved() {
     let env = TestEnv::new(vec![]);

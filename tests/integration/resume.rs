@@ -367,15 +367,9 @@ fn continue_resumes_the_newest_o_transcript_of_the_workspace() {
 /// second shipped cassette, which finishes the fix; then --continue finds the same file.
 #[test]
 fn the_readme_resume_demo_runs() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/demo");
+    let root = demo_dir();
     let env = TestEnv::new(vec![]);
-    let copied = std::process::Command::new("cp")
-        .arg("-r")
-        .arg(root.join("project/."))
-        .arg(env.ws())
-        .status()
-        .unwrap();
-    assert!(copied.success());
+    env.copy_demo_project();
     let first = env.out("demo.json");
     env.run(&[
         "run",
@@ -408,11 +402,7 @@ fn the_readme_resume_demo_runs() {
             .iter()
             .all(|c| c["is_error"] == false)
     );
-    let tests = std::process::Command::new("sh")
-        .arg("tests/run.sh")
-        .current_dir(env.ws())
-        .output()
-        .unwrap();
+    let tests = env.run_demo_tests();
     assert!(
         tests.status.success(),
         "the demo's tests pass after the resumed run"

@@ -256,15 +256,9 @@ fn with_verify_the_answer_is_the_one_after_the_failed_verification() {
 /// answers with the report schema, after one corrected answer.
 #[test]
 fn the_readme_structured_demo_runs() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/demo");
+    let root = demo_dir();
     let env = TestEnv::new(vec![]);
-    let copied = std::process::Command::new("cp")
-        .arg("-r")
-        .arg(root.join("project/."))
-        .arg(env.ws())
-        .status()
-        .unwrap();
-    assert!(copied.success());
+    env.copy_demo_project();
     let out = env.run(&[
         "run",
         "--replay",

@@ -137,6 +137,20 @@ impl TestEnv {
         p
     }
 
+    /// Lays the demo project into the workspace, as the README's demo commands use it.
+    pub fn copy_demo_project(&self) {
+        copy_tree(&demo_dir().join("project"), &self.ws());
+    }
+
+    /// Runs the demo project's own tests (`sh tests/run.sh`) in the workspace.
+    pub fn run_demo_tests(&self) -> std::process::Output {
+        Command::new("sh")
+            .arg("tests/run.sh")
+            .current_dir(self.ws())
+            .output()
+            .unwrap()
+    }
+
     /// Runs git in the workspace with a throwaway identity (and no signing), asserting success.
     pub fn git(&self, args: &[&str]) {
         let ok = std::process::Command::new("git")
@@ -415,4 +429,23 @@ pub fn dir_outside_temp(tag: &str) -> std::path::PathBuf {
         }
     }
     panic!("no writable directory outside {}", temp.display());
+}
+
+/// Copies a directory tree (files and directories only), as the demo fixtures are laid out.
+pub fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let dst = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &dst);
+        } else {
+            std::fs::copy(e.path(), dst).unwrap();
+        }
+    }
+}
+
+/// The shipped demo: `fixtures/demo` of this repository (project, cassettes, schema).
+pub fn demo_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/demo")
 }
