@@ -206,7 +206,7 @@ pub struct McpArgs {
     pub mcp_startup_timeout: Duration,
 }
 
-/// The context window (issue 18): its size and when old tool results are cleared.
+/// The context window: its size and when old tool results are cleared.
 #[derive(Debug, Clone, Default, Args)]
 pub struct ContextArgs {
     /// The model's context window in tokens (default: from the model's name; needed for

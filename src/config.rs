@@ -65,7 +65,7 @@ pub struct Config {
     pub tools: ToolSelection,
     pub replay: Option<PathBuf>,
     pub record: Option<PathBuf>,
-    /// The context window and its clearing (issue 18).
+    /// The context window and its clearing.
     pub context: crate::context::ContextSettings,
     /// `--jsonl`: events on stdout instead of the text or the JSON document.
     pub jsonl: bool,

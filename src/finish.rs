@@ -131,7 +131,7 @@ impl Finisher {
             output::error(&format!("cannot write -o {}: {e}", path.display()));
             delivered = false;
         }
-        // One copy of a long transcript at a time (issue 18: peak memory): the document
+        // One copy of a long transcript at a time (peak memory): the document
         // is kept only for stdout, and the one-line form made only after it is gone.
         let doc = self.json.then_some(doc);
         let line = self

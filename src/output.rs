@@ -177,7 +177,7 @@ pub fn write_file_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// The same without waiting for the disk (no fsync): a killed process still leaves the
 /// old or the new file whole (the rename is atomic and the page cache outlives the
 /// process); only a power loss could lose the newest. For the per-turn `-o` checkpoints
-/// (issue 18): on a long history the fsync cost a third as much CPU as the write itself.
+/// on a long history the fsync cost a third as much CPU as the write itself.
 pub fn write_file_atomic_unsynced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     replace_file(path, bytes, false)
 }

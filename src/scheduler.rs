@@ -143,7 +143,7 @@ impl<'s> EarlyStart<'s> {
 
     /// A tool_use block completed: start it now if it continues the leading safe run.
     /// Each early call gets a thread of `scope` (the turn's): a thread blocks while
-    /// idle, where a rayon pool's workers spin after every job (issue 18 counted ~90
+    /// idle, where a rayon pool's workers spin after every job (strace counted ~90
     /// `sched_yield` per turn of one early read). A thread that cannot be made leaves
     /// the call, and the rest of the turn, to run after the response.
     pub fn offer<'scope>(

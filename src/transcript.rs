@@ -34,7 +34,7 @@ pub enum Status {
     Timeout,
     Interrupted,
     /// The conversation no longer fits in the model's context window, even with every
-    /// old tool result cleared (issue 18).
+    /// old tool result cleared.
     ContextExceeded,
     /// The final answer was still cut off by `--max-tokens` after its continuations.
     MaxTokens,
@@ -174,7 +174,7 @@ pub struct RunRecord {
     pub context_tokens: Option<u64>,
     /// The context window the run worked with, when known.
     pub context_window: Option<u64>,
-    /// Each clearing of old tool results (issue 18).
+    /// Each clearing of old tool results.
     pub context_clearings: Vec<Clearing>,
     /// The earlier parts of a final answer cut off by `max_tokens` and continued: the
     /// result is these, then the last assistant message's text.

@@ -380,7 +380,7 @@ def window_cpu_ms(reqs, first, last):
 
 
 def bench_long(agent, claude, out_dir, runs):
-    """Issue 18: a long session (100 turns of ~6 KB results), agent plain and with -o and
+    """A long session (100 turns of ~6 KB results), agent plain and with -o and
     --jsonl, and claude -p: CPU per turn of the first and the last 20 turns, peak RSS."""
     ws = os.path.join(out_dir, "long-ws")
     shutil.rmtree(ws, ignore_errors=True)
@@ -488,7 +488,7 @@ def bench_search(agent, fd, tree, pattern, out_dir):
     res["agent_glob_run_s"] = json.loads(t.stdout)["duration_ms"] / 1000.0
     res["agent_glob_files"] = meta.get("matches", "?")
 
-    # The peers as the issue names them, and the same peers told to look at exactly the
+    # The peers as a user would run them, and the same peers told to look at exactly the
     # files agent looks at (agent skips SKIP_DIRS such as __pycache__ and lists hidden files).
     skip = [".git", "node_modules", "vendor", ".idea", "__pycache__", "target"]  # src/tools/walk.rs
     rg_same = ["rg", "-n", "--hidden", *[a for d in skip for a in ("-g", f"!{d}/")], pattern, tree]

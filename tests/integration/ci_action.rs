@@ -283,7 +283,7 @@ fn run_step_as_actions_would(
     env.spawn_command(c).wait()
 }
 
-/// Issue 12 item 3: with no `api-key` input, the key the job sets is used (an empty
+/// With no `api-key` input, the key the job sets is used (an empty
 /// input used to blank it and the step failed with exit 2).
 #[test]
 fn action_step_without_the_input_uses_the_jobs_key() {

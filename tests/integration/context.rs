@@ -1,4 +1,4 @@
-//! Issue 18: the context window. Clearing of old tool results once a request used more
+//! The context window. Clearing of old tool results once a request used more
 //! than `--compact-at` of the window (the next request carries placeholders for the
 //! oldest results only, pairs intact, the transcript keeps the originals), recovery from
 //! a 400 prompt-too-long and from a `model_context_window_exceeded` stop (one clearing,
@@ -411,7 +411,7 @@ fn a_sigkill_at_any_point_leaves_a_valid_checkpoint() {
         }
         let messages = t["messages"].as_array().unwrap();
         assert!(!messages.is_empty(), "{why}");
-        // A checkpoint ends after results, or (issue 14: written before the calls run)
+        // A checkpoint ends after results, or (written before the calls run)
         // with the response whose calls were running.
         let last = messages.last().unwrap();
         let calls_pending = last["role"] == "assistant"

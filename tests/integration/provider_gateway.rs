@@ -1,4 +1,4 @@
-//! Gateways and proxies (issue 15 item 3): `ANTHROPIC_AUTH_TOKEN` as a bearer token,
+//! Gateways and proxies: `ANTHROPIC_AUTH_TOKEN` as a bearer token,
 //! `--header` and `ANTHROPIC_CUSTOM_HEADERS` on both providers, `--betas` as one
 //! `anthropic-beta` header, and credentials in headers kept out of every output.
 

@@ -1,4 +1,4 @@
-//! Tool flags of issue 15: the Bash timeout the model is told (`--bash-timeout`), rules on
+//! Tool flags a switching user looks for: the Bash timeout the model is told (`--bash-timeout`), rules on
 //! the command line (`--allowed-tools` / `--disallowed-tools` rules, `--settings` JSON),
 //! and `--add-dir`.
 

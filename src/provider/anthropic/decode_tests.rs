@@ -1,7 +1,7 @@
 //! Unit tests of the Anthropic stream decoder: fixtures, fragment assembly, failures.
 
 use super::*;
-use crate::provider::sse::tests::{Heard, PiecesReader, fixture, listen, shared_fixture_dir};
+use crate::provider::sse::tests::{Heard, PiecesReader, fixture, listen};
 use serde_json::json;
 use std::io;
 
@@ -506,116 +506,6 @@ fn read_turn_stops_at_message_stop_without_waiting_for_eof() {
         &mut |_| {},
     );
     assert!(turn.is_ok());
-}
-
-/// The recorded streams beside the repository, checked against
-/// research/wire_formats.md §5 (skipped when the folder is absent).
-#[test]
-fn shared_recorded_streams_accumulate_as_documented() {
-    let Some(dir) = shared_fixture_dir() else {
-        return;
-    };
-    let load = |name: &str| std::fs::read(dir.join(name)).unwrap();
-    let text_of = |t: &Turn| -> String {
-        t.message
-            .content
-            .iter()
-            .filter_map(|b| match b {
-                ContentBlock::Text { text } => Some(text.as_str()),
-                _ => None,
-            })
-            .collect()
-    };
-
-    let t = read(&load("anthropic_tool_use_live.sse")).unwrap();
-    assert_eq!(t.calls.len(), 1);
-    assert_eq!(t.calls[0].name, "get_weather");
-    assert_eq!(
-        t.calls[0].input,
-        Ok(json!({"location": "San Francisco, CA", "units": "f"}))
-    );
-    assert_eq!(
-        (t.stop_reason.clone(), t.usage.output_tokens),
-        (StopReason::ToolUse, 74)
-    );
-
-    let t = read(&load("anthropic_text_then_tool_use.sse")).unwrap();
-    assert_eq!(
-        text_of(&t),
-        "I'll check the current weather in Paris for you."
-    );
-    assert_eq!(t.calls[0].input, Ok(json!({"location": "Paris"})));
-    assert_eq!(t.usage.output_tokens, 65);
-
-    let t = read(&load("anthropic_text_live.sse")).unwrap();
-    assert_eq!(text_of(&t), "[12345,67890]");
-    assert_eq!((t.usage.input_tokens, t.usage.output_tokens), (135, 10));
-
-    let t = read(&load("anthropic_tool_no_args_converted.sse")).unwrap();
-    assert_eq!(text_of(&t), "I'll update the issue list for you.");
-    assert_eq!(t.calls[0].name, "updateIssueList");
-    assert_eq!(t.calls[0].input, Ok(json!({})));
-    assert_eq!(t.usage.output_tokens, 48);
-
-    let t = read(&load("anthropic_two_tool_blocks_live.sse")).unwrap();
-    assert_eq!(
-        t.calls.len(),
-        1,
-        "the server_tool_use block is not a client call"
-    );
-    assert_eq!(t.calls[0].name, "readNoteTree");
-    assert_eq!((t.usage.input_tokens, t.usage.output_tokens), (904, 175));
-
-    let t = read(&load("anthropic_parallel_tool_use_SYNTHETIC.sse")).unwrap();
-    let inputs: Vec<_> = t.calls.iter().map(|c| c.input.clone().unwrap()).collect();
-    assert_eq!(
-        inputs,
-        vec![json!({"location": "Paris"}), json!({"location": "London"})]
-    );
-    assert_eq!((t.usage.input_tokens, t.usage.output_tokens), (702, 112));
-
-    let t = read(&load("anthropic_max_tokens_truncated_tool.sse")).unwrap();
-    assert_eq!(t.stop_reason, StopReason::MaxTokens);
-    assert_eq!(t.calls[0].name, "make_file");
-    assert!(
-        t.calls[0]
-            .input
-            .clone()
-            .unwrap_err()
-            .contains("cut off by max_tokens")
-    );
-    assert_eq!((t.usage.input_tokens, t.usage.output_tokens), (450, 124));
-
-    let t = read(&load("anthropic_refusal.sse")).unwrap();
-    assert_eq!(t.stop_reason, StopReason::Refusal);
-    assert!(
-        t.message.content.is_empty(),
-        "the empty text block is not kept"
-    );
-
-    for name in [
-        "anthropic_thinking_live.sse",
-        "anthropic_thinking_signature_converted.sse",
-    ] {
-        let t = read(&load(name)).unwrap();
-        match &t.message.content[0] {
-            ContentBlock::Thinking {
-                thinking,
-                signature,
-            } => {
-                assert!(!thinking.is_empty() && !signature.is_empty(), "{name}");
-            }
-            other => panic!("{name}: {other:?}"),
-        }
-    }
-
-    let err = read(&load("anthropic_error_midstream_SYNTHETIC.sse")).unwrap_err();
-    assert!(
-        err.is_retryable() && err.to_string().contains("overloaded_error"),
-        "{err}"
-    );
-    let err = read(&load("anthropic_error_event_only.sse")).unwrap_err();
-    assert!(matches!(err, StreamFailure::Api { .. }));
 }
 
 /// A gateway (LiteLLM) that opens a tool_use block per argument fragment, all with one

@@ -2,7 +2,7 @@
 //! index, finish reasons, failures.
 
 use super::*;
-use crate::provider::sse::tests::{Heard, PiecesReader, fixture, listen, shared_fixture_dir};
+use crate::provider::sse::tests::{Heard, PiecesReader, fixture, listen};
 use serde_json::json;
 use std::io;
 
@@ -464,7 +464,7 @@ fn undecodable_chunks_fail_clearly_and_foreign_events_are_skipped() {
         true,
     ));
     assert_eq!(text_of(&read(&bytes).unwrap()), "ok");
-    // A call without a name cannot be run, but it fails only itself (issue 12 item 15):
+    // A call without a name cannot be run, but it fails only itself:
     // it is kept nameless for the dispatcher's unknown-tool error result.
     let nameless = stream(
         &[
@@ -516,26 +516,6 @@ fn read_errors_are_io_failures() {
     let err = read_chat_turn(io::BufReader::new(Reset), &mut |_| {}).unwrap_err();
     assert!(matches!(&err, StreamFailure::Io(_)));
     assert!(err.is_retryable());
-}
-
-/// The recorded real streams beside the repository (skipped when absent).
-#[test]
-fn shared_recorded_streams_decode_as_documented() {
-    let Some(dir) = shared_fixture_dir() else {
-        return;
-    };
-    let load = |name: &str| std::fs::read(dir.join(name)).unwrap();
-    let t = read(&load("openai_parallel_tool_calls.sse")).unwrap();
-    let names: Vec<_> = t.calls.iter().map(|c| c.name.as_str()).collect();
-    assert_eq!(names, ["get_country", "get_product_name"]);
-    assert!(t.calls.iter().all(|c| c.input == Ok(json!({}))));
-    assert_eq!((t.usage.input_tokens, t.usage.output_tokens), (364, 40));
-    let t = read(&load("openai_tool_call_fragmented_args.sse")).unwrap();
-    assert_eq!(t.calls[0].input, Ok(json!({"city": "Mexico City"})));
-    assert_eq!((t.usage.input_tokens, t.usage.output_tokens), (423, 15));
-    let t = read(&load("openai_text_stop.sse")).unwrap();
-    assert_eq!(text_of(&t), "The capital of the UK is London.");
-    assert_eq!((t.usage.input_tokens, t.usage.output_tokens), (78, 9));
 }
 
 /// Calls are told apart by index; a server that repeats an id still gets one result per

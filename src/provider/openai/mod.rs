@@ -1,4 +1,4 @@
-//! The OpenAI-compatible chat-completions wire (SPEC §9, issue 8): the same agent on
+//! The OpenAI-compatible chat-completions wire (SPEC §9): the same agent on
 //! OpenAI, vLLM, llama.cpp, Ollama and other vendors. Translation out lives here: the
 //! history stays in Anthropic wire format (the transcript's one documented message
 //! format); each message is translated once (kept beside it, `Entry::wire`) to chat messages (system, user, assistant with

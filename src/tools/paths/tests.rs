@@ -366,7 +366,7 @@ fn a_vanished_workspace_is_fatal() {
 }
 
 /// A Latin-1 file name: Glob and Grep print it in the escaped form, and every file tool
-/// takes that form back (issue 17: `caf�.txt` could not be opened).
+/// takes that form back (a lossy `caf�.txt` could not be opened).
 #[test]
 fn non_utf8_names_round_trip_through_glob_grep_and_the_file_tools() {
     use crate::tools::test_support::exec;
