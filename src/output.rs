@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle, TermLike};
 
 static LEVEL: AtomicU8 = AtomicU8::new(1);
 /// Off a terminal (a CI log), progress is one plain line per turn and per tool call.
@@ -27,6 +27,14 @@ pub enum Verbosity {
 
 /// How often the spinner redraws on its own.
 const SPINNER_TICK: Duration = Duration::from_millis(120);
+/// Redraws of a progress line per second at most (indicatif's own default for stderr).
+const DRAW_HZ: u8 = 20;
+/// Columns kept free at the end of a progress line: the width of the `^C` a terminal
+/// echoes on Ctrl-C (see `StderrTerm`).
+const ECHO_MARGIN: u16 = 2;
+/// The size assumed when the terminal does not say (indicatif's own fallbacks).
+const FALLBACK_COLUMNS: u16 = 80;
+const FALLBACK_ROWS: u16 = 20;
 
 /// Sets the log level and the secret values to redact from everything written.
 pub fn init(verbosity: Verbosity, secrets: Vec<String>) {
@@ -43,7 +51,7 @@ pub fn init(verbosity: Verbosity, secrets: Vec<String>) {
         Ordering::Relaxed,
     );
     if level > 0 && std::io::stderr().is_terminal() {
-        let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+        let bar = ProgressBar::with_draw_target(None, stderr_draw_target());
         let style = ProgressStyle::with_template("{spinner} {elapsed} {msg}")
             .unwrap_or_else(|_| ProgressStyle::default_spinner());
         bar.set_style(style);
@@ -144,6 +152,104 @@ pub fn workflow_command(line: &str) {
 pub fn progress_done() {
     if let Some(b) = BAR.lock().ok().and_then(|mut b| b.take()) {
         b.finish_and_clear();
+    }
+}
+
+/// Where progress lines on a terminal are drawn (the spinner, `agent batch`'s bar).
+pub(crate) fn stderr_draw_target() -> ProgressDrawTarget {
+    ProgressDrawTarget::term_like_with_hz(Box::new(StderrTerm::default()), DRAW_HZ)
+}
+
+/// stderr as indicatif's terminal, reported `ECHO_MARGIN` columns narrower than it is.
+/// indicatif pads its last line to the full width, which leaves the cursor in the last
+/// column; the `^C` the terminal echoes on Ctrl-C then wrapped onto a line of its own,
+/// and clearing the line on the way out cleared only that one, leaving the spinner on
+/// screen. With the margin the echo lands on the progress line and is cleared with it.
+/// A line longer than the width still wraps where indicatif counts it to: it pads each
+/// of its N lines to width − 2 columns, and N·(width − 2) columns fill N real lines
+/// (on any terminal wider than 2N columns).
+/// (SIGTERM and the `--timeout` deadline echo nothing, so they never had the problem.)
+#[derive(Debug, Default)]
+struct StderrTerm {
+    /// Written out at `flush`, so that a frame reaches the terminal in one write.
+    pending: Mutex<Vec<u8>>,
+}
+
+impl StderrTerm {
+    fn put(&self, bytes: &[u8]) -> std::io::Result<()> {
+        self.pending
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend_from_slice(bytes);
+        Ok(())
+    }
+
+    /// `ESC [ n <code>` (a cursor move), nothing for a move by 0.
+    fn cursor(&self, n: usize, code: char) -> std::io::Result<()> {
+        if n == 0 {
+            return Ok(());
+        }
+        self.put(format!("\x1b[{n}{code}").as_bytes())
+    }
+
+    /// The terminal's (rows, columns), if stderr says.
+    fn size() -> Option<(u16, u16)> {
+        let mut ws = libc::winsize {
+            ws_row: 0,
+            ws_col: 0,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        // SAFETY: TIOCGWINSZ only fills the winsize it is given.
+        let rc = unsafe { libc::ioctl(libc::STDERR_FILENO, libc::TIOCGWINSZ, &mut ws) };
+        (rc == 0 && ws.ws_col > 0 && ws.ws_row > 0).then_some((ws.ws_row, ws.ws_col))
+    }
+}
+
+impl TermLike for StderrTerm {
+    fn width(&self) -> u16 {
+        let cols = StderrTerm::size().map_or(FALLBACK_COLUMNS, |s| s.1);
+        cols.saturating_sub(ECHO_MARGIN).max(1)
+    }
+
+    fn height(&self) -> u16 {
+        StderrTerm::size().map_or(FALLBACK_ROWS, |s| s.0)
+    }
+
+    fn move_cursor_up(&self, n: usize) -> std::io::Result<()> {
+        self.cursor(n, 'A')
+    }
+
+    fn move_cursor_down(&self, n: usize) -> std::io::Result<()> {
+        self.cursor(n, 'B')
+    }
+
+    fn move_cursor_right(&self, n: usize) -> std::io::Result<()> {
+        self.cursor(n, 'C')
+    }
+
+    fn move_cursor_left(&self, n: usize) -> std::io::Result<()> {
+        self.cursor(n, 'D')
+    }
+
+    fn write_line(&self, s: &str) -> std::io::Result<()> {
+        self.put(s.as_bytes())?;
+        self.put(b"\n")
+    }
+
+    fn write_str(&self, s: &str) -> std::io::Result<()> {
+        self.put(s.as_bytes())
+    }
+
+    fn clear_line(&self) -> std::io::Result<()> {
+        self.put(b"\r\x1b[2K")
+    }
+
+    fn flush(&self) -> std::io::Result<()> {
+        let bytes = std::mem::take(&mut *self.pending.lock().unwrap_or_else(|p| p.into_inner()));
+        let mut err = std::io::stderr().lock();
+        err.write_all(&bytes)?;
+        err.flush()
     }
 }
 

@@ -7,7 +7,7 @@ use std::io::IsTerminal;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{ProgressBar, ProgressStyle};
 
 use super::TaskOutcome;
 use crate::output;
@@ -33,7 +33,7 @@ impl Progress {
     pub(crate) fn start(total: usize) -> Progress {
         let bar = std::io::stderr().is_terminal().then(|| {
             let bar =
-                ProgressBar::with_draw_target(Some(total as u64), ProgressDrawTarget::stderr());
+                ProgressBar::with_draw_target(Some(total as u64), output::stderr_draw_target());
             let style =
                 ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg}")
                     .unwrap_or_else(|_| ProgressStyle::default_bar())

@@ -38,4 +38,5 @@ mod spill;
 mod stdin;
 mod stop_reasons;
 mod summary_cmd;
+mod terminal;
 mod tool_flags;
