@@ -3,7 +3,9 @@
 //! those bytes, so a turn's cost does not grow with the turns before it. An `Entry` is
 //! shared (`Arc`) between the record (the transcript keeps the originals) and the
 //! request history (`History`), which carries cleared copies of old tool results once
-//! the context window fills (see `context.rs`).
+//! the context window fills (see `context.rs`). Thinking blocks are serialised from the
+//! strings the stream delivered and copied as bytes from then on, so the API gets them
+//! back exactly as it sent them (it rejects altered ones).
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, OnceLock};
@@ -41,7 +43,8 @@ pub struct Entry {
     message: Message,
     /// Compact JSON in the Anthropic wire form, which is also the transcript's form.
     json: Box<RawValue>,
-    /// The transcript's form when redaction changed it (a tool printed a secret).
+    /// The transcript's form when it differs: redaction changed it (a tool printed a
+    /// secret), or it holds thinking the API must not get (see [`api_form`]).
     redacted: Option<Box<RawValue>>,
     /// A provider's own wire form (the OpenAI chat messages), made once on first use.
     wire: OnceLock<Box<str>>,
@@ -49,8 +52,11 @@ pub struct Entry {
 
 impl Entry {
     pub fn new(message: Message) -> Arc<Entry> {
-        let json = encode(&message);
-        let redacted = crate::output::redact(json.get());
+        let (json, record) = match api_form(&message) {
+            Some(api) => (encode(&api), Some(encode(&message))),
+            None => (encode(&message), None),
+        };
+        let redacted = crate::output::redact(record.as_deref().unwrap_or(&json).get());
         let redacted = (redacted != json.get())
             .then(|| RawValue::from_string(redacted).ok())
             .flatten();
@@ -81,6 +87,23 @@ impl Entry {
         self.wire
             .get_or_init(|| encode(&self.message).into_boxed_str())
     }
+}
+
+/// The message as the Messages API may get it, when that differs: without its unsigned
+/// thinking blocks. Those hold an OpenAI-compatible server's reasoning (a transcript of
+/// one can be resumed with the Anthropic API), and the API rejects a thinking block
+/// whose signature it cannot verify. `None`: the message goes as it is.
+fn api_form(message: &Message) -> Option<Message> {
+    let unsigned = |b: &ContentBlock| matches!(b, ContentBlock::Thinking { signature, .. } if signature.is_empty());
+    message.content.iter().any(unsigned).then(|| Message {
+        role: message.role,
+        content: message
+            .content
+            .iter()
+            .filter(|b| !unsigned(b))
+            .cloned()
+            .collect(),
+    })
 }
 
 /// Serialised as its transcript JSON, verbatim.

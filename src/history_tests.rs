@@ -213,3 +213,54 @@ fn entries_serialise_verbatim_into_a_pretty_document() {
     assert_eq!(e.wire(|m| format!("{}", m.content.len())), "2");
     assert_eq!(e.wire(|_| unreachable!("cached")), "2");
 }
+
+#[test]
+fn thinking_goes_to_the_api_as_received_and_unsigned_thinking_only_to_the_record() {
+    let thinking = "Quote \"x\", back\\slash, tab\t, é, 🦀, \u{2028}, </script>";
+    let signature = "EqQBCgIYAhIM+/=";
+    let signed = ContentBlock::Thinking {
+        thinking: thinking.into(),
+        signature: signature.into(),
+    };
+    let unsigned = ContentBlock::Thinking {
+        thinking: "a server's reasoning".into(),
+        signature: String::new(),
+    };
+    let redacted = ContentBlock::RedactedThinking {
+        data: "opaque+/==".into(),
+    };
+    let text = ContentBlock::Text { text: "ok".into() };
+    let entry = Entry::new(Message {
+        role: Role::Assistant,
+        content: vec![signed, redacted.clone(), text.clone()],
+    });
+    let expected = format!(
+        "{{\"role\":\"assistant\",\"content\":[{{\"type\":\"thinking\",\"thinking\":{},\
+         \"signature\":{}}},{{\"type\":\"redacted_thinking\",\"data\":\"opaque+/==\"}},\
+         {{\"type\":\"text\",\"text\":\"ok\"}}]}}",
+        serde_json::to_string(thinking).unwrap(),
+        serde_json::to_string(signature).unwrap()
+    );
+    assert_eq!(entry.json(), expected);
+    assert_eq!(entry.transcript_json(), expected);
+    let mut h = History::new();
+    h.push(entry);
+    let mut out = Vec::new();
+    write_messages(h.entries(), false, &mut out);
+    assert_eq!(String::from_utf8(out).unwrap(), format!("[{expected}]"));
+
+    let from_server = Entry::new(Message {
+        role: Role::Assistant,
+        content: vec![unsigned, text],
+    });
+    assert_eq!(
+        from_server.json(),
+        r#"{"role":"assistant","content":[{"type":"text","text":"ok"}]}"#
+    );
+    let record: Value = serde_json::from_str(from_server.transcript_json()).unwrap();
+    assert_eq!(
+        record["content"][0],
+        json!({"type": "thinking", "thinking": "a server's reasoning", "signature": ""})
+    );
+    assert_eq!(serde_json::to_value(&*from_server).unwrap(), record);
+}

@@ -568,4 +568,59 @@ data: [DONE]\n\n";
         let e = ReplayProvider::open(&path, dir.path()).err().unwrap();
         assert!(e.contains("\"gemini\""), "{e}");
     }
+
+    #[test]
+    fn thinking_signatures_and_redacted_thinking_survive_record_and_replay() {
+        let secret = "sk-ant-secret-value-456";
+        let sse = |text: &str| {
+            format!(
+                "event: message_start\ndata: {{\"type\":\"message_start\",\"message\":{{\"id\":\"msg_t\",\"model\":\"m\",\"usage\":{{\"input_tokens\":5,\"output_tokens\":1}}}}}}\n\n\
+event: content_block_start\ndata: {{\"type\":\"content_block_start\",\"index\":0,\"content_block\":{{\"type\":\"thinking\",\"thinking\":\"\",\"signature\":\"\"}}}}\n\n\
+event: content_block_delta\ndata: {{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{{\"type\":\"thinking_delta\",\"thinking\":\"Read \\\"a\\\" \\u00e9\"}}}}\n\n\
+event: content_block_delta\ndata: {{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{{\"type\":\"signature_delta\",\"signature\":\"EqQBCg+/sig==\"}}}}\n\n\
+event: content_block_stop\ndata: {{\"type\":\"content_block_stop\",\"index\":0}}\n\n\
+event: content_block_start\ndata: {{\"type\":\"content_block_start\",\"index\":1,\"content_block\":{{\"type\":\"redacted_thinking\",\"data\":\"RWFzdGVy+/==\"}}}}\n\n\
+event: content_block_stop\ndata: {{\"type\":\"content_block_stop\",\"index\":1}}\n\n\
+event: content_block_start\ndata: {{\"type\":\"content_block_start\",\"index\":2,\"content_block\":{{\"type\":\"text\",\"text\":\"\"}}}}\n\n\
+event: content_block_delta\ndata: {{\"type\":\"content_block_delta\",\"index\":2,\"delta\":{{\"type\":\"text_delta\",\"text\":\"{text}\"}}}}\n\n\
+event: content_block_stop\ndata: {{\"type\":\"content_block_stop\",\"index\":2}}\n\n\
+event: message_delta\ndata: {{\"type\":\"message_delta\",\"delta\":{{\"stop_reason\":\"end_turn\"}},\"usage\":{{\"output_tokens\":9}}}}\n\n\
+event: message_stop\ndata: {{\"type\":\"message_stop\"}}\n\n"
+            )
+        };
+        let thinking = ContentBlock::Thinking {
+            thinking: "Read \"a\" é".into(),
+            signature: "EqQBCg+/sig==".into(),
+        };
+        let redacted = ContentBlock::RedactedThinking {
+            data: "RWFzdGVy+/==".into(),
+        };
+        // Recorded raw, and re-encoded because the answer echoed a secret.
+        for (text, encoding) in [("done", None), (secret, Some("anthropic"))] {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("t.jsonl");
+            let mut w = CassetteWriter::create(
+                &path,
+                "anthropic",
+                "m",
+                Path::new("/w"),
+                &[],
+                "s",
+                vec![secret.into()],
+            )
+            .unwrap();
+            w.append(&request(&[]), sse(text).as_bytes()).unwrap();
+            drop(w);
+            let written = std::fs::read_to_string(&path).unwrap();
+            let line: Value = serde_json::from_str(written.lines().nth(1).unwrap()).unwrap();
+            assert_eq!(line["encoding"].as_str(), encoding);
+            assert!(!written.contains(secret));
+            let mut p = ReplayProvider::open(&path, Path::new("/w")).unwrap();
+            let turn = p.stream_turn(&request(&[]), &mut |_| {}).unwrap();
+            assert_eq!(
+                turn.message.content[..2],
+                [thinking.clone(), redacted.clone()]
+            );
+        }
+    }
 }

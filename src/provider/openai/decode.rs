@@ -1,7 +1,10 @@
 //! The OpenAI chat-completions stream decoder: `data:` chunks read by the shared SSE
 //! reader, `delta.tool_calls[]` fragments assembled by `index`, `finish_reason` and the
 //! final usage chunk folded into the same `Turn` the Anthropic decoder produces, until
-//! `data: [DONE]`.
+//! `data: [DONE]`. A server's reasoning text (`reasoning_content`, as DeepSeek's API and
+//! llama.cpp send it, or its newer name `reasoning`) becomes the turn's first block, a
+//! thinking block without a signature: kept for the transcript, never shown as the
+//! answer, never sent back.
 
 use std::io::BufRead;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -57,6 +60,12 @@ struct ChoiceDelta {
     refusal: Option<String>,
     #[serde(default)]
     tool_calls: Option<Vec<ToolCallDelta>>,
+    /// Reasoning text; any other shape is ignored rather than failing the chunk.
+    #[serde(default)]
+    reasoning_content: Option<Value>,
+    /// The newer name of the same; a server sending both repeats the text in each.
+    #[serde(default)]
+    reasoning: Option<Value>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -114,6 +123,8 @@ struct ChatAccumulator {
     id: String,
     model: String,
     text: String,
+    /// The server's reasoning text, in the order it came.
+    thinking: String,
     refused: bool,
     /// In the order they started (the model's order: servers open them by rising index).
     calls: Vec<CallBuf>,
@@ -195,6 +206,21 @@ impl ChatAccumulator {
             self.refused |= refusal;
             self.text.push_str(&piece);
             on_notice(StreamNotice::TextDelta(&piece));
+        }
+        let reasoning = [delta.reasoning_content, delta.reasoning]
+            .into_iter()
+            .flatten()
+            .find_map(|v| match v {
+                Value::String(s) if !s.is_empty() => Some(s),
+                _ => None,
+            });
+        if let Some(piece) = reasoning {
+            if self.thinking.len() + piece.len() > MAX_BLOCK_BYTES {
+                return Err(StreamFailure::Malformed {
+                    detail: format!("the reasoning text grew past {MAX_BLOCK_BYTES} bytes"),
+                });
+            }
+            self.thinking.push_str(&piece);
         }
         for (position, tc) in delta.tool_calls.unwrap_or_default().into_iter().enumerate() {
             let index = tc.index.unwrap_or(position);
@@ -364,7 +390,14 @@ impl ChatAccumulator {
             "content_filter" => StopReason::Refusal,
             other => StopReason::Other(other.to_string()),
         };
-        let mut content = Vec::with_capacity(self.calls.len() + 1);
+        let mut content = Vec::with_capacity(self.calls.len() + 2);
+        if !self.thinking.is_empty() {
+            // No signature: no server of this wire can verify one.
+            content.push(ContentBlock::Thinking {
+                thinking: self.thinking,
+                signature: String::new(),
+            });
+        }
         if !self.text.is_empty() {
             content.push(ContentBlock::Text { text: self.text });
         }

@@ -606,3 +606,48 @@ fn real_server_shapes_decode() {
     assert_eq!((t.usage.input_tokens, t.usage.output_tokens), (25, 3));
     assert_eq!(t.stop_reason, StopReason::EndTurn);
 }
+
+#[test]
+fn reasoning_deltas_become_one_unsigned_thinking_block_first() {
+    // DeepSeek and llama.cpp stream `reasoning_content`, newer vLLM and Ollama
+    // `reasoning`; a server sending both repeats the text in each (taken once). Other
+    // shapes of the field are ignored, not fatal. The text is never a TextDelta.
+    let bytes = stream(
+        &[
+            delta(json!({"role": "assistant", "content": null, "reasoning_content": "The file "})),
+            delta(json!({"reasoning_content": "is small;", "reasoning": "is small;"})),
+            delta(json!({"reasoning": " read it.\n\"ok\" é"})),
+            delta(json!({"reasoning": {"summary": "an object"}, "reasoning_content": null})),
+            delta(json!({"content": "Reading."})),
+            call_start(0, "call_1", "ReadFile", r#"{"path":"a"}"#),
+            finish("tool_calls"),
+        ],
+        true,
+    );
+    let (turn, heard) = read_with_notices(&bytes[..]);
+    let turn = turn.unwrap();
+    assert_eq!(
+        turn.message.content[0],
+        ContentBlock::Thinking {
+            thinking: "The file is small; read it.\n\"ok\" é".into(),
+            signature: String::new(),
+        }
+    );
+    assert!(matches!(turn.message.content[1], ContentBlock::Text { .. }));
+    assert!(matches!(
+        turn.message.content[2],
+        ContentBlock::ToolUse { .. }
+    ));
+    assert_eq!(text_of(&turn), "Reading.");
+    assert_eq!(heard.text, "Reading.");
+    // Without reasoning there is no thinking block.
+    let plain = read(&stream(
+        &[delta(json!({"content": "hi"})), finish("stop")],
+        true,
+    ))
+    .unwrap();
+    assert_eq!(
+        plain.message.content,
+        [ContentBlock::Text { text: "hi".into() }]
+    );
+}
