@@ -236,6 +236,33 @@ pub struct RequestArgs {
     /// Anthropic beta features, sent as `anthropic-beta` (comma-separated).
     #[arg(long, value_delimiter = ',', value_name = "BETAS")]
     pub betas: Vec<String>,
+    /// Anthropic extended thinking with this token budget (at least 1024); the request's
+    /// max_tokens becomes the budget plus --max-tokens.
+    #[arg(long, value_name = "N", conflicts_with = "effort")]
+    pub thinking_budget: Option<u32>,
+    /// How hard the model reasons: Anthropic thinking budgets of 4096, 8192 or 16384
+    /// tokens; `reasoning_effort` with --provider openai.
+    #[arg(long, value_enum, value_name = "LEVEL")]
+    pub effort: Option<Effort>,
+}
+
+/// `--effort`: the portable reasoning level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Effort {
+    Low,
+    Medium,
+    High,
+}
+
+impl Effort {
+    /// The name on the command line, which is also OpenAI's `reasoning_effort` value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Effort::Low => "low",
+            Effort::Medium => "medium",
+            Effort::High => "high",
+        }
+    }
 }
 
 /// `--tool-choice`: whether the model may, must or must not call a tool.

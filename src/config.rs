@@ -221,6 +221,7 @@ impl Config {
         )
         .map_err(Error::Usage)?;
         let (verify, budget, prices) = ci_settings(&args.ci, &settings_files, &model)?;
+        let request = request_options(&args.request, provider, &model)?;
         let verbosity = if args.quiet {
             Verbosity::Quiet
         } else if args.verbose {
@@ -246,7 +247,7 @@ impl Config {
             bash_timeout: args.bash_timeout,
             max_retries: args.max_retries,
             idle_timeout: args.idle_timeout,
-            request: args.request.clone(),
+            request,
             gateway,
             tools,
             replay: args.replay.clone(),
@@ -269,6 +270,52 @@ impl Config {
             resume,
         })
     }
+}
+
+/// `--thinking-budget` and `--effort`, checked against the provider and `--tool-choice`.
+/// With Anthropic thinking on a model that interleaves it, the requests also carry the
+/// interleaved-thinking beta (so the model thinks after each tool result too).
+fn request_options(
+    args: &RequestArgs,
+    provider: ProviderKind,
+    model: &str,
+) -> Result<RequestArgs, Error> {
+    use crate::provider::anthropic::{self, MIN_THINKING_BUDGET};
+    if let Some(budget) = args.thinking_budget {
+        if provider == ProviderKind::Openai {
+            return Err(Error::Usage(
+                "--thinking-budget is for the Anthropic API; with --provider openai use \
+                 --effort low|medium|high (sent as reasoning_effort)"
+                    .into(),
+            ));
+        }
+        if budget < MIN_THINKING_BUDGET {
+            return Err(Error::Usage(format!(
+                "--thinking-budget must be at least {MIN_THINKING_BUDGET} (the API's \
+                 minimum), got {budget}"
+            )));
+        }
+    }
+    let mut request = args.clone();
+    if provider == ProviderKind::Anthropic && anthropic::thinking_budget(args).is_some() {
+        let flag = if args.thinking_budget.is_some() {
+            "--thinking-budget"
+        } else {
+            "--effort"
+        };
+        if args.tool_choice == Some(crate::cli::ToolChoice::Required) {
+            return Err(Error::Usage(format!(
+                "--tool-choice required cannot be used with {flag}: with thinking on, the \
+                 Anthropic API takes only tool_choice auto or none"
+            )));
+        }
+        if anthropic::interleaves_thinking(model) {
+            request
+                .betas
+                .push(anthropic::INTERLEAVED_THINKING_BETA.to_string());
+        }
+    }
+    Ok(request)
 }
 
 /// `--resume FILE` / `--continue`: the transcript to go on with, and the workspace: `-C`,
@@ -771,6 +818,27 @@ mod tests {
             crate::cli::Command::Run(r) => *r,
             _ => unreachable!(),
         }
+    }
+
+    #[test]
+    fn thinking_flags_add_the_interleaved_beta_only_where_it_applies() {
+        let env = FakeEnv(vec![("ANTHROPIC_API_KEY", "k")]);
+        let betas = |args: &[&str]| Config::from_args(&parse(args), &env).unwrap().request.betas;
+        let interleaved = crate::provider::anthropic::INTERLEAVED_THINKING_BETA.to_string();
+        assert_eq!(
+            betas(&["hi", "--effort", "low"]),
+            std::slice::from_ref(&interleaved)
+        );
+        assert_eq!(
+            betas(&["hi", "--thinking-budget", "2048", "--betas", "x-1"]),
+            ["x-1".to_string(), interleaved]
+        );
+        assert!(betas(&["hi"]).is_empty());
+        assert!(betas(&["hi", "--effort", "high", "-m", "claude-3-7-sonnet-latest"]).is_empty());
+        let openai = FakeEnv(vec![("AGENT_PROVIDER", "openai"), ("AGENT_MODEL", "qwen")]);
+        let c = Config::from_args(&parse(&["hi", "--effort", "medium"]), &openai).unwrap();
+        assert!(c.request.betas.is_empty());
+        assert_eq!(c.request.effort, Some(crate::cli::Effort::Medium));
     }
 
     #[test]

@@ -39,4 +39,5 @@ mod stdin;
 mod stop_reasons;
 mod summary_cmd;
 mod terminal;
+mod thinking;
 mod tool_flags;

@@ -1,6 +1,7 @@
 //! The Anthropic Messages API wire (SPEC §3.1): `POST /v1/messages` with `x-api-key`
-//! and `anthropic-version`, the request body with its prompt-cache breakpoints, the
-//! error body, and the event-stream decoder (`decode`). The HTTP shell does the rest.
+//! and `anthropic-version`, the request body with its prompt-cache breakpoints and
+//! extended thinking, the error body, and the event-stream decoder (`decode`). The HTTP
+//! shell does the rest.
 
 pub(crate) mod decode;
 
@@ -12,11 +13,43 @@ use serde_json::Value;
 use super::TurnRequest;
 use super::http::{HttpConfig, TurnResult, Wire};
 use super::retry::OnNotice;
-use crate::cli::ToolChoice;
+use crate::cli::{Effort, RequestArgs, ToolChoice};
 use crate::protocol::ApiErrorBody;
 
 /// The API version header every request carries.
 const ANTHROPIC_VERSION: &str = "2023-06-01";
+
+/// The smallest `budget_tokens` the API takes.
+pub(crate) const MIN_THINKING_BUDGET: u32 = 1024;
+
+/// The beta that lets Claude 4 models think between tool calls (after each tool
+/// result), not only once before their first call.
+pub(crate) const INTERLEAVED_THINKING_BETA: &str = "interleaved-thinking-2025-05-14";
+
+/// The thinking budget of each `--effort` level. The request's max_tokens is the budget
+/// plus `--max-tokens`, so with the default 8192 even `high` (24576 in all) stays within
+/// the smallest output limit of the Claude 4 models (32000, Opus 4 and 4.1).
+fn effort_budget(effort: Effort) -> u32 {
+    match effort {
+        Effort::Low => 4096,
+        Effort::Medium => 8192,
+        Effort::High => 16384,
+    }
+}
+
+/// The thinking budget the requests carry: `--thinking-budget`, else `--effort`'s.
+pub(crate) fn thinking_budget(request: &RequestArgs) -> Option<u32> {
+    request
+        .thinking_budget
+        .or_else(|| request.effort.map(effort_budget))
+}
+
+/// Whether `model` thinks between tool calls with [`INTERLEAVED_THINKING_BETA`]: every
+/// model but the Claude 3 family (3.7 Sonnet thinks only before its first call). Names
+/// are matched anywhere, for gateways that prefix them (`anthropic/claude-…`).
+pub(crate) fn interleaves_thinking(model: &str) -> bool {
+    !model.to_ascii_lowercase().contains("claude-3")
+}
 
 /// The Anthropic Messages API.
 pub(crate) struct AnthropicWire;
@@ -36,8 +69,15 @@ impl Wire for AnthropicWire {
             ("anthropic-version", ANTHROPIC_VERSION.to_string()),
             ("content-type", "application/json".to_string()),
         ];
-        if !config.request.betas.is_empty() {
-            headers.push(("anthropic-beta", config.request.betas.join(",")));
+        // `--betas`, then the ones flags added (context-1m, interleaved thinking): each once.
+        let mut betas: Vec<&str> = Vec::new();
+        for beta in config.request.betas.iter().map(|b| b.trim()) {
+            if !beta.is_empty() && !betas.contains(&beta) {
+                betas.push(beta);
+            }
+        }
+        if !betas.is_empty() {
+            headers.push(("anthropic-beta", betas.join(",")));
         }
         headers
     }
@@ -47,7 +87,7 @@ impl Wire for AnthropicWire {
             .request
             .tool_choice
             .filter(|_| !request.tools.is_empty());
-        request_body(request, choice)
+        request_body(request, choice, thinking_budget(&config.request))
     }
 
     fn request_id_header(&self) -> &'static str {
@@ -70,6 +110,8 @@ impl Wire for AnthropicWire {
 struct RequestHead<'a> {
     model: &'a str,
     max_tokens: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thinking: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     system: Option<[Value; 1]>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -98,10 +140,14 @@ pub(crate) fn api_tools(tools: &[Value]) -> Vec<Value> {
 /// system prompt and the newest message. The prefix order is tools → system → messages,
 /// so the first two cache everything a run re-sends every turn. The messages are not
 /// serialised again: their stored JSON is copied in, the newest message's breakpoint
-/// spliced into it (`history::write_messages`).
+/// spliced into it (`history::write_messages`), so thinking blocks go back exactly as
+/// they came. With a thinking budget, max_tokens (which counts the thinking too) is the
+/// budget plus the request's own: the API wants it above the budget, and the answer
+/// keeps the room `--max-tokens` gives it.
 fn request_body(
     request: &TurnRequest<'_>,
     tool_choice: Option<ToolChoice>,
+    thinking_budget: Option<u32>,
 ) -> serde_json::Result<Vec<u8>> {
     let tools = api_tools(request.tools);
     let system = (!request.system.is_empty()).then(|| {
@@ -109,7 +155,12 @@ fn request_body(
     });
     let head = serde_json::to_vec(&RequestHead {
         model: request.model,
-        max_tokens: request.max_tokens,
+        max_tokens: match thinking_budget {
+            Some(budget) => request.max_tokens.saturating_add(budget),
+            None => request.max_tokens,
+        },
+        thinking: thinking_budget
+            .map(|budget| serde_json::json!({"type": "enabled", "budget_tokens": budget})),
         system,
         tools,
         tool_choice: tool_choice.map(|c| {
@@ -176,7 +227,7 @@ mod tests {
             messages: &messages,
             tools: &tools,
         };
-        let body: Value = serde_json::from_slice(&request_body(&req, None).unwrap()).unwrap();
+        let body: Value = serde_json::from_slice(&request_body(&req, None, None).unwrap()).unwrap();
         assert!(body.get("system").is_none());
         assert_eq!(body["stream"], true);
         assert_eq!(body["max_tokens"], 1);
@@ -202,5 +253,86 @@ mod tests {
                 .get("cache_control"),
             None
         );
+    }
+
+    #[test]
+    fn a_thinking_budget_is_sent_with_max_tokens_raised_by_it() {
+        let messages = vec![Entry::new(Message::user_text("task"))];
+        let req = TurnRequest {
+            model: "claude-sonnet-4-5",
+            max_tokens: 8192,
+            system: "",
+            messages: &messages,
+            tools: &[],
+        };
+        let body = |budget| -> Value {
+            serde_json::from_slice(&request_body(&req, None, budget).unwrap()).unwrap()
+        };
+        let on = body(Some(4096));
+        assert_eq!(
+            on["thinking"],
+            json!({"type": "enabled", "budget_tokens": 4096})
+        );
+        assert_eq!(on["max_tokens"], 8192 + 4096);
+        let off = body(None);
+        assert!(off.get("thinking").is_none());
+        assert_eq!(off["max_tokens"], 8192);
+        assert_eq!(body(Some(u32::MAX))["max_tokens"], u32::MAX);
+    }
+
+    #[test]
+    fn effort_levels_map_to_rising_budgets_and_the_flag_wins() {
+        let args = |thinking_budget, effort| RequestArgs {
+            thinking_budget,
+            effort,
+            ..RequestArgs::default()
+        };
+        assert_eq!(thinking_budget(&args(None, None)), None);
+        let budgets: Vec<_> = [Effort::Low, Effort::Medium, Effort::High]
+            .map(|e| thinking_budget(&args(None, Some(e))).unwrap())
+            .to_vec();
+        assert_eq!(budgets, [4096, 8192, 16384]);
+        assert!(budgets.iter().all(|b| *b >= MIN_THINKING_BUDGET));
+        assert_eq!(thinking_budget(&args(Some(2000), None)), Some(2000));
+    }
+
+    #[test]
+    fn betas_are_sent_once_each_in_order() {
+        let mut config = HttpConfig::new("http://x", "k");
+        config.request.betas = vec![
+            "context-1m-2025-08-07".into(),
+            INTERLEAVED_THINKING_BETA.into(),
+            " context-1m-2025-08-07".into(),
+            INTERLEAVED_THINKING_BETA.into(),
+            "".into(),
+        ];
+        let headers = AnthropicWire.headers(&config);
+        let betas: Vec<_> = headers
+            .iter()
+            .filter(|(n, _)| *n == "anthropic-beta")
+            .collect();
+        assert_eq!(
+            betas,
+            [&(
+                "anthropic-beta",
+                format!("context-1m-2025-08-07,{INTERLEAVED_THINKING_BETA}")
+            )]
+        );
+        config.request.betas.clear();
+        assert!(
+            AnthropicWire
+                .headers(&config)
+                .iter()
+                .all(|(n, _)| *n != "anthropic-beta")
+        );
+    }
+
+    #[test]
+    fn claude_3_models_do_not_interleave_thinking() {
+        assert!(interleaves_thinking("claude-sonnet-4-5"));
+        assert!(interleaves_thinking("claude-opus-4-1-20250805"));
+        assert!(interleaves_thinking("anthropic/claude-haiku-4-5"));
+        assert!(!interleaves_thinking("claude-3-7-sonnet-20250219"));
+        assert!(!interleaves_thinking("bedrock/Claude-3-7-Sonnet"));
     }
 }

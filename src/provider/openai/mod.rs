@@ -15,7 +15,7 @@ use serde_json::{Map, Value, json};
 use super::TurnRequest;
 use super::http::{HttpConfig, TurnResult, Wire};
 use super::retry::OnNotice;
-use crate::cli::ToolChoice;
+use crate::cli::{Effort, ToolChoice};
 use crate::protocol::{ContentBlock, Message, Role};
 
 /// Hosts that take `max_completion_tokens` (OpenAI's reasoning models reject
@@ -51,6 +51,7 @@ impl Wire for OpenAiWire {
             request,
             &config.base_url,
             config.request.tool_choice,
+            config.request.effort,
         ))
     }
 
@@ -75,13 +76,15 @@ impl Wire for OpenAiWire {
     }
 }
 
-/// The request body: `stream` with the final usage chunk, tools only when there are any.
-/// Each history message's chat form is made once and kept (`Entry::wire`), so a request
-/// copies the history's bytes rather than translating and serialising it again.
+/// The request body: `stream` with the final usage chunk, tools only when there are any,
+/// `reasoning_effort` with `--effort`. Each history message's chat form is made once and
+/// kept (`Entry::wire`), so a request copies the history's bytes rather than translating
+/// and serialising it again.
 pub(crate) fn request_body(
     request: &TurnRequest<'_>,
     base_url: &str,
     tool_choice: Option<ToolChoice>,
+    effort: Option<Effort>,
 ) -> Vec<u8> {
     let mut head = json!({
         "model": request.model,
@@ -94,6 +97,9 @@ pub(crate) fn request_body(
         "max_tokens"
     };
     head[tokens_field] = json!(request.max_tokens);
+    if let Some(effort) = effort {
+        head["reasoning_effort"] = json!(effort.as_str());
+    }
     if !request.tools.is_empty() {
         head["tools"] = Value::Array(chat_tools(request.tools));
         if let Some(choice) = tool_choice {
@@ -171,8 +177,8 @@ pub(crate) fn chat_tools(tools: &[Value]) -> Vec<Value> {
 
 /// The history as chat messages. A user message's tool_results become one `role: "tool"`
 /// message each, in order, directly after the assistant message that called them (the
-/// API requires that); its text follows as one user message. Thinking blocks are left
-/// out: chat servers have no way to take them back.
+/// API requires that); its text follows as one user message. Thinking blocks (Anthropic's,
+/// or a server's own reasoning) are left out: chat servers have no way to take them back.
 pub(crate) fn chat_messages(system: &str, messages: &[Message]) -> Vec<Value> {
     let mut out = Vec::with_capacity(messages.len() + 1);
     if !system.is_empty() {
@@ -347,7 +353,7 @@ mod tests {
     fn request_body_has_functions_stream_options_and_the_right_token_field() {
         let messages = vec![crate::history::Entry::new(Message::user_text("hi"))];
         let request_body = |r: &TurnRequest<'_>, url: &str| -> Value {
-            serde_json::from_slice(&request_body(r, url, None)).unwrap()
+            serde_json::from_slice(&request_body(r, url, None, None)).unwrap()
         };
         let tools = vec![json!({"name": "Glob", "description": "find files",
                                 "input_schema": {"type": "object", "properties": {}}})];
@@ -395,6 +401,15 @@ mod tests {
             "https://api.openai.com.evil.test/v1"
         ));
         assert!(!uses_max_completion_tokens("http://user@127.0.0.1:8000/v1"));
+        let with_effort: Value = serde_json::from_slice(&super::request_body(
+            &request,
+            "http://x",
+            None,
+            Some(Effort::High),
+        ))
+        .unwrap();
+        assert_eq!(with_effort["reasoning_effort"], "high");
+        assert!(with_system.get("reasoning_effort").is_none());
     }
 
     #[test]
