@@ -358,11 +358,12 @@ impl Agent<'_> {
             if turn.stop_reason.as_str() == WINDOW_EXCEEDED_STOP {
                 // Billed, but not a model turn: its partial answer is dropped and the
                 // same turn is asked again with a cleared history.
-                {
-                    let mut r = lock(self.record);
-                    r.usage.add(&turn.usage);
-                    r.cost_usd = self.config.prices.cost(&r.model, &r.usage);
-                }
+                lock(self.record).add_response(
+                    self.answered_by(&turn),
+                    &turn.usage,
+                    &self.config.prices,
+                    false,
+                );
                 let o = Overflow {
                     tokens: Some(turn.usage.input_total()).filter(|t| *t > 0),
                     limit: None,
@@ -444,7 +445,8 @@ impl Agent<'_> {
                             "the run was stopped",
                         );
                     }
-                    self.note_results(turn_no, &turn.calls, &scheduled, &mut history);
+                    let model = self.answered_by(&turn);
+                    self.note_results(turn_no, model, &turn.calls, &scheduled, &mut history);
                     dispatcher.turn_answered();
                     self.ci.turn_finished(turn_no, self.record);
                     (self.checkpoint)();
@@ -628,6 +630,7 @@ impl Agent<'_> {
                 format!("streaming ({chars} chars)")
             }
             StreamNotice::ToolReady(c) => format!("model called {}", c.name),
+            StreamNotice::Fallback { to, .. } => format!("overloaded: asking {to}"),
             StreamNotice::TurnStarted => {
                 *chars = 0;
                 "streaming".to_string()
@@ -659,12 +662,10 @@ impl Agent<'_> {
         history.push(entry.clone());
         let mut r = lock(self.record);
         r.num_turns += 1;
-        r.usage.add(&turn.usage);
         r.stop_reason = Some(turn.stop_reason.as_str().to_string());
-        if !turn.model.is_empty() {
-            r.model = turn.model.clone();
-        }
-        r.cost_usd = self.config.prices.cost(&r.model, &r.usage);
+        let model = self.answered_by(turn);
+        r.model = model.to_string();
+        r.add_response(model, &turn.usage, &self.config.prices, true);
         r.messages.push(entry.clone());
         output::debug(&format!(
             "turn {}: stop_reason {}, {} tool calls, {} in / {} out tokens",
@@ -677,12 +678,22 @@ impl Agent<'_> {
         entry
     }
 
+    /// The model that answered `turn`: the one the API reported, else the one asked for.
+    fn answered_by<'t>(&'t self, turn: &'t Turn) -> &'t str {
+        if turn.model.is_empty() {
+            &self.config.model
+        } else {
+            &turn.model
+        }
+    }
+
     /// Records the calls and builds the user message of tool_results, one per call, in
     /// the model's order. Calls that never ran (a fatal failure ended the batch walk) are
     /// answered too, so the history stays well-formed.
     fn note_results(
         &self,
         turn_no: u32,
+        model: &str,
         calls: &[PendingCall],
         done: &[Scheduled],
         history: &mut History,
@@ -732,6 +743,7 @@ impl Agent<'_> {
                 duration_ms: o.duration.as_millis() as u64,
                 started_ms: o.started.as_millis() as u64,
                 turn: turn_no,
+                model: model.to_string(),
                 metadata: o.result.metadata.clone(),
             });
             content.push(ContentBlock::ToolResult {
@@ -777,6 +789,7 @@ mod tests {
             verbosity: Verbosity::Quiet,
             provider: crate::cli::ProviderKind::Anthropic,
             model: "m".into(),
+            fallback_model: None,
             max_tokens: 100,
             base_url: "http://127.0.0.1:9".into(),
             api_key: String::new(),

@@ -82,7 +82,8 @@ impl CiRun {
     pub fn before_request(&self, turn_no: u32, record: &Mutex<RunRecord>) -> Option<Outcome> {
         let (calls, cost, turns, model) = {
             let r = lock(record);
-            (r.tool_calls.len(), r.cost_usd, r.num_turns, r.model.clone())
+            let unpriced = r.unpriced_model().unwrap_or(&r.model).to_string();
+            (r.tool_calls.len(), r.cost_usd, r.num_turns, unpriced)
         };
         if let Some(msg) = self.budget.exceeded(calls, cost) {
             return Some(Outcome::fail(Status::Budget, "budget", msg));
@@ -112,19 +113,25 @@ impl CiRun {
         self.turn.load(Ordering::Relaxed)
     }
 
-    /// What the stream tells the loop: retries become `retry` events.
+    /// What the stream tells the loop: retries become `retry` events, the switch to
+    /// `--fallback-model` a `model.fallback` event.
     pub fn on_notice(&self, notice: &StreamNotice<'_>) {
-        if let StreamNotice::Retry {
-            attempt,
-            reason,
-            delay,
-        } = notice
-        {
-            self.events.emit(
+        let turn = self.turn.load(Ordering::Relaxed);
+        match notice {
+            StreamNotice::Retry {
+                attempt,
+                reason,
+                delay,
+            } => self.events.emit(
                 "retry",
-                json!({"turn": self.turn.load(Ordering::Relaxed), "attempt": attempt,
+                json!({"turn": turn, "attempt": attempt,
                        "reason": reason, "delay_ms": delay.as_millis() as u64}),
-            );
+            ),
+            StreamNotice::Fallback { from, to, reason } => self.events.emit(
+                "model.fallback",
+                json!({"turn": turn, "from": from, "to": to, "reason": reason}),
+            ),
+            _ => {}
         }
     }
 
@@ -140,9 +147,11 @@ impl CiRun {
         record: &Mutex<RunRecord>,
         runs_tools: bool,
     ) {
+        // Copied out first: the lock must not be held while the event is written.
+        let model = lock(record).model.clone();
         self.events.emit_raw(
             "assistant.message",
-            json!({"turn": turn_no, "stop_reason": turn.stop_reason.as_str(),
+            json!({"turn": turn_no, "model": model, "stop_reason": turn.stop_reason.as_str(),
                    "usage": turn.usage}),
             "message",
             message_json,
@@ -157,7 +166,7 @@ impl CiRun {
         let fields = {
             let r = lock(record);
             let calls = r.tool_calls.iter().filter(|c| c.turn == turn_no).count();
-            json!({"turn": turn_no, "stop_reason": r.stop_reason, "tool_calls": calls,
+            json!({"turn": turn_no, "model": r.model, "stop_reason": r.stop_reason, "tool_calls": calls,
                    "usage": r.usage, "cost_usd": r.cost_usd,
                    "context_tokens": r.context_tokens})
         };

@@ -130,6 +130,10 @@ pub struct RunArgs {
     /// Model id [env: AGENT_MODEL] (required with --provider openai).
     #[arg(short, long)]
     pub model: Option<String>,
+    /// When the model is still overloaded after --max-retries, send the request to this
+    /// model instead; it answers for the rest of the run.
+    #[arg(long, value_name = "ID")]
+    pub fallback_model: Option<String>,
     /// Maximum output tokens per response.
     #[arg(long, default_value_t = 8192, value_name = "N")]
     pub max_tokens: u32,

@@ -47,6 +47,8 @@ pub struct Config {
     /// Which API `model` is reached through (a cassette's header decides on replay).
     pub provider: ProviderKind,
     pub model: String,
+    /// `--fallback-model`: asked once `model`'s retries end overloaded (never `model`).
+    pub fallback_model: Option<String>,
     pub max_tokens: u32,
     pub base_url: String,
     /// Empty with `--replay`, which needs no key, and with an OpenAI-compatible server
@@ -171,6 +173,7 @@ impl Config {
         }
         // A resumed run keeps its model unless -m says otherwise.
         let resumed_model = resume.as_ref().and_then(|r| r.model.clone());
+        let model_resumed = args.model.is_none() && resumed_model.is_some();
         let model = match args
             .model
             .clone()
@@ -187,6 +190,22 @@ impl Config {
                 ));
             }
             None => DEFAULT_MODEL.to_string(),
+        };
+        let mut warnings: Vec<String> = stdin_warning.into_iter().collect();
+        let fallback_model = match fallback_model(args.fallback_model.as_deref(), &model) {
+            // A transcript that fell back reports the fallback as its model: the resumed
+            // run goes on with it, as the first run would have.
+            Err(_)
+                if model_resumed
+                    && args.fallback_model.as_deref().map(str::trim) == Some(&model) =>
+            {
+                warnings.push(format!(
+                    "the resumed transcript already ran on the --fallback-model {model}; \
+                     it goes on with it (-m names another model)"
+                ));
+                None
+            }
+            other => other?,
         };
         let add_dirs = extra_dirs(&args.security.add_dir)?;
         let mut system_prompt = system_prompt(
@@ -222,6 +241,15 @@ impl Config {
         .map_err(Error::Usage)?;
         let (verify, budget, prices) = ci_settings(&args.ci, &settings_files, &model)?;
         let request = request_options(&args.request, provider, &model)?;
+        if let Some(fallback) = &fallback_model
+            && args.ci.max_cost_usd.is_some()
+            && prices.lookup(fallback).is_none()
+        {
+            return Err(Error::Usage(format!(
+                "--max-cost-usd: no price is known for the --fallback-model {fallback:?}; add \
+                 it under \"prices\" in the settings file"
+            )));
+        }
         let verbosity = if args.quiet {
             Verbosity::Quiet
         } else if args.verbose {
@@ -238,6 +266,7 @@ impl Config {
             verbosity,
             provider,
             model,
+            fallback_model,
             max_tokens: args.max_tokens,
             base_url: base_url.trim_end_matches('/').to_string(),
             api_key,
@@ -260,7 +289,7 @@ impl Config {
             on_deny: args.security.on_deny,
             sandbox,
             keep_env: args.security.keep_env.clone(),
-            warnings: stdin_warning.into_iter().collect(),
+            warnings,
             keep_spill: args.keep_spill,
             mcp,
             context: crate::context::ContextSettings::from_args(&args.context)
@@ -316,6 +345,26 @@ fn request_options(
         }
     }
     Ok(request)
+}
+
+/// `--fallback-model`, checked against the run's model: an empty id, or the model
+/// itself (which would only repeat the retries that just failed), is a usage error.
+fn fallback_model(arg: Option<&str>, model: &str) -> Result<Option<String>, Error> {
+    let Some(fallback) = arg else {
+        return Ok(None);
+    };
+    let fallback = fallback.trim();
+    if fallback.is_empty() {
+        return Err(Error::Usage(
+            "--fallback-model is empty: name the model to use when the model is overloaded".into(),
+        ));
+    }
+    if fallback == model {
+        return Err(Error::Usage(format!(
+            "--fallback-model {fallback:?} is the run's model too: name a different model"
+        )));
+    }
+    Ok(Some(fallback.to_string()))
 }
 
 /// `--resume FILE` / `--continue`: the transcript to go on with, and the workspace: `-C`,
@@ -846,6 +895,47 @@ mod tests {
         let e = Config::from_args(&parse(&["hi"]), &FakeEnv(vec![])).unwrap_err();
         assert!(e.to_string().contains("ANTHROPIC_API_KEY"), "{e}");
         assert_eq!(e.exit_code(), 2);
+    }
+
+    #[test]
+    fn fallback_model_must_name_another_model() {
+        let env = FakeEnv(vec![("ANTHROPIC_API_KEY", "k"), ("AGENT_MODEL", "m-env")]);
+        let c = Config::from_args(&parse(&["hi", "--fallback-model", " other "]), &env).unwrap();
+        assert_eq!(c.fallback_model.as_deref(), Some("other"));
+        let c = Config::from_args(&parse(&["hi"]), &env).unwrap();
+        assert_eq!(c.fallback_model, None);
+        for (args, says) in [
+            (vec!["hi", "--fallback-model", " "], "is empty"),
+            (
+                vec!["hi", "--fallback-model", "m-env"],
+                "the run's model too",
+            ),
+            (
+                vec!["hi", "-m", "a", "--fallback-model", "a"],
+                "the run's model too",
+            ),
+        ] {
+            let e = Config::from_args(&parse(&args), &env).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{args:?}");
+            let e = e.to_string();
+            assert!(e.contains("--fallback-model") && e.contains(says), "{e}");
+        }
+        // A cost limit must be computable on the fallback too.
+        let e = Config::from_args(
+            &parse(&[
+                "hi",
+                "-m",
+                "claude-sonnet-4-5",
+                "--fallback-model",
+                "no-such-price",
+                "--max-cost-usd",
+                "1",
+            ]),
+            &env,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("--fallback-model") && e.contains("price"), "{e}");
     }
 
     #[test]

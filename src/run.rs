@@ -261,6 +261,7 @@ fn make_provider(
         idle_timeout: config.idle_timeout,
         request,
         gateway: config.gateway.clone(),
+        fallback_model: config.fallback_model.clone(),
         ..HttpConfig::new(config.base_url.clone(), config.api_key.clone())
     };
     let wire = crate::provider::wire(config.provider);

@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 
 use std::sync::Arc;
 
+use crate::budget::Prices;
 use crate::context::Clearing;
 use crate::history::Entry;
 use crate::protocol::{ContentBlock, Role, Usage};
@@ -107,6 +108,8 @@ pub struct ToolCallRecord {
     /// Milliseconds from the start of the run to the start of the call.
     pub started_ms: u64,
     pub turn: u32,
+    /// The model that made the call (the one the API reported for its turn).
+    pub model: String,
     #[serde(skip_serializing_if = "Map::is_empty")]
     pub metadata: Map<String, Value>,
 }
@@ -135,6 +138,15 @@ pub struct VerificationRecord {
     pub output_tail: String,
 }
 
+/// One model of the run (`models_used`): the turns it answered and what they cost.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ModelUse {
+    pub model: String,
+    pub turns: u32,
+    /// None when the model has no price or a response came without usage.
+    pub cost_usd: Option<f64>,
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct FileChange {
     pub path: String,
@@ -147,6 +159,8 @@ pub struct FileChange {
 pub struct RunRecord {
     pub started: Instant,
     pub model: String,
+    /// Every model that answered, in the order each first did (`--fallback-model`).
+    pub models_used: Vec<ModelUse>,
     pub workspace: PathBuf,
     pub tools: Vec<String>,
     /// Every message as it happened (the requests may carry cleared copies), each
@@ -193,6 +207,7 @@ impl RunRecord {
         RunRecord {
             started: Instant::now(),
             model: model.to_string(),
+            models_used: Vec::new(),
             workspace,
             tools,
             messages: Vec::new(),
@@ -217,6 +232,40 @@ impl RunRecord {
             structured_output: None,
             resumed_from: None,
         }
+    }
+
+    /// Adds one response's usage, priced by the model that gave it, to the run's totals
+    /// and to that model's `models_used` entry. `turn` is false for a response that is
+    /// billed but is no model turn (one cut off at the context window).
+    pub fn add_response(&mut self, model: &str, usage: &Usage, prices: &Prices, turn: bool) {
+        self.usage.add(usage);
+        let cost = prices.cost(model, usage);
+        let entry = match self.models_used.iter().position(|u| u.model == model) {
+            Some(i) => &mut self.models_used[i],
+            None => {
+                self.models_used.push(ModelUse {
+                    model: model.to_string(),
+                    turns: 0,
+                    cost_usd: Some(0.0),
+                });
+                let last = self.models_used.len() - 1;
+                &mut self.models_used[last]
+            }
+        };
+        entry.turns += u32::from(turn);
+        entry.cost_usd = entry.cost_usd.zip(cost).map(|(a, b)| a + b);
+        self.cost_usd = self
+            .models_used
+            .iter()
+            .try_fold(0.0, |sum, u| u.cost_usd.map(|c| sum + c));
+    }
+
+    /// The first model whose cost could not be computed, if any.
+    pub fn unpriced_model(&self) -> Option<&str> {
+        self.models_used
+            .iter()
+            .find(|u| u.cost_usd.is_none())
+            .map(|u| u.model.as_str())
     }
 
     /// Notes a file change reported by a tool's metadata (`path`, `change`).
@@ -309,6 +358,7 @@ impl RunRecord {
             result: self.final_text(),
             error,
             model: &self.model,
+            models_used: &self.models_used,
             stop_reason: self.stop_reason.as_deref(),
             num_turns: self.num_turns,
             duration_ms: self.started.elapsed().as_millis() as u64,
@@ -394,6 +444,8 @@ struct Transcript<'a> {
     result: String,
     error: Option<&'a ErrorInfo>,
     model: &'a str,
+    /// Every model that answered: `{model, turns, cost_usd}` in order of first use.
+    models_used: &'a [ModelUse],
     stop_reason: Option<&'a str>,
     num_turns: u32,
     duration_ms: u64,
@@ -517,6 +569,8 @@ impl InFlight {
                     .saturating_duration_since(record.started)
                     .as_millis() as u64,
                 turn: c.turn,
+                // The calls in flight belong to the newest turn, whose model this is.
+                model: record.model.clone(),
                 metadata,
             });
         }
@@ -592,6 +646,7 @@ mod tests {
             duration_ms: 0,
             started_ms: 0,
             turn: 1,
+            model: "m".into(),
             metadata: Map::new(),
         });
         for text in ["one \"messages\": [] two", "secret-ish"] {
@@ -663,6 +718,40 @@ mod tests {
         assert_ne!(
             RunRecord::new("m", PathBuf::from("/w"), vec![]).session_id,
             r.session_id
+        );
+    }
+
+    #[test]
+    fn each_response_is_priced_by_its_own_model() {
+        let mut r = RunRecord::new("claude-sonnet-4-5", PathBuf::from("/w"), vec![]);
+        let prices = Prices::default();
+        let million_in = Usage {
+            input_tokens: 1_000_000,
+            ..Usage::default()
+        };
+        r.add_response("claude-sonnet-4-5", &million_in, &prices, true);
+        r.add_response("claude-haiku-4-5", &million_in, &prices, true);
+        r.add_response("claude-haiku-4-5", &million_in, &prices, false);
+        // Sonnet 3 $/MTok once, Haiku 1 $/MTok twice: not 9 (all at one price).
+        assert_eq!(r.cost_usd, Some(5.0));
+        assert_eq!(r.usage.input_tokens, 3_000_000);
+        let v: Value = serde_json::from_str(&r.to_json(Status::Success, None)).unwrap();
+        assert_eq!(
+            v["models_used"],
+            json!([{"model": "claude-sonnet-4-5", "turns": 1, "cost_usd": 3.0},
+                   {"model": "claude-haiku-4-5", "turns": 1, "cost_usd": 2.0}])
+        );
+        assert_eq!(r.unpriced_model(), None);
+        r.add_response("local-model", &million_in, &prices, true);
+        assert_eq!(
+            r.cost_usd, None,
+            "one unpriced model makes the total unknown"
+        );
+        assert_eq!(r.unpriced_model(), Some("local-model"));
+        assert_eq!(
+            r.models_used[0].cost_usd,
+            Some(3.0),
+            "the others keep theirs"
         );
     }
 

@@ -50,4 +50,11 @@ pub enum StreamNotice<'a> {
     },
     /// An attempt's response started streaming.
     TurnStarted,
+    /// The model's retries ended overloaded: the request goes to `to` (`--fallback-model`),
+    /// which answers this turn and the rest of the run.
+    Fallback {
+        from: &'a str,
+        to: &'a str,
+        reason: &'a str,
+    },
 }

@@ -4,7 +4,8 @@
 //!
 //! Format: the first line is a header `{"type":"header","format":1,"provider",
 //! "model","agent_version","workspace","tools","session_id"}`; then one line per model turn,
-//! `{"type":"turn","index":N,"request":{"messages":M,"tools":[..]},"sse":"<raw SSE>"}`,
+//! `{"type":"turn","index":N,"request":{"messages":M,"tools":[..],"model":ID},"sse":"<raw SSE>"}`
+//! (`model`: the model the request went to, the `--fallback-model` after a switch),
 //! appended and flushed as each turn finishes, so a killed run leaves a usable prefix.
 //! No headers and no key are ever written.
 
@@ -54,13 +55,27 @@ enum Line {
 struct RequestSummary {
     messages: usize,
     tools: Vec<String>,
+    /// The model asked (absent in cassettes from before it was recorded): on replay, the
+    /// model of a turn whose stream names none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    model: Option<String>,
 }
 
 fn summarize(request: &TurnRequest<'_>) -> RequestSummary {
     RequestSummary {
         messages: request.messages.len(),
         tools: tool_names(request.tools),
+        model: Some(request.model.to_string()),
     }
+}
+
+/// One recorded turn as replay needs it.
+struct Recording {
+    sse: String,
+    /// Set when `sse` was re-encoded (see `Line::Turn`).
+    encoding: Option<String>,
+    /// The model the request went to, when recorded.
+    model: Option<String>,
 }
 
 fn tool_names(tools: &[Value]) -> Vec<String> {
@@ -165,8 +180,7 @@ pub(crate) struct ReplayProvider {
     path: PathBuf,
     /// The recording's provider: it picks the decoder.
     provider: String,
-    /// Each turn's stream and, when re-encoded, its format.
-    turns: Vec<(String, Option<String>)>,
+    turns: Vec<Recording>,
     next: usize,
     recorded_workspace: String,
     workspace: String,
@@ -219,7 +233,16 @@ impl ReplayProvider {
                 continue;
             }
             match serde_json::from_str(&line) {
-                Ok(Line::Turn { sse, encoding, .. }) => turns.push((sse, encoding)),
+                Ok(Line::Turn {
+                    sse,
+                    encoding,
+                    request,
+                    ..
+                }) => turns.push(Recording {
+                    sse,
+                    encoding,
+                    model: request.model,
+                }),
                 Ok(Line::Header { .. }) => {
                     return Err(format!(
                         "--replay {shown}: line {} is a second header",
@@ -365,7 +388,7 @@ impl Provider for ReplayProvider {
                 self.recorded_tools.join(", ")
             ));
         }
-        let Some(sse) = self.turns.get(self.next) else {
+        let Some(recorded) = self.turns.get(self.next) else {
             return Err(ProviderError {
                 kind: ProviderErrorKind::Cassette,
                 message: format!(
@@ -379,17 +402,23 @@ impl Provider for ReplayProvider {
         on_notice(StreamNotice::TurnStarted);
         // Decode the whole turn first, so that paths are rewritten before anything (a
         // streaming executor included) sees a tool call.
-        let (sse, encoding) = sse;
-        let mut turn = decode(encoding.as_deref().unwrap_or(&self.provider), sse).map_err(|e| {
-            ProviderError {
-                kind: ProviderErrorKind::Cassette,
-                message: format!(
-                    "turn {} of the cassette {}: {e}",
-                    self.next,
-                    self.path.display()
-                ),
-            }
+        let format = recorded.encoding.as_deref().unwrap_or(&self.provider);
+        let mut turn = decode(format, &recorded.sse).map_err(|e| ProviderError {
+            kind: ProviderErrorKind::Cassette,
+            message: format!(
+                "turn {} of the cassette {}: {e}",
+                self.next,
+                self.path.display()
+            ),
         })?;
+        if turn.model.is_empty() {
+            // As live: the model asked for answers when the stream names none.
+            turn.model = recorded
+                .model
+                .as_deref()
+                .unwrap_or(request.model)
+                .to_string();
+        }
         for call in &mut turn.calls {
             if let Ok(input) = &mut call.input {
                 self.rewrite(input);
@@ -463,6 +492,49 @@ event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
         let e = p.stream_turn(&request(&tools), &mut |_| {}).unwrap_err();
         assert_eq!(e.kind, ProviderErrorKind::Cassette);
         assert!(e.message.contains("ran out after 1 turns"), "{}", e.message);
+    }
+
+    #[test]
+    fn replay_names_the_model_that_answered() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.jsonl");
+        let tools: Vec<Value> = Vec::new();
+        let mut w =
+            CassetteWriter::create(&path, "anthropic", "m", Path::new("/w"), &[], "s", vec![])
+                .unwrap();
+        let unnamed = SSE_TOOL.replace(",\"model\":\"m\"", "");
+        assert!(!unnamed.contains("\"model\""));
+        // The request went to the fallback; the first stream names no model.
+        let to_fallback = TurnRequest {
+            model: "fallback-1",
+            ..request(&tools)
+        };
+        w.append(&to_fallback, unnamed.as_bytes()).unwrap();
+        w.append(&to_fallback, SSE_TOOL.as_bytes()).unwrap();
+        drop(w);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let line: Value = serde_json::from_str(text.lines().nth(1).unwrap()).unwrap();
+        assert_eq!(line["request"]["model"], "fallback-1");
+        // A line from before the model was recorded: the replay's own model.
+        let old = text
+            .lines()
+            .nth(1)
+            .unwrap()
+            .replace(",\"model\":\"fallback-1\"", "");
+        std::fs::write(&path, format!("{text}{old}\n")).unwrap();
+        let mut p = ReplayProvider::open(&path, Path::new("/w")).unwrap();
+        let asked = TurnRequest {
+            model: "asked",
+            ..request(&tools)
+        };
+        let models: Vec<String> = (0..3)
+            .map(|_| p.stream_turn(&asked, &mut |_| {}).unwrap().model)
+            .collect();
+        assert_eq!(
+            models,
+            ["fallback-1", "m", "asked"],
+            "recorded, reported, asked"
+        );
     }
 
     #[test]

@@ -3,7 +3,9 @@
 //! successful turn. What differs between APIs — path, headers, body, error bodies,
 //! decoder, request-id header — is the provider's [`Wire`]; everything else is here. A
 //! partial turn from a failed attempt is discarded whole. The API key goes only into
-//! the wire's headers: never into an error or a log.
+//! the wire's headers: never into an error or a log. When the model's retries end in an
+//! overload, the same request goes to `--fallback-model`, which then answers for the rest
+//! of the run.
 
 use std::io::{self, BufRead, Read};
 use std::time::Duration;
@@ -60,6 +62,8 @@ pub(crate) struct HttpConfig {
     pub request: RequestArgs,
     /// Credentials and headers for gateways.
     pub gateway: Gateway,
+    /// `--fallback-model`: where a request goes once the model's retries end overloaded.
+    pub fallback_model: Option<String>,
 }
 
 /// What gateways and proxies need besides the API key: a bearer token, extra headers.
@@ -171,6 +175,7 @@ impl HttpConfig {
             backoff_base: DEFAULT_BACKOFF_BASE,
             request: RequestArgs::default(),
             gateway: Gateway::default(),
+            fallback_model: None,
         }
     }
 }
@@ -185,6 +190,7 @@ impl std::fmt::Debug for HttpConfig {
             .field("backoff_base", &self.backoff_base)
             .field("request", &self.request)
             .field("gateway", &self.gateway)
+            .field("fallback_model", &self.fallback_model)
             .finish()
     }
 }
@@ -196,6 +202,10 @@ pub(crate) struct HttpProvider {
     url: String,
     agent: ureq::Agent,
     recorder: Option<Recorder>,
+    /// Set once the model was overloaded and the fallback took over: from then on every
+    /// request goes to the fallback (an overloaded model rarely recovers within a run,
+    /// and going back would pay its retries again on every turn).
+    on_fallback: bool,
 }
 
 impl HttpProvider {
@@ -210,6 +220,7 @@ impl HttpProvider {
             url,
             agent,
             recorder,
+            on_fallback: false,
         }
     }
 
@@ -273,8 +284,22 @@ impl HttpProvider {
     }
 }
 
-impl Provider for HttpProvider {
-    fn stream_turn(
+impl HttpProvider {
+    /// One turn from `request.model`, retries included. A turn whose stream did not name
+    /// its model gets the one asked for, so the transcript always says who answered.
+    fn turn_with_retries(
+        &mut self,
+        request: &TurnRequest<'_>,
+        on_notice: &mut dyn FnMut(StreamNotice<'_>),
+    ) -> Result<Turn, ProviderError> {
+        let mut turn = self.try_model(request, on_notice)?;
+        if turn.model.is_empty() {
+            turn.model = request.model.to_string();
+        }
+        Ok(turn)
+    }
+
+    fn try_model(
         &mut self,
         request: &TurnRequest<'_>,
         on_notice: &mut dyn FnMut(StreamNotice<'_>),
@@ -310,6 +335,77 @@ impl Provider for HttpProvider {
                 e
             })
         })
+    }
+}
+
+impl Provider for HttpProvider {
+    fn stream_turn(
+        &mut self,
+        request: &TurnRequest<'_>,
+        on_notice: &mut dyn FnMut(StreamNotice<'_>),
+    ) -> Result<Turn, ProviderError> {
+        let Some(fallback) = self.config.fallback_model.clone() else {
+            return self.turn_with_retries(request, on_notice);
+        };
+        let primary = request.model;
+        let on_fallback = TurnRequest {
+            model: &fallback,
+            ..*request
+        };
+        if self.on_fallback {
+            return self
+                .turn_with_retries(&on_fallback, on_notice)
+                .map_err(|e| fallback_failed(e, primary, &fallback, true));
+        }
+        let overloaded = match self.turn_with_retries(request, on_notice) {
+            Err(e) if retry::is_overload(&e) => e,
+            other => return other,
+        };
+        crate::output::warn(&format!(
+            "{primary} is overloaded ({}); the request goes to the fallback model \
+             {fallback}, which answers for the rest of the run",
+            overloaded.message
+        ));
+        on_notice(StreamNotice::Fallback {
+            from: primary,
+            to: &fallback,
+            reason: &overloaded.message,
+        });
+        self.on_fallback = true;
+        self.turn_with_retries(&on_fallback, on_notice)
+            .map_err(|e| match retry::is_overload(&e) {
+                true => ProviderError {
+                    message: format!(
+                        "both models are overloaded: {primary}: {}; then the fallback \
+                         model {fallback}: {}",
+                        overloaded.message, e.message
+                    ),
+                    kind: e.kind,
+                },
+                false => fallback_failed(e, primary, &fallback, false),
+            })
+    }
+}
+
+/// A failure of the fallback model, saying which model failed and why it was asked.
+fn fallback_failed(
+    e: ProviderError,
+    primary: &str,
+    fallback: &str,
+    earlier: bool,
+) -> ProviderError {
+    let when = if earlier { " earlier in the run" } else { "" };
+    let what = if retry::is_overload(&e) {
+        "is overloaded too"
+    } else {
+        "failed"
+    };
+    ProviderError {
+        message: format!(
+            "the fallback model {fallback} {what} ({primary} was overloaded{when}): {}",
+            e.message
+        ),
+        kind: e.kind,
     }
 }
 

@@ -43,6 +43,12 @@ pub(crate) const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 /// Default `--max-retries` (SPEC §2).
 pub(crate) const DEFAULT_MAX_RETRIES: u32 = 4;
 
+/// The status Anthropic answers with when it is overloaded.
+const OVERLOADED_STATUS: u16 = 529;
+
+/// The error type of an overload, in an error body or a stream's `error` event.
+const OVERLOADED_ERROR_TYPE: &str = "overloaded_error";
+
 /// Statuses that are never retried, whatever the headers say: the request itself is
 /// wrong, and sending it again cannot help.
 const NEVER_RETRY: &[u16] = &[400, 401, 403, 404, 413];
@@ -113,6 +119,23 @@ pub(crate) fn with_retries(
             delay,
         });
         std::thread::sleep(delay);
+    }
+}
+
+/// Whether a failure (retries spent) is the API being overloaded: HTTP 529, an
+/// `overloaded_error` in the error body or the stream, or a 503 whose message says
+/// "overloaded" (OpenAI's way of saying it). This, and only this, sends the request to
+/// `--fallback-model`: another model cannot fix a bad request, a bad key or a network
+/// down, but it runs on other capacity.
+pub(crate) fn is_overload(e: &ProviderError) -> bool {
+    match &e.kind {
+        ProviderErrorKind::Http { status, error_type } => {
+            *status == OVERLOADED_STATUS
+                || error_type == OVERLOADED_ERROR_TYPE
+                || (*status == 503 && e.message.to_ascii_lowercase().contains("overloaded"))
+        }
+        ProviderErrorKind::StreamError { error_type } => error_type == OVERLOADED_ERROR_TYPE,
+        ProviderErrorKind::Transport | ProviderErrorKind::Cassette => false,
     }
 }
 
@@ -547,6 +570,46 @@ mod tests {
         assert_eq!(notices.len(), 2);
         assert!(notices[0].contains("delay: 2ms"), "{}", notices[0]);
         assert!(!notices[0].contains("sk-secret"), "{}", notices[0]);
+    }
+
+    #[test]
+    fn overloads_are_told_from_other_failures() {
+        let http = |status: u16, error_type: &str, message: &str| ProviderError {
+            kind: ProviderErrorKind::Http {
+                status,
+                error_type: error_type.into(),
+            },
+            message: message.into(),
+        };
+        let stream = |error_type: &str| ProviderError {
+            kind: ProviderErrorKind::StreamError {
+                error_type: error_type.into(),
+            },
+            message: "stream error".into(),
+        };
+        for overload in [
+            http(
+                529,
+                "overloaded_error",
+                "HTTP 529 overloaded_error: Overloaded",
+            ),
+            http(529, "", "HTTP 529"),
+            http(500, "overloaded_error", "a gateway passing the type on"),
+            http(503, "", "HTTP 503: The engine is currently Overloaded"),
+            stream("overloaded_error"),
+        ] {
+            assert!(is_overload(&overload), "{overload:?}");
+        }
+        for other in [
+            http(500, "api_error", "Internal server error"),
+            http(503, "", "HTTP 503: Service Unavailable"),
+            http(429, "rate_limit_error", "slow down"),
+            http(400, "invalid_request_error", "bad"),
+            stream("api_error"),
+            failing(true, None).error,
+        ] {
+            assert!(!is_overload(&other), "{other:?}");
+        }
     }
 
     #[test]

@@ -22,6 +22,7 @@ mod ci_log;
 mod ci_verify;
 mod cli;
 mod context;
+mod fallback;
 mod faults;
 mod limits;
 mod mcp;

@@ -136,7 +136,7 @@ pub fn body_frames(turn: &Turn) -> Vec<String> {
             }
         }
     }
-    frames
+    turn.rename_model(frames, CHAT_MODEL)
 }
 
 /// The whole stream of `turn`: content, finish delta, usage chunk, `[DONE]`.
@@ -146,5 +146,5 @@ pub fn frames(turn: &Turn) -> Vec<String> {
     frames.push(delta(json!({}), Some(finish_reason(&stop))));
     frames.push(usage_chunk(&turn.usage));
     frames.push(done());
-    frames
+    turn.rename_model(frames, CHAT_MODEL)
 }

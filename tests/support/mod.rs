@@ -10,7 +10,8 @@
 //!   the wire (`/v1/messages` or `…/chat/completions`, see `Wire`); `Reply::turn`,
 //!   `Reply::api_error` and `Reply::Silent` are rendered in it, so one script serves both.
 //! - A model turn: `Reply::turn(Turn::new().text("…").tool("id", "ReadFile",
-//!   json!({…})).stop_reason("…").usage(in, out).cache(created, read))`.
+//!   json!({…})).stop_reason("…").usage(in, out).cache(created, read).model(id))`
+//!   (`model`: the id the stream claims, default `sse::MOCK_MODEL` / `chat::CHAT_MODEL`).
 //!   `Turn::tool_raw` streams malformed input, `Turn::cut_tool` a call cut by max_tokens.
 //! - Faults on a turn: `.with_fault(Fault::DropAfter(n) | DropBeforeEnd | HangAfter(n) |
 //!   ErrorBeforeEnd {…})`; chunking and pings: `.with_opts(SseOpts {…})`.

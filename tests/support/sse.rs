@@ -218,6 +218,8 @@ pub struct Turn {
     pub(super) blocks: Vec<Block>,
     pub(super) stop_reason: Option<String>,
     pub(super) usage: Usage,
+    /// The model the stream says answered (default: `MOCK_MODEL`, `chat::CHAT_MODEL`).
+    pub(super) model: Option<String>,
 }
 
 impl Turn {
@@ -258,6 +260,23 @@ impl Turn {
             partial: partial.to_string(),
         });
         self
+    }
+
+    /// The model this response claims to come from (`message_start.message.model`, each
+    /// chunk's `model`).
+    pub fn model(mut self, id: &str) -> Self {
+        self.model = Some(id.to_string());
+        self
+    }
+
+    /// `frames` with the default model id `default` replaced by this turn's model.
+    pub(super) fn rename_model(&self, frames: Vec<String>, default: &str) -> Vec<String> {
+        let Some(model) = &self.model else {
+            return frames;
+        };
+        let from = format!("\"model\":{}", json!(default));
+        let to = format!("\"model\":{}", json!(model));
+        frames.into_iter().map(|f| f.replace(&from, &to)).collect()
     }
 
     pub fn stop_reason(mut self, reason: &str) -> Self {
@@ -317,7 +336,7 @@ impl Turn {
                 Block::CutTool { id, name, partial } => tool_block(i, id, name, partial, true),
             });
         }
-        frames
+        self.rename_model(frames, MOCK_MODEL)
     }
 
     /// The whole response, `message_start` to `message_stop`.
