@@ -383,3 +383,105 @@ fn bad_thinking_flags_exit_2_naming_the_flag_before_any_request() {
         .collect();
     assert_eq!(sent, [json!({"type": "auto"}), json!({"type": "none"})]);
 }
+
+#[test]
+fn the_mock_refuses_what_the_api_refuses_with_thinking() {
+    use crate::support::invariants::check_body;
+    let thinking_block = json!({"type": "thinking", "thinking": "hm", "signature": "c2ln"});
+    let body = |patch: Value, block: Value| {
+        let mut b = json!({"model": "m", "max_tokens": 5000, "stream": true,
+            "thinking": {"type": "enabled", "budget_tokens": 1024},
+            "messages": [{"role": "user", "content": "go"},
+                         {"role": "assistant", "content": [block, {"type": "text", "text": "ok"}]},
+                         {"role": "user", "content": "more"}]});
+        for (k, v) in patch.as_object().unwrap() {
+            b[k] = v.clone();
+        }
+        b
+    };
+    assert_eq!(
+        check_body(&body(json!({}), thinking_block.clone())),
+        Vec::<String>::new()
+    );
+    let redacted = json!({"type": "redacted_thinking", "data": "opaque"});
+    assert_eq!(check_body(&body(json!({}), redacted)), Vec::<String>::new());
+    let bad_bodies = [
+        json!({"thinking": {"type": "enabled", "budget_tokens": 1000}}),
+        json!({"max_tokens": 1024}),
+        json!({"tool_choice": {"type": "any"}}),
+        json!({"tool_choice": {"type": "tool", "name": "X"}}),
+        json!({"temperature": 0.2}),
+    ];
+    for patch in bad_bodies {
+        let v = check_body(&body(patch.clone(), thinking_block.clone()));
+        assert_eq!(v.len(), 1, "{patch}: {v:?}");
+    }
+    let bad_blocks = [
+        json!({"type": "thinking", "thinking": "hm", "signature": ""}),
+        json!({"type": "thinking", "thinking": "hm"}),
+        json!({"type": "thinking", "signature": "c2ln"}),
+        json!({"type": "thinking", "thinking": "hm", "signature": "c2ln",
+               "cache_control": {"type": "ephemeral"}}),
+        json!({"type": "redacted_thinking", "data": ""}),
+    ];
+    for block in bad_blocks {
+        let v = check_body(&body(json!({}), block.clone()));
+        assert_eq!(v.len(), 1, "{block}: {v:?}");
+    }
+}
+
+#[test]
+fn a_servers_reasoning_is_left_out_when_its_transcript_goes_on_with_anthropic() {
+    let env = TestEnv::new(vec![
+        Reply::turn(Turn::new().thinking("Read it first.", "").tool(
+            "call_1",
+            "ReadFile",
+            json!({"path": "notes.txt"}),
+        )),
+        Reply::turn(Turn::new().thinking("It says alpha.", "").text("alpha")),
+        Reply::turn(Turn::new().text("still alpha")),
+    ]);
+    env.write("notes.txt", "alpha\n");
+    let url = env.server.openai_url();
+    let first = env.out("first.json");
+    let args = [
+        "run",
+        "--provider",
+        "openai",
+        "--base-url",
+        &url,
+        "-m",
+        "deepseek-reasoner",
+        "-o",
+        first.to_str().unwrap(),
+        "what does notes.txt say?",
+    ];
+    env.run_with_env(&args, &[("OPENAI_API_KEY", OPENAI_KEY)])
+        .assert_code(0);
+    let kept = std::fs::read_to_string(&first).unwrap();
+    assert!(kept.contains("Read it first.") && kept.contains("It says alpha."));
+    let args = [
+        "run",
+        "--resume",
+        first.to_str().unwrap(),
+        "and now?",
+        "--json",
+    ];
+    let out = env.run(&args);
+    out.assert_code(0);
+    assert_eq!(out.json()["result"], "still alpha");
+    let resumed = &env.server.requests()[2];
+    assert_eq!(resumed.wire, Wire::Anthropic);
+    let sent = raw_body(&env, 2);
+    assert!(
+        !sent.contains("Read it first.") && !sent.contains("It says alpha."),
+        "{sent}"
+    );
+    // The rest of the conversation is there: the call, its result, the answer.
+    assert!(
+        sent.contains("call_1") && sent.contains("\"text\":\"alpha\""),
+        "{sent}"
+    );
+    // The invariants refuse an unsigned thinking block: none was sent.
+    env.server.assert_invariants();
+}

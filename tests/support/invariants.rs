@@ -92,6 +92,7 @@ pub fn check_body(body: &Value) -> Vec<String> {
         v.push(format!("max_tokens is {}", body["max_tokens"]));
     }
     check_tools(&body["tools"], &mut v);
+    check_thinking(body, &mut v);
     let Some(messages) = messages_of(body, &mut v) else {
         return v;
     };
@@ -104,6 +105,41 @@ pub fn check_body(body: &Value) -> Vec<String> {
     }
     check_pairing(messages, &mut v);
     v
+}
+
+/// Extended thinking: a budget of at least 1024 below max_tokens, and none of what the
+/// API refuses beside it (forced tool use, a changed temperature or top_k).
+fn check_thinking(body: &Value, v: &mut Vec<String>) {
+    let thinking = &body["thinking"];
+    if thinking.is_null() {
+        return;
+    }
+    if thinking["type"] != "enabled" {
+        v.push(format!(
+            "thinking type is {}, want enabled",
+            thinking["type"]
+        ));
+        return;
+    }
+    let budget = thinking["budget_tokens"].as_u64().unwrap_or(0);
+    if budget < 1024 {
+        v.push(format!("thinking budget_tokens {budget} is below 1024"));
+    }
+    if body["max_tokens"].as_u64().is_some_and(|m| m <= budget) {
+        v.push(format!(
+            "max_tokens {} does not exceed the thinking budget {budget}",
+            body["max_tokens"]
+        ));
+    }
+    let choice = &body["tool_choice"]["type"];
+    if !choice.is_null() && choice != "auto" && choice != "none" {
+        v.push(format!("tool_choice {choice} with thinking on"));
+    }
+    for key in ["temperature", "top_k"] {
+        if !body[key].is_null() {
+            v.push(format!("{key} sent with thinking on"));
+        }
+    }
 }
 
 /// The tools array: each tool named once, described, with an object schema. `shape`
@@ -199,7 +235,27 @@ fn check_message(i: usize, m: &Value, seen_ids: &mut HashSet<String>, v: &mut Ve
                     v.push(format!("{at}: is_error is not a boolean"));
                 }
             }
-            "thinking" | "redacted_thinking" | "image" | "document" => {}
+            kind @ ("thinking" | "redacted_thinking") => {
+                // Only the model's own blocks, unchanged, go back: signed, never cached.
+                if role != "assistant" {
+                    v.push(format!("{at}: {kind} in a {role} message"));
+                }
+                let field = if kind == "thinking" {
+                    "signature"
+                } else {
+                    "data"
+                };
+                if b[field].as_str().is_none_or(str::is_empty) {
+                    v.push(format!("{at}: {kind} block without its {field}"));
+                }
+                if kind == "thinking" && !b["thinking"].is_string() {
+                    v.push(format!("{at}: thinking block without its text"));
+                }
+                if !b["cache_control"].is_null() {
+                    v.push(format!("{at}: cache_control on a {kind} block"));
+                }
+            }
+            "image" | "document" => {}
             other => v.push(format!("{at}: unknown block type {other:?}")),
         }
     }
