@@ -57,7 +57,7 @@ struct State {
 
 struct Shared {
     name: String,
-    /// The child's pid (= its process group), once spawned.
+    /// The server's process group (its pid), once spawned.
     pid: Mutex<Option<u32>>,
     /// The last lines the server wrote to stderr, and whether it is at end of file.
     stderr_tail: Mutex<(std::collections::VecDeque<String>, bool)>,
@@ -195,7 +195,7 @@ fn supervise(launch: Launch, shared: Arc<Shared>, started: mpsc::Sender<Result<P
         return;
     };
     *shared.stdin.lock().unwrap_or_else(|p| p.into_inner()) = Some(stdin);
-    *shared.pid.lock().unwrap_or_else(|p| p.into_inner()) = Some(child.id());
+    *shared.pid.lock().unwrap_or_else(|p| p.into_inner()) = Some(group.pgid() as u32);
     let _ = started.send(Ok((stdout, stderr)));
     let status = child.wait();
     // Let the stderr reader note the last lines before the reason is written.

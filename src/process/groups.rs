@@ -13,9 +13,17 @@ pub(crate) struct ProcessRegistry {
 
 pub(super) struct RegistryState {
     closed: bool,
-    pub(super) groups: Vec<libc::pid_t>,
+    pub(super) groups: Vec<Running>,
     /// The groups `kill_all` killed: their members may outlive the kill by a moment.
-    killed: Vec<libc::pid_t>,
+    killed: Vec<Running>,
+}
+
+/// A running command: its process group, and the process its runner waits for (the
+/// command's supervisor, a child of the agent; the command itself is its child).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) struct Running {
+    pub(super) pgid: libc::pid_t,
+    pub(super) waited: libc::pid_t,
 }
 
 pub(super) static REGISTRY: ProcessRegistry = ProcessRegistry::new();
@@ -40,15 +48,16 @@ impl ProcessRegistry {
         self.lock().closed
     }
 
-    pub(super) fn register(&self, pgid: libc::pid_t) -> GroupGuard<'_> {
+    pub(super) fn register(&self, pgid: libc::pid_t, waited: libc::pid_t) -> GroupGuard<'_> {
         let mut st = self.lock();
         if st.closed {
             kill_group(pgid);
         }
-        st.groups.push(pgid);
+        let running = Running { pgid, waited };
+        st.groups.push(running);
         GroupGuard {
             registry: self,
-            pgid,
+            running,
             killed: false,
         }
     }
@@ -58,16 +67,16 @@ impl ProcessRegistry {
     pub(crate) fn kill_all(&self) -> usize {
         let mut st = self.lock();
         st.closed = true;
-        for &pgid in &st.groups {
-            kill_group(pgid);
+        for r in &st.groups {
+            kill_group(r.pgid);
         }
         let groups = st.groups.clone();
         st.killed.extend(groups);
         st.groups.len()
     }
 
-    /// The commands' process groups: running now, or killed by `kill_all`.
-    fn known_groups(&self) -> Vec<libc::pid_t> {
+    /// The commands: running now, or killed by `kill_all`.
+    fn known(&self) -> Vec<Running> {
         let st = self.lock();
         st.groups.iter().chain(&st.killed).copied().collect()
     }
@@ -99,7 +108,9 @@ const ORPHAN_KILL_ROUNDS: usize = 8;
 /// those there were.
 pub(crate) fn kill_orphans() -> usize {
     let _spawning = SPAWNING.lock().unwrap_or_else(|e| e.into_inner());
-    let commands = REGISTRY.known_groups();
+    let commands = REGISTRY.known();
+    let waited = |pid| commands.iter().any(|r| r.waited == pid);
+    let in_a_group = |pgid| commands.iter().any(|r| r.pgid == pgid);
     let me = std::process::id() as libc::pid_t;
     let mut seen = std::collections::HashSet::new();
     let mut escaped = 0;
@@ -112,14 +123,14 @@ pub(crate) fn kill_orphans() -> usize {
             break;
         }
         for child in fresh {
-            // A command's shell is its runner's to wait for: reaping it here would make
-            // that runner's wait fail.
-            if commands.contains(&child.pid) {
+            // A command's supervisor is its runner's to wait for: reaping it here would
+            // make that runner's wait fail.
+            if waited(child.pid) {
                 continue;
             }
             // A zombie has already exited; a member of a command's group was killed
             // with that group. Neither escaped.
-            if !child.zombie && !commands.contains(&child.pgid) {
+            if !child.zombie && !in_a_group(child.pgid) {
                 escaped += 1;
             }
             // SAFETY: plain kill(2) calls on pids just read from /proc; a pid that has
@@ -178,24 +189,28 @@ fn children_of(parent: libc::pid_t) -> Vec<Child> {
 /// when the runner returns early or panics.
 pub(super) struct GroupGuard<'a> {
     registry: &'a ProcessRegistry,
-    pgid: libc::pid_t,
+    running: Running,
     killed: bool,
 }
 
 impl GroupGuard<'_> {
     pub(super) fn kill(&mut self) {
-        kill_group(self.pgid);
+        kill_group(self.running.pgid);
         self.killed = true;
+    }
+
+    pub(super) fn pgid(&self) -> libc::pid_t {
+        self.running.pgid
     }
 }
 
 impl Drop for GroupGuard<'_> {
     fn drop(&mut self) {
         if !self.killed {
-            kill_group(self.pgid);
+            kill_group(self.running.pgid);
         }
         let mut st = self.registry.lock();
-        if let Some(i) = st.groups.iter().position(|&g| g == self.pgid) {
+        if let Some(i) = st.groups.iter().position(|r| *r == self.running) {
             st.groups.swap_remove(i);
         }
     }
@@ -226,7 +241,7 @@ pub(super) fn reap_strays(registry: &ProcessRegistry) {
         return;
     }
     let _spawning = SPAWNING.lock().unwrap_or_else(|e| e.into_inner());
-    let ours = registry.lock().groups.clone();
+    let ours: Vec<_> = registry.lock().groups.iter().map(|r| r.waited).collect();
     for pid in children_of(std::process::id() as libc::pid_t)
         .iter()
         .map(|c| c.pid)

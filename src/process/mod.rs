@@ -1,6 +1,7 @@
 //! Child processes: the one runner used by the Bash tool, hooks and `--verify`, so that
 //! every command the agent starts gets the same guarantees. This file starts and waits;
-//! `capture` reads the output, `groups` tracks and kills process groups and orphans.
+//! `capture` reads the output, `groups` tracks and kills process groups and orphans,
+//! `supervisor` kills a command's whole tree if the agent dies (even by SIGKILL).
 //!
 //! A command runs as `bash -c CMD` (`/bin/sh` where bash is missing) in its own session and
 //! process group, with exactly the environment it is given and stdin closed (or fed from a
@@ -13,7 +14,8 @@
 //! Every live group is listed in a registry, so `kill_all_running` (SIGINT, SIGTERM,
 //! `--timeout`) can stop them all.
 
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
@@ -26,6 +28,7 @@ use wait_timeout::ChildExt;
 mod capture;
 mod groups;
 mod spill;
+mod supervisor;
 
 use capture::read_streams;
 use groups::{ProcessRegistry, REGISTRY, SPAWNING, reap_strays};
@@ -195,27 +198,17 @@ fn run_in(spec: &CommandSpec, registry: &ProcessRegistry) -> Result<CommandOutpu
         })
         .stdout(Stdio::from(out_w))
         .stderr(Stdio::from(err_w));
-    let parent = std::process::id() as libc::pid_t;
     let hook = spec.pre_exec.clone();
-    // SAFETY: the closure only makes syscalls and calls the documented async-signal-safe
-    // sandbox hook; it allocates nothing.
-    unsafe {
-        cmd.pre_exec(move || child_setup(parent, hook.as_deref()));
-    }
-    let spawning = SPAWNING.lock().unwrap_or_else(|e| e.into_inner());
-    let spawned = cmd.spawn();
+    let started_cmd = start(&mut cmd, hook, registry);
     // Close our copies of the write ends, or the reader would never see end of file.
     drop(cmd);
-    let mut child = spawned.map_err(|e| {
+    let (mut child, mut group) = started_cmd.map_err(|e| {
         format!(
             "failed to start `{} -c`: {e} (working directory {})",
             shell.display(),
             spec.cwd.display()
         )
     })?;
-    let pgid = child.id() as libc::pid_t;
-    let mut group = registry.register(pgid);
-    drop(spawning);
 
     if let (Some(bytes), Some(mut stdin)) = (spec.stdin.clone(), child.stdin.take()) {
         // Not joined: a command that never reads stdin must not block us. The thread ends
@@ -276,60 +269,64 @@ fn run_in(spec: &CommandSpec, registry: &ProcessRegistry) -> Result<CommandOutpu
 /// the child: every way out of the run (`kill_all_running`) kills it, and dropping it
 /// kills what is left of the group.
 pub(crate) struct ServiceGroup {
-    _guard: groups::GroupGuard<'static>,
+    guard: groups::GroupGuard<'static>,
 }
 
-/// Spawns `cmd` (its stdio already set) in its own session and process group, dying with
-/// the agent, and registers the group like a command's. Call it from a thread that then
-/// waits for the child for its whole life: the kernel's parent-death signal follows the
-/// spawning thread, not the process.
+impl ServiceGroup {
+    /// The server's process group (its own pid); the `Child` is its supervisor.
+    pub(crate) fn pgid(&self) -> libc::pid_t {
+        self.guard.pgid()
+    }
+}
+
+/// Spawns `cmd` (its stdio already set) in its own session and process group, under a
+/// supervisor that takes its whole tree down with the agent, and registers the group
+/// like a command's. Call it from a thread that then waits for the child for its whole
+/// life: the kernel's parent-death signal follows the spawning thread, not the process.
 pub(crate) fn spawn_service(
     cmd: &mut Command,
 ) -> Result<(std::process::Child, ServiceGroup), String> {
     if REGISTRY.is_closed() {
         return Err("not started: the run is shutting down".to_string());
     }
-    let parent = std::process::id() as libc::pid_t;
-    // SAFETY: the closure only makes async-signal-safe syscalls and allocates nothing.
-    unsafe {
-        cmd.pre_exec(move || child_setup(parent, None));
-    }
-    let _spawning = SPAWNING.lock().unwrap_or_else(|e| e.into_inner());
-    let child = cmd.spawn().map_err(|e| e.to_string())?;
-    let group = REGISTRY.register(child.id() as libc::pid_t);
-    Ok((child, ServiceGroup { _guard: group }))
+    let (child, guard) = start(cmd, None, &REGISTRY).map_err(|e| e.to_string())?;
+    Ok((child, ServiceGroup { guard }))
 }
 
-/// In the child, between fork and exec. Async-signal-safe: syscalls only, no allocation.
-fn child_setup(
-    parent: libc::pid_t,
-    hook: Option<&(dyn Fn() -> io::Result<()> + Send + Sync)>,
-) -> io::Result<()> {
-    // A new session: its own process group (killed as one), and no controlling terminal,
-    // so a program that opens /dev/tty to prompt fails at once instead of waiting forever.
-    // SAFETY: plain syscalls.
-    if unsafe { libc::setsid() } == -1 {
-        return Err(io::Error::last_os_error());
+/// Spawns `cmd` under its supervisor (see `supervisor`) and registers the command's
+/// group, with the supervisor as the process its runner waits for. The spawning thread
+/// must wait for the child for its whole life (the parent-death signal follows it).
+fn start<'r>(
+    cmd: &mut Command,
+    hook: Option<PreExec>,
+    registry: &'r ProcessRegistry,
+) -> io::Result<(std::process::Child, groups::GroupGuard<'r>)> {
+    let parent = std::process::id() as libc::pid_t;
+    // The supervisor writes the command's pid here (its process group and session).
+    let (mut report_r, report_w) = io::pipe()?;
+    let report = report_w.as_raw_fd();
+    // SAFETY: the closure only makes syscalls and calls the documented async-signal-safe
+    // sandbox hook; it allocates nothing.
+    unsafe {
+        cmd.pre_exec(move || supervisor::child_setup(parent, report, hook.as_deref()));
     }
-    #[cfg(target_os = "linux")]
-    {
-        // If the agent dies (even by SIGKILL) the shell dies with it. The spawning thread
-        // is blocked in `run` for the child's whole life, so its exit cannot trigger this.
-        // SAFETY: plain syscalls.
-        if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) } == -1 {
-            return Err(io::Error::last_os_error());
-        }
-        // The parent may have died before prctl took effect.
-        if unsafe { libc::getppid() } != parent {
-            return Err(io::Error::from_raw_os_error(libc::ESRCH));
-        }
+    let _spawning = SPAWNING.lock().unwrap_or_else(|e| e.into_inner());
+    let spawned = cmd.spawn();
+    drop(report_w);
+    let mut child = spawned?;
+    let mut pid = [0u8; supervisor::PID_BYTES];
+    // Written before the command's exec, which `spawn` waited for: this never blocks
+    // for long. End of file means the supervisor died before it could say.
+    if let Err(e) = report_r.read_exact(&mut pid) {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(io::Error::other(format!(
+            "the command's supervisor did not report: {e}"
+        )));
     }
-    #[cfg(not(target_os = "linux"))]
-    let _ = parent;
-    match hook {
-        Some(h) => h(),
-        None => Ok(()),
-    }
+    let pgid = libc::pid_t::from_ne_bytes(pid);
+    let guard = registry.register(pgid, child.id() as libc::pid_t);
+    Ok((child, guard))
 }
 
 /// `bash` from the child's PATH (absolute entries only: a workspace must not be able to

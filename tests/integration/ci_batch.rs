@@ -244,14 +244,15 @@ fn the_id_summary_is_reserved() {
     assert!(out.stderr.contains("reserved"), "{}", out.stderr);
 }
 
-/// A task whose agent is killed (here by its own Bash call) leaves a checkpoint saying
-/// `running`: the batch reports it as an error with the signal, never as running.
+/// A task whose agent is killed (here by its own Bash call: the shell's parent is its
+/// supervisor, whose parent is the agent) leaves a checkpoint saying `running`: the
+/// batch reports it as an error with the signal, never as running.
 #[test]
 fn a_killed_task_is_an_error_not_running() {
     let env = TestEnv::new(vec![Reply::Sse(turn_tools(&[(
         "toolu_k",
         "Bash",
-        json!({"command": "kill -9 $PPID"}),
+        json!({"command": "kill -9 $(ps -o ppid= -p $PPID)"}),
     )]))]);
     env.write("proj/README", "x\n");
     env.write(

@@ -282,7 +282,8 @@ fn adopted_orphans_are_reaped_during_the_run() {
         Reply::Sse(turn_tools(&[(
             "toolu_3",
             "Bash",
-            json!({"command": "ps -o stat= --ppid $PPID | grep -c Z; true"}),
+            // The agent is the parent of the shell's supervisor.
+            json!({"command": "ps -o stat= --ppid $(ps -o ppid= -p $PPID) | grep -c Z; true"}),
         )])),
         Reply::Sse(turn_text("done")),
     ]);

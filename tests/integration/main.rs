@@ -2,6 +2,7 @@
 //! loopback mock Anthropic server of `tests/support`.
 
 mod policy;
+mod process_tree;
 mod provider_gateway;
 mod provider_hardening;
 mod provider_http;
