@@ -178,7 +178,7 @@ fn supervise(launch: Launch, shared: Arc<Shared>, started: mpsc::Sender<Result<P
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let (mut child, group) = match crate::process::spawn_service(&mut cmd) {
+    let (mut child, mut group) = match crate::process::spawn_service(&mut cmd) {
         Ok(c) => c,
         Err(e) => {
             let _ = started.send(Err(format!(
@@ -197,7 +197,7 @@ fn supervise(launch: Launch, shared: Arc<Shared>, started: mpsc::Sender<Result<P
     *shared.stdin.lock().unwrap_or_else(|p| p.into_inner()) = Some(stdin);
     *shared.pid.lock().unwrap_or_else(|p| p.into_inner()) = Some(group.pgid() as u32);
     let _ = started.send(Ok((stdout, stderr)));
-    let status = child.wait();
+    let status = group.wait(&mut child);
     // Let the stderr reader note the last lines before the reason is written.
     let tail = shared.stderr_tail.lock().unwrap_or_else(|p| p.into_inner());
     let _ = shared

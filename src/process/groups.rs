@@ -89,9 +89,10 @@ pub(crate) fn kill_all_running() -> usize {
     REGISTRY.kill_all()
 }
 
-/// Makes this process the reaper of its orphaned descendants: a process that left its
-/// command's group (`setsid`, a double fork) is re-parented here instead of to init, so
-/// `kill_orphans` can find it when the run ends.
+/// Makes this process the reaper of its orphaned descendants: a process whose command's
+/// supervisor was killed under it (or, without supervisors, one that left its command's
+/// group) is re-parented here instead of to init, so `kill_orphans` can find it when the
+/// run ends.
 pub(crate) fn adopt_orphans() {
     // SAFETY: prctl with PR_SET_CHILD_SUBREAPER takes one integer argument.
     let rc = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong, 0, 0, 0) };
@@ -101,30 +102,62 @@ pub(crate) fn adopt_orphans() {
 /// Rounds of `kill_orphans`: killing an orphan re-parents its own children here.
 const ORPHAN_KILL_ROUNDS: usize = 8;
 
-/// Kills every child process still alive (with its process group). Called when the run
-/// ends, after `kill_all_running`: by then nothing the run started should be running, so
-/// any live child outside the commands' own groups (which `kill_all_running` killed, and
-/// whose runners reap them) is a process that escaped its group. Returns how many of
+/// The commands' supervisors not yet reaped (Linux): children of the agent that no
+/// runner waits for (the runner reads the command's status from a pipe), which stay
+/// while something the command started lives. Reaped only by `reap_strays`, so a pid
+/// here is never a reused one.
+static SUPERVISORS: Mutex<Vec<libc::pid_t>> = Mutex::new(Vec::new());
+
+fn supervisors() -> MutexGuard<'static, Vec<libc::pid_t>> {
+    SUPERVISORS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Records a command's supervisor; call with `SPAWNING` held.
+#[cfg(target_os = "linux")]
+pub(super) fn add_supervisor(pid: libc::pid_t) {
+    supervisors().push(pid);
+}
+
+/// Kills every child process still alive (with its process group), and tells every
+/// command supervisor still present to kill all below it. Called when the run ends,
+/// after `kill_all_running`: by then nothing the run started should be running, so any
+/// live process outside the commands' own groups (which `kill_all_running` killed), a
+/// child here or below a supervisor, is one that escaped its group. Returns how many of
 /// those there were.
 pub(crate) fn kill_orphans() -> usize {
     let _spawning = SPAWNING.lock().unwrap_or_else(|e| e.into_inner());
     let commands = REGISTRY.known();
     let waited = |pid| commands.iter().any(|r| r.waited == pid);
     let in_a_group = |pgid| commands.iter().any(|r| r.pgid == pgid);
+    let sups = supervisors().clone();
     let me = std::process::id() as libc::pid_t;
     let mut seen = std::collections::HashSet::new();
     let mut escaped = 0;
     for _ in 0..ORPHAN_KILL_ROUNDS {
-        let fresh: Vec<_> = children_of(me)
-            .into_iter()
-            .filter(|c| seen.insert(c.pid))
+        let all = processes();
+        let fresh: Vec<_> = all
+            .iter()
+            .filter(|c| c.ppid == me && seen.insert(c.pid))
             .collect();
         if fresh.is_empty() {
             break;
         }
         for child in fresh {
-            // A command's supervisor is its runner's to wait for: reaping it here would
-            // make that runner's wait fail.
+            if sups.contains(&child.pid) {
+                if !child.zombie {
+                    // What escaped a command's group lives on below its supervisor,
+                    // which kills all of it when told to (and reaps it).
+                    escaped += all
+                        .iter()
+                        .filter(|p| p.ppid == child.pid && !p.zombie && !in_a_group(p.pgid))
+                        .count();
+                    // SAFETY: kill(2) on our own unreaped child.
+                    unsafe { libc::kill(child.pid, super::supervisor::SWEEP_NOW) };
+                }
+                continue;
+            }
+            // A command the runner waits for itself (no supervisor on this platform):
+            // reaping it here would make that runner's wait fail.
             if waited(child.pid) {
                 continue;
             }
@@ -150,15 +183,16 @@ pub(crate) fn kill_orphans() -> usize {
     escaped
 }
 
-/// A child process as /proc shows it.
-struct Child {
+/// A process as /proc shows it.
+struct Proc {
     pid: libc::pid_t,
+    ppid: libc::pid_t,
     pgid: libc::pid_t,
     zombie: bool,
 }
 
-/// The children of `parent`, from /proc (Linux).
-fn children_of(parent: libc::pid_t) -> Vec<Child> {
+/// Every process, from /proc (Linux).
+fn processes() -> Vec<Proc> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -176,8 +210,9 @@ fn children_of(parent: libc::pid_t) -> Vec<Child> {
             let state = f.next()?;
             let ppid = f.next()?.parse::<libc::pid_t>().ok()?;
             let pgid = f.next()?.parse::<libc::pid_t>().ok()?;
-            (ppid == parent).then_some(Child {
+            Some(Proc {
                 pid,
+                ppid,
                 pgid,
                 zombie: state == "Z",
             })
@@ -237,16 +272,21 @@ static ADOPTING: AtomicBool = AtomicBool::new(false);
 /// them. Live ones are left for `kill_orphans` at the end; registered commands are left
 /// to their own runner's wait.
 pub(super) fn reap_strays(registry: &ProcessRegistry) {
+    let _spawning = SPAWNING.lock().unwrap_or_else(|e| e.into_inner());
+    let mut sups = supervisors();
+    sups.retain(|&pid| {
+        let mut status = 0;
+        // SAFETY: waitpid on our own child, non-blocking, with a valid status pointer.
+        unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) == 0 }
+    });
     if !ADOPTING.load(Ordering::Relaxed) {
         return;
     }
-    let _spawning = SPAWNING.lock().unwrap_or_else(|e| e.into_inner());
     let ours: Vec<_> = registry.lock().groups.iter().map(|r| r.waited).collect();
-    for pid in children_of(std::process::id() as libc::pid_t)
-        .iter()
-        .map(|c| c.pid)
-    {
-        if ours.contains(&pid) {
+    let me = std::process::id() as libc::pid_t;
+    for pid in processes().iter().filter(|p| p.ppid == me).map(|p| p.pid) {
+        // Supervisors are reaped above, only there (their list must hold no reused pid).
+        if ours.contains(&pid) || sups.contains(&pid) {
             continue;
         }
         let mut status = 0;

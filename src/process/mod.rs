@@ -19,10 +19,11 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+#[cfg(not(target_os = "linux"))]
 use wait_timeout::ChildExt;
 
 mod capture;
@@ -202,7 +203,7 @@ fn run_in(spec: &CommandSpec, registry: &ProcessRegistry) -> Result<CommandOutpu
     let started_cmd = start(&mut cmd, hook, registry);
     // Close our copies of the write ends, or the reader would never see end of file.
     drop(cmd);
-    let (mut child, mut group) = started_cmd.map_err(|e| {
+    let (mut child, mut running) = started_cmd.map_err(|e| {
         format!(
             "failed to start `{} -c`: {e} (working directory {})",
             shell.display(),
@@ -227,26 +228,26 @@ fn run_in(spec: &CommandSpec, registry: &ProcessRegistry) -> Result<CommandOutpu
     let reader = match reader {
         Ok(r) => r,
         Err(e) => {
-            group.kill();
-            let _ = child.wait();
+            running.kill();
+            let _ = running.wait(&mut child, None);
             return Err(format!("cannot start the output reader thread: {e}"));
         }
     };
 
-    let (status, timed_out) = match child.wait_timeout(spec.timeout) {
+    let (status, timed_out) = match running.wait(&mut child, Some(spec.timeout)) {
         Ok(Some(status)) => (Some(status), false),
         Ok(None) => {
-            group.kill();
-            (child.wait().ok(), true)
+            running.kill();
+            (running.wait(&mut child, None).ok().flatten(), true)
         }
         Err(e) => {
-            group.kill();
-            let _ = child.wait();
+            running.kill();
+            let _ = running.wait(&mut child, None);
             return Err(format!("cannot wait for the command: {e}"));
         }
     };
     // Whatever the command left running in its group dies with it.
-    group.kill();
+    running.kill();
     let interrupted = registry.is_closed();
     drop(wake_w);
     let streams = reader
@@ -269,40 +270,130 @@ fn run_in(spec: &CommandSpec, registry: &ProcessRegistry) -> Result<CommandOutpu
 /// the child: every way out of the run (`kill_all_running`) kills it, and dropping it
 /// kills what is left of the group.
 pub(crate) struct ServiceGroup {
-    guard: groups::GroupGuard<'static>,
+    started: Started<'static>,
 }
 
 impl ServiceGroup {
-    /// The server's process group (its own pid); the `Child` is its supervisor.
+    /// The server's process group (its own pid; on Linux the `Child` is its supervisor).
     pub(crate) fn pgid(&self) -> libc::pid_t {
-        self.guard.pgid()
+        self.started.group.pgid()
+    }
+
+    /// Waits for the server to exit; `child` is the one `spawn_service` returned.
+    pub(crate) fn wait(&mut self, child: &mut std::process::Child) -> io::Result<ExitStatus> {
+        self.started
+            .wait(child, None)?
+            .ok_or_else(|| io::Error::other("no exit status"))
     }
 }
 
 /// Spawns `cmd` (its stdio already set) in its own session and process group, under a
 /// supervisor that takes its whole tree down with the agent, and registers the group
 /// like a command's. Call it from a thread that then waits for the child for its whole
-/// life: the kernel's parent-death signal follows the spawning thread, not the process.
+/// life (`ServiceGroup::wait`): the kernel's parent-death signal follows the spawning
+/// thread, not the process.
 pub(crate) fn spawn_service(
     cmd: &mut Command,
 ) -> Result<(std::process::Child, ServiceGroup), String> {
     if REGISTRY.is_closed() {
         return Err("not started: the run is shutting down".to_string());
     }
-    let (child, guard) = start(cmd, None, &REGISTRY).map_err(|e| e.to_string())?;
-    Ok((child, ServiceGroup { guard }))
+    let (child, started) = start(cmd, None, &REGISTRY).map_err(|e| e.to_string())?;
+    Ok((child, ServiceGroup { started }))
+}
+
+/// A started command: its registered group, and the pipe on which its supervisor
+/// reports the command's exit.
+struct Started<'r> {
+    group: groups::GroupGuard<'r>,
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    report: io::PipeReader,
+}
+
+impl Started<'_> {
+    fn kill(&mut self) {
+        self.group.kill();
+    }
+
+    /// The command's exit status, or `None` once `timeout` has passed. On Linux it
+    /// comes from the supervisor (`child`), which may stay on while the command's
+    /// escapees live, and is reaped by `reap_strays`; elsewhere `child` is the command.
+    fn wait(
+        &mut self,
+        child: &mut std::process::Child,
+        timeout: Option<Duration>,
+    ) -> io::Result<Option<ExitStatus>> {
+        #[cfg(target_os = "linux")]
+        {
+            let _ = child;
+            wait_for_report(&mut self.report, timeout)
+        }
+        #[cfg(not(target_os = "linux"))]
+        match timeout {
+            Some(t) => child.wait_timeout(t),
+            None => child.wait().map(Some),
+        }
+    }
+}
+
+/// Reads the command's raw wait status from its supervisor's pipe, waiting at most
+/// `timeout`. End of file without one means the supervisor was killed (the command
+/// dies with it, by its parent-death signal): that is reported as SIGKILL.
+#[cfg(target_os = "linux")]
+fn wait_for_report(
+    report: &mut io::PipeReader,
+    timeout: Option<Duration>,
+) -> io::Result<Option<ExitStatus>> {
+    let deadline = timeout.map(|t| Instant::now() + t);
+    loop {
+        let ms = match deadline {
+            None => -1,
+            Some(d) => {
+                let left = d.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Ok(None);
+                }
+                i32::try_from(left.as_nanos().div_ceil(1_000_000)).unwrap_or(i32::MAX)
+            }
+        };
+        let mut pfd = libc::pollfd {
+            fd: report.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd.
+        let rc = unsafe { libc::poll(&mut pfd, 1, ms) };
+        if rc > 0 {
+            break;
+        }
+        if rc < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(e);
+            }
+        }
+    }
+    let mut raw = [0u8; supervisor::STATUS_BYTES];
+    match report.read_exact(&mut raw) {
+        Ok(()) => Ok(Some(ExitStatus::from_raw(libc::c_int::from_ne_bytes(raw)))),
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+            Ok(Some(ExitStatus::from_raw(libc::SIGKILL)))
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// Spawns `cmd` under its supervisor (see `supervisor`) and registers the command's
-/// group, with the supervisor as the process its runner waits for. The spawning thread
-/// must wait for the child for its whole life (the parent-death signal follows it).
+/// group. The spawning thread must stay until the command has ended (the parent-death
+/// signal follows it).
 fn start<'r>(
     cmd: &mut Command,
     hook: Option<PreExec>,
     registry: &'r ProcessRegistry,
-) -> io::Result<(std::process::Child, groups::GroupGuard<'r>)> {
+) -> io::Result<(std::process::Child, Started<'r>)> {
     let parent = std::process::id() as libc::pid_t;
-    // The supervisor writes the command's pid here (its process group and session).
+    // The supervisor writes the command's pid here (its process group and session),
+    // then its exit status.
     let (mut report_r, report_w) = io::pipe()?;
     let report = report_w.as_raw_fd();
     // SAFETY: the closure only makes syscalls and calls the documented async-signal-safe
@@ -325,8 +416,17 @@ fn start<'r>(
         )));
     }
     let pgid = libc::pid_t::from_ne_bytes(pid);
-    let guard = registry.register(pgid, child.id() as libc::pid_t);
-    Ok((child, guard))
+    let waited = child.id() as libc::pid_t;
+    #[cfg(target_os = "linux")]
+    groups::add_supervisor(waited);
+    let group = registry.register(pgid, waited);
+    Ok((
+        child,
+        Started {
+            group,
+            report: report_r,
+        },
+    ))
 }
 
 /// `bash` from the child's PATH (absolute entries only: a workspace must not be able to

@@ -4,13 +4,14 @@
 //! `std` forks a child for the command; in it, before exec, `child_setup` forks once
 //! more. The grandchild goes on to exec the command in a session of its own (its pid is
 //! its group and session, as if the agent had started it directly). The child stays
-//! behind as the supervisor, the process the runner waits for: it is a subreaper
-//! (`PR_SET_CHILD_SUBREAPER`), so every process the command starts stays below it, even
-//! one that called `setsid` or double-forked, and it gets a signal when the agent dies
-//! (`PR_SET_PDEATHSIG`). While the agent lives, it only reaps: when the command exits it
-//! exits with the same status (the same code, or the same signal), so the runner sees no
-//! difference. When the agent dies, it kills the command's group and then, round by
-//! round, every process still below it, until nothing is left.
+//! behind as the supervisor: a subreaper (`PR_SET_CHILD_SUBREAPER`), so every process the
+//! command starts stays below it, even one that called `setsid` or double-forked, and
+//! told of the agent's death by the kernel (`PR_SET_PDEATHSIG`). On the runner's report
+//! pipe it writes the command's pid, then, when the command ends, its raw wait status.
+//! It stays while anything is left below it (a daemon the command started), reaping, and
+//! exits once nothing is. When the agent dies, or sends `SWEEP_NOW` at the end of the
+//! run, it kills the command's group and then, round by round, every process still
+//! below it, until nothing is left.
 //!
 //! Everything here runs in a child forked from a multithreaded process, so it makes
 //! syscalls only: no allocation, no locks, no panics. Other platforms run the command
@@ -22,8 +23,12 @@ use std::os::fd::RawFd;
 /// A pre-exec hook (the sandbox) applied to the command only, not to the supervisor.
 pub(super) type Hook<'a> = Option<&'a (dyn Fn() -> io::Result<()> + Send + Sync)>;
 
-/// Bytes of the command's pid, written by the supervisor to the runner's report pipe.
+/// Bytes of the command's pid, then of its raw wait status, on the report pipe.
 pub(super) const PID_BYTES: usize = std::mem::size_of::<libc::pid_t>();
+pub(super) const STATUS_BYTES: usize = std::mem::size_of::<libc::c_int>();
+
+/// Sent by the agent when its run ends: kill everything below, now.
+pub(super) const SWEEP_NOW: libc::c_int = libc::SIGTERM;
 
 /// The supervisor's parent-death signal. Any signal would do: the supervisor blocks them
 /// all (a `kill 0` or `kill -TERM $PPID` from the command must not take it down) and
@@ -46,7 +51,7 @@ pub(super) fn child_setup(parent: libc::pid_t, report: RawFd, hook: Hook) -> io:
         if unsafe { libc::setsid() } == -1 {
             return Err(io::Error::last_os_error());
         }
-        write_pid(report, unsafe { libc::getpid() });
+        write_int(report, unsafe { libc::getpid() });
         run_hook(hook)
     }
 }
@@ -58,9 +63,9 @@ fn run_hook(hook: Hook) -> io::Result<()> {
     }
 }
 
-/// Writes `pid` to the report pipe; a failure only means the runner is gone.
-fn write_pid(fd: RawFd, pid: libc::pid_t) {
-    let bytes = pid.to_ne_bytes();
+/// Writes `n` to the report pipe; a failure only means the runner is gone.
+fn write_int(fd: RawFd, n: libc::c_int) {
+    let bytes = n.to_ne_bytes();
     let mut done = 0;
     while done < bytes.len() {
         // SAFETY: writing from a live stack buffer within its bounds.
@@ -127,99 +132,103 @@ fn supervised(parent: libc::pid_t, report: RawFd, hook: Hook) -> io::Result<()> 
                 run_hook(hook)
             }
             command => {
-                write_pid(report, command);
-                supervise(parent, command)
+                write_int(report, command);
+                supervise(parent, command, report)
             }
         }
     }
 }
 
-/// The supervisor's life: reap, mirror the command's exit, or clean up after the agent.
+/// The supervisor's life: reap, report the command's exit, wait for what it left, or
+/// clean up after the agent.
 #[cfg(target_os = "linux")]
-fn supervise(parent: libc::pid_t, command: libc::pid_t) -> ! {
+fn supervise(parent: libc::pid_t, command: libc::pid_t, report: RawFd) -> ! {
     // SAFETY (whole function): plain syscalls on integers and stack buffers.
     unsafe {
-        // Hold nothing open: not the command's pipes (their readers wait for every
-        // writer), nor the agent's descriptors, nor another command's pipes that a
-        // concurrent spawn had open when std forked (this process never execs, so
-        // close-on-exec never closes them).
+        // Hold nothing open but the report pipe: not the command's pipes (their readers
+        // wait for every writer), nor the agent's descriptors, nor another command's
+        // pipes that a concurrent spawn had open when std forked (this process never
+        // execs, so close-on-exec never closes them).
         for fd in 0..3 {
             libc::close(fd);
         }
-        if libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32) != 0 {
-            // Linux before 5.9.
-            let mut lim: libc::rlimit = std::mem::zeroed();
-            let top = if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 {
-                lim.rlim_cur.min(1 << 20) as libc::c_int
-            } else {
-                1024
-            };
-            for fd in 3..top {
-                libc::close(fd);
-            }
-        }
+        close_from(3, report);
+        close_from(report + 1, libc::c_int::MAX);
         let mut wake: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut wake);
         libc::sigaddset(&mut wake, libc::SIGCHLD);
         libc::sigaddset(&mut wake, AGENT_GONE);
+        libc::sigaddset(&mut wake, SWEEP_NOW);
+        let mut reported = false;
         loop {
             // Reap every child that ended: the command, and orphans adopted from it.
             loop {
                 let mut status = 0;
                 let pid = libc::waitpid(-1, &mut status, libc::WNOHANG);
                 if pid == command {
-                    mirror(status);
-                }
-                if pid <= 0 {
+                    report_status(report, status, &mut reported);
+                } else if pid == 0 {
                     break;
+                } else if pid < 0 {
+                    if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+                        continue;
+                    }
+                    // Nothing left below: the command and all it started have ended.
+                    libc::_exit(0);
                 }
             }
             if libc::getppid() != parent {
-                sweep(command);
+                sweep(command, report, reported);
             }
-            // Both signals are blocked, so one that came since the checks above is
-            // pending and returns at once.
-            libc::sigwaitinfo(&wake, std::ptr::null_mut());
+            // All three are blocked, so one that came since the checks above is pending
+            // and returns at once.
+            if libc::sigwaitinfo(&wake, std::ptr::null_mut()) == SWEEP_NOW {
+                sweep(command, report, reported);
+            }
         }
     }
 }
 
-/// Ends the supervisor the way the command ended: the same exit code, or death by the
-/// same signal (without a core dump), so the runner's wait sees what it would have seen.
+/// Closes descriptors `from..to` (to exclusive).
 #[cfg(target_os = "linux")]
-fn mirror(status: libc::c_int) -> ! {
-    // SAFETY (whole function): plain syscalls on integers and stack buffers.
+fn close_from(from: libc::c_int, to: libc::c_int) {
+    if from >= to {
+        return;
+    }
+    // SAFETY: closing descriptors this process does not use.
     unsafe {
-        if libc::WIFSIGNALED(status) {
-            let sig = libc::WTERMSIG(status);
-            let no_core = libc::rlimit {
-                rlim_cur: 0,
-                rlim_max: 0,
-            };
-            libc::setrlimit(libc::RLIMIT_CORE, &no_core);
-            let mut dfl: libc::sigaction = std::mem::zeroed();
-            dfl.sa_sigaction = libc::SIG_DFL;
-            libc::sigaction(sig, &dfl, std::ptr::null_mut());
-            libc::kill(libc::getpid(), sig);
-            let mut only: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut only);
-            libc::sigaddset(&mut only, sig);
-            libc::sigprocmask(libc::SIG_UNBLOCK, &only, std::ptr::null_mut());
-            libc::_exit(128 + sig);
+        if libc::syscall(libc::SYS_close_range, from as u32, (to - 1) as u32, 0u32) == 0 {
+            return;
         }
-        libc::_exit(if libc::WIFEXITED(status) {
-            libc::WEXITSTATUS(status)
+        // Linux before 5.9.
+        let mut lim: libc::rlimit = std::mem::zeroed();
+        let top = if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 {
+            lim.rlim_cur.min(1 << 20) as libc::c_int
         } else {
-            1
-        })
+            1024
+        };
+        for fd in from..to.min(top) {
+            libc::close(fd);
+        }
     }
 }
 
-/// The agent is gone: kill the command's group, then every process left below this
-/// one (orphans are re-parented here, so each round finds the children of the last
-/// round's victims), until there are no children at all.
+/// Hands the command's wait status to the runner, once, and closes the pipe.
 #[cfg(target_os = "linux")]
-fn sweep(command: libc::pid_t) -> ! {
+fn report_status(report: RawFd, status: libc::c_int, reported: &mut bool) {
+    if !*reported {
+        write_int(report, status);
+        // SAFETY: our own descriptor, closed once.
+        unsafe { libc::close(report) };
+        *reported = true;
+    }
+}
+
+/// Kills the command's group, then every process left below this one (orphans are
+/// re-parented here, so each round finds the children of the last round's victims),
+/// until there are no children at all; the command's status is still reported.
+#[cfg(target_os = "linux")]
+fn sweep(command: libc::pid_t, report: RawFd, mut reported: bool) -> ! {
     // SAFETY (whole function): plain syscalls on integers and stack buffers.
     unsafe {
         libc::kill(-command, libc::SIGKILL);
@@ -239,11 +248,14 @@ fn sweep(command: libc::pid_t) -> ! {
             let flags = if listed { 0 } else { libc::WNOHANG };
             let mut status = 0;
             let pid = libc::waitpid(-1, &mut status, flags);
+            if pid == command {
+                report_status(report, status, &mut reported);
+            }
             if pid == -1 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
                 continue;
             }
             if pid <= 0 {
-                libc::_exit(libc::SIGKILL + 128);
+                libc::_exit(0);
             }
         }
     }

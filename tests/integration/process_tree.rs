@@ -1,7 +1,8 @@
 //! A command's whole process tree dies with the agent, even when the agent is killed by
 //! SIGKILL: a background job in the command's group, a process that left the group
 //! with `setsid`, and one that double-forked into a new session, each started by a Bash
-//! call that is still running; directly under `agent run`, and under `agent batch`.
+//! call that is still running, directly under `agent run` and under `agent batch`; and a
+//! daemon that a command which has already returned left behind.
 
 use crate::support::*;
 use serde_json::json;
@@ -29,8 +30,12 @@ const START_GUARD: Duration = Duration::from_secs(60);
 
 /// Polls until every pid file in `dir` holds a whole line; returns the pids.
 fn wait_for_pids(dir: &Path) -> Vec<(i32, &'static str)> {
+    wait_for(dir, &PIDS)
+}
+
+fn wait_for(dir: &Path, pids: &[(&str, &'static str)]) -> Vec<(i32, &'static str)> {
     let started = Instant::now();
-    PIDS.iter()
+    pids.iter()
         .map(|(file, arg)| {
             loop {
                 let text = std::fs::read_to_string(dir.join(file)).unwrap_or_default();
@@ -134,4 +139,31 @@ fn a_sigkilled_batch_takes_its_tasks_commands_with_it() {
     assert_eq!(killed.status.code(), None, "killed by the signal");
     let left = survivors(&strays.0);
     assert!(left.is_empty(), "outlived the batch: {left:?}");
+}
+
+/// The command returns once the daemon (double fork, new session) is up; the agent is
+/// killed later, while it waits on the model: the daemon still goes with it.
+#[test]
+fn a_daemon_left_by_a_finished_command_dies_with_the_agent() {
+    let env = TestEnv::new(vec![
+        Reply::Sse(turn_tools(&[(
+            "toolu_daemon",
+            "Bash",
+            json!({"command": "( setsid sh -c 'echo $$ > daemon.pid; exec sleep 1004' \
+                                 >/dev/null 2>&1 & ); \
+                               until [ -s daemon.pid ]; do sleep 0.01; done; echo up"}),
+        )])),
+        Reply::Hang(vec![sse::message_start(10, 0, 0)]),
+    ]);
+    let agent = env.spawn(&["run", "--allow-bash", "start a daemon"]);
+    // The second request carries the command's result: the command has returned.
+    env.server.wait_for_requests(2);
+    let strays = Strays(wait_for(&env.ws(), &[("daemon.pid", "1004")]));
+    let (pid, arg) = strays.0[0];
+    assert!(running(pid, arg), "the daemon ({pid}) is not running");
+    agent.signal(libc::SIGKILL);
+    let killed = agent.wait();
+    assert_eq!(killed.status.code(), None, "killed by the signal");
+    let left = survivors(&strays.0);
+    assert!(left.is_empty(), "outlived the agent: {left:?}");
 }
