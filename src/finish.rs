@@ -1,8 +1,10 @@
 //! The ways out of a run: the normal end, SIGINT/SIGTERM and the `--timeout` deadline.
 //! Each goes through one `Finisher`, which writes the transcript exactly once (a mutex
 //! decides who wins), kills running tool process groups first, and gives the exit code.
+//! It also writes the `-o` checkpoints while the run goes (the first whole, the rest to
+//! the journal, `journal.rs`), so that none lands after the final transcript.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
@@ -11,7 +13,7 @@ use serde_json::json;
 
 use crate::tools::ToolContext;
 use crate::transcript::{self, ErrorInfo, RunRecord, Status, lock};
-use crate::{changes, events, output, process};
+use crate::{changes, events, journal, output, process};
 
 /// How long a signal or the deadline waits for the final stdout write: a reader that
 /// stopped reading must not keep the process alive (the `-o` file has the transcript).
@@ -28,6 +30,8 @@ pub(crate) struct Finisher {
     pub(crate) json: bool,
     pub(crate) output_file: Option<PathBuf>,
     pub(crate) done: Mutex<bool>,
+    /// Where the `-o` checkpoints go (only touched with `done` held).
+    pub(crate) checkpoints: Mutex<Checkpoints>,
     /// `--jsonl`: `run.finished` carries the transcript instead of stdout's document.
     pub(crate) events: Arc<events::Events>,
     /// The workspace scan taken at the start, for `files_changed`.
@@ -46,18 +50,81 @@ pub(crate) struct Finisher {
     pub(crate) github_actions: bool,
 }
 
+/// Where the `-o` checkpoints of a run go.
+#[derive(Default)]
+pub(crate) enum Checkpoints {
+    /// None written yet.
+    #[default]
+    Start,
+    /// The `-o` file names the journal, which gets every later checkpoint.
+    Journal(journal::Journal),
+    /// The journal could not be created: each checkpoint rewrites the whole file.
+    Rewrite,
+}
+
 impl Finisher {
-    /// Rewrites the `-o` file with the run so far (status `running`).
+    /// Writes a checkpoint of the run so far (status `running`) for `-o`: the first one
+    /// is the whole file, naming the journal beside it; each later one is appended to the
+    /// journal (`journal.rs`), so it costs what changed, not the whole history.
     pub(crate) fn checkpoint(&self) {
         // Held while writing, so that a checkpoint can never land after the final write.
         let done = self.done.lock().unwrap_or_else(|p| p.into_inner());
         if *done {
             return;
         }
-        if let Some(path) = &self.output_file {
-            let doc = lock(&self.record).to_json_redacted(Status::Running, None, &output::redact);
-            if let Err(e) = output::write_file_atomic_unsynced(path, doc.as_bytes()) {
-                output::warn(&format!("cannot write -o {}: {e}", path.display()));
+        let Some(path) = &self.output_file else {
+            return;
+        };
+        let mut state = self.checkpoints.lock().unwrap_or_else(|p| p.into_inner());
+        let written = match &mut *state {
+            Checkpoints::Journal(j) => {
+                let pending = j.prepare(&lock(&self.record), &output::redact);
+                j.write(pending)
+                    .map_err(|e| format!("cannot append to {}: {e}", j.path().display()))
+            }
+            Checkpoints::Rewrite => {
+                let doc =
+                    lock(&self.record).to_json_redacted(Status::Running, None, &output::redact);
+                output::write_file_atomic_unsynced(path, doc.as_bytes())
+                    .map_err(|e| format!("cannot write -o {}: {e}", path.display()))
+            }
+            Checkpoints::Start => self.first_checkpoint(path).map(|next| *state = next),
+        };
+        if let Err(e) = written {
+            output::warn(&e);
+        }
+    }
+
+    /// The whole `-o` file (naming the journal), then the journal with the same
+    /// checkpoint. In this order, a kill in between leaves a file whose journal is
+    /// missing or still an earlier run's, and readers then take the file itself.
+    fn first_checkpoint(&self, path: &Path) -> Result<Checkpoints, String> {
+        let journal_path = journal::path_for(path);
+        let name = journal_path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let (doc, session_id) = {
+            let r = lock(&self.record);
+            (
+                r.to_json_journaled(&name, &output::redact),
+                r.session_id.clone(),
+            )
+        };
+        output::write_file_atomic_unsynced(path, doc.as_bytes())
+            .map_err(|e| format!("cannot write -o {}: {e}", path.display()))?;
+        let created = journal::Journal::create(&journal_path, &session_id).and_then(|mut j| {
+            let pending = j.prepare(&lock(&self.record), &output::redact);
+            j.write(pending).map(|()| j)
+        });
+        match created {
+            Ok(j) => Ok(Checkpoints::Journal(j)),
+            Err(e) => {
+                output::warn(&format!(
+                    "cannot write the journal {}: {e}; each checkpoint rewrites -o instead",
+                    journal_path.display()
+                ));
+                Ok(Checkpoints::Rewrite)
             }
         }
     }
@@ -125,11 +192,15 @@ impl Finisher {
         };
         // A transcript or answer that could not be delivered is a failure, never exit 0.
         let mut delivered = true;
-        if let Some(path) = &self.output_file
-            && let Err(e) = output::write_file_atomic(path, doc.as_bytes())
-        {
-            output::error(&format!("cannot write -o {}: {e}", path.display()));
-            delivered = false;
+        if let Some(path) = &self.output_file {
+            match output::write_file_atomic(path, doc.as_bytes()) {
+                Ok(()) => self.remove_journal(),
+                Err(e) => {
+                    // The checkpoint file and its journal stay: they hold the run so far.
+                    output::error(&format!("cannot write -o {}: {e}", path.display()));
+                    delivered = false;
+                }
+            }
         }
         // One copy of a long transcript at a time (peak memory): the document
         // is kept only for stdout, and the one-line form made only after it is gone.
@@ -182,6 +253,17 @@ impl Finisher {
         match status.exit_code() {
             0 if !delivered => Some(1),
             code => Some(code),
+        }
+    }
+
+    /// After the final transcript is in place, its journal is only a copy.
+    fn remove_journal(&self) {
+        let state = self.checkpoints.lock().unwrap_or_else(|p| p.into_inner());
+        if let Checkpoints::Journal(j) = &*state
+            && let Err(e) = std::fs::remove_file(j.path())
+            && e.kind() != std::io::ErrorKind::NotFound
+        {
+            output::warn(&format!("cannot remove {}: {e}", j.path().display()));
         }
     }
 

@@ -18,6 +18,7 @@ pub(crate) mod error;
 pub(crate) mod events;
 pub(crate) mod finish;
 pub(crate) mod history;
+pub(crate) mod journal;
 pub(crate) mod mcp;
 pub(crate) mod output;
 pub(crate) mod policy;

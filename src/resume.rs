@@ -1,6 +1,7 @@
 //! `--resume TRANSCRIPT` and `--continue`: the transcript file is the session. This file
 //! owns reading one (a `--json` document, an `-o` file — a `running` checkpoint of a
-//! killed run included — or the `run.finished` line of a `--jsonl` capture), making its
+//! killed run included, read through its journal — or the `run.finished` line of a
+//! `--jsonl` capture), making its
 //! history well-formed again (each unanswered `tool_use` gets an error result; the call
 //! is never re-run, since its side effects are unknown), appending the new prompt, and
 //! the small per-workspace index that `--continue` reads (written only for `-o` runs).
@@ -70,7 +71,14 @@ pub(crate) fn load(path: &Path) -> Result<Resumed, String> {
         ));
     }
     let text = std::fs::read_to_string(path).map_err(|e| format!("--resume {shown}: {e}"))?;
-    let doc = find_transcript(&text).map_err(|e| format!("--resume {shown}: {e}"))?;
+    let dir = path.parent().unwrap_or(Path::new(""));
+    let doc = if crate::journal::is_journal(&text) {
+        crate::journal::read(&text)
+    } else {
+        find_transcript(&text)
+            .and_then(|doc| crate::journal::follow(doc, dir, MAX_TRANSCRIPT_BYTES))
+    }
+    .map_err(|e| format!("--resume {shown}: {e}"))?;
     let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
     from_document(abs, &doc).map_err(|e| format!("--resume {shown}: {e}"))
 }

@@ -105,7 +105,8 @@ pub(crate) fn run_command(args: &RunArgs) -> ExitCode {
     });
     let ci = ci::CiRun::new(&config, events.clone());
     // The run's own files are not changes the run made to the workspace.
-    let own_files = [&config.output_file, &config.record]
+    let journal = config.output_file.as_deref().map(crate::journal::path_for);
+    let own_files = [&config.output_file, &config.record, &journal]
         .into_iter()
         .flatten()
         .map(|p| absolute(p))
@@ -116,6 +117,7 @@ pub(crate) fn run_command(args: &RunArgs) -> ExitCode {
         json: config.json,
         output_file: config.output_file.clone(),
         done: Mutex::new(false),
+        checkpoints: Mutex::default(),
         events,
         // The file tools report their own changes; only commands (Bash, hooks, --verify)
         // can change files behind their back, so only then is the workspace scanned.

@@ -1,7 +1,8 @@
 //! `agent summary TRANSCRIPT`: renders a transcript as the Markdown step summary of the
 //! GitHub Action (`ci/action/run.sh`), or with `--github-output` as the step's outputs.
-//! TRANSCRIPT is a file written by `-o` or `--json`, a `--jsonl` capture (its
-//! `run.finished` event carries the transcript), or `-` for either on stdin.
+//! TRANSCRIPT is a file written by `-o` or `--json` (a killed run's `-o` file is read
+//! through the journal it names, `journal.rs`), the journal itself, a `--jsonl` capture
+//! (its `run.finished` event carries the transcript), or `-` for either on stdin.
 //! In Rust rather than jq in the script: one tested renderer, no tool to install on the
 //! runner, and the same escaping everywhere.
 //!
@@ -78,7 +79,17 @@ fn read_transcript(path: &Path) -> Result<Value, String> {
         ));
     }
     let text = String::from_utf8_lossy(&bytes);
-    parse_transcript(&text, &name)
+    if crate::journal::is_journal(&text) {
+        return crate::journal::read(&text).map_err(|e| format!("{name}: {e}"));
+    }
+    let t = parse_transcript(&text, &name)?;
+    // A running run's `-o` file names its journal, beside it (from stdin: in the cwd).
+    let dir = if stdin {
+        Path::new("")
+    } else {
+        path.parent().unwrap_or(Path::new(""))
+    };
+    crate::journal::follow(t, dir, MAX_INPUT_BYTES).map_err(|e| format!("{name}: {e}"))
 }
 
 /// A transcript document, or the transcript in a `--jsonl` capture's `run.finished`.

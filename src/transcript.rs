@@ -312,12 +312,12 @@ impl RunRecord {
     /// The transcript as a JSON document, unredacted (tests).
     #[cfg(test)]
     pub fn to_json(&self, status: Status, error: Option<&ErrorInfo>) -> String {
-        self.render(status, error, true, &|s| s.to_string())
+        self.render(status, error, true, &|s| s.to_string(), Part::Whole)
     }
 
     /// The transcript on one line (for the `run.finished` event of `--jsonl`).
     pub fn to_json_line(&self, status: Status, error: Option<&ErrorInfo>) -> String {
-        self.render(status, error, false, &|s| s.to_string())
+        self.render(status, error, false, &|s| s.to_string(), Part::Whole)
     }
 
     /// The transcript as a JSON document with `redact` applied. The messages were
@@ -329,7 +329,19 @@ impl RunRecord {
         error: Option<&ErrorInfo>,
         redact: &dyn Fn(&str) -> String,
     ) -> String {
-        self.render(status, error, true, redact)
+        self.render(status, error, true, redact, Part::Whole)
+    }
+
+    /// The `-o` file at the run's first checkpoint: the whole transcript so far (status
+    /// `running`) naming the journal that the later checkpoints go to (`journal.rs`).
+    pub fn to_json_journaled(&self, journal: &str, redact: &dyn Fn(&str) -> String) -> String {
+        self.render(Status::Running, None, true, redact, Part::Naming(journal))
+    }
+
+    /// A journal's checkpoint: the transcript on one line, status `running`, with empty
+    /// `messages` and `tool_calls` (the journal's own lines hold those), redacted.
+    pub fn to_json_head(&self, redact: &dyn Fn(&str) -> String) -> String {
+        self.render(Status::Running, None, false, redact, Part::Head)
     }
 
     /// The document without its messages (an empty array in their place) goes through
@@ -340,6 +352,7 @@ impl RunRecord {
         error: Option<&ErrorInfo>,
         pretty: bool,
         redact: &dyn Fn(&str) -> String,
+        part: Part<'_>,
     ) -> String {
         let files_changed: Vec<FileChange> = self
             .files_changed
@@ -354,6 +367,10 @@ impl RunRecord {
             status: status.as_str(),
             is_error: status != Status::Success,
             subtype: crate::session::subtype(status.as_str()),
+            journal: match part {
+                Part::Naming(name) => Some(name),
+                _ => None,
+            },
             session_id: &self.session_id,
             result: self.final_text(),
             error,
@@ -369,7 +386,10 @@ impl RunRecord {
             retries: self.retries,
             messages: [],
             structured_output: self.structured_output.as_ref(),
-            tool_calls: &self.tool_calls,
+            tool_calls: match part {
+                Part::Head => &[],
+                _ => &self.tool_calls,
+            },
             workspace: self.workspace.display().to_string(),
             tools: &self.tools,
             permission_denials: &self.permission_denials,
@@ -389,6 +409,7 @@ impl RunRecord {
             serde_json::to_string(&t)
         };
         match text {
+            Ok(text) if part == Part::Head => redact(&text),
             Ok(text) => splice_messages(&redact(&text), &self.messages, pretty),
             Err(e) => format!(
                 "{{\"version\":{TRANSCRIPT_VERSION},\"status\":\"error\",\"is_error\":true,\
@@ -397,6 +418,17 @@ impl RunRecord {
             ),
         }
     }
+}
+
+/// Which form of the transcript `render` makes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Part<'a> {
+    /// The whole document.
+    Whole,
+    /// The whole document, naming the journal (`-o`'s first checkpoint).
+    Naming(&'a str),
+    /// Everything but the messages and the tool calls (a journal's checkpoint line).
+    Head,
 }
 
 /// `doc` with its empty top-level `messages` array replaced by the messages' JSON. The
@@ -437,6 +469,10 @@ fn splice_messages(doc: &str, messages: &[Arc<Entry>], pretty: bool) -> String {
 struct Transcript<'a> {
     version: u32,
     status: &'a str,
+    /// Only in the `-o` file of a run still going (or killed): the journal beside it that
+    /// holds the later checkpoints.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    journal: Option<&'a str>,
     is_error: bool,
     /// claude's name for the status (`session::subtype`).
     subtype: &'static str,

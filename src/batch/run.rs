@@ -23,6 +23,9 @@ use super::resume::{self, Decision};
 use super::{Plan, RunSpec, TaskOutcome, describe_exit, tasks::timeout_arg, workspace};
 use crate::output;
 
+/// Largest journal read for a killed task's row (one task's history; far above any run).
+const MAX_JOURNAL_BYTES: u64 = 512 << 20;
+
 /// What the workers produced.
 pub(crate) struct BatchResult {
     /// One row per run, in plan order.
@@ -270,6 +273,7 @@ fn run_task(
     match std::fs::read_to_string(&transcript)
         .ok()
         .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        .map(|t| read_through_journal(t, &transcript))
     {
         // A transcript still saying `running` is the last checkpoint of a run that was
         // killed before it could finish (SIGKILL, OOM): that is an error.
@@ -291,6 +295,16 @@ fn run_task(
         }
     }
     outcome
+}
+
+/// A killed run's `-o` file stands for its journal's last checkpoint (turns, usage and
+/// cost so far); anything unreadable there leaves the file as it is.
+fn read_through_journal(t: Value, path: &Path) -> Value {
+    if t["status"] != "running" {
+        return t;
+    }
+    let dir = path.parent().unwrap_or(Path::new(""));
+    crate::journal::follow(t.clone(), dir, MAX_JOURNAL_BYTES).unwrap_or(t)
 }
 
 /// Fills a row from a transcript's fields.

@@ -401,7 +401,8 @@ fn a_sigkill_at_any_point_leaves_a_valid_checkpoint() {
         }
         run.signal(libc::SIGKILL);
         let _ = run.wait();
-        let t = read_json(&out_file); // panics unless the file is whole, valid JSON
+        // Panics unless -o is whole, valid JSON and the journal's whole lines parse.
+        let t = crate::journal::read_checkpoint(&out_file);
         let why = format!("kill {kill} (seed {seed}, request {at}, spin {spin})");
         if t["status"] != "running" {
             // On a loaded machine the run may outpace the kill and end (the script ran

@@ -118,7 +118,8 @@ fn sigkill_leaves_the_last_complete_turn_on_disk() {
     running.signal(libc::SIGKILL);
     let out = running.wait();
     assert_eq!(out.code(), None, "killed by the signal");
-    let file = read_json(&out_file);
+    // -o names the journal the later checkpoints went to.
+    let file = crate::journal::read_checkpoint(&out_file);
     assert_eq!(file["num_turns"], 1);
     assert_eq!(file["tool_calls"][0]["id"], "toolu_1");
     assert!(file["messages"].to_string().contains("toolu_1"));

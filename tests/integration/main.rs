@@ -25,6 +25,7 @@ mod cli;
 mod context;
 mod fallback;
 mod faults;
+mod journal;
 mod limits;
 mod mcp;
 mod mock_selftest;

@@ -168,7 +168,8 @@ fn a_killed_run_is_resumed_from_its_checkpoint_and_no_call_runs_again() {
     // Release the command, if it outlived the agent.
     std::fs::write(env.path("release"), "").unwrap();
 
-    let t1 = read_json(&out_file);
+    // The checkpoint: -o and the journal it names.
+    let t1 = crate::journal::read_checkpoint(&out_file);
     assert_eq!(t1["status"], "running");
     let last = t1["messages"].as_array().unwrap().last().unwrap().clone();
     assert_eq!(last["role"], "assistant");
