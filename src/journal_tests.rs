@@ -24,6 +24,7 @@ fn call(id: &str) -> ToolCallRecord {
         duration_ms: 0,
         started_ms: 0,
         turn: 1,
+        model: "m".into(),
         metadata: serde_json::Map::new(),
     }
 }
