@@ -186,6 +186,8 @@ def measure(argv, cwd, env, timeout=SESSION_TIMEOUT_S, pid_file=None):
             _, status, ru = os.wait4(proc.pid, 0)
         finally:
             killer.cancel()
+            if pid_file and os.path.exists(pid_file):
+                os.remove(pid_file)  # the next run's first request must not sample a dead pid
         wall = time.monotonic() - t0
         proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
@@ -398,6 +400,8 @@ def bench_long(agent, claude, out_dir, runs):
     os.makedirs(home)
     expected = f"Read {LONG_TURNS} files. Done."
     pid_file = os.path.join(out_dir, "long.pid")
+    if os.path.exists(pid_file):  # left by an interrupted run
+        os.remove(pid_file)
     transcript = os.path.join(out_dir, "long-transcript.json")
     res = {"turns": LONG_TURNS + 1, "modes": {}, "claude_error": None}
     with Mock(out_dir, "long", "--script", "long", "--turns", str(LONG_TURNS), "--workspace", ws,

@@ -38,7 +38,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
 MODEL = "claude-sonnet-4-5-20250929"
-TEXT_DELTA_SECONDS = 0.02  # the stream script's pace: one text delta this often
+TEXT_DELTA_SECONDS = 0.02
+PID_FILE_WAIT_S = 5.0  # how long a request waits for the bench to name the peer's pid  # the stream script's pace: one text delta this often
 
 
 def sse(event, data):
@@ -202,6 +203,9 @@ class Script:
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "bench-mock/1"
+    # TCP_NODELAY, as API servers set it: with Nagle on, each small SSE frame written on a
+    # kept-alive connection waits for the client's delayed ACK (~40 ms a turn on loopback).
+    disable_nagle_algorithm = True
 
     def log_message(self, fmt, *args):  # the request log replaces the access log
         pass
@@ -282,6 +286,11 @@ class Handler(BaseHTTPRequestHandler):
 def sample_peer(pid_file):
     """CPU time (ns, all threads) and peak RSS of the peer: the first child of the pid in
     pid_file (the wrapper that spawned it), or that pid itself when it has no child."""
+    # The bench writes the file just after spawning the peer, and removes it after the
+    # run: on a loaded machine the peer's first request can come first, so wait for it.
+    deadline = time.monotonic() + PID_FILE_WAIT_S
+    while not os.path.exists(pid_file) and time.monotonic() < deadline:
+        time.sleep(0.001)
     try:
         with open(pid_file) as f:
             pid = int(f.read().strip())
