@@ -29,8 +29,14 @@ pub(crate) trait Wire: Send {
     /// The wire's own headers, the credential included (`config.api_key` may be empty).
     /// The shell adds the user's `--header`s after them.
     fn headers(&self, config: &HttpConfig) -> Vec<(&'static str, String)>;
-    /// The request body for `request`, with the options of `config`.
-    fn body(&self, request: &TurnRequest<'_>, config: &HttpConfig) -> serde_json::Result<Vec<u8>>;
+    /// Appends the request body for `request`, with the options of `config`, to `out`
+    /// (the shell's buffer, kept from turn to turn).
+    fn body(
+        &self,
+        request: &TurnRequest<'_>,
+        config: &HttpConfig,
+        out: &mut Vec<u8>,
+    ) -> serde_json::Result<()>;
     /// `(type, message)` of an error body this API's servers send; `None` for a body it
     /// does not understand (which is then quoted).
     fn parse_error_body(&self, raw: &[u8]) -> Option<(String, String)>;
@@ -207,6 +213,8 @@ pub(crate) struct HttpProvider {
     /// request goes to the fallback (an overloaded model rarely recovers within a run,
     /// and going back would pay its retries again on every turn).
     on_fallback: bool,
+    /// The request body's buffer, reused by every turn.
+    body: Vec<u8>,
 }
 
 impl HttpProvider {
@@ -222,6 +230,7 @@ impl HttpProvider {
             agent,
             recorder,
             on_fallback: false,
+            body: Vec::new(),
         }
     }
 
@@ -305,13 +314,29 @@ impl HttpProvider {
         request: &TurnRequest<'_>,
         on_notice: &mut dyn FnMut(StreamNotice<'_>),
     ) -> Result<Turn, ProviderError> {
-        let body = self
-            .wire
-            .body(request, &self.config)
-            .map_err(|e| ProviderError {
+        // The previous turn's buffer: a body as big as the history, allocated fresh each
+        // turn, was mapped and page-faulted anew every time.
+        let mut body = std::mem::take(&mut self.body);
+        body.clear();
+        let built = self.wire.body(request, &self.config, &mut body);
+        let result = match built {
+            Ok(()) => self.send_with_retries(&body, request, on_notice),
+            Err(e) => Err(ProviderError {
                 kind: ProviderErrorKind::Transport,
                 message: format!("could not serialise the request: {e}"),
-            })?;
+            }),
+        };
+        self.body = body;
+        result
+    }
+
+    /// Sends `body` (the request's), retrying as the policy allows.
+    fn send_with_retries(
+        &mut self,
+        body: &[u8],
+        request: &TurnRequest<'_>,
+        on_notice: &mut dyn FnMut(StreamNotice<'_>),
+    ) -> Result<Turn, ProviderError> {
         let secrets: Vec<String> = Some(self.config.api_key.clone())
             .filter(|k| !k.is_empty())
             .into_iter()
@@ -326,7 +351,7 @@ impl HttpProvider {
         let mut wrong_type_seen = false;
         retry::with_retries(policy, &secrets, on_notice, &mut |on_notice| {
             log_request(&self.url, request, body.len());
-            self.attempt(&body, request, on_notice).map_err(|mut e| {
+            self.attempt(body, request, on_notice).map_err(|mut e| {
                 if matches!(&e.error.kind, ProviderErrorKind::Http { error_type, .. }
                     if error_type == retry::WRONG_CONTENT_TYPE)
                 {

@@ -82,12 +82,17 @@ impl Wire for AnthropicWire {
         headers
     }
 
-    fn body(&self, request: &TurnRequest<'_>, config: &HttpConfig) -> serde_json::Result<Vec<u8>> {
+    fn body(
+        &self,
+        request: &TurnRequest<'_>,
+        config: &HttpConfig,
+        out: &mut Vec<u8>,
+    ) -> serde_json::Result<()> {
         let choice = config
             .request
             .tool_choice
             .filter(|_| !request.tools.is_empty());
-        request_body(request, choice, thinking_budget(&config.request))
+        write_body(request, choice, thinking_budget(&config.request), out)
     }
 
     fn request_id_header(&self) -> &'static str {
@@ -144,16 +149,18 @@ pub(crate) fn api_tools(tools: &[Value]) -> Vec<Value> {
 /// they came. With a thinking budget, max_tokens (which counts the thinking too) is the
 /// budget plus the request's own: the API wants it above the budget, and the answer
 /// keeps the room `--max-tokens` gives it.
-fn request_body(
+/// Appended to `out`.
+fn write_body(
     request: &TurnRequest<'_>,
     tool_choice: Option<ToolChoice>,
     thinking_budget: Option<u32>,
-) -> serde_json::Result<Vec<u8>> {
+    out: &mut Vec<u8>,
+) -> serde_json::Result<()> {
     let tools = api_tools(request.tools);
     let system = (!request.system.is_empty()).then(|| {
         [serde_json::json!({"type": "text", "text": request.system, "cache_control": ephemeral()})]
     });
-    let head = serde_json::to_vec(&RequestHead {
+    let head = RequestHead {
         model: request.model,
         max_tokens: match thinking_budget {
             Some(budget) => request.max_tokens.saturating_add(budget),
@@ -172,14 +179,13 @@ fn request_body(
             serde_json::json!({"type": kind})
         }),
         stream: true,
-    })?;
-    let messages: usize = request.messages.iter().map(|m| m.json().len() + 1).sum();
-    let mut body = Vec::with_capacity(head.len() + messages + 64);
-    body.extend_from_slice(&head[..head.len() - 1]); // all but the closing brace
-    body.extend_from_slice(b",\"messages\":");
-    crate::history::write_messages(request.messages, true, &mut body);
-    body.push(b'}');
-    Ok(body)
+    };
+    serde_json::to_writer(&mut *out, &head)?;
+    out.pop(); // the head's closing brace: the messages follow
+    out.extend_from_slice(b",\"messages\":");
+    crate::history::write_messages(request.messages, true, out);
+    out.push(b'}');
+    Ok(())
 }
 
 /// An HTTP error body: `{"type":"error","error":{"type","message"},"request_id"?}`.
@@ -194,6 +200,16 @@ mod tests {
     use crate::history::Entry;
     use crate::protocol::{ContentBlock, Message, Role};
     use serde_json::json;
+
+    fn request_body(
+        request: &TurnRequest<'_>,
+        tool_choice: Option<ToolChoice>,
+        thinking_budget: Option<u32>,
+    ) -> serde_json::Result<Vec<u8>> {
+        let mut out = Vec::new();
+        write_body(request, tool_choice, thinking_budget, &mut out)?;
+        Ok(out)
+    }
 
     #[test]
     fn breakpoints_only_on_last_tool_and_newest_message() {

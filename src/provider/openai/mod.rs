@@ -46,13 +46,20 @@ impl Wire for OpenAiWire {
         headers
     }
 
-    fn body(&self, request: &TurnRequest<'_>, config: &HttpConfig) -> serde_json::Result<Vec<u8>> {
-        Ok(request_body(
+    fn body(
+        &self,
+        request: &TurnRequest<'_>,
+        config: &HttpConfig,
+        out: &mut Vec<u8>,
+    ) -> serde_json::Result<()> {
+        write_body(
             request,
             &config.base_url,
             config.request.tool_choice,
             config.request.effort,
-        ))
+            out,
+        );
+        Ok(())
     }
 
     fn request_id_header(&self) -> &'static str {
@@ -79,13 +86,14 @@ impl Wire for OpenAiWire {
 /// The request body: `stream` with the final usage chunk, tools only when there are any,
 /// `reasoning_effort` with `--effort`. Each history message's chat form is made once and
 /// kept (`Entry::wire`), so a request copies the history's bytes rather than translating
-/// and serialising it again.
-pub(crate) fn request_body(
+/// and serialising it again. Appended to `out`.
+fn write_body(
     request: &TurnRequest<'_>,
     base_url: &str,
     tool_choice: Option<ToolChoice>,
     effort: Option<Effort>,
-) -> Vec<u8> {
+    out: &mut Vec<u8>,
+) {
     let mut head = json!({
         "model": request.model,
         "stream": true,
@@ -118,19 +126,18 @@ pub(crate) fn request_body(
         .filter(|w| !w.is_empty())
         .collect();
     let size = head.len() + wire.iter().map(|w| w.len() + 1).sum::<usize>();
-    let mut body = Vec::with_capacity(size + request.system.len() + 64);
-    body.extend_from_slice(&head.as_bytes()[..head.len() - 1]); // all but the closing brace
-    body.extend_from_slice(b",\"messages\":[");
+    out.reserve(size + request.system.len() + 64);
+    out.extend_from_slice(&head.as_bytes()[..head.len() - 1]); // all but the closing brace
+    out.extend_from_slice(b",\"messages\":[");
     let system = (!request.system.is_empty())
         .then(|| json!({"role": "system", "content": request.system}).to_string());
     for (i, part) in system.iter().map(String::as_str).chain(wire).enumerate() {
         if i > 0 {
-            body.push(b',');
+            out.push(b',');
         }
-        body.extend_from_slice(part.as_bytes());
+        out.extend_from_slice(part.as_bytes());
     }
-    body.extend_from_slice(b"]}");
-    body
+    out.extend_from_slice(b"]}");
 }
 
 /// One history message as the comma-separated chat messages it becomes.
@@ -258,6 +265,17 @@ fn error_fields(e: &Value) -> (String, String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn request_body(
+        request: &TurnRequest<'_>,
+        base_url: &str,
+        tool_choice: Option<ToolChoice>,
+        effort: Option<Effort>,
+    ) -> Vec<u8> {
+        let mut out = Vec::new();
+        write_body(request, base_url, tool_choice, effort, &mut out);
+        out
+    }
 
     #[test]
     fn history_translates_to_chat_messages() {
@@ -401,7 +419,7 @@ mod tests {
             "https://api.openai.com.evil.test/v1"
         ));
         assert!(!uses_max_completion_tokens("http://user@127.0.0.1:8000/v1"));
-        let with_effort: Value = serde_json::from_slice(&super::request_body(
+        let with_effort: Value = serde_json::from_slice(&self::request_body(
             &request,
             "http://x",
             None,
