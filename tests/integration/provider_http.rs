@@ -437,3 +437,22 @@ fn a_multi_turn_run_keeps_one_connection() {
         assert_eq!(env.server.connections(), 1, "openai: {openai}");
     }
 }
+
+/// A server that leaves the body open after the stream's end marker costs a connection,
+/// not the run: the drain gives up after its timeout, and the drain thread that replaces
+/// the stuck one pools the next turn's connection again (the last two turns share one).
+#[test]
+fn a_body_left_open_after_the_end_marker_costs_a_connection_not_the_run() {
+    let held = Turn::new().tool("toolu_1", "Glob", json!({"pattern": "*"}));
+    let (frames, _) = Wire::Anthropic.render(&held);
+    let env = TestEnv::keep_alive(vec![
+        Reply::Hang(frames),
+        Reply::turn(Turn::new().tool("toolu_2", "Glob", json!({"pattern": "*.x"}))),
+        Reply::turn(Turn::new().text("done")),
+    ]);
+    let out = env.run(&["run", "--json", "hi"]);
+    out.assert_code(0);
+    assert_eq!(out.json()["result"], "done");
+    assert_eq!(env.server.request_count(), 3);
+    assert_eq!(env.server.connections(), 2);
+}
