@@ -154,6 +154,9 @@ impl CommandOutput {
 /// command could not be started (or waited for); every way a started command ends is an
 /// `Ok` with the output so far.
 pub(crate) fn run(spec: &CommandSpec) -> Result<CommandOutput, String> {
+    // Before too: the previous command's supervisor exits just after it reported the
+    // status, often after the reaping that followed it, and must not be a zombie now.
+    reap_strays(&REGISTRY);
     let result = run_in(spec, &REGISTRY);
     reap_strays(&REGISTRY);
     result
