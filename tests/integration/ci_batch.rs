@@ -266,6 +266,9 @@ fn a_killed_task_is_an_error_not_running() {
     assert_eq!(s["tasks"][0]["status"], "error", "{s}");
     let err = s["tasks"][0]["error"].as_str().unwrap();
     assert!(err.contains("killed") && err.contains("signal 9"), "{err}");
+    // The row comes from the checkpoint in the transcript's journal (the turn whose call
+    // killed it), not from the transcript file alone, which was written at the start.
+    assert_eq!(s["tasks"][0]["num_turns"], 1, "{s}");
 }
 
 /// A task's args go through `agent run`'s own parser
