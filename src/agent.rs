@@ -260,6 +260,9 @@ impl Agent<'_> {
             let mut r = lock(self.record);
             r.cost_usd = self.config.prices.cost(&r.model, &r.usage);
         }
+        // The task is checkpointed before the first request: a run killed while waiting
+        // for the first response leaves it, so `--resume` can continue it.
+        (self.checkpoint)();
         self.ci.run_started(self.config, self.record);
         let mut next_batch = 0u32;
         let mut turn_no = 0u32;
