@@ -640,12 +640,8 @@ impl Agent<'_> {
             }
         };
         if output::progress_enabled() {
-            let u = lock(self.record).usage;
-            let input = u.input_tokens + u.cache_read_input_tokens + u.cache_creation_input_tokens;
-            output::progress(&format!(
-                "turn {turn_no} · {what} · {input} in / {} out tokens",
-                u.output_tokens
-            ));
+            let tokens = lock(self.record).usage.tokens_line();
+            output::progress(&format!("turn {turn_no} · {what} · {tokens}"));
         }
     }
 
@@ -671,12 +667,11 @@ impl Agent<'_> {
         r.add_response(model, &turn.usage, &self.config.prices, true);
         r.messages.push(entry.clone());
         output::debug(&format!(
-            "turn {}: stop_reason {}, {} tool calls, {} in / {} out tokens",
+            "turn {}: stop_reason {}, {} tool calls, {}",
             r.num_turns,
             turn.stop_reason.as_str(),
             turn.calls.len(),
-            turn.usage.input_total(),
-            turn.usage.output_tokens
+            turn.usage.tokens_line()
         ));
         entry
     }

@@ -104,6 +104,12 @@ impl Prices {
     }
 }
 
+/// Dollars to a nano-dollar, far below any one token's price: sums of floats otherwise
+/// print as 0.0007170000000000002, and the nearest double to k / 1e9 prints as k / 1e9.
+pub fn round_usd(x: f64) -> f64 {
+    (x * 1e9).round() / 1e9
+}
+
 /// One price in a settings file; the cache prices default from the input price.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

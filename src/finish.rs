@@ -174,14 +174,11 @@ impl Finisher {
         let (doc, text, summary) = {
             let r = lock(&self.record);
             let summary = format!(
-                "{} · {} · {} · {} in / {} out tokens · {:.1}s",
+                "{} · {} · {} · {} · {:.1}s",
                 status.as_str(),
                 crate::summary::count(u64::from(r.num_turns), "turn"),
                 crate::summary::count(r.tool_calls.len() as u64, "tool call"),
-                r.usage.input_tokens
-                    + r.usage.cache_read_input_tokens
-                    + r.usage.cache_creation_input_tokens,
-                r.usage.output_tokens,
+                r.usage.tokens_line(),
                 r.started.elapsed().as_secs_f64()
             );
             (

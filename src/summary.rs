@@ -284,6 +284,23 @@ pub(crate) fn markdown(t: &Value) -> String {
     if let Some(m) = t["model"].as_str() {
         row("Model", code(m));
     }
+    // More than one model answered (`--fallback-model` took over): each with its share.
+    if let Some(used) = t["models_used"].as_array().filter(|u| u.len() > 1) {
+        let each: Vec<String> = used
+            .iter()
+            .map(|u| {
+                let cost = u["cost_usd"]
+                    .as_f64()
+                    .map_or_else(|| "cost unknown".to_string(), usd);
+                format!(
+                    "{} ({}, {cost})",
+                    code(u["model"].as_str().unwrap_or("?")),
+                    count(u["turns"].as_u64().unwrap_or(0), "turn")
+                )
+            })
+            .collect();
+        row("Models used", each.join(" → "));
+    }
     row("Turns", t["num_turns"].as_u64().unwrap_or(0).to_string());
     let u = &t["usage"];
     let n = |k: &str| u[k].as_u64().unwrap_or(0);

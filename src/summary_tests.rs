@@ -188,3 +188,20 @@ fn unknown_usage_reads_as_unknown_not_zero() {
     );
     assert!(!md.contains("0 input"), "{md}");
 }
+
+#[test]
+fn a_fallback_run_lists_each_model_with_its_turns_and_cost() {
+    let mut t = transcript();
+    t["models_used"] = json!([
+        {"model": "claude-sonnet-4-5", "turns": 1, "cost_usd": 0.01},
+        {"model": "claude-haiku-4-5", "turns": 2, "cost_usd": null}
+    ]);
+    let md = markdown(&t);
+    assert!(
+        md.contains("| Models used | <code>claude-sonnet-4-5</code> (1 turn, $0.0100) → <code>claude-haiku-4-5</code> (2 turns, cost unknown) |"),
+        "{md}"
+    );
+    // One model: no row (the Model row says it).
+    t["models_used"] = json!([{"model": "claude-sonnet-4-5", "turns": 3, "cost_usd": 0.01}]);
+    assert!(!markdown(&t).contains("Models used"));
+}

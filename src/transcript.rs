@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 
 use std::sync::Arc;
 
-use crate::budget::Prices;
+use crate::budget::{Prices, round_usd};
 use crate::context::Clearing;
 use crate::history::Entry;
 use crate::protocol::{ContentBlock, Role, Usage};
@@ -253,11 +253,12 @@ impl RunRecord {
             }
         };
         entry.turns += u32::from(turn);
-        entry.cost_usd = entry.cost_usd.zip(cost).map(|(a, b)| a + b);
+        entry.cost_usd = entry.cost_usd.zip(cost).map(|(a, b)| round_usd(a + b));
         self.cost_usd = self
             .models_used
             .iter()
-            .try_fold(0.0, |sum, u| u.cost_usd.map(|c| sum + c));
+            .try_fold(0.0, |sum, u| u.cost_usd.map(|c| sum + c))
+            .map(round_usd);
     }
 
     /// The first model whose cost could not be computed, if any.
@@ -789,6 +790,22 @@ mod tests {
             Some(3.0),
             "the others keep theirs"
         );
+    }
+
+    #[test]
+    fn costs_add_up_without_float_noise() {
+        let mut r = RunRecord::new("claude-haiku-4-5", PathBuf::from("/w"), vec![]);
+        let hundred_in = Usage {
+            input_tokens: 100,
+            ..Usage::default()
+        };
+        for _ in 0..3 {
+            r.add_response("claude-haiku-4-5", &hundred_in, &Prices::default(), true);
+        }
+        // 0.0001 three times is 0.00030000000000000003 in floats.
+        let v: Value = serde_json::from_str(&r.to_json(Status::Success, None)).unwrap();
+        assert_eq!(v["cost_usd"].to_string(), "0.0003");
+        assert_eq!(v["models_used"][0]["cost_usd"].to_string(), "0.0003");
     }
 
     #[test]

@@ -80,7 +80,7 @@ pub(crate) fn report(rows: &[TaskOutcome]) -> Value {
         "skipped": totals["skipped"],
         "cost_usd": {
             "total": cost_total,
-            "per_task": cost_total.and_then(per_task_mean).map(stats::round_usd),
+            "per_task": cost_total.and_then(per_task_mean).map(crate::budget::round_usd),
             "unknown_runs": rows.len() - priced.len(),
         },
         "tokens": {

@@ -13,6 +13,7 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use super::{BATCH_SUMMARY_VERSION, Plan, TaskOutcome};
+use crate::budget::round_usd;
 use crate::protocol::Usage;
 
 /// `summary.json` of a batch run.
@@ -88,11 +89,6 @@ pub(crate) fn totals(outcomes: &[TaskOutcome]) -> Map<String, Value> {
     );
     m.insert("pass_at".into(), Value::Object(pass_at));
     m
-}
-
-/// Dollars to a micro-dollar: sums of floats otherwise print as 0.0007170000000000002.
-pub(crate) fn round_usd(x: f64) -> f64 {
-    (x * 1e6).round() / 1e6
 }
 
 /// One task's runs and passes (over its `--repeat` runs).

@@ -171,6 +171,19 @@ impl Usage {
         self.input_tokens + self.cache_read_input_tokens + self.cache_creation_input_tokens
     }
 
+    /// "N in / M out tokens" for logs and the summary line; unknown counts are not 0.
+    pub fn tokens_line(&self) -> String {
+        if self.unknown {
+            "tokens not reported".to_string()
+        } else {
+            format!(
+                "{} in / {} out tokens",
+                self.input_total(),
+                self.output_tokens
+            )
+        }
+    }
+
     pub fn add(&mut self, other: &Usage) {
         self.input_tokens += other.input_tokens;
         self.output_tokens += other.output_tokens;

@@ -258,6 +258,13 @@ fn unknown_usage_is_null_not_zero() {
             "openai: {is_openai}"
         );
         assert_eq!(t["cost_usd"], json!(null), "openai: {is_openai}");
+        // The summary line does not print the unknown counts as zeros either.
+        assert!(
+            out.stderr
+                .contains("1 turn · 0 tool calls · tokens not reported"),
+            "{}",
+            out.stderr
+        );
     }
     // The same stream with usage has counts and a cost.
     let env = TestEnv::new(vec![Reply::Sse(anthropic_turn(
