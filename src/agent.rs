@@ -17,7 +17,7 @@ use crate::history::{Entry, History};
 use crate::output;
 use crate::protocol::{ContentBlock, Message, Role, StopReason};
 use crate::provider::{Provider, ProviderError, ProviderErrorKind, StreamNotice, TurnRequest};
-use crate::scheduler::{self, EarlyResults, EarlyStart, Scheduled};
+use crate::scheduler::{self, EarlyStart, EarlyWorkers, Scheduled};
 use crate::structured::{self, Judged};
 use crate::tools::registry::Registry;
 use crate::tools::{ToolContext, ToolResult};
@@ -233,11 +233,24 @@ impl Agent<'_> {
 
     fn run_loop(&self, provider: &mut dyn Provider) -> Outcome {
         let run_start = lock(self.record).started;
-        let tools = self.registry.to_api_format();
         let watch = RunWatch {
             ci: self.ci,
             in_flight: self.in_flight,
         };
+        let dispatcher =
+            Dispatcher::new(self.registry, self.ctx, self.gate, run_start, Some(&watch));
+        // The threads calls started early run on live as long as the run (see
+        // `EarlyWorkers`); the scope ends when they have.
+        std::thread::scope(|scope| self.turns(provider, &dispatcher, &EarlyWorkers::new(scope)))
+    }
+
+    fn turns<'env>(
+        &self,
+        provider: &mut dyn Provider,
+        dispatcher: &'env Dispatcher<'env>,
+        workers: &EarlyWorkers<'_, 'env>,
+    ) -> Outcome {
+        let tools = self.registry.to_api_format();
         let mut history = History::new();
         match &self.config.resume {
             // A resumed run starts from the earlier conversation (its new prompt appended).
@@ -253,8 +266,6 @@ impl Agent<'_> {
         // What every request sends besides the history: calibrates bytes per token.
         let fixed_bytes =
             serde_json::to_string(&tools).map_or(0, |t| t.len()) + self.config.system_prompt.len();
-        let dispatcher =
-            Dispatcher::new(self.registry, self.ctx, self.gate, run_start, Some(&watch));
         {
             // The initial `cost_usd`: 0, or null for a model without a price.
             let mut r = lock(self.record);
@@ -317,24 +328,17 @@ impl Agent<'_> {
             let request_bytes = history.json_bytes() + fixed_bytes;
             let t0 = Instant::now();
             let mut chars = 0usize;
-            let early_results: EarlyResults = Mutex::new(Vec::new());
-            let mut early = EarlyStart::new(
-                early_tools && turn_no < self.config.max_turns,
-                &early_results,
-            );
-            // Early calls run on threads of this scope (not the rayon pool, whose idle
-            // workers would spin after each one): it ends when they have.
-            let result = std::thread::scope(|scope| {
-                provider.stream_turn(&request, &mut |n| {
-                    self.ci.on_notice(&n);
-                    dispatcher.on_notice(&n);
-                    match &n {
-                        StreamNotice::ToolReady(c) => early.offer(scope, c, &dispatcher),
-                        StreamNotice::TurnStarted => early.restart(),
-                        _ => {}
-                    }
-                    self.on_notice(turn_no, &mut chars, n);
-                })
+            let mut early =
+                EarlyStart::new(early_tools && turn_no < self.config.max_turns, workers);
+            let result = provider.stream_turn(&request, &mut |n| {
+                self.ci.on_notice(&n);
+                dispatcher.on_notice(&n);
+                match &n {
+                    StreamNotice::ToolReady(c) => early.offer(c, dispatcher),
+                    StreamNotice::TurnStarted => early.restart(),
+                    _ => {}
+                }
+                self.on_notice(turn_no, &mut chars, n);
             });
             lock(self.record).api_duration += t0.elapsed();
             let turn = match result {
@@ -439,7 +443,7 @@ impl Agent<'_> {
                         output::progress(&format!("turn {turn_no} · running {}", names.join(", ")));
                     }
                     let scheduled =
-                        scheduler::run_calls(&turn.calls, &dispatcher, &mut next_batch, early);
+                        scheduler::run_calls(&turn.calls, dispatcher, &mut next_batch, early);
                     if self.cancelled.load(Ordering::SeqCst) {
                         // A way out was taken while the calls ran; it has recorded them.
                         return Outcome::fail(

@@ -3,7 +3,8 @@
 //! its own, run alone, in order. Results come back in the model's order.
 
 use std::ops::Range;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, mpsc};
+use std::thread::Scope;
 
 use rayon::prelude::*;
 
@@ -109,49 +110,39 @@ pub fn run_calls(
 /// The first call that is not safe closes the run: it and everything after it wait for
 /// the end of the response, so batch semantics hold. When an attempt fails and is
 /// retried, what started early is discarded (read-only calls, so nothing to undo).
-pub struct EarlyStart<'s> {
+pub struct EarlyStart<'w, 'scope, 'env> {
     enabled: bool,
     accepting: bool,
-    /// Bumped on every new attempt; results of older attempts are ignored.
+    /// This attempt's number (run-wide); results of older attempts are ignored.
     attempt: u32,
     /// Ids started early in the current attempt, in order.
     started: Vec<String>,
-    results: &'s EarlyResults,
+    workers: &'w EarlyWorkers<'scope, 'env>,
 }
 
-/// Where early calls leave their outcomes, tagged with the attempt they belong to.
-pub type EarlyResults = Mutex<Vec<(u32, String, CallOutcome)>>;
-
-impl<'s> EarlyStart<'s> {
+impl<'w, 'scope, 'env> EarlyStart<'w, 'scope, 'env> {
     /// `enabled: false` runs nothing early (the last allowed turn runs no tools at all).
-    pub fn new(enabled: bool, results: &'s EarlyResults) -> Self {
+    pub fn new(enabled: bool, workers: &'w EarlyWorkers<'scope, 'env>) -> Self {
         EarlyStart {
             enabled,
             accepting: enabled,
-            attempt: 0,
+            attempt: workers.results.next_attempt(),
             started: Vec::new(),
-            results,
+            workers,
         }
     }
 
     /// A new attempt's response begins: forget the previous attempt's calls.
     pub fn restart(&mut self) {
-        self.attempt += 1;
+        self.attempt = self.workers.results.next_attempt();
         self.accepting = self.enabled;
         self.started.clear();
     }
 
-    /// A tool_use block completed: start it now if it continues the leading safe run.
-    /// Each early call gets a thread of `scope` (the turn's): a thread blocks while
-    /// idle, where a rayon pool's workers spin after every job (strace counted ~90
-    /// `sched_yield` per turn of one early read). A thread that cannot be made leaves
-    /// the call, and the rest of the turn, to run after the response.
-    pub fn offer<'scope>(
-        &mut self,
-        scope: &'scope std::thread::Scope<'scope, 's>,
-        call: &PendingCall,
-        dispatcher: &'s Dispatcher<'s>,
-    ) {
+    /// A tool_use block completed: start it now if it continues the leading safe run,
+    /// on one of the run's early workers. When no thread can be had, the call, and the
+    /// rest of the turn, run after the response.
+    pub fn offer(&mut self, call: &PendingCall, dispatcher: &'env Dispatcher<'env>) {
         if !self.accepting {
             return;
         }
@@ -159,39 +150,175 @@ impl<'s> EarlyStart<'s> {
             self.accepting = false;
             return;
         }
-        let (attempt, owned, results) = (self.attempt, call.clone(), self.results);
-        let spawned = std::thread::Builder::new()
-            .name("agent-early-tool".into())
-            .spawn_scoped(scope, move || {
-                let outcome = dispatcher.dispatch(&owned);
-                results
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .push((attempt, owned.id, outcome));
-            });
-        match spawned {
-            Ok(_) => self.started.push(call.id.clone()),
-            Err(_) => self.accepting = false,
+        let (attempt, owned) = (self.attempt, call.clone());
+        let running = Running::new(&self.workers.results);
+        let job = Box::new(move || {
+            let outcome = dispatcher.dispatch(&owned);
+            running.0.lock().outcomes.push((attempt, owned.id, outcome));
+            running
+        });
+        if self.workers.run(job) {
+            self.started.push(call.id.clone());
+        } else {
+            self.accepting = false;
         }
     }
 
-    /// After the response and the scope completed: the outcomes of the turn's leading
-    /// calls that were started early, in order. Anything else that ran is dropped.
+    /// After the response: waits for every early call still running, then returns the
+    /// outcomes of the turn's leading calls that were started early, in order. Anything
+    /// else that ran is dropped.
     pub fn take(self, calls: &[PendingCall]) -> Vec<CallOutcome> {
-        let mut results =
-            std::mem::take(&mut *self.results.lock().unwrap_or_else(|p| p.into_inner()));
-        results.retain(|(a, _, _)| *a == self.attempt);
+        let results = &self.workers.results;
+        let mut state = results.lock();
+        while state.running > 0 {
+            state = results
+                .finished
+                .wait(state)
+                .unwrap_or_else(|p| p.into_inner());
+        }
+        let mut outcomes = std::mem::take(&mut state.outcomes);
+        drop(state);
+        outcomes.retain(|(a, _, _)| *a == self.attempt);
         let mut out = Vec::new();
         for (call, id) in calls.iter().zip(&self.started) {
             if &call.id != id {
                 break;
             }
-            match results.iter().position(|(_, rid, _)| rid == id) {
-                Some(i) => out.push(results.swap_remove(i).2),
+            match outcomes.iter().position(|(_, rid, _)| rid == id) {
+                Some(i) => out.push(outcomes.swap_remove(i).2),
                 None => break,
             }
         }
         out
+    }
+}
+
+/// The threads early calls run on, kept for the whole run (they belong to a scope
+/// around the turn loop). An idle worker blocks on its channel, and a new one is spawned
+/// only when none is idle, so a turn's early calls still all run at once. A thread
+/// spawned per call cost as much as a small call itself; a rayon pool's idle workers
+/// spin after every job (strace counted ~90 `sched_yield` per turn of one early read).
+pub struct EarlyWorkers<'scope, 'env> {
+    scope: &'scope Scope<'scope, 'env>,
+    idle: Arc<Mutex<Idle<'env>>>,
+    results: Arc<EarlyResults>,
+}
+
+/// A call to run on a worker. It returns its `Running`, which the worker drops once it
+/// is idle again: a turn that saw its calls finish then finds their workers free.
+type Job<'env> = Box<dyn FnOnce() -> Running + Send + 'env>;
+
+/// A worker's inbox: a job, or `None` when the run ends.
+type Inbox<'env> = mpsc::Sender<Option<Job<'env>>>;
+
+/// The workers waiting for a call, and whether the run is over.
+struct Idle<'env> {
+    ready: Vec<Inbox<'env>>,
+    closed: bool,
+}
+
+impl<'scope, 'env> EarlyWorkers<'scope, 'env> {
+    pub fn new(scope: &'scope Scope<'scope, 'env>) -> Self {
+        EarlyWorkers {
+            scope,
+            idle: Arc::new(Mutex::new(Idle {
+                ready: Vec::new(),
+                closed: false,
+            })),
+            results: Arc::default(),
+        }
+    }
+
+    /// Runs `job` on an idle worker, or on a new one; false (the job dropped unrun) when
+    /// no thread can be made.
+    fn run(&self, job: Job<'env>) -> bool {
+        let idle = self
+            .idle
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .ready
+            .pop();
+        idle.or_else(|| self.spawn())
+            .is_some_and(|worker| worker.send(Some(job)).is_ok())
+    }
+
+    /// A new worker's inbox, or `None` when the system has no thread to give.
+    fn spawn(&self) -> Option<Inbox<'env>> {
+        let (inbox, jobs) = mpsc::channel::<Option<Job<'env>>>();
+        let (me, idle) = (inbox.clone(), Arc::clone(&self.idle));
+        std::thread::Builder::new()
+            .name("agent-early-tool".into())
+            .spawn_scoped(self.scope, move || {
+                while let Ok(Some(job)) = jobs.recv() {
+                    let finished = job();
+                    let mut idle = idle.lock().unwrap_or_else(|p| p.into_inner());
+                    if idle.closed {
+                        return;
+                    }
+                    idle.ready.push(me.clone());
+                    drop(idle);
+                    drop(finished);
+                }
+            })
+            .ok()?;
+        Some(inbox)
+    }
+}
+
+impl Drop for EarlyWorkers<'_, '_> {
+    /// Idle workers end now, busy ones after their call; the scope then joins them.
+    fn drop(&mut self) {
+        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        idle.closed = true;
+        for worker in idle.ready.drain(..) {
+            let _ = worker.send(None);
+        }
+    }
+}
+
+/// Where early calls leave their outcomes, tagged with the attempt they belong to, and
+/// how many are still running: one for the run, since a call may outlive the attempt
+/// (even the turn) that started it.
+#[derive(Default)]
+struct EarlyResults {
+    state: Mutex<EarlyState>,
+    finished: Condvar,
+}
+
+#[derive(Default)]
+struct EarlyState {
+    outcomes: Vec<(u32, String, CallOutcome)>,
+    running: usize,
+    attempts: u32,
+}
+
+impl EarlyResults {
+    fn lock(&self) -> MutexGuard<'_, EarlyState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn next_attempt(&self) -> u32 {
+        let mut state = self.lock();
+        state.attempts += 1;
+        state.attempts
+    }
+}
+
+/// One early call counted as running until this is dropped (with its job): when it
+/// finished, or panicked, or was never run (no thread to run it on).
+struct Running(Arc<EarlyResults>);
+
+impl Running {
+    fn new(results: &Arc<EarlyResults>) -> Self {
+        results.lock().running += 1;
+        Running(Arc::clone(results))
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.0.lock().running -= 1;
+        self.0.finished.notify_all();
     }
 }
 
@@ -285,6 +412,80 @@ mod tests {
             self.log.lock().unwrap().push(format!("solo {tag}"));
             Ok(ToolResult::ok(tag))
         }
+    }
+
+    /// A safe tool that meets a second call at a barrier and notes the thread it ran on.
+    struct Pair {
+        barrier: Barrier,
+        threads: Mutex<Vec<std::thread::ThreadId>>,
+    }
+    impl TypedTool for Pair {
+        type Input = Value;
+        fn name(&self) -> &str {
+            "Pair"
+        }
+        fn description(&self) -> &str {
+            "test"
+        }
+        fn input_schema(&self) -> Value {
+            json!({"type":"object","properties":{"tag":{"type":"string"}}})
+        }
+        fn is_read_only(&self) -> bool {
+            true
+        }
+        fn is_concurrency_safe(&self) -> bool {
+            true
+        }
+        fn category(&self) -> Category {
+            Category::Search
+        }
+        fn execute(&self, _: &ToolContext, input: &Value) -> Result<ToolResult, ToolError> {
+            self.barrier.wait();
+            self.threads
+                .lock()
+                .unwrap()
+                .push(std::thread::current().id());
+            Ok(ToolResult::ok(input["tag"].as_str().unwrap_or("")))
+        }
+    }
+
+    /// Two early calls of a turn meet at a barrier (so they run at once, on two workers),
+    /// and every later turn's calls run on the same two threads: none is spawned per call.
+    #[test]
+    fn early_calls_run_at_once_on_workers_kept_between_turns() {
+        let pair = Arc::new(Pair {
+            barrier: Barrier::new(2),
+            threads: Mutex::new(Vec::new()),
+        });
+        let mut reg = Registry::new();
+        reg.register(pair.clone());
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = ToolContext::for_workspace(dir.path().to_path_buf());
+        let d = Dispatcher::new(&reg, &ctx, &OpenGate, Instant::now(), None);
+        let calls = vec![call("1", "Pair", "a"), call("2", "Pair", "b")];
+        let mut threads_per_turn = Vec::new();
+        std::thread::scope(|scope| {
+            let workers = EarlyWorkers::new(scope);
+            for _ in 0..3 {
+                let mut early = EarlyStart::new(true, &workers);
+                early.restart();
+                for c in &calls {
+                    early.offer(c, &d);
+                }
+                let out: Vec<_> = early
+                    .take(&calls)
+                    .into_iter()
+                    .map(|o| o.result.content)
+                    .collect();
+                assert_eq!(out, vec!["a", "b"]);
+                let mut threads = std::mem::take(&mut *pair.threads.lock().unwrap());
+                threads.sort_by_key(|t| format!("{t:?}"));
+                threads_per_turn.push(threads);
+            }
+        });
+        assert_ne!(threads_per_turn[0][0], threads_per_turn[0][1]);
+        assert_eq!(threads_per_turn[1], threads_per_turn[0]);
+        assert_eq!(threads_per_turn[2], threads_per_turn[0]);
     }
 
     fn call(id: &str, name: &str, tag: &str) -> PendingCall {
