@@ -322,6 +322,39 @@ struct IndexEntry {
     session_id: String,
 }
 
+/// An exclusive `flock` on the index's lock file, released when dropped (or when the
+/// process dies, so a killed run never leaves it held).
+struct IndexLock(std::fs::File);
+
+impl IndexLock {
+    fn take(path: &Path) -> std::io::Result<Self> {
+        use std::os::fd::AsRawFd;
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(path)?;
+        loop {
+            // SAFETY: flock on a file descriptor this function owns.
+            if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } == 0 {
+                return Ok(IndexLock(f));
+            }
+            let e = std::io::Error::last_os_error();
+            if e.kind() != std::io::ErrorKind::Interrupted {
+                return Err(e);
+            }
+        }
+    }
+}
+
+impl Drop for IndexLock {
+    fn drop(&mut self) {
+        use std::os::fd::AsRawFd;
+        // SAFETY: unlocks the descriptor this value owns; closing would release it too.
+        unsafe { libc::flock(self.0.as_raw_fd(), libc::LOCK_UN) };
+    }
+}
+
 /// Records an `-o` run in the workspace's index (created with its `.agent/` directory).
 /// An index that cannot be read is replaced: it only serves `--continue`.
 pub(crate) fn note_in_index(
@@ -330,6 +363,12 @@ pub(crate) fn note_in_index(
     session_id: &str,
 ) -> std::io::Result<()> {
     let file = workspace.join(INDEX_PATH);
+    if let Some(dir) = file.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    // Runs in one workspace (a batch without worktrees, parallel CI steps) each read,
+    // add to and replace the index: without a lock, one's entry is lost to the other.
+    let _lock = IndexLock::take(&file.with_extension("lock"))?;
     let mut index: Index = std::fs::read_to_string(&file)
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok())
@@ -343,9 +382,6 @@ pub(crate) fn note_in_index(
     });
     let excess = index.sessions.len().saturating_sub(MAX_INDEX_ENTRIES);
     index.sessions.drain(..excess);
-    if let Some(dir) = file.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
     let text = serde_json::to_string_pretty(&index).map_err(std::io::Error::other)?;
     crate::output::write_file_atomic(&file, text.as_bytes())
 }

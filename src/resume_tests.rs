@@ -290,3 +290,35 @@ fn the_index_finds_the_newest_existing_transcript() {
     note_in_index(ws.path(), &a, "id-a3").unwrap();
     assert_eq!(latest_in_index(ws.path()).unwrap(), a);
 }
+
+/// Runs noting themselves at once (parallel CI steps in one checkout) all get in: the
+/// index is read, changed and replaced under a lock, so no one's entry is lost.
+#[test]
+fn runs_noted_at_once_are_all_in_the_index() {
+    let ws = tempfile::tempdir().unwrap();
+    let threads = 8;
+    let each = 2; // 16 entries: under MAX_INDEX_ENTRIES, so none is dropped for age
+    let barrier = std::sync::Barrier::new(threads);
+    std::thread::scope(|s| {
+        for t in 0..threads {
+            let (ws, barrier) = (ws.path(), &barrier);
+            s.spawn(move || {
+                barrier.wait();
+                for i in 0..each {
+                    let out = ws.join(format!("run-{t}-{i}.json"));
+                    note_in_index(ws, &out, &format!("id-{t}-{i}")).unwrap();
+                }
+            });
+        }
+    });
+    let index: Index =
+        serde_json::from_str(&std::fs::read_to_string(ws.path().join(INDEX_PATH)).unwrap())
+            .unwrap();
+    let mut ids: Vec<&str> = index
+        .sessions
+        .iter()
+        .map(|e| e.session_id.as_str())
+        .collect();
+    ids.sort();
+    assert_eq!(ids.len(), threads * each, "{ids:?}");
+}
