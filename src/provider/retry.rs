@@ -34,8 +34,16 @@ const MAX_ERROR_MESSAGE_CHARS: usize = 2_000;
 /// Chars of a non-JSON error body quoted in the error message.
 const MAX_QUOTED_ERROR_CHARS: usize = 500;
 
-/// Read buffer over the response body: a few typical network chunks.
-pub(crate) const READ_BUFFER_BYTES: usize = 64 * 1024;
+/// Read buffer over the response body. ureq reads the socket into its own buffer; this
+/// one only batches the decoder's reads. It is zeroed before its first use, once per
+/// response, so a large one cost a 64 KB memset every turn.
+pub(crate) const READ_BUFFER_BYTES: usize = 8 * 1024;
+
+/// ureq's buffers of each connection, made and zeroed when it opens: the input one must
+/// hold a whole response head (ureq's limit for it is 64 KB); a body is sent in pieces of
+/// the output one. Its default of 128 KB each was a quarter of a megabyte of every run's
+/// memory.
+const CONNECTION_BUFFER_BYTES: usize = 64 * 1024;
 
 /// Default idle timeout (SPEC §3.1): a stream silent this long counts as dropped.
 pub(crate) const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
@@ -151,6 +159,8 @@ pub(crate) fn http_agent(idle_timeout: Duration) -> ureq::Agent {
             .timeout_per_read(Some(idle_timeout))
             .timeout_per_write(Some(idle_timeout))
             .user_agent(format!("agent/{}", env!("CARGO_PKG_VERSION")))
+            .input_buffer_size(CONNECTION_BUFFER_BYTES)
+            .output_buffer_size(CONNECTION_BUFFER_BYTES)
             .build(),
     )
 }

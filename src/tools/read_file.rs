@@ -225,7 +225,8 @@ struct Shown {
 
 fn read_window(file: impl Read, w: &Window) -> io::Result<Outcome> {
     let mut file = file;
-    let mut head = Vec::new();
+    // Sized up front: from empty, read_to_end probes with 32-byte reads first.
+    let mut head = Vec::with_capacity(BINARY_SNIFF_BYTES as usize);
     (&mut file)
         .take(BINARY_SNIFF_BYTES)
         .read_to_end(&mut head)?;
