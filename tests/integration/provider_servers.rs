@@ -190,6 +190,37 @@ fn silence_after_200_suggests_the_likely_cause() {
     assert!(!message.contains("no event"), "{message}");
 }
 
+/// llama-cpp-python's answer to a `tool_choice` its chat format cannot stream: 200 with
+/// event-stream headers, then the (chunked) body ends empty, as the server's handler
+/// raised after the headers were sent. The error says what that usually means.
+#[test]
+fn an_empty_stream_after_200_suggests_the_likely_cause() {
+    let empty = || Reply::raw(200, "text/event-stream; charset=utf-8", "");
+    let env = TestEnv::new(vec![empty(), empty()]);
+    let out = run_openai(&env, &["--tool-choice", "auto", "--max-retries", "1"]);
+    out.assert_code(1);
+    let message = out.json()["error"]["message"].as_str().unwrap().to_string();
+    assert!(message.contains("(after 0 chunks)"), "{message}");
+    assert!(
+        message.contains("closed the stream without a chunk") && message.contains("--tool-choice"),
+        "{message}"
+    );
+    assert_eq!(
+        env.server.request_count(),
+        2,
+        "retried once, as any dropped stream"
+    );
+    // A stream dropped after its first chunk is no such case.
+    let env = TestEnv::new(vec![Reply::Sse(vec![chat::delta(
+        json!({"content": "x"}),
+        None,
+    )])]);
+    let out = run_openai(&env, &["--max-retries", "0"]);
+    let message = out.json()["error"]["message"].as_str().unwrap().to_string();
+    assert!(message.contains("(after 1 chunks)"), "{message}");
+    assert!(!message.contains("without a chunk"), "{message}");
+}
+
 #[test]
 fn verbose_input_tokens_include_cache_reads_like_the_summary() {
     let env = TestEnv::new(vec![Reply::turn(

@@ -23,6 +23,12 @@ use crate::turn::{PendingCall, StreamNotice, Turn};
 /// How much of an undecodable chunk is quoted in an error, in chars.
 const MAX_QUOTED_CHUNK_CHARS: usize = 300;
 
+/// What a 200 whose stream ends without a single chunk usually means, for its error.
+const EMPTY_STREAM_HINT: &str = "the server answered 200 and closed the stream without a \
+     chunk: it probably failed after sending its headers (its log says why). \
+     llama-cpp-python's chatml-function-calling does this for --tool-choice auto and \
+     required, which it cannot stream: see the README's OpenAI-compatible servers section";
+
 /// Most tool calls one response may open: far above any real parallel batch, and it
 /// keeps a broken server's stream of new indexes from growing memory without bound.
 const MAX_TOOL_CALLS_PER_TURN: usize = 1_024;
@@ -371,12 +377,14 @@ impl ChatAccumulator {
                 .to_string()
             }
             None => {
-                return Err(StreamFailure::Incomplete {
-                    detail: format!(
-                        "the stream ended before a finish_reason or [DONE] (after {} chunks)",
-                        self.chunks
-                    ),
-                });
+                let mut detail = format!(
+                    "the stream ended before a finish_reason or [DONE] (after {} chunks)",
+                    self.chunks
+                );
+                if self.chunks == 0 {
+                    detail = format!("{detail}; {EMPTY_STREAM_HINT}");
+                }
+                return Err(StreamFailure::Incomplete { detail });
             }
         };
         self.complete_calls(on_notice, |_| true)?;
