@@ -116,15 +116,35 @@ impl Serialize for Entry {
     }
 }
 
+/// Where a request's bytes go: its own (brackets, separators, the breakpoint) and the
+/// history's stored JSON, which a request body may borrow rather than copy.
+pub trait BodySink<'a> {
+    fn own(&mut self, bytes: &[u8]);
+    fn history(&mut self, bytes: &'a [u8]);
+}
+
+/// Everything copied in.
+impl<'a> BodySink<'a> for Vec<u8> {
+    fn own(&mut self, bytes: &[u8]) {
+        self.extend_from_slice(bytes);
+    }
+    fn history(&mut self, bytes: &'a [u8]) {
+        self.extend_from_slice(bytes);
+    }
+}
+
 /// Appends `entries` as a JSON array of Anthropic messages, with the prompt-cache
 /// breakpoint on the newest message's last block when `breakpoint` is set (and the
-/// block can carry one). Only bytes are copied: nothing is serialised.
-pub fn write_messages(entries: &[Arc<Entry>], breakpoint: bool, out: &mut Vec<u8>) {
-    out.reserve(entries.iter().map(|e| e.json().len() + 1).sum::<usize>() + BREAKPOINT.len());
-    out.push(b'[');
+/// block can carry one). Nothing is serialised: the stored JSON goes to `out` as it is.
+pub fn write_messages<'a>(
+    entries: &'a [Arc<Entry>],
+    breakpoint: bool,
+    out: &mut impl BodySink<'a>,
+) {
+    out.own(b"[");
     for (i, e) in entries.iter().enumerate() {
         if i > 0 {
-            out.push(b',');
+            out.own(b",");
         }
         let json = e.json();
         let last = i + 1 == entries.len();
@@ -137,14 +157,14 @@ pub fn write_messages(entries: &[Arc<Entry>], breakpoint: bool, out: &mut Vec<u8
         // the closing `]}`.
         match json.strip_suffix("}]}") {
             Some(head) if last && breakpoint && cacheable => {
-                out.extend_from_slice(head.as_bytes());
-                out.extend_from_slice(BREAKPOINT.as_bytes());
-                out.extend_from_slice(b"}]}");
+                out.history(head.as_bytes());
+                out.own(BREAKPOINT.as_bytes());
+                out.own(b"}]}");
             }
-            _ => out.extend_from_slice(json.as_bytes()),
+            _ => out.history(json.as_bytes()),
         }
     }
-    out.push(b']');
+    out.own(b"]");
 }
 
 fn block_type(b: &ContentBlock) -> &'static str {

@@ -149,9 +149,6 @@ pub(crate) fn run_command(args: &RunArgs) -> ExitCode {
         in_flight: &finisher.in_flight,
     }
     .run(provider.as_mut());
-    // Its buffers (the last request body, as big as the history) are not needed while the
-    // transcript is rendered.
-    drop(provider);
     match finisher.finish(outcome.status, outcome.error.as_ref(), false) {
         Some(code) => ExitCode::from(code),
         None => loop {

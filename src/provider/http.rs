@@ -17,6 +17,7 @@ use super::retry::{
 };
 use super::{Provider, ProviderError, ProviderErrorKind, StreamFailure, TurnRequest};
 use crate::cli::RequestArgs;
+use crate::history::BodySink;
 use crate::turn::{StreamNotice, Turn};
 
 /// What one HTTP API does its own way. A wire holds no connection state: the shell
@@ -29,13 +30,12 @@ pub(crate) trait Wire: Send {
     /// The wire's own headers, the credential included (`config.api_key` may be empty).
     /// The shell adds the user's `--header`s after them.
     fn headers(&self, config: &HttpConfig) -> Vec<(&'static str, String)>;
-    /// Appends the request body for `request`, with the options of `config`, to `out`
-    /// (the shell's buffer, kept from turn to turn).
-    fn body(
+    /// The request body for `request`, with the options of `config`, into `out`.
+    fn body<'a>(
         &self,
-        request: &TurnRequest<'_>,
+        request: &TurnRequest<'a>,
         config: &HttpConfig,
-        out: &mut Vec<u8>,
+        out: &mut Body<'a>,
     ) -> serde_json::Result<()>;
     /// `(type, message)` of an error body this API's servers send; `None` for a body it
     /// does not understand (which is then quoted).
@@ -213,8 +213,6 @@ pub(crate) struct HttpProvider {
     /// request goes to the fallback (an overloaded model rarely recovers within a run,
     /// and going back would pay its retries again on every turn).
     on_fallback: bool,
-    /// The request body's buffer, reused by every turn.
-    body: Vec<u8>,
 }
 
 impl HttpProvider {
@@ -230,13 +228,12 @@ impl HttpProvider {
             agent,
             recorder,
             on_fallback: false,
-            body: Vec::new(),
         }
     }
 
     fn attempt(
         &mut self,
-        body: &[u8],
+        body: &Body<'_>,
         request: &TurnRequest<'_>,
         on_notice: &mut dyn FnMut(StreamNotice<'_>),
     ) -> Result<Turn, AttemptError> {
@@ -247,7 +244,9 @@ impl HttpProvider {
         for (name, value) in &self.config.gateway.headers {
             post = post.header(name, value);
         }
-        let sent = post.send(body);
+        // With the length given, ureq sends the pieces as one plain body (no chunking).
+        let post = post.header("content-length", body.len().to_string());
+        let sent = post.send(ureq::SendBody::from_reader(&mut body.reader()));
         let response = sent.map_err(|e| {
             retry::transport_error(e, &self.config.base_url, self.config.idle_timeout)
         })?;
@@ -314,26 +313,20 @@ impl HttpProvider {
         request: &TurnRequest<'_>,
         on_notice: &mut dyn FnMut(StreamNotice<'_>),
     ) -> Result<Turn, ProviderError> {
-        // The previous turn's buffer: a body as big as the history, allocated fresh each
-        // turn, was mapped and page-faulted anew every time.
-        let mut body = std::mem::take(&mut self.body);
-        body.clear();
-        let built = self.wire.body(request, &self.config, &mut body);
-        let result = match built {
+        let mut body = Body::default();
+        match self.wire.body(request, &self.config, &mut body) {
             Ok(()) => self.send_with_retries(&body, request, on_notice),
             Err(e) => Err(ProviderError {
                 kind: ProviderErrorKind::Transport,
                 message: format!("could not serialise the request: {e}"),
             }),
-        };
-        self.body = body;
-        result
+        }
     }
 
     /// Sends `body` (the request's), retrying as the policy allows.
     fn send_with_retries(
         &mut self,
-        body: &[u8],
+        body: &Body<'_>,
         request: &TurnRequest<'_>,
         on_notice: &mut dyn FnMut(StreamNotice<'_>),
     ) -> Result<Turn, ProviderError> {
@@ -501,6 +494,88 @@ impl Drainer {
     }
 }
 
+/// A request body in pieces: the wire's own bytes (the head, separators, the cache
+/// breakpoint) and the history's stored message JSON, borrowed. It is sent with its
+/// length up front and read piece by piece into ureq's send buffer, so the history is
+/// never copied into a body of its own: that copy, as big as the history, was a long
+/// run's largest allocation and a memcpy of the whole history every turn.
+#[derive(Default)]
+pub(crate) struct Body<'a> {
+    own: Vec<u8>,
+    parts: Vec<Part<'a>>,
+    len: usize,
+}
+
+#[derive(Clone, Copy)]
+enum Part<'a> {
+    /// A range of `own`.
+    Own(usize, usize),
+    History(&'a [u8]),
+}
+
+impl<'a> BodySink<'a> for Body<'a> {
+    fn own(&mut self, bytes: &[u8]) {
+        let start = self.own.len();
+        self.own.extend_from_slice(bytes);
+        self.len += bytes.len();
+        match self.parts.last_mut() {
+            Some(Part::Own(_, end)) if *end == start => *end = self.own.len(),
+            _ => self.parts.push(Part::Own(start, self.own.len())),
+        }
+    }
+
+    fn history(&mut self, bytes: &'a [u8]) {
+        self.len += bytes.len();
+        self.parts.push(Part::History(bytes));
+    }
+}
+
+impl<'a> Body<'a> {
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The bytes from the start (each attempt sends them anew).
+    pub(crate) fn reader(&self) -> BodyReader<'_, 'a> {
+        BodyReader {
+            body: self,
+            part: 0,
+            offset: 0,
+        }
+    }
+}
+
+/// Reads a [`Body`]'s pieces in order.
+pub(crate) struct BodyReader<'b, 'a> {
+    body: &'b Body<'a>,
+    part: usize,
+    offset: usize,
+}
+
+impl Read for BodyReader<'_, '_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let mut n = 0;
+        while n < buf.len()
+            && let Some(part) = self.body.parts.get(self.part)
+        {
+            let bytes = match *part {
+                Part::Own(start, end) => &self.body.own[start..end],
+                Part::History(bytes) => bytes,
+            };
+            let rest = &bytes[self.offset..];
+            let k = rest.len().min(buf.len() - n);
+            buf[n..n + k].copy_from_slice(&rest[..k]);
+            n += k;
+            self.offset += k;
+            if self.offset == bytes.len() {
+                self.part += 1;
+                self.offset = 0;
+            }
+        }
+        Ok(n)
+    }
+}
+
 /// With -v: one line per attempt, before it is sent.
 fn log_request(url: &str, request: &TurnRequest<'_>, body_bytes: usize) {
     if crate::output::debug_enabled() {
@@ -526,5 +601,40 @@ impl<R: Read> Read for Tee<R> {
             copy.extend_from_slice(&buf[..n]);
         }
         Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whatever the reader's buffer size, the pieces come out whole and in order, adjacent
+    /// own bytes are one piece, and the length is known before anything is read.
+    #[test]
+    fn a_body_reads_its_pieces_in_order_through_any_buffer() {
+        let history = [b"{\"role\":\"user\"}".as_slice(), b"{\"x\":1}".as_slice()];
+        let mut body = Body::default();
+        body.own(b"{\"model\":\"m\"");
+        body.own(b",\"messages\":[");
+        body.history(history[0]);
+        body.own(b",");
+        body.history(history[1]);
+        body.history(b"");
+        body.own(b"]}");
+        let whole = b"{\"model\":\"m\",\"messages\":[{\"role\":\"user\"},{\"x\":1}]}";
+        assert_eq!(body.len(), whole.len());
+        assert_eq!(body.parts.len(), 6);
+        for size in [1, 3, 7, whole.len(), 4096] {
+            let (mut reader, mut out, mut buf) = (body.reader(), Vec::new(), vec![0; size]);
+            loop {
+                let n = reader.read(&mut buf).unwrap();
+                if n == 0 {
+                    break;
+                }
+                assert!(n == size || out.len() + n == whole.len(), "short read of {n}");
+                out.extend_from_slice(&buf[..n]);
+            }
+            assert_eq!(out, whole, "buffer of {size}");
+        }
     }
 }

@@ -11,9 +11,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::TurnRequest;
-use super::http::{HttpConfig, TurnResult, Wire};
+use super::http::{Body, HttpConfig, TurnResult, Wire};
 use super::retry::OnNotice;
 use crate::cli::{Effort, RequestArgs, ToolChoice};
+use crate::history::BodySink;
 use crate::protocol::ApiErrorBody;
 
 /// The API version header every request carries.
@@ -82,11 +83,11 @@ impl Wire for AnthropicWire {
         headers
     }
 
-    fn body(
+    fn body<'a>(
         &self,
-        request: &TurnRequest<'_>,
+        request: &TurnRequest<'a>,
         config: &HttpConfig,
-        out: &mut Vec<u8>,
+        out: &mut Body<'a>,
     ) -> serde_json::Result<()> {
         let choice = config
             .request
@@ -149,12 +150,12 @@ pub(crate) fn api_tools(tools: &[Value]) -> Vec<Value> {
 /// they came. With a thinking budget, max_tokens (which counts the thinking too) is the
 /// budget plus the request's own: the API wants it above the budget, and the answer
 /// keeps the room `--max-tokens` gives it.
-/// Appended to `out`.
-fn write_body(
-    request: &TurnRequest<'_>,
+/// Into `out`, which borrows the messages' JSON.
+fn write_body<'a>(
+    request: &TurnRequest<'a>,
     tool_choice: Option<ToolChoice>,
     thinking_budget: Option<u32>,
-    out: &mut Vec<u8>,
+    out: &mut impl BodySink<'a>,
 ) -> serde_json::Result<()> {
     let tools = api_tools(request.tools);
     let system = (!request.system.is_empty()).then(|| {
@@ -180,11 +181,11 @@ fn write_body(
         }),
         stream: true,
     };
-    serde_json::to_writer(&mut *out, &head)?;
-    out.pop(); // the head's closing brace: the messages follow
-    out.extend_from_slice(b",\"messages\":");
+    let head = serde_json::to_vec(&head)?;
+    out.own(&head[..head.len() - 1]); // all but the closing brace: the messages follow
+    out.own(b",\"messages\":");
     crate::history::write_messages(request.messages, true, out);
-    out.push(b'}');
+    out.own(b"}");
     Ok(())
 }
 

@@ -13,9 +13,10 @@ use std::io::BufRead;
 use serde_json::{Map, Value, json};
 
 use super::TurnRequest;
-use super::http::{HttpConfig, TurnResult, Wire};
+use super::http::{Body, HttpConfig, TurnResult, Wire};
 use super::retry::OnNotice;
 use crate::cli::{Effort, ToolChoice};
+use crate::history::BodySink;
 use crate::protocol::{ContentBlock, Message, Role};
 
 /// Hosts that take `max_completion_tokens` (OpenAI's reasoning models reject
@@ -46,11 +47,11 @@ impl Wire for OpenAiWire {
         headers
     }
 
-    fn body(
+    fn body<'a>(
         &self,
-        request: &TurnRequest<'_>,
+        request: &TurnRequest<'a>,
         config: &HttpConfig,
-        out: &mut Vec<u8>,
+        out: &mut Body<'a>,
     ) -> serde_json::Result<()> {
         write_body(
             request,
@@ -86,13 +87,13 @@ impl Wire for OpenAiWire {
 /// The request body: `stream` with the final usage chunk, tools only when there are any,
 /// `reasoning_effort` with `--effort`. Each history message's chat form is made once and
 /// kept (`Entry::wire`), so a request copies the history's bytes rather than translating
-/// and serialising it again. Appended to `out`.
-fn write_body(
-    request: &TurnRequest<'_>,
+/// and serialising it again. Into `out`, which borrows those bytes.
+fn write_body<'a>(
+    request: &TurnRequest<'a>,
     base_url: &str,
     tool_choice: Option<ToolChoice>,
     effort: Option<Effort>,
-    out: &mut Vec<u8>,
+    out: &mut impl BodySink<'a>,
 ) {
     let mut head = json!({
         "model": request.model,
@@ -125,19 +126,22 @@ fn write_body(
         .map(|e| e.wire(chat_json))
         .filter(|w| !w.is_empty())
         .collect();
-    let size = head.len() + wire.iter().map(|w| w.len() + 1).sum::<usize>();
-    out.reserve(size + request.system.len() + 64);
-    out.extend_from_slice(&head.as_bytes()[..head.len() - 1]); // all but the closing brace
-    out.extend_from_slice(b",\"messages\":[");
-    let system = (!request.system.is_empty())
-        .then(|| json!({"role": "system", "content": request.system}).to_string());
-    for (i, part) in system.iter().map(String::as_str).chain(wire).enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        out.extend_from_slice(part.as_bytes());
+    out.own(&head.as_bytes()[..head.len() - 1]); // all but the closing brace
+    out.own(b",\"messages\":[");
+    if !request.system.is_empty() {
+        out.own(
+            json!({"role": "system", "content": request.system})
+                .to_string()
+                .as_bytes(),
+        );
     }
-    out.extend_from_slice(b"]}");
+    for (i, part) in wire.into_iter().enumerate() {
+        if i > 0 || !request.system.is_empty() {
+            out.own(b",");
+        }
+        out.history(part.as_bytes());
+    }
+    out.own(b"]}");
 }
 
 /// One history message as the comma-separated chat messages it becomes.
