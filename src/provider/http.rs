@@ -631,7 +631,10 @@ mod tests {
                 if n == 0 {
                     break;
                 }
-                assert!(n == size || out.len() + n == whole.len(), "short read of {n}");
+                assert!(
+                    n == size || out.len() + n == whole.len(),
+                    "short read of {n}"
+                );
                 out.extend_from_slice(&buf[..n]);
             }
             assert_eq!(out, whole, "buffer of {size}");
