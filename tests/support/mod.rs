@@ -214,7 +214,10 @@ impl TestEnv {
         {
             use std::io::Write;
             let mut stdin = r.stdin.take().unwrap();
-            stdin.write_all(input.as_bytes()).unwrap();
+            // A binary that exits before reading (a usage error) closes the pipe first.
+            if let Err(e) = stdin.write_all(input.as_bytes()) {
+                assert_eq!(e.kind(), std::io::ErrorKind::BrokenPipe, "{e}");
+            }
         }
         r.wait()
     }
