@@ -290,19 +290,7 @@ fn openai_context_length_exceeded_teaches_the_window_and_is_recovered() {
         );
     }
     // An unknown model, no --context-window: nothing is known until the error.
-    let url = env.server.openai_url();
-    let args = [
-        "run",
-        "--provider",
-        "openai",
-        "--base-url",
-        &url,
-        "-m",
-        "local-model",
-        "--json",
-        "read the files",
-    ];
-    let out = env.run_with_env(&args, &[("OPENAI_API_KEY", OPENAI_KEY)]);
+    let out = env.run_openai("local-model", &["--json", "read the files"]);
     out.assert_code(0).assert_no_secret();
     env.server.assert_invariants();
     let t = out.json();
@@ -359,27 +347,11 @@ fn every_message_is_serialised_once_across_the_run() {
     );
 }
 
-/// A tiny deterministic generator for the kill points (xorshift), seeded per run.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self, below: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % below
-    }
-}
-
 #[test]
 fn a_sigkill_at_any_point_leaves_a_valid_checkpoint() {
     const TURNS: usize = 30;
     const KILLS: u64 = 6;
-    let seed = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64
-        | 1;
-    let mut rng = Rng(seed);
+    let (mut rng, seed) = Rng::from_clock();
     for kill in 0..KILLS {
         let script: Vec<Reply> = (1..=TURNS)
             .map(|k| read_turn(k, &format!("f{k}.txt"), 100))
@@ -392,9 +364,9 @@ fn a_sigkill_at_any_point_leaves_a_valid_checkpoint() {
         let run = env.spawn(&["run", "-q", "-o", out_file.to_str().unwrap(), "read"]);
         // A random request to wait for, then a random amount of busy work: the kill
         // lands anywhere in a turn (streaming, running the tool, writing the file).
-        let at = 1 + rng.next(TURNS as u64 - 2) as usize;
+        let at = 1 + rng.below(TURNS as u64 - 2) as usize;
         env.server.wait_for_requests(at);
-        let spin = rng.next(2_000_000);
+        let spin = rng.below(2_000_000);
         let mut x = 0u64;
         for i in 0..spin {
             x = std::hint::black_box(x.wrapping_add(i));

@@ -77,17 +77,6 @@ pub fn read_checkpoint(out: &Path) -> Value {
     t
 }
 
-/// A tiny deterministic generator for the kill points (xorshift), seeded per run.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self, below: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % below
-    }
-}
-
 /// SIGKILL at random points of a 12-turn session, 24 times: every time `-o` is valid
 /// JSON, the journal's whole lines parse, `agent summary` reads the run with as many
 /// turns as were checkpointed (at least every turn whose next request the mock got, at
@@ -96,12 +85,7 @@ impl Rng {
 fn a_sigkill_at_random_points_leaves_a_checkpoint_that_summary_and_resume_read() {
     const TURNS: usize = 12;
     const KILLS: usize = 24;
-    let seed = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64
-        | 1;
-    let mut rng = Rng(seed);
+    let (mut rng, seed) = Rng::from_clock();
     let mut recovered = Vec::new();
     for kill in 0..KILLS {
         let mut script: Vec<Reply> = (1..=TURNS)
@@ -118,9 +102,9 @@ fn a_sigkill_at_random_points_leaves_a_checkpoint_that_summary_and_resume_read()
         let run = env.spawn(&["run", "-q", "-o", s(&out_file), "read"]);
         // Wait for a random request, then spin a random while: the kill lands anywhere
         // in a turn (streaming, running the tool, appending to the journal).
-        let at = 1 + rng.next(TURNS as u64 - 1) as usize;
+        let at = 1 + rng.below(TURNS as u64 - 1) as usize;
         env.server.wait_for_requests(at);
-        let spin = rng.next(3_000_000);
+        let spin = rng.below(3_000_000);
         let mut x = 0u64;
         for i in 0..spin {
             x = std::hint::black_box(x.wrapping_add(i));

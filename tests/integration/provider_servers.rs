@@ -16,20 +16,10 @@ fn retry_lines(stderr: &str) -> Vec<&str> {
 
 /// `agent run --provider openai` at the mock with `extra` flags.
 fn run_openai(env: &TestEnv, extra: &[&str]) -> RunOutput {
-    let base = env.server.openai_url();
-    let mut args = vec![
-        "run",
-        "--json",
-        "--provider",
-        "openai",
-        "-m",
-        "m",
-        "--base-url",
-    ];
-    args.push(&base);
+    let mut args = vec!["--json"];
     args.extend_from_slice(extra);
     args.push("hi");
-    env.run(&args)
+    env.run_openai("m", &args)
 }
 
 #[test]

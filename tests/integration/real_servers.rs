@@ -17,19 +17,7 @@ fn env_replaying(recordings: &[&str]) -> TestEnv {
 
 /// `agent run --provider openai` at the mock, with a key, to completion.
 fn run_openai(env: &TestEnv) -> RunOutput {
-    let url = env.server.openai_url();
-    let args = [
-        "run",
-        "--provider",
-        "openai",
-        "--base-url",
-        &url,
-        "-m",
-        "smollm2",
-        "--json",
-        "read notes.txt and summarise it",
-    ];
-    env.run_with_env(&args, &[("OPENAI_API_KEY", OPENAI_KEY)])
+    env.run_openai("smollm2", &["--json", "read notes.txt and summarise it"])
 }
 
 /// The one decoded call: `ReadFile` of notes.txt with the server's id, run successfully,

@@ -442,22 +442,9 @@ fn a_servers_reasoning_is_left_out_when_its_transcript_goes_on_with_anthropic() 
         Reply::turn(Turn::new().text("still alpha")),
     ]);
     env.write("notes.txt", "alpha\n");
-    let url = env.server.openai_url();
     let first = env.out("first.json");
-    let args = [
-        "run",
-        "--provider",
-        "openai",
-        "--base-url",
-        &url,
-        "-m",
-        "deepseek-reasoner",
-        "-o",
-        first.to_str().unwrap(),
-        "what does notes.txt say?",
-    ];
-    env.run_with_env(&args, &[("OPENAI_API_KEY", OPENAI_KEY)])
-        .assert_code(0);
+    let args = ["-o", first.to_str().unwrap(), "what does notes.txt say?"];
+    env.run_openai("deepseek-reasoner", &args).assert_code(0);
     let kept = std::fs::read_to_string(&first).unwrap();
     assert!(kept.contains("Read it first.") && kept.contains("It says alpha."));
     let args = [

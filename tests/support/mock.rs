@@ -972,12 +972,26 @@ pub fn sse_text_for(wire: Wire, frames: &[String], opts: SseOpts) -> String {
     text
 }
 
-/// Deterministic xorshift64: chunk sizes that differ from run to run of a test but not
-/// between runs.
-struct Rng(u64);
+/// Deterministic xorshift64: chunk sizes, kill points. Same seed, same numbers, so a
+/// failure's seed (tests print it) replays it.
+pub struct Rng(u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub fn new(seed: u64) -> Self {
+        Rng(seed | 1) // xorshift never leaves 0
+    }
+
+    /// Seeded from the clock: different points each run, the seed printed on failure.
+    pub fn from_clock() -> (Self, u64) {
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as u64
+            | 1;
+        (Rng(seed), seed)
+    }
+
+    pub fn next(&mut self) -> u64 {
         let mut x = self.0;
         x ^= x << 13;
         x ^= x >> 7;
@@ -985,11 +999,16 @@ impl Rng {
         self.0 = x;
         x
     }
+
+    /// A number in `0..bound`.
+    pub fn below(&mut self, bound: u64) -> u64 {
+        self.next() % bound
+    }
 }
 
 /// The chunk sizes the body of `len` bytes is cut into.
 pub fn chunk_sizes(len: usize, opts: SseOpts) -> Vec<usize> {
-    let mut rng = Rng(opts.seed | 1);
+    let mut rng = Rng::new(opts.seed);
     let mut sizes = Vec::new();
     let mut left = len;
     while left > 0 {

@@ -46,7 +46,7 @@ pub mod invariants;
 pub mod mock;
 pub mod sse;
 
-pub use mock::{Fault, MockServer, Recorded, Reply, SseOpts, ToolResultSeen, Wire};
+pub use mock::{Fault, MockServer, Recorded, Reply, Rng, SseOpts, ToolResultSeen, Wire};
 pub use sse::{Turn, turn_max_tokens_cut_tool, turn_raw_tool, turn_text, turn_tools};
 
 use serde_json::Value;
@@ -204,6 +204,23 @@ impl TestEnv {
         let mut c = self.command(args);
         c.envs(vars.iter().copied());
         Running::start(c, false).wait()
+    }
+
+    /// `agent run --provider openai` at the mock's chat endpoint with `model` and the test
+    /// key, then `args` (flags and the prompt).
+    pub fn run_openai(&self, model: &str, args: &[&str]) -> RunOutput {
+        let url = self.server.openai_url();
+        let mut all = vec![
+            "run",
+            "--provider",
+            "openai",
+            "--base-url",
+            &url,
+            "-m",
+            model,
+        ];
+        all.extend_from_slice(args);
+        self.run_with_env(&all, &[("OPENAI_API_KEY", OPENAI_KEY)])
     }
 
     /// Runs the binary with `input` on stdin (then closed).
