@@ -112,6 +112,23 @@ fn supervisors() -> MutexGuard<'static, Vec<libc::pid_t>> {
     SUPERVISORS.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Waits for a supervisor that said it is leaving (nothing was left below it, so it
+/// exits at once) and takes it off the list, both under `SPAWNING`, so that no other
+/// reaping races it and the list never holds a pid that was reaped.
+#[cfg(target_os = "linux")]
+pub(super) fn reap_supervisor(pid: libc::pid_t) {
+    let _spawning = SPAWNING.lock().unwrap_or_else(|e| e.into_inner());
+    let mut sups = supervisors();
+    if let Some(i) = sups.iter().position(|&p| p == pid) {
+        sups.swap_remove(i);
+        let mut status = 0;
+        // SAFETY: waitpid on our own child, which is exiting, with a valid status pointer.
+        while unsafe { libc::waitpid(pid, &mut status, 0) } == -1
+            && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted
+        {}
+    }
+}
+
 /// Records a command's supervisor; call with `SPAWNING` held.
 #[cfg(target_os = "linux")]
 pub(super) fn add_supervisor(pid: libc::pid_t) {

@@ -311,6 +311,9 @@ struct Started<'r> {
     group: groups::GroupGuard<'r>,
     #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     report: io::PipeReader,
+    /// The process `std` started: the supervisor on Linux.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    waited: libc::pid_t,
 }
 
 impl Started<'_> {
@@ -329,7 +332,13 @@ impl Started<'_> {
         #[cfg(target_os = "linux")]
         {
             let _ = child;
-            wait_for_report(&mut self.report, timeout)
+            let report = wait_for_report(&mut self.report, timeout)?;
+            Ok(report.map(|(status, leaving)| {
+                if leaving {
+                    groups::reap_supervisor(self.waited);
+                }
+                status
+            }))
         }
         #[cfg(not(target_os = "linux"))]
         match timeout {
@@ -340,13 +349,14 @@ impl Started<'_> {
 }
 
 /// Reads the command's raw wait status from its supervisor's pipe, waiting at most
-/// `timeout`. End of file without one means the supervisor was killed (the command
-/// dies with it, by its parent-death signal): that is reported as SIGKILL.
+/// `timeout`, and whether the supervisor is leaving. End of file without one means the
+/// supervisor was killed (the command dies with it, by its parent-death signal): that
+/// is reported as SIGKILL.
 #[cfg(target_os = "linux")]
 fn wait_for_report(
     report: &mut io::PipeReader,
     timeout: Option<Duration>,
-) -> io::Result<Option<ExitStatus>> {
+) -> io::Result<Option<(ExitStatus, bool)>> {
     let deadline = timeout.map(|t| Instant::now() + t);
     loop {
         let ms = match deadline {
@@ -378,9 +388,16 @@ fn wait_for_report(
     }
     let mut raw = [0u8; supervisor::STATUS_BYTES];
     match report.read_exact(&mut raw) {
-        Ok(()) => Ok(Some(ExitStatus::from_raw(libc::c_int::from_ne_bytes(raw)))),
+        Ok(()) => {
+            let (code, flag) = raw.split_at(supervisor::STATUS_BYTES - 1);
+            let code = libc::c_int::from_ne_bytes(code.try_into().expect("a c_int's bytes"));
+            Ok(Some((
+                ExitStatus::from_raw(code),
+                flag[0] == supervisor::LEAVING,
+            )))
+        }
         Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
-            Ok(Some(ExitStatus::from_raw(libc::SIGKILL)))
+            Ok(Some((ExitStatus::from_raw(libc::SIGKILL), false)))
         }
         Err(e) => Err(e),
     }
@@ -428,6 +445,7 @@ fn start<'r>(
         Started {
             group,
             report: report_r,
+            waited,
         },
     ))
 }

@@ -7,9 +7,10 @@
 //! behind as the supervisor: a subreaper (`PR_SET_CHILD_SUBREAPER`), so every process the
 //! command starts stays below it, even one that called `setsid` or double-forked, and
 //! told of the agent's death by the kernel (`PR_SET_PDEATHSIG`). On the runner's report
-//! pipe it writes the command's pid, then, when the command ends, its raw wait status.
-//! It stays while anything is left below it (a daemon the command started), reaping, and
-//! exits once nothing is. When the agent dies, or sends `SWEEP_NOW` at the end of the
+//! pipe it writes the command's pid, then, when the command ends, its raw wait status
+//! and whether it is leaving. It stays while anything is left below it (a daemon the
+//! command started), reaping, and exits once nothing is; when nothing was left, the
+//! runner reaps it at once, so no zombie waits for the next reaping. When the agent dies, or sends `SWEEP_NOW` at the end of the
 //! run, it kills the command's group and then, round by round, every process still
 //! below it, until nothing is left.
 //!
@@ -23,9 +24,17 @@ use std::os::fd::RawFd;
 /// A pre-exec hook (the sandbox) applied to the command only, not to the supervisor.
 pub(super) type Hook<'a> = Option<&'a (dyn Fn() -> io::Result<()> + Send + Sync)>;
 
-/// Bytes of the command's pid, then of its raw wait status, on the report pipe.
+/// Bytes of the command's pid, then of its raw wait status and one byte, `LEAVING` or
+/// `STAYING`, on the report pipe.
 pub(super) const PID_BYTES: usize = std::mem::size_of::<libc::pid_t>();
-pub(super) const STATUS_BYTES: usize = std::mem::size_of::<libc::c_int>();
+pub(super) const STATUS_BYTES: usize = std::mem::size_of::<libc::c_int>() + 1;
+
+/// After the status: the supervisor is exiting now (nothing was left below it), so the
+/// runner may wait for it; it is not left a zombie until some later reaping.
+pub(super) const LEAVING: u8 = 1;
+/// After the status: something the command started lives on; the supervisor stays.
+#[cfg(target_os = "linux")]
+const STAYING: u8 = 0;
 
 /// Sent by the agent when its run ends: kill everything below, now.
 pub(super) const SWEEP_NOW: libc::c_int = libc::SIGTERM;
@@ -65,7 +74,11 @@ fn run_hook(hook: Hook) -> io::Result<()> {
 
 /// Writes `n` to the report pipe; a failure only means the runner is gone.
 fn write_int(fd: RawFd, n: libc::c_int) {
-    let bytes = n.to_ne_bytes();
+    write_bytes(fd, &n.to_ne_bytes());
+}
+
+/// One write of at most a few bytes (under PIPE_BUF, so the reader sees them whole).
+fn write_bytes(fd: RawFd, bytes: &[u8]) {
     let mut done = 0;
     while done < bytes.len() {
         // SAFETY: writing from a live stack buffer within its bounds.
@@ -161,19 +174,28 @@ fn supervise(parent: libc::pid_t, command: libc::pid_t, report: RawFd) -> ! {
         libc::sigaddset(&mut wake, SWEEP_NOW);
         let mut reported = false;
         loop {
-            // Reap every child that ended: the command, and orphans adopted from it.
+            // Reap every child that ended: the command, and orphans adopted from it. The
+            // command's status waits for the end of the round, which tells whether this
+            // process is about to leave.
+            let mut ended = None;
             loop {
                 let mut status = 0;
                 let pid = libc::waitpid(-1, &mut status, libc::WNOHANG);
                 if pid == command {
-                    report_status(report, status, &mut reported);
+                    ended = Some(status);
                 } else if pid == 0 {
+                    if let Some(status) = ended {
+                        report_status(report, status, STAYING, &mut reported);
+                    }
                     break;
                 } else if pid < 0 {
                     if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
                         continue;
                     }
                     // Nothing left below: the command and all it started have ended.
+                    if let Some(status) = ended {
+                        report_status(report, status, LEAVING, &mut reported);
+                    }
                     libc::_exit(0);
                 }
             }
@@ -215,9 +237,13 @@ fn close_from(from: libc::c_int, to: libc::c_int) {
 
 /// Hands the command's wait status to the runner, once, and closes the pipe.
 #[cfg(target_os = "linux")]
-fn report_status(report: RawFd, status: libc::c_int, reported: &mut bool) {
+fn report_status(report: RawFd, status: libc::c_int, leaving: u8, reported: &mut bool) {
     if !*reported {
-        write_int(report, status);
+        let mut bytes = [0u8; STATUS_BYTES];
+        let (code, flag) = bytes.split_at_mut(STATUS_BYTES - 1);
+        code.copy_from_slice(&status.to_ne_bytes());
+        flag[0] = leaving;
+        write_bytes(report, &bytes);
         // SAFETY: our own descriptor, closed once.
         unsafe { libc::close(report) };
         *reported = true;
@@ -249,7 +275,8 @@ fn sweep(command: libc::pid_t, report: RawFd, mut reported: bool) -> ! {
             let mut status = 0;
             let pid = libc::waitpid(-1, &mut status, flags);
             if pid == command {
-                report_status(report, status, &mut reported);
+                // The agent is gone or ending the run: whoever reaps this, not the runner.
+                report_status(report, status, STAYING, &mut reported);
             }
             if pid == -1 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
                 continue;
