@@ -49,6 +49,21 @@ fn wait_for(dir: &Path, pids: &[(&str, &'static str)]) -> Vec<(i32, &'static str
         .collect()
 }
 
+/// The control: every one of `pids` is seen running (polled: one caught inside its
+/// `exec` has, for that instant, no command line to read).
+fn assert_all_run(pids: &[(i32, &'static str)]) {
+    let started = Instant::now();
+    for &(pid, arg) in pids {
+        while !running(pid, arg) {
+            assert!(
+                started.elapsed() < START_GUARD,
+                "sleep {arg} ({pid}) never ran"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
 /// Still running `sleep ARG` (not a zombie, not a reused pid).
 fn running(pid: i32, arg: &str) -> bool {
     let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
@@ -106,9 +121,7 @@ fn a_sigkilled_agent_takes_its_running_commands_whole_tree_with_it() {
     let agent = env.spawn(&["run", "--allow-bash", "start a tree"]);
     let strays = Strays(wait_for_pids(&env.ws()));
     // Control: all three are up while the agent lives.
-    for &(pid, arg) in &strays.0 {
-        assert!(running(pid, arg), "sleep {arg} ({pid}) never ran");
-    }
+    assert_all_run(&strays.0);
     agent.signal(libc::SIGKILL);
     let killed = agent.wait();
     assert_eq!(killed.status.code(), None, "killed by the signal");
@@ -131,9 +144,7 @@ fn a_sigkilled_batch_takes_its_tasks_commands_with_it() {
     let batch = env.spawn_command(c);
     // The task runs in its own copy of the workspace.
     let strays = Strays(wait_for_pids(&dir.join("workspaces/tree")));
-    for &(pid, arg) in &strays.0 {
-        assert!(running(pid, arg), "sleep {arg} ({pid}) never ran");
-    }
+    assert_all_run(&strays.0);
     batch.signal(libc::SIGKILL);
     let killed = batch.wait();
     assert_eq!(killed.status.code(), None, "killed by the signal");
@@ -159,8 +170,7 @@ fn a_daemon_left_by_a_finished_command_dies_with_the_agent() {
     // The second request carries the command's result: the command has returned.
     env.server.wait_for_requests(2);
     let strays = Strays(wait_for(&env.ws(), &[("daemon.pid", "1004")]));
-    let (pid, arg) = strays.0[0];
-    assert!(running(pid, arg), "the daemon ({pid}) is not running");
+    assert_all_run(&strays.0);
     agent.signal(libc::SIGKILL);
     let killed = agent.wait();
     assert_eq!(killed.status.code(), None, "killed by the signal");
