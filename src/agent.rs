@@ -509,7 +509,7 @@ impl Agent<'_> {
                     lock(self.record)
                         .answer_parts
                         .push(message_text(&turn.message));
-                    if history.last().is_some_and(says_nothing) {
+                    if history.last().as_ref().is_some_and(says_nothing) {
                         history.pop();
                     }
                     self.enter(
@@ -593,17 +593,18 @@ impl Agent<'_> {
     fn tell(&self, history: &mut History, msg: Message) {
         // The API refuses a non-final assistant message with nothing to say (empty, or
         // thinking only): it stays in the transcript, not in the requests.
-        if history.last().is_some_and(says_nothing) {
+        if history.last().as_ref().is_some_and(says_nothing) {
             history.pop();
         }
         let mut r = lock(self.record);
-        let user_last = |m: Option<&Message>| m.is_some_and(|m| m.role == Role::User);
+        let user_last =
+            |m: Option<&std::sync::Arc<Entry>>| m.is_some_and(|e| e.role() == Role::User);
         // After tool results (an accepted answer), the text joins that user message:
         // roles must alternate. The request's copy may have had old results cleared, so
         // each copy is extended on its own.
-        if user_last(history.last()) && user_last(r.messages.last().map(|e| e.message())) {
+        if user_last(history.entries().last()) && user_last(r.messages.last()) {
             let extended = |e: &std::sync::Arc<Entry>| {
-                let mut m = e.message().clone();
+                let mut m = e.message();
                 m.content.extend(msg.content.iter().cloned());
                 Entry::new(m)
             };

@@ -37,17 +37,40 @@ const CACHEABLE_BLOCKS: &[&str] = &["text", "tool_result", "tool_use"];
 /// What the newest message's last block gets: the prompt-cache breakpoint.
 const BREAKPOINT: &str = ",\"cache_control\":{\"type\":\"ephemeral\"}";
 
-/// One message of the conversation with its JSON.
+/// One message of the conversation, held as its JSON only: the parsed `Message` is
+/// made again on demand ([`Entry::message`]), which happens for the newest message once
+/// a turn, for old results only when a clearing happens, and once per entry for the
+/// OpenAI form. Holding both doubled the history's memory.
 #[derive(Debug)]
 pub struct Entry {
-    message: Message,
+    role: Role,
     /// Compact JSON in the Anthropic wire form, which is also the transcript's form.
     json: Box<RawValue>,
-    /// The transcript's form when it differs: redaction changed it (a tool printed a
-    /// secret), or it holds thinking the API must not get (see [`api_form`]).
+    /// The whole message when the API form leaves part of it out (unsigned thinking,
+    /// see [`api_form`]; rare): what [`Entry::message`] and the transcript read.
+    record: Option<Box<RawValue>>,
+    /// The transcript's form when redaction changed it (a tool printed a secret).
     redacted: Option<Box<RawValue>>,
+    /// Whether the last block may carry the prompt-cache breakpoint, decided once here
+    /// so a request need not parse the message.
+    last_block_cacheable: bool,
+    /// (block, content bytes) of each tool result in a user message: what clearing
+    /// looks at, without parsing.
+    results: Box<[(usize, usize)]>,
     /// A provider's own wire form (the OpenAI chat messages), made once on first use.
     wire: OnceLock<Box<str>>,
+}
+
+/// Messages parsed back from an entry's JSON by this thread (unit tests: parsing on
+/// demand must stay O(1) per turn, not grow with the history).
+#[cfg(test)]
+pub(crate) fn parses_here() -> u64 {
+    PARSED_HERE.with(|c| c.get())
+}
+
+#[cfg(test)]
+thread_local! {
+    static PARSED_HERE: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
 impl Entry {
@@ -56,20 +79,55 @@ impl Entry {
             Some(api) => (encode(&api), Some(encode(&message))),
             None => (encode(&message), None),
         };
-        let redacted = crate::output::redact(record.as_deref().unwrap_or(&json).get());
-        let redacted = (redacted != json.get())
+        let full = record.as_deref().unwrap_or(&json).get();
+        let redacted = crate::output::redact(full);
+        let redacted = (redacted != full)
             .then(|| RawValue::from_string(redacted).ok())
             .flatten();
+        let last_block_cacheable = message
+            .content
+            .last()
+            .is_some_and(|b| CACHEABLE_BLOCKS.contains(&block_type(b)));
+        let results = match message.role {
+            Role::User => message
+                .content
+                .iter()
+                .enumerate()
+                .filter_map(|(b, block)| match block {
+                    ContentBlock::ToolResult { content, .. } => Some((b, content.len())),
+                    _ => None,
+                })
+                .collect(),
+            Role::Assistant => Box::default(),
+        };
         Arc::new(Entry {
-            message,
+            role: message.role,
             json,
+            record,
             redacted,
+            last_block_cacheable,
+            results,
             wire: OnceLock::new(),
         })
     }
 
-    pub fn message(&self) -> &Message {
-        &self.message
+    /// The message, parsed from the stored JSON (the whole form, unsigned thinking
+    /// included). Our own serialisation of a `Message` parses back to an equal one
+    /// (`float_roundtrip` keeps every float's digits).
+    pub fn message(&self) -> Message {
+        #[cfg(test)]
+        PARSED_HERE.with(|c| c.set(c.get() + 1));
+        let full = self.record.as_deref().unwrap_or(&self.json).get();
+        // Only `encode` made these bytes, from a `Message`: parsing them cannot fail.
+        serde_json::from_str(full).unwrap_or_else(|_| Message {
+            role: Role::User,
+            content: Vec::new(),
+        })
+    }
+
+    /// Who sent the message, without parsing it.
+    pub fn role(&self) -> Role {
+        self.role
     }
 
     /// The message as sent to the Anthropic API.
@@ -79,13 +137,20 @@ impl Entry {
 
     /// The message as the transcript shows it (secrets redacted).
     pub fn transcript_json(&self) -> &str {
-        self.redacted.as_deref().unwrap_or(&self.json).get()
+        self.transcript_raw().get()
+    }
+
+    fn transcript_raw(&self) -> &RawValue {
+        self.redacted
+            .as_deref()
+            .or(self.record.as_deref())
+            .unwrap_or(&self.json)
     }
 
     /// A provider's own encoding of this message, computed on first use and kept.
     pub fn wire(&self, encode: impl FnOnce(&Message) -> String) -> &str {
         self.wire
-            .get_or_init(|| encode(&self.message).into_boxed_str())
+            .get_or_init(|| encode(&self.message()).into_boxed_str())
     }
 }
 
@@ -109,10 +174,7 @@ fn api_form(message: &Message) -> Option<Message> {
 /// Serialised as its transcript JSON, verbatim.
 impl Serialize for Entry {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.redacted
-            .as_deref()
-            .unwrap_or(&self.json)
-            .serialize(serializer)
+        self.transcript_raw().serialize(serializer)
     }
 }
 
@@ -148,11 +210,7 @@ pub fn write_messages<'a>(
         }
         let json = e.json();
         let last = i + 1 == entries.len();
-        let cacheable = e
-            .message
-            .content
-            .last()
-            .is_some_and(|b| CACHEABLE_BLOCKS.contains(&block_type(b)));
+        let cacheable = e.last_block_cacheable;
         // `{"role":…,"content":[…,{…}]}`: the last block's object closes right before
         // the closing `]}`.
         match json.strip_suffix("}]}") {
@@ -211,7 +269,8 @@ impl History {
         &self.sent
     }
 
-    pub fn last(&self) -> Option<&Message> {
+    /// The newest message, parsed (once a turn; see [`Entry::message`]).
+    pub fn last(&self) -> Option<Message> {
         self.sent.last().map(|e| e.message())
     }
 
@@ -228,27 +287,18 @@ impl History {
             .sent
             .iter()
             .enumerate()
-            .filter(|(_, e)| {
-                e.message.role == Role::User
-                    && e.message
-                        .content
-                        .iter()
-                        .any(|b| matches!(b, ContentBlock::ToolResult { .. }))
-            })
+            .filter(|(_, e)| !e.results.is_empty())
             .map(|(i, _)| i)
             .collect();
         let old = result_messages.len().saturating_sub(KEEP_RECENT_TURNS);
         let mut slots = Vec::new();
         for &m in &result_messages[..old] {
-            for (b, block) in self.sent[m].message.content.iter().enumerate() {
-                if let ContentBlock::ToolResult { content, .. } = block
-                    && content.len() >= MIN_CLEARABLE_BYTES
-                    && !self.cleared.contains(&(m, b))
-                {
+            for &(b, bytes) in &self.sent[m].results {
+                if bytes >= MIN_CLEARABLE_BYTES && !self.cleared.contains(&(m, b)) {
                     slots.push(ResultSlot {
                         message: m,
                         block: b,
-                        bytes: content.len(),
+                        bytes,
                     });
                 }
             }
@@ -263,7 +313,7 @@ impl History {
         let mut i = 0;
         while i < plan.slots.len() {
             let m = plan.slots[i].message;
-            let mut message = self.sent[m].message.clone();
+            let mut message = self.sent[m].message();
             while i < plan.slots.len() && plan.slots[i].message == m {
                 let b = plan.slots[i].block;
                 if let Some(ContentBlock::ToolResult { content, .. }) = message.content.get_mut(b)

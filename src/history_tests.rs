@@ -264,3 +264,129 @@ fn thinking_goes_to_the_api_as_received_and_unsigned_thinking_only_to_the_record
     );
     assert_eq!(serde_json::to_value(&*from_server).unwrap(), record);
 }
+
+#[test]
+fn an_entry_holds_only_json_and_parses_back_to_the_same_message() {
+    let input: Value = serde_json::from_str(
+        r#"{"path":"é/🦀\u2028\"q\"","float":0.30000000000000004,"tiny":5e-324,
+            "big":1.7976931348623157e308,"neg":-0.0,"u":18446744073709551615,
+            "i":-9223372036854775808,"exp":1e20,"int_as_float":3.0,"nested":[{"a":null}]}"#,
+    )
+    .unwrap();
+    let messages = [
+        Message::user_text("task: fix \"it\" \\ now é 🦀"),
+        Message {
+            role: Role::Assistant,
+            content: vec![
+                ContentBlock::Thinking {
+                    thinking: "hmm \t\n".into(),
+                    signature: "EqQBCgIYAhIM+/=".into(),
+                },
+                ContentBlock::RedactedThinking {
+                    data: "opaque+/==".into(),
+                },
+                ContentBlock::Text { text: "ok".into() },
+                ContentBlock::ToolUse {
+                    id: "toolu_1".into(),
+                    name: "ReadFile".into(),
+                    input: input.clone(),
+                },
+            ],
+        },
+        Message {
+            role: Role::User,
+            content: vec![
+                ContentBlock::ToolResult {
+                    tool_use_id: "toolu_1".into(),
+                    content: "line\n\u{0}\u{1f}".into(),
+                    is_error: true,
+                },
+                ContentBlock::ToolResult {
+                    tool_use_id: "toolu_2".into(),
+                    content: String::new(),
+                    is_error: false,
+                },
+            ],
+        },
+        // Unsigned thinking (a server's reasoning): not in the API form, still in the
+        // message parsed back.
+        Message {
+            role: Role::Assistant,
+            content: vec![
+                ContentBlock::Thinking {
+                    thinking: "a server's reasoning".into(),
+                    signature: String::new(),
+                },
+                ContentBlock::Text { text: "ok".into() },
+            ],
+        },
+    ];
+    for m in messages {
+        let e = Entry::new(m.clone());
+        assert_eq!(e.message(), m);
+    }
+    // Each number kept its type and every digit.
+    let ContentBlock::ToolUse { input: back, .. } = &Entry::new(call("x")).message().content[1]
+    else {
+        panic!("tool_use expected")
+    };
+    assert_eq!(back, &json!({"path": "x"}));
+    let e = Entry::new(Message {
+        role: Role::Assistant,
+        content: vec![ContentBlock::ToolUse {
+            id: "t".into(),
+            name: "n".into(),
+            input: input.clone(),
+        }],
+    });
+    let ContentBlock::ToolUse { input: back, .. } = &e.message().content[0] else {
+        panic!("tool_use expected")
+    };
+    assert_eq!(back["float"].as_f64(), Some(0.30000000000000004));
+    assert_eq!(back["tiny"].as_f64(), Some(5e-324));
+    assert_eq!(back["u"].as_u64(), Some(u64::MAX));
+    assert_eq!(back["i"].as_i64(), Some(i64::MIN));
+    assert!(back["int_as_float"].is_f64());
+    assert_eq!(back.to_string(), input.to_string());
+}
+
+#[test]
+fn the_cache_breakpoint_needs_no_parse() {
+    let before = parses_here();
+    let (_, h) = session(3, 10);
+    let with = sent(&h, true);
+    assert_eq!(
+        with[6]["content"][0]["cache_control"],
+        json!({"type": "ephemeral"})
+    );
+    let mut h = History::new();
+    h.push(Entry::new(Message {
+        role: Role::Assistant,
+        content: vec![ContentBlock::RedactedThinking { data: "x".into() }],
+    }));
+    assert!(!sent(&h, true).to_string().contains("cache_control"));
+    assert_eq!(parses_here() - before, 0);
+}
+
+#[test]
+fn parsing_on_demand_grows_with_the_turns_not_their_square() {
+    // The loop's use over N turns: the newest message each turn, requests from the
+    // stored bytes, a clearing check when over the threshold (every turn here).
+    let parses = |n: usize| {
+        let before = parses_here();
+        let mut h = History::new();
+        h.push(Entry::new(Message::user_text("task")));
+        for i in 0..n {
+            let id = format!("t{i}");
+            h.push(Entry::new(call(&id)));
+            assert!(h.last().is_some());
+            let mut body = Vec::new();
+            write_messages(h.entries(), true, &mut body);
+            h.push(Entry::new(result(&id, 10)));
+            assert!(h.clearable().is_empty(), "results too small to clear");
+        }
+        parses_here() - before
+    };
+    assert_eq!(parses(10), 10);
+    assert_eq!(parses(40), 40, "one parse a turn");
+}

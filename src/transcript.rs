@@ -303,9 +303,8 @@ impl RunRecord {
             .messages
             .iter()
             .rev()
-            .map(|e| e.message())
-            .find(|m| m.role == Role::Assistant)
-            .map(message_text)
+            .find(|e| e.role() == Role::Assistant)
+            .map(|e| message_text(&e.message()))
             .unwrap_or_default();
         self.answer_parts.concat() + &last
     }
