@@ -26,7 +26,7 @@ use crate::turn::Turn;
 /// and one arm here.
 pub(crate) fn wire(kind: ProviderKind) -> Box<dyn http::Wire> {
     match kind {
-        ProviderKind::Anthropic => Box::new(anthropic::AnthropicWire),
+        ProviderKind::Anthropic => Box::new(anthropic::AnthropicWire::default()),
         ProviderKind::Openai => Box::new(openai::OpenAiWire),
     }
 }
