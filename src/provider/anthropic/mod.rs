@@ -447,7 +447,7 @@ mod tests {
         let made = || HEADS_MADE.with(|n| n.get());
         let before = made();
         for turn in 0..5 {
-            messages.push(Entry::new(Message::user_text(&format!("turn {turn}"))));
+            messages.push(Entry::new(Message::user_text(format!("turn {turn}"))));
             sent("claude-sonnet-4-5", &messages);
         }
         // 5 turns: one head by the wire, and one for each comparison body.
