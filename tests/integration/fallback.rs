@@ -43,6 +43,21 @@ fn close(a: &Value, b: f64) -> bool {
     a.as_f64().is_some_and(|a| (a - b).abs() < 1e-12)
 }
 
+/// `agent run --json -m PRIMARY --fallback-model FALLBACK --max-retries N PROMPT`.
+fn run_with_fallback(env: &TestEnv, retries: &str, prompt: &str) -> RunOutput {
+    env.run(&[
+        "run",
+        "--json",
+        "-m",
+        PRIMARY,
+        "--fallback-model",
+        FALLBACK,
+        "--max-retries",
+        retries,
+        prompt,
+    ])
+}
+
 #[test]
 fn after_the_retries_for_529_the_fallback_answers_the_rest_of_the_run() {
     let env = TestEnv::new(vec![
@@ -66,17 +81,7 @@ fn after_the_retries_for_529_the_fallback_answers_the_rest_of_the_run() {
         Reply::turn(Turn::new().text("done").model(FALLBACK)),
     ]);
     env.write("a.txt", "alpha\n");
-    let out = env.run(&[
-        "run",
-        "--json",
-        "-m",
-        PRIMARY,
-        "--fallback-model",
-        FALLBACK,
-        "--max-retries",
-        "2",
-        "read a.txt",
-    ]);
+    let out = run_with_fallback(&env, "2", "read a.txt");
     out.assert_code(0).assert_no_secret();
     assert_eq!(models_asked(&env), asked(4, 2));
     let reqs = env.server.requests();
@@ -238,17 +243,7 @@ fn an_overloaded_fallback_is_an_error_naming_both_models() {
         overloaded(),
         Reply::turn(Turn::new().text("never asked")),
     ]);
-    let out = env.run(&[
-        "run",
-        "--json",
-        "-m",
-        PRIMARY,
-        "--fallback-model",
-        FALLBACK,
-        "--max-retries",
-        "1",
-        "hi",
-    ]);
+    let out = run_with_fallback(&env, "1", "hi");
     out.assert_code(1).assert_no_secret();
     assert_eq!(
         models_asked(&env),
@@ -290,17 +285,7 @@ fn a_failure_other_than_an_overload_never_goes_to_the_fallback() {
     for (what, mut script, tries) in cases {
         script.push(Reply::turn(Turn::new().text("never asked")));
         let env = TestEnv::new(script);
-        let out = env.run(&[
-            "run",
-            "--json",
-            "-m",
-            PRIMARY,
-            "--fallback-model",
-            FALLBACK,
-            "--max-retries",
-            "1",
-            "hi",
-        ]);
+        let out = run_with_fallback(&env, "1", "hi");
         out.assert_code(1).assert_no_secret();
         assert_eq!(models_asked(&env), asked(tries, 0), "{what}");
         let t = out.json();

@@ -75,6 +75,15 @@ fn running(pid: i32, arg: &str) -> bool {
     String::from_utf8_lossy(&cmd).contains(arg) && !zombie
 }
 
+/// SIGKILLs `running` (the agent or the batch) and checks that none of `strays` lives on.
+fn kill_and_expect_none_left(running: Running, strays: &Strays, who: &str) {
+    running.signal(libc::SIGKILL);
+    let killed = running.wait();
+    assert_eq!(killed.status.code(), None, "killed by the signal");
+    let left = survivors(&strays.0);
+    assert!(left.is_empty(), "outlived the {who}: {left:?}");
+}
+
 /// Kills what the test started if it fails before they are gone (a stray `sleep`
 /// would otherwise outlive the test suite).
 struct Strays(Vec<(i32, &'static str)>);
@@ -122,11 +131,7 @@ fn a_sigkilled_agent_takes_its_running_commands_whole_tree_with_it() {
     let strays = Strays(wait_for_pids(&env.ws()));
     // Control: all three are up while the agent lives.
     assert_all_run(&strays.0);
-    agent.signal(libc::SIGKILL);
-    let killed = agent.wait();
-    assert_eq!(killed.status.code(), None, "killed by the signal");
-    let left = survivors(&strays.0);
-    assert!(left.is_empty(), "outlived the agent: {left:?}");
+    kill_and_expect_none_left(agent, &strays, "agent");
 }
 
 #[test]
@@ -145,11 +150,7 @@ fn a_sigkilled_batch_takes_its_tasks_commands_with_it() {
     // The task runs in its own copy of the workspace.
     let strays = Strays(wait_for_pids(&dir.join("workspaces/tree")));
     assert_all_run(&strays.0);
-    batch.signal(libc::SIGKILL);
-    let killed = batch.wait();
-    assert_eq!(killed.status.code(), None, "killed by the signal");
-    let left = survivors(&strays.0);
-    assert!(left.is_empty(), "outlived the batch: {left:?}");
+    kill_and_expect_none_left(batch, &strays, "batch");
 }
 
 /// The command returns once the daemon (double fork, new session) is up; the agent is
@@ -171,9 +172,5 @@ fn a_daemon_left_by_a_finished_command_dies_with_the_agent() {
     env.server.wait_for_requests(2);
     let strays = Strays(wait_for(&env.ws(), &[("daemon.pid", "1004")]));
     assert_all_run(&strays.0);
-    agent.signal(libc::SIGKILL);
-    let killed = agent.wait();
-    assert_eq!(killed.status.code(), None, "killed by the signal");
-    let left = survivors(&strays.0);
-    assert!(left.is_empty(), "outlived the agent: {left:?}");
+    kill_and_expect_none_left(agent, &strays, "agent");
 }
