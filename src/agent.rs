@@ -770,9 +770,10 @@ mod tests {
     use crate::output::Verbosity;
     use crate::protocol::Usage;
     use crate::provider::ProviderError;
+    use crate::tools::ToolResult;
     use crate::tools::gate::OpenGate;
     use crate::tools::registry::ToolSelection;
-    use crate::tools::{Category, ToolError, ToolResult, TypedTool};
+    use crate::tools::test_support::FnTool;
     use serde_json::{Value, json};
     use std::sync::atomic::AtomicU32;
     use std::sync::mpsc;
@@ -822,38 +823,6 @@ mod tests {
             output_schema: None,
             max_schema_retries: 3,
             resume: None,
-        }
-    }
-
-    /// A read-only tool that reports each execution on a channel.
-    struct Probe {
-        runs: AtomicU32,
-        started: StdMutex<mpsc::Sender<u32>>,
-    }
-    impl TypedTool for Probe {
-        type Input = Value;
-        fn name(&self) -> &str {
-            "Probe"
-        }
-        fn description(&self) -> &str {
-            "test probe"
-        }
-        fn input_schema(&self) -> Value {
-            json!({"type": "object"})
-        }
-        fn is_read_only(&self) -> bool {
-            true
-        }
-        fn is_concurrency_safe(&self) -> bool {
-            true
-        }
-        fn category(&self) -> Category {
-            Category::Search
-        }
-        fn execute(&self, _: &ToolContext, _: &Value) -> Result<ToolResult, ToolError> {
-            let n = self.runs.fetch_add(1, Ordering::SeqCst) + 1;
-            let _ = self.started.lock().unwrap().send(n);
-            Ok(ToolResult::ok(format!("run {n}")))
         }
     }
 
@@ -932,12 +901,15 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let cfg = config(dir.path());
         let (tx, rx) = mpsc::channel();
-        let probe = Arc::new(Probe {
-            runs: AtomicU32::new(0),
-            started: StdMutex::new(tx),
-        });
+        // A read-only tool that reports each execution on a channel.
+        let runs = Arc::new(AtomicU32::new(0));
+        let (counted, started) = (runs.clone(), StdMutex::new(tx));
         let mut registry = Registry::builtin(&ToolSelection::default());
-        registry.register(probe.clone());
+        registry.register(FnTool::safe("Probe", move |_: &Value| {
+            let n = counted.fetch_add(1, Ordering::SeqCst) + 1;
+            let _ = started.lock().unwrap().send(n);
+            ToolResult::ok(format!("run {n}"))
+        }));
         let ctx = ToolContext::for_workspace(dir.path().to_path_buf());
         let record = Mutex::new(RunRecord::new("m", dir.path().to_path_buf(), vec![]));
         let agent = Agent {
@@ -957,7 +929,7 @@ mod tests {
             retry_first,
         };
         let outcome = agent.run(&mut provider);
-        let runs = probe.runs.load(Ordering::SeqCst);
+        let runs = runs.load(Ordering::SeqCst);
         (outcome, record.into_inner().unwrap(), runs)
     }
 

@@ -327,7 +327,8 @@ mod tests {
     use super::*;
     use crate::tools::gate::OpenGate;
     use crate::tools::registry::Registry;
-    use crate::tools::{Category, ToolContext, ToolError, ToolResult, TypedTool};
+    use crate::tools::test_support::FnTool;
+    use crate::tools::{Tool, ToolContext, ToolResult};
     use serde_json::{Value, json};
     use std::sync::{Arc, Barrier, Mutex};
     use std::time::Instant;
@@ -353,112 +354,39 @@ mod tests {
 
     /// A safe tool that waits on a barrier: the batch completes only if every call of
     /// it is running at the same time.
-    struct Meet {
-        barrier: Arc<Barrier>,
-        log: Arc<Mutex<Vec<String>>>,
-    }
-    impl TypedTool for Meet {
-        type Input = Value;
-        fn name(&self) -> &str {
-            "Meet"
-        }
-        fn description(&self) -> &str {
-            "test"
-        }
-        fn input_schema(&self) -> Value {
-            json!({"type":"object","properties":{"tag":{"type":"string"}}})
-        }
-        fn is_read_only(&self) -> bool {
-            true
-        }
-        fn is_concurrency_safe(&self) -> bool {
-            true
-        }
-        fn category(&self) -> Category {
-            Category::Search
-        }
-        fn execute(&self, _: &ToolContext, input: &Value) -> Result<ToolResult, ToolError> {
+    fn meet(barrier: Arc<Barrier>, log: Arc<Mutex<Vec<String>>>) -> Arc<dyn Tool> {
+        FnTool::safe("Meet", move |input: &Value| {
             let tag = input["tag"].as_str().unwrap_or("").to_string();
-            self.log.lock().unwrap().push(format!("start {tag}"));
-            self.barrier.wait();
-            self.log.lock().unwrap().push(format!("end {tag}"));
-            Ok(ToolResult::ok(tag))
-        }
+            log.lock().unwrap().push(format!("start {tag}"));
+            barrier.wait();
+            log.lock().unwrap().push(format!("end {tag}"));
+            ToolResult::ok(tag)
+        })
     }
 
     /// An unsafe tool that records when it ran.
-    struct Solo {
-        log: Arc<Mutex<Vec<String>>>,
-    }
-    impl TypedTool for Solo {
-        type Input = Value;
-        fn name(&self) -> &str {
-            "Solo"
-        }
-        fn description(&self) -> &str {
-            "test"
-        }
-        fn input_schema(&self) -> Value {
-            json!({"type":"object","properties":{"tag":{"type":"string"}}})
-        }
-        fn is_read_only(&self) -> bool {
-            false
-        }
-        fn category(&self) -> Category {
-            Category::File
-        }
-        fn execute(&self, _: &ToolContext, input: &Value) -> Result<ToolResult, ToolError> {
+    fn solo(log: Arc<Mutex<Vec<String>>>) -> Arc<dyn Tool> {
+        FnTool::unsafe_("Solo", move |input: &Value| {
             let tag = input["tag"].as_str().unwrap_or("").to_string();
-            self.log.lock().unwrap().push(format!("solo {tag}"));
-            Ok(ToolResult::ok(tag))
-        }
-    }
-
-    /// A safe tool that meets a second call at a barrier and notes the thread it ran on.
-    struct Pair {
-        barrier: Barrier,
-        threads: Mutex<Vec<std::thread::ThreadId>>,
-    }
-    impl TypedTool for Pair {
-        type Input = Value;
-        fn name(&self) -> &str {
-            "Pair"
-        }
-        fn description(&self) -> &str {
-            "test"
-        }
-        fn input_schema(&self) -> Value {
-            json!({"type":"object","properties":{"tag":{"type":"string"}}})
-        }
-        fn is_read_only(&self) -> bool {
-            true
-        }
-        fn is_concurrency_safe(&self) -> bool {
-            true
-        }
-        fn category(&self) -> Category {
-            Category::Search
-        }
-        fn execute(&self, _: &ToolContext, input: &Value) -> Result<ToolResult, ToolError> {
-            self.barrier.wait();
-            self.threads
-                .lock()
-                .unwrap()
-                .push(std::thread::current().id());
-            Ok(ToolResult::ok(input["tag"].as_str().unwrap_or("")))
-        }
+            log.lock().unwrap().push(format!("solo {tag}"));
+            ToolResult::ok(tag)
+        })
     }
 
     /// Two early calls of a turn meet at a barrier (so they run at once, on two workers),
     /// and every later turn's calls run on the same two threads: none is spawned per call.
     #[test]
     fn early_calls_run_at_once_on_workers_kept_between_turns() {
-        let pair = Arc::new(Pair {
-            barrier: Barrier::new(2),
-            threads: Mutex::new(Vec::new()),
-        });
+        // Meets a second call at a barrier and notes the thread it ran on.
+        let barrier = Barrier::new(2);
+        let threads = Arc::new(Mutex::new(Vec::new()));
+        let ran_on = threads.clone();
         let mut reg = Registry::new();
-        reg.register(pair.clone());
+        reg.register(FnTool::safe("Pair", move |input: &Value| {
+            barrier.wait();
+            ran_on.lock().unwrap().push(std::thread::current().id());
+            ToolResult::ok(input["tag"].as_str().unwrap_or(""))
+        }));
         let dir = tempfile::tempdir().unwrap();
         let ctx = ToolContext::for_workspace(dir.path().to_path_buf());
         let d = Dispatcher::new(&reg, &ctx, &OpenGate, Instant::now(), None);
@@ -478,7 +406,7 @@ mod tests {
                     .map(|o| o.result.content)
                     .collect();
                 assert_eq!(out, vec!["a", "b"]);
-                let mut threads = std::mem::take(&mut *pair.threads.lock().unwrap());
+                let mut threads = std::mem::take(&mut *threads.lock().unwrap());
                 threads.sort_by_key(|t| format!("{t:?}"));
                 threads_per_turn.push(threads);
             }
@@ -501,11 +429,8 @@ mod tests {
         let log = Arc::new(Mutex::new(Vec::new()));
         // Two safe batches of 3 and 2: each barrier only opens when its whole batch runs.
         let mut reg = Registry::new();
-        reg.register(Arc::new(Meet {
-            barrier: Arc::new(Barrier::new(3)),
-            log: log.clone(),
-        }));
-        reg.register(Arc::new(Solo { log: log.clone() }));
+        reg.register(meet(Arc::new(Barrier::new(3)), log.clone()));
+        reg.register(solo(log.clone()));
         let dir = tempfile::tempdir().unwrap();
         let ctx = ToolContext::for_workspace(dir.path().to_path_buf());
         let d = Dispatcher::new(&reg, &ctx, &OpenGate, Instant::now(), None);

@@ -327,4 +327,60 @@ pub(crate) mod test_support {
     pub(crate) fn check_input(tool: &dyn Tool, input: &Value) -> Result<(), ToolError> {
         tool.prepare(input).map(|_| ())
     }
+
+    /// A tool for the scheduler's and the loop's tests: a name, whether it is safe
+    /// (read-only and concurrency-safe, a search) or not (a file tool), and what a call
+    /// does with its input.
+    pub(crate) struct FnTool<F> {
+        name: &'static str,
+        safe: bool,
+        run: F,
+    }
+
+    impl<F: Fn(&Value) -> ToolResult + Send + Sync> FnTool<F> {
+        pub(crate) fn safe(name: &'static str, run: F) -> Arc<Self> {
+            Arc::new(FnTool {
+                name,
+                safe: true,
+                run,
+            })
+        }
+
+        pub(crate) fn unsafe_(name: &'static str, run: F) -> Arc<Self> {
+            Arc::new(FnTool {
+                name,
+                safe: false,
+                run,
+            })
+        }
+    }
+
+    impl<F: Fn(&Value) -> ToolResult + Send + Sync> TypedTool for FnTool<F> {
+        type Input = Value;
+        fn name(&self) -> &str {
+            self.name
+        }
+        fn description(&self) -> &str {
+            "test"
+        }
+        fn input_schema(&self) -> Value {
+            serde_json::json!({"type": "object", "properties": {"tag": {"type": "string"}}})
+        }
+        fn is_read_only(&self) -> bool {
+            self.safe
+        }
+        fn is_concurrency_safe(&self) -> bool {
+            self.safe
+        }
+        fn category(&self) -> Category {
+            if self.safe {
+                Category::Search
+            } else {
+                Category::File
+            }
+        }
+        fn execute(&self, _: &ToolContext, input: &Value) -> Result<ToolResult, ToolError> {
+            Ok((self.run)(input))
+        }
+    }
 }
