@@ -336,29 +336,12 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let root = d.path().canonicalize().unwrap();
         let ctx = crate::tools::test_support::ctx(&root);
+        let git = crate::tools::test_support::git;
         assert_eq!(git_diff_stat(&ctx), None, "not a repository");
-        let git = |args: &[&str]| {
-            let ok = std::process::Command::new("git")
-                .args([
-                    "-c",
-                    "user.name=t",
-                    "-c",
-                    "user.email=t@t",
-                    "-c",
-                    "commit.gpgsign=false",
-                ])
-                .args(args)
-                .current_dir(&root)
-                .output()
-                .unwrap()
-                .status
-                .success();
-            assert!(ok, "git {args:?}");
-        };
-        git(&["init", "-q"]);
+        git(&root, &["init", "-q"]);
         write(&root, "f.txt", "one\n");
-        git(&["add", "f.txt"]);
-        git(&["commit", "-q", "-m", "init"]);
+        git(&root, &["add", "f.txt"]);
+        git(&root, &["commit", "-q", "-m", "init"]);
         assert_eq!(git_diff_stat(&ctx).as_deref(), Some(""), "clean tree");
         write(&root, "f.txt", "one\ntwo\n");
         let stat = git_diff_stat(&ctx).unwrap();

@@ -1,6 +1,7 @@
 //! Tests of worktrees, copies and setup commands.
 
 use super::*;
+use crate::tools::test_support::git as setup_git;
 
 fn write(root: &Path, rel: &str, text: &str) {
     let p = root.join(rel);
@@ -40,27 +41,9 @@ fn git_repository_gets_a_worktree_of_head() {
     let d = tempfile::tempdir().unwrap();
     let repo = d.path().join("repo");
     write(&repo, "sub/f.txt", "committed\n");
-    let g = |args: &[&str]| {
-        let ok = Command::new("git")
-            .args([
-                "-c",
-                "user.name=t",
-                "-c",
-                "user.email=t@t",
-                "-c",
-                "commit.gpgsign=false",
-            ])
-            .args(args)
-            .current_dir(&repo)
-            .output()
-            .unwrap()
-            .status
-            .success();
-        assert!(ok, "git {args:?}");
-    };
-    g(&["init", "-q"]);
-    g(&["add", "."]);
-    g(&["commit", "-q", "-m", "init"]);
+    setup_git(&repo, &["init", "-q"]);
+    setup_git(&repo, &["add", "."]);
+    setup_git(&repo, &["commit", "-q", "-m", "init"]);
     write(&repo, "sub/f.txt", "uncommitted\n");
     let out = d.path().join("out");
     std::fs::create_dir_all(&out).unwrap();
@@ -85,16 +68,7 @@ fn git_repo(root: &Path) -> PathBuf {
         &["add", "."],
         &["commit", "-q", "-m", "init"],
     ] {
-        let ok = Command::new("git")
-            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-            .args(["-c", "commit.gpgsign=false"])
-            .args(args)
-            .current_dir(&repo)
-            .output()
-            .unwrap()
-            .status
-            .success();
-        assert!(ok, "git {args:?}");
+        setup_git(&repo, args);
     }
     repo
 }

@@ -323,6 +323,26 @@ pub(crate) mod test_support {
         tool.prepare(input)?.execute(ctx)
     }
 
+    /// Runs git in `dir` with a throwaway identity (and no signing), asserting success.
+    pub(crate) fn git(dir: &std::path::Path, args: &[&str]) {
+        let ok = std::process::Command::new("git")
+            .args([
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "-c",
+                "commit.gpgsign=false",
+            ])
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap()
+            .status
+            .success();
+        assert!(ok, "git {args:?}");
+    }
+
     /// The input check alone.
     pub(crate) fn check_input(tool: &dyn Tool, input: &Value) -> Result<(), ToolError> {
         tool.prepare(input).map(|_| ())
