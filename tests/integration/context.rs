@@ -366,11 +366,7 @@ fn a_sigkill_at_any_point_leaves_a_valid_checkpoint() {
         // lands anywhere in a turn (streaming, running the tool, writing the file).
         let at = 1 + rng.below(TURNS as u64 - 2) as usize;
         env.server.wait_for_requests(at);
-        let spin = rng.below(2_000_000);
-        let mut x = 0u64;
-        for i in 0..spin {
-            x = std::hint::black_box(x.wrapping_add(i));
-        }
+        let spin = rng.spin(2_000_000);
         run.signal(libc::SIGKILL);
         let _ = run.wait();
         // Panics unless -o is whole, valid JSON and the journal's whole lines parse.

@@ -104,11 +104,7 @@ fn a_sigkill_at_random_points_leaves_a_checkpoint_that_summary_and_resume_read()
         // in a turn (streaming, running the tool, appending to the journal).
         let at = 1 + rng.below(TURNS as u64 - 1) as usize;
         env.server.wait_for_requests(at);
-        let spin = rng.below(3_000_000);
-        let mut x = 0u64;
-        for i in 0..spin {
-            x = std::hint::black_box(x.wrapping_add(i));
-        }
+        let spin = rng.spin(3_000_000);
         run.signal(libc::SIGKILL);
         let killed = run.wait();
         let served = env.server.request_count();

@@ -1004,6 +1004,17 @@ impl Rng {
     pub fn below(&mut self, bound: u64) -> u64 {
         self.next() % bound
     }
+
+    /// Busy work of a random length under `bound` steps (a kill then lands anywhere in
+    /// what the process is doing); returns the length, for the failure message.
+    pub fn spin(&mut self, bound: u64) -> u64 {
+        let steps = self.below(bound);
+        let mut x = 0u64;
+        for i in 0..steps {
+            x = std::hint::black_box(x.wrapping_add(i));
+        }
+        steps
+    }
 }
 
 /// The chunk sizes the body of `len` bytes is cut into.
