@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::client::{self, CallError, Incoming, Transport};
-use crate::provider::sse::SseReader;
+use crate::model::provider::sse::SseReader;
 
 /// Largest response body read, in bytes (JSON or the whole SSE stream): the same bound
 /// as a stdio message.
@@ -96,7 +96,7 @@ impl HttpTransport {
     /// A new session after the server ended ours: `initialize` and
     /// `notifications/initialized` again, as the spec requires.
     fn reinitialize(&self, timeout: Duration) -> Result<(), CallError> {
-        crate::output::debug(&format!(
+        crate::util::output::debug(&format!(
             "mcp {}: the server ended the session; starting a new one",
             self.name
         ));
@@ -188,7 +188,7 @@ impl HttpTransport {
     fn other(&self, msg: Incoming, timeout: Duration) {
         match msg {
             Incoming::Request { method, reply } => {
-                crate::output::debug(&format!(
+                crate::util::output::debug(&format!(
                     "mcp {}: the server asked {method}; answered {}",
                     self.name,
                     if reply.get("error").is_some() {
@@ -200,17 +200,17 @@ impl HttpTransport {
                 // A response is POSTed like any client message (answer: 202, no body).
                 let _ = self.post(&reply, timeout);
             }
-            Incoming::Notification { method, params } => crate::output::debug(&format!(
+            Incoming::Notification { method, params } => crate::util::output::debug(&format!(
                 "mcp {}: {}",
                 self.name,
                 client::describe_notification(&method, &params)
             )),
-            Incoming::Response { id, .. } => crate::output::debug(&format!(
+            Incoming::Response { id, .. } => crate::util::output::debug(&format!(
                 "mcp {}: an answer to no pending request (id {id:?}) ignored",
                 self.name
             )),
             Incoming::Invalid(why) => {
-                crate::output::debug(&format!("mcp {}: ignored a message: {why}", self.name))
+                crate::util::output::debug(&format!("mcp {}: ignored a message: {why}", self.name))
             }
         }
     }

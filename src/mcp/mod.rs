@@ -36,7 +36,7 @@ pub struct McpSettings {
 impl McpSettings {
     /// From the flags and the configuration files; the error is a usage message.
     pub(crate) fn from_args(
-        args: &crate::cli::McpArgs,
+        args: &crate::config::cli::McpArgs,
         workspace: &std::path::Path,
         no_project_settings: bool,
         full_auto: bool,
@@ -201,7 +201,7 @@ pub(crate) struct Started {
 /// naming the server that failed.
 pub(crate) fn start(specs: &[ServerSpec], opts: &Options) -> Result<Started, String> {
     if !specs.is_empty() {
-        crate::output::progress(&format!("starting {} MCP server(s)", specs.len()));
+        crate::util::output::progress(&format!("starting {} MCP server(s)", specs.len()));
     }
     let outcomes: Vec<_> = std::thread::scope(|scope| {
         let handles: Vec<_> = specs
@@ -235,7 +235,7 @@ pub(crate) fn start(specs: &[ServerSpec], opts: &Options) -> Result<Started, Str
                 let mut defs = Vec::new();
                 for raw in &hs.tools {
                     match ToolDef::parse(&spec.name, raw) {
-                        Ok(d) if taken.contains(&d.exposed) => crate::output::warn(&format!(
+                        Ok(d) if taken.contains(&d.exposed) => crate::util::output::warn(&format!(
                             "MCP server {:?}: the tool {:?} has the same name as another \
                              ({}); it is left out",
                             spec.name, d.tool, d.exposed
@@ -244,7 +244,7 @@ pub(crate) fn start(specs: &[ServerSpec], opts: &Options) -> Result<Started, Str
                             taken.push(d.exposed.clone());
                             defs.push(d);
                         }
-                        Err(e) => crate::output::warn(&format!(
+                        Err(e) => crate::util::output::warn(&format!(
                             "MCP server {:?}: {e}; it is left out",
                             spec.name
                         )),
@@ -254,7 +254,7 @@ pub(crate) fn start(specs: &[ServerSpec], opts: &Options) -> Result<Started, Str
                 report.protocol_version = Some(hs.protocol_version.clone());
                 report.server_info = hs.server_info.clone();
                 report.tools = defs.iter().map(|d| d.exposed.clone()).collect();
-                crate::output::debug(&format!(
+                crate::util::output::debug(&format!(
                     "mcp {}: connected ({}, protocol {}), {} tool(s)",
                     spec.name,
                     spec.transport.kind(),
@@ -268,7 +268,7 @@ pub(crate) fn start(specs: &[ServerSpec], opts: &Options) -> Result<Started, Str
                 if opts.strict {
                     return Err(format!("{msg} (--strict-mcp)"));
                 }
-                crate::output::warn(&format!("{msg}; its tools are not available"));
+                crate::util::output::warn(&format!("{msg}; its tools are not available"));
                 report.error = Some(e);
             }
         }

@@ -212,7 +212,7 @@ fn supervise(launch: Launch, shared: Arc<Shared>, started: mpsc::Sender<Result<P
         Err(e) => format!("it could not be waited for: {e}"),
     };
     drop(group); // whatever the server left in its group goes with it
-    crate::output::debug(&format!("mcp {}: {how}", shared.name));
+    crate::util::output::debug(&format!("mcp {}: {how}", shared.name));
     // Dead first: whoever waits for the exit status then finds the full reason.
     shared.die(how.clone());
     *shared.exit.lock().unwrap_or_else(|p| p.into_inner()) = Some(how);
@@ -254,7 +254,7 @@ fn read_messages(stdout: impl Read, shared: Arc<Shared>) {
         match serde_json::from_str::<Value>(text) {
             Ok(Value::Array(batch)) => batch.into_iter().for_each(|m| route(m, &shared)),
             Ok(msg) => route(msg, &shared),
-            Err(e) => crate::output::debug(&format!(
+            Err(e) => crate::util::output::debug(&format!(
                 "mcp {}: ignored a line that is not JSON ({e}): {}",
                 shared.name,
                 super::clip(text, 200)
@@ -279,14 +279,14 @@ fn route(msg: Value, shared: &Arc<Shared>) {
                 Some(tx) => {
                     let _ = tx.try_send(outcome);
                 }
-                None => crate::output::debug(&format!(
+                None => crate::util::output::debug(&format!(
                     "mcp {}: an answer to no pending request (id {id:?}) ignored",
                     shared.name
                 )),
             }
         }
         Incoming::Request { method, reply } => {
-            crate::output::debug(&format!(
+            crate::util::output::debug(&format!(
                 "mcp {}: the server asked {method}; answered {}",
                 shared.name,
                 if reply.get("error").is_some() {
@@ -303,13 +303,13 @@ fn route(msg: Value, shared: &Arc<Shared>) {
                     let _ = s.write(&reply);
                 });
         }
-        Incoming::Notification { method, params } => crate::output::debug(&format!(
+        Incoming::Notification { method, params } => crate::util::output::debug(&format!(
             "mcp {}: {}",
             shared.name,
             client::describe_notification(&method, &params)
         )),
         Incoming::Invalid(why) => {
-            crate::output::debug(&format!("mcp {}: ignored a message: {why}", shared.name))
+            crate::util::output::debug(&format!("mcp {}: ignored a message: {why}", shared.name))
         }
     }
 }
@@ -320,7 +320,7 @@ fn log_stderr(stderr: impl Read, shared: &Shared) {
         let Ok(line) = line else { break };
         let text = String::from_utf8_lossy(&line);
         let text = super::clip(text.trim_end(), STDERR_LOG_CHARS);
-        crate::output::debug(&format!("mcp {} stderr: {text}", shared.name));
+        crate::util::output::debug(&format!("mcp {} stderr: {text}", shared.name));
         if !text.trim().is_empty() {
             let mut tail = shared.stderr_tail.lock().unwrap_or_else(|p| p.into_inner());
             if tail.0.len() == STDERR_TAIL_LINES {

@@ -140,7 +140,7 @@ pub(crate) fn register(
         }
     }
     for p in unmatched {
-        crate::output::warn(&format!(
+        crate::util::output::warn(&format!(
             "{p:?} in --allowed-tools/--disallowed-tools names no tool of a connected MCP server"
         ));
     }

@@ -10,9 +10,9 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::rules::{check_tool, names};
-use crate::output;
 use crate::process::{self, CommandSpec, Stderr};
 use crate::tools::KnownTool;
+use crate::util::output;
 
 /// A hook runs at most this long unless its `timeout` says otherwise (SPEC §6).
 const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(60);

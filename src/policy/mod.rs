@@ -3,7 +3,7 @@
 //! hooks, then the rules; post-tool hooks after the tool). The rules live in `rules`, the
 //! hooks in `hooks`.
 //!
-//! Sections come from every settings file in order (`crate::settings` reads them); rule
+//! Sections come from every settings file in order (`crate::config::settings` reads them); rule
 //! and hook lists are concatenated. A mistake (an unknown key, a rule or matcher naming an
 //! unknown tool) is a usage error naming the file: a silently ignored guard would be worse
 //! than none. Rules are matched against the subject the tool gives for a call (a command,
@@ -11,16 +11,17 @@
 
 mod hooks;
 mod rules;
+pub(crate) mod shell_words;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::cli::OnDeny;
+use crate::config::cli::OnDeny;
+use crate::config::settings::SettingsFiles;
 use crate::error::Error;
-use crate::output;
-use crate::settings::SettingsFiles;
 use crate::tools::gate::{Denial, Gate, GateCall};
 use crate::tools::{KnownTool, ToolContext, ToolResult};
+use crate::util::output;
 pub use hooks::Hook;
 use hooks::{HookRunner, HookVerdict, HooksSection};
 pub use rules::Rule;

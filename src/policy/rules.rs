@@ -10,7 +10,7 @@ use std::path::{Component, Path, PathBuf};
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
 use super::Settings;
-use crate::shell_words::split_commands;
+use crate::policy::shell_words::split_commands;
 use crate::tools::{KnownTool, Subject, SubjectKind};
 
 /// Wrapper commands looked through when checking deny rules (`nohup rm x` is `rm x`).

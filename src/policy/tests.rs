@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::rules::Spec;
-use crate::settings::{PROJECT_SETTINGS, SettingsFiles, SettingsSources};
+use crate::config::settings::{PROJECT_SETTINGS, SettingsFiles, SettingsSources};
 use crate::tools::{Category, Subject, SubjectKind};
 
 /// Reads the files as a run does, then the policy's sections.
@@ -27,10 +27,10 @@ impl Settings {
         Ok(())
     }
 }
-use crate::dispatch::Dispatcher;
+use crate::model::turn::PendingCall;
+use crate::tools::dispatch::Dispatcher;
 use crate::tools::registry::{Registry, ToolSelection};
 use crate::tools::{Tool, ToolError, TypedTool};
-use crate::turn::PendingCall;
 
 /// The built-in tools, as the settings know them.
 fn known() -> Vec<KnownTool> {

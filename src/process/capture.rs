@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-use crate::secrets::StreamRedactor;
+use crate::util::secrets::StreamRedactor;
 
 use super::{
     Captured, DRAIN_AFTER_EXIT, MAX_UTF8_BYTES, OUTPUT_HEAD_CHARS, OUTPUT_LIMIT_CHARS,
@@ -43,7 +43,11 @@ pub(super) fn read_streams(
     let new_source = |pipe: PipeReader, name: &'static str| Source {
         pipe,
         decoder: Utf8Decoder::new(),
-        collector: OutputCollector::new(spill_dir.to_path_buf(), name, crate::output::secrets()),
+        collector: OutputCollector::new(
+            spill_dir.to_path_buf(),
+            name,
+            crate::util::output::secrets(),
+        ),
         open: true,
     };
     let mut sources = vec![new_source(out, "output")];

@@ -28,6 +28,7 @@ use wait_timeout::ChildExt;
 
 mod capture;
 mod groups;
+pub(crate) mod sandbox;
 mod spill;
 mod supervisor;
 

@@ -215,7 +215,7 @@ fn secrets_are_not_in_the_environment() {
         ("FOO_API_KEY".to_string(), "sk-should-not-leak".to_string()),
         ("VISIBLE".to_string(), "yes".to_string()),
     ];
-    c.child_env = Arc::new(crate::secrets::scrubbed_env(parent.into_iter(), &[]));
+    c.child_env = Arc::new(crate::util::secrets::scrubbed_env(parent.into_iter(), &[]));
     let r = exec(&Bash::default(), &c, &json!({"command": "env"})).unwrap();
     assert!(r.content.contains("VISIBLE=yes"), "{}", r.content);
     assert!(!r.content.contains("FOO_API_KEY"), "{}", r.content);

@@ -5,6 +5,7 @@
 //! writes to stdout. Its failures are `ToolError`s that become `is_error` results.
 
 pub(crate) mod bash;
+pub(crate) mod dispatch;
 pub(crate) mod edit_file;
 pub(crate) mod gate;
 pub(crate) mod glob;
@@ -12,6 +13,7 @@ pub(crate) mod grep;
 pub(crate) mod paths;
 pub(crate) mod read_file;
 pub(crate) mod registry;
+pub(crate) mod scheduler;
 pub(crate) mod schema;
 pub(crate) mod walk;
 pub(crate) mod write_file;
@@ -121,7 +123,7 @@ pub struct ToolContext {
     /// The environment given to child processes (Bash, hooks, verify), secrets removed.
     pub child_env: Arc<Vec<(String, String)>>,
     /// The Landlock sandbox for commands (`--sandbox`, `--no-network`); `None`: off.
-    pub sandbox: Option<Arc<crate::sandbox::Confinement>>,
+    pub sandbox: Option<Arc<crate::process::sandbox::Confinement>>,
 }
 
 /// What a permission rule's specifier (`Tool(spec)`) is matched against, as the tool says:
@@ -301,7 +303,7 @@ pub(crate) mod test_support {
                 extra_dirs: Vec::new(),
                 spill_dir,
                 bash_timeout: Duration::from_secs(30),
-                child_env: Arc::new(crate::secrets::scrubbed_env(std::env::vars(), &[])),
+                child_env: Arc::new(crate::util::secrets::scrubbed_env(std::env::vars(), &[])),
                 sandbox: None,
             }
         }

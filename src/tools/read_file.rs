@@ -301,7 +301,7 @@ fn render_line(kept: &[u8], full_len: u64) -> (String, bool) {
         return (s.into_owned(), false);
     }
     // Redacted before the cut: a cut through a secret would leave its prefix.
-    let cut: String = crate::output::redact(&s)
+    let cut: String = crate::util::output::redact(&s)
         .chars()
         .take(MAX_LINE_CHARS)
         .collect();

@@ -276,13 +276,13 @@ pub(super) fn display(line: &[u8], match_at: Option<usize>) -> String {
         return String::from_utf8_lossy(line).into_owned();
     }
     // Redacted before the cut: a cut through a secret would leave its prefix.
-    let text = crate::output::redact(&String::from_utf8_lossy(line));
+    let text = crate::util::output::redact(&String::from_utf8_lossy(line));
     let total = text.chars().count();
     if total <= GREP_MAX_LINE_CHARS {
         return text;
     }
     let match_char = match_at.map_or(0, |b| {
-        crate::output::redact(&String::from_utf8_lossy(&line[..b.min(line.len())]))
+        crate::util::output::redact(&String::from_utf8_lossy(&line[..b.min(line.len())]))
             .chars()
             .count()
     });

@@ -1,0 +1,387 @@
+//! Running the plan: `parallel` workers take runs in file order; each run gets a fresh
+//! workspace, its `setup`, then a child `agent run` (this binary) whose transcript is
+//! read back. The batch's budget (`--max-cost-usd`) is checked before each start, and
+//! SIGINT/SIGTERM stop new starts and are passed on to the running children.
+//!
+//! Children get `PR_SET_PDEATHSIG` SIGKILL: if the batch itself is killed, its tasks die
+//! with it (their transcripts still say `running`, which `--resume` re-runs) instead of
+//! running on unsupervised.
+
+use std::fs::File;
+use std::io::Write;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use serde_json::{Value, json};
+
+use super::progress::Progress;
+use super::resume::{self, Decision};
+use super::{Plan, RunSpec, TaskOutcome, describe_exit, tasks::timeout_arg, workspace};
+use crate::util::output;
+
+/// Largest journal read for a killed task's row (one task's history; far above any run).
+const MAX_JOURNAL_BYTES: u64 = 512 << 20;
+
+/// What the workers produced.
+pub(crate) struct BatchResult {
+    /// One row per run, in plan order.
+    pub outcomes: Vec<TaskOutcome>,
+    /// SIGINT/SIGTERM arrived.
+    pub interrupted: bool,
+    /// `--max-cost-usd` kept some runs from starting.
+    pub over_budget: bool,
+}
+
+/// The batch's spending, checked before each start.
+#[derive(Default)]
+struct Spend {
+    usd: f64,
+    /// Set when a finished run's cost is unknown: the batch can no longer tell what it
+    /// spent, so (as `agent run --max-cost-usd` does) it starts nothing more.
+    unknown: Option<String>,
+}
+
+pub(crate) fn run_all(plan: &Plan) -> BatchResult {
+    let stop = Arc::new(AtomicBool::new(false));
+    let children: Arc<Mutex<Vec<u32>>> = Arc::default();
+    forward_signals(stop.clone(), children.clone());
+    let next = AtomicUsize::new(0);
+    let over_budget = AtomicBool::new(false);
+    let spend = Mutex::new(Spend::default());
+    let results: Mutex<Vec<Option<TaskOutcome>>> = Mutex::new(vec![None; plan.runs.len()]);
+    let exe = std::env::current_exe();
+    let progress = Progress::start(plan.runs.len());
+    std::thread::scope(|s| {
+        for _ in 0..plan.parallel.min(plan.runs.len()) {
+            s.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::SeqCst);
+                    let Some(run) = plan.runs.get(i) else {
+                        break;
+                    };
+                    let decision = if plan.resume {
+                        resume::decide(&plan.out, run, plan.retry_failed)
+                    } else {
+                        Decision::Run(None)
+                    };
+                    let outcome = match decision {
+                        Decision::Skip(o) => *o,
+                        Decision::Run(note) => {
+                            let blocked = if stop.load(Ordering::SeqCst) {
+                                Some("the batch was interrupted before this task started".into())
+                            } else {
+                                budget_block(plan, &spend.lock().unwrap_or_else(|p| p.into_inner()))
+                            };
+                            let mut o = match (blocked, &exe) {
+                                (Some(why), _) => {
+                                    if !stop.load(Ordering::SeqCst) {
+                                        over_budget.store(true, Ordering::SeqCst);
+                                    }
+                                    TaskOutcome::not_run(run, &why)
+                                }
+                                (None, Err(e)) => TaskOutcome::not_run(
+                                    run,
+                                    &format!("cannot find the agent binary: {e}"),
+                                ),
+                                (None, Ok(exe)) => {
+                                    progress.started(&run.id);
+                                    let o = run_task(exe, plan, run, &children, &stop);
+                                    account(
+                                        &mut spend.lock().unwrap_or_else(|p| p.into_inner()),
+                                        &o,
+                                    );
+                                    o
+                                }
+                            };
+                            o.note = note;
+                            o
+                        }
+                    };
+                    progress.finished(&outcome);
+                    results.lock().unwrap_or_else(|p| p.into_inner())[i] = Some(outcome);
+                }
+            });
+        }
+    });
+    progress.done();
+    let outcomes = results
+        .into_inner()
+        .unwrap_or_else(|p| p.into_inner())
+        .into_iter()
+        .zip(&plan.runs)
+        .map(|(o, r)| o.unwrap_or_else(|| TaskOutcome::not_run(r, "not run")))
+        .collect();
+    BatchResult {
+        outcomes,
+        interrupted: stop.load(Ordering::SeqCst),
+        over_budget: over_budget.load(Ordering::SeqCst),
+    }
+}
+
+/// Why no run may start now, if the budget says so.
+fn budget_block(plan: &Plan, spend: &Spend) -> Option<String> {
+    let cap = plan.max_cost_usd?;
+    if let Some(why) = &spend.unknown {
+        return Some(format!(
+            "not started: {why}, so the batch cannot keep to --max-cost-usd {cap}"
+        ));
+    }
+    (spend.usd >= cap).then(|| {
+        format!(
+            "not started: the batch had spent ${:.4} of --max-cost-usd {cap}",
+            spend.usd
+        )
+    })
+}
+
+fn account(spend: &mut Spend, o: &TaskOutcome) {
+    match o.cost_usd {
+        Some(c) => spend.usd += c,
+        // A run that made no request cost nothing.
+        None if o.num_turns == 0 && o.usage == crate::model::protocol::Usage::default() => {}
+        None => {
+            spend.unknown.get_or_insert_with(|| {
+                format!(
+                    "the cost of task {} is unknown (no price for its model)",
+                    o.id
+                )
+            });
+        }
+    }
+}
+
+/// Prepares the run's workspace, runs its setup and `agent run` in it, and reads its
+/// transcript.
+fn run_task(
+    exe: &Path,
+    plan: &Plan,
+    run: &RunSpec,
+    children: &Mutex<Vec<u32>>,
+    stop: &AtomicBool,
+) -> TaskOutcome {
+    let t0 = Instant::now();
+    let mut outcome = TaskOutcome::not_run(run, "");
+    outcome.error = None;
+    let transcript = plan.out.join(format!("{}.json", run.id));
+    // A stale one from an earlier batch must not count.
+    let _ = std::fs::remove_file(&transcript);
+    let record_path = resume::record_path(&plan.out, &run.id);
+    let _ = write_json(&record_path, &resume::record(run, None));
+    let dest = plan.out.join("workspaces").join(&run.id);
+    let (cwd, kind) = match workspace::prepare_workspace(&run.source, &dest, &plan.out) {
+        Ok(w) => w,
+        Err(e) => {
+            return ended_early(
+                outcome,
+                "error",
+                format!("cannot prepare the workspace: {e}"),
+                &transcript,
+                t0,
+            );
+        }
+    };
+    outcome.workspace = Some(cwd.display().to_string());
+    outcome.workspace_kind = Some(kind.to_string());
+    let log_path = plan.out.join(&outcome.log);
+    let mut log = match File::create(&log_path) {
+        Ok(f) => f,
+        Err(e) => {
+            let why = format!("cannot create {}: {e}", log_path.display());
+            return ended_early(outcome, "error", why, &transcript, t0);
+        }
+    };
+    if stop.load(Ordering::SeqCst) {
+        let why = "the batch was interrupted before this task's agent started".to_string();
+        return ended_early(outcome, "interrupted", why, &transcript, t0);
+    }
+    if let Some(setup) = &run.task.setup {
+        let _ = writeln!(log, "agent batch: setup: {setup}");
+        let spill = plan
+            .out
+            .join("workspaces")
+            .join(format!("{}.setup-output", run.id));
+        let ran = workspace::run_setup(setup, &cwd, &spill);
+        let _ = match &ran {
+            Ok(text) => writeln!(log, "{text}\nagent batch: setup passed"),
+            Err(why) => writeln!(log, "agent batch: {why}"),
+        };
+        if let Err(why) = ran {
+            // A signal stops the setup too: that is the batch's interruption, not the
+            // setup's failure.
+            let status = if stop.load(Ordering::SeqCst) {
+                "interrupted"
+            } else {
+                "setup_failed"
+            };
+            return ended_early(outcome, status, why, &transcript, t0);
+        }
+    }
+    let mut cmd = Command::new(exe);
+    cmd.arg("run").args(&run.task.args);
+    if let (Some(t), false) = (plan.task_timeout, run.task.sets_timeout) {
+        cmd.arg("--timeout").arg(timeout_arg(t));
+    }
+    cmd.arg("-C")
+        .arg(&cwd)
+        .arg("-o")
+        .arg(&transcript)
+        .arg("--")
+        .arg(&run.task.prompt)
+        .stdin(Stdio::null());
+    // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let spawned = log
+        .try_clone()
+        .and_then(|out| cmd.stdout(out).stderr(log).spawn());
+    let status = spawned.and_then(|mut child| {
+        let pid = child.id();
+        children.lock().unwrap_or_else(|p| p.into_inner()).push(pid);
+        // A signal that came between the start checks and the line above found no pid
+        // to pass on: pass it on now (the signal thread sets `stop` before it looks).
+        if stop.load(Ordering::SeqCst) {
+            terminate(pid);
+        }
+        let status = child.wait();
+        children
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|p| *p != pid);
+        status
+    });
+    outcome.duration_ms = t0.elapsed().as_millis() as u64;
+    let status = match status {
+        Ok(s) => s,
+        Err(e) => {
+            let why = format!("cannot run the agent: {e}");
+            return ended_early(outcome, "error", why, &transcript, t0);
+        }
+    };
+    outcome.exit_code = status.code();
+    let exit = describe_exit(status.code(), status.signal());
+    let _ = write_json(&record_path, &resume::record(run, outcome.exit_code));
+    match std::fs::read_to_string(&transcript)
+        .ok()
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        .map(|t| read_through_journal(t, &transcript))
+    {
+        // A transcript still saying `running` is the last checkpoint of a run that was
+        // killed before it could finish (SIGKILL, OOM): that is an error.
+        Some(t) if t["status"] == "running" => {
+            outcome_from_transcript(&mut outcome, &t, &transcript);
+            outcome.status = "error".into();
+            outcome.error = Some(format!(
+                "the run was killed before it finished ({exit}); its last checkpoint is {}",
+                transcript.display()
+            ));
+        }
+        Some(t) => outcome_from_transcript(&mut outcome, &t, &transcript),
+        None => {
+            outcome.status = "error".into();
+            outcome.error = Some(format!(
+                "the run left no transcript ({exit}); see {}",
+                outcome.log
+            ));
+        }
+    }
+    outcome
+}
+
+/// A killed run's `-o` file stands for its journal's last checkpoint (turns, usage and
+/// cost so far); anything unreadable there leaves the file as it is.
+fn read_through_journal(t: Value, path: &Path) -> Value {
+    if t["status"] != "running" {
+        return t;
+    }
+    let dir = path.parent().unwrap_or(Path::new(""));
+    crate::record::journal::follow(t.clone(), dir, MAX_JOURNAL_BYTES).unwrap_or(t)
+}
+
+/// Fills a row from a transcript's fields.
+pub(crate) fn outcome_from_transcript(outcome: &mut TaskOutcome, t: &Value, path: &Path) {
+    outcome.status = t["status"].as_str().unwrap_or("error").to_string();
+    outcome.num_turns = t["num_turns"].as_u64().unwrap_or(0);
+    outcome.cost_usd = t["cost_usd"].as_f64();
+    outcome.usage = serde_json::from_value(t["usage"].clone()).unwrap_or_default();
+    outcome.error = t["error"]["message"].as_str().map(str::to_string);
+    outcome.transcript = path.file_name().map(|n| n.to_string_lossy().into_owned());
+}
+
+/// A run that ended before its agent could write a transcript (workspace, setup): the
+/// batch writes a minimal one in its place, so that `--resume` and `report` see the
+/// status like any other.
+fn ended_early(
+    mut outcome: TaskOutcome,
+    status: &str,
+    why: String,
+    transcript: &Path,
+    t0: Instant,
+) -> TaskOutcome {
+    outcome.status = status.to_string();
+    outcome.duration_ms = t0.elapsed().as_millis() as u64;
+    let doc = json!({
+        "version": crate::record::transcript::TRANSCRIPT_VERSION,
+        "status": status,
+        "is_error": true,
+        "num_turns": 0,
+        "duration_ms": outcome.duration_ms,
+        "cost_usd": 0.0,
+        "usage": outcome.usage,
+        "error": {"kind": status, "message": why},
+        "written_by": "agent batch (the agent did not run)",
+    });
+    if write_json(transcript, &doc).is_ok() {
+        outcome.transcript = transcript
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned());
+        outcome.cost_usd = Some(0.0);
+    }
+    outcome.error = Some(why);
+    outcome
+}
+
+fn write_json(path: &Path, v: &Value) -> std::io::Result<()> {
+    let text = serde_json::to_string_pretty(v).unwrap_or_default();
+    output::write_file_atomic(path, text.as_bytes())
+}
+
+/// SIGINT/SIGTERM: start no new task, stop running setup commands, and pass SIGTERM on
+/// to the running agents, which then write their transcripts (status `interrupted`) and
+/// exit; the summary follows.
+fn forward_signals(stop: Arc<AtomicBool>, children: Arc<Mutex<Vec<u32>>>) {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) else {
+        output::warn("cannot watch for signals");
+        return;
+    };
+    std::thread::spawn(move || {
+        for _ in signals.forever() {
+            stop.store(true, Ordering::SeqCst);
+            crate::process::kill_all_running();
+            for pid in children.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+                terminate(*pid);
+            }
+        }
+    });
+}
+
+/// SIGTERM to a child agent we spawned and have not reaped yet (it is in `children`
+/// until its wait returns), so the pid cannot have been reused.
+fn terminate(pid: u32) {
+    if let Ok(pid) = libc::pid_t::try_from(pid) {
+        // SAFETY: plain kill(2) on our own unreaped child.
+        unsafe {
+            libc::kill(pid, libc::SIGTERM);
+        }
+    }
+}

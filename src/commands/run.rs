@@ -1,0 +1,318 @@
+//! `agent run`: builds the run from the config (provider, tools, policy, CI features),
+//! runs the agent loop and hands the outcome to the `Finisher`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::config::cli::RunArgs;
+use crate::config::{Config, ProcessEnv};
+use crate::error::Error;
+use crate::model::provider::Provider;
+use crate::model::provider::cassette::{CassetteWriter, ReplayProvider};
+use crate::model::provider::http::{HttpConfig, HttpProvider, Recorder};
+use crate::policy::PolicyGate;
+use crate::record::transcript::{InFlight, RunRecord, lock};
+use crate::run::agent::Agent;
+use crate::run::finish::{FINISHER, Finisher, watch_signals};
+use crate::tools::ToolContext;
+use crate::tools::registry::Registry;
+use crate::{mcp, process, record::changes, run::ci, run::events, usage_failure, util::output};
+
+pub(crate) fn run_command(args: &RunArgs) -> ExitCode {
+    // From the first moment: a signal before the run is set up still exits 130.
+    watch_signals();
+    process::adopt_orphans();
+    let config = match Config::from_args(args, &ProcessEnv) {
+        Ok(c) => c,
+        Err(e) => return usage_failure(&e),
+    };
+    let mut secrets = crate::util::secrets::secret_values();
+    secrets.push(config.api_key.clone());
+    secrets.extend(config.gateway.secret_values());
+    secrets.extend(config.mcp.secret_values());
+    output::init(config.verbosity, secrets);
+    for w in &config.warnings {
+        output::warn(w);
+    }
+
+    let sandbox =
+        match crate::process::sandbox::Confinement::build(&config.sandbox, &config.workspace) {
+            Ok(s) => s,
+            Err(e) => {
+                output::error(&e);
+                return ExitCode::from(Error::Usage(e).exit_code());
+            }
+        };
+    if let Some(s) = &sandbox {
+        output::debug(s.summary());
+    }
+    let child_env = Arc::new(crate::util::secrets::scrubbed_env(
+        std::env::vars(),
+        &config.keep_env,
+    ));
+    let mut registry = Registry::builtin(&config.tools);
+    let mcp_reports = match start_mcp(&config, &child_env, &mut registry) {
+        Ok(r) => r,
+        Err(e) => return usage_failure(&e),
+    };
+    if let Some(schema) = &config.output_schema {
+        // The final answer's tool, offered by every provider alike.
+        registry.register(Arc::new(crate::run::structured::AnswerTool::new(
+            schema.clone(),
+        )));
+    }
+    let record = Arc::new(Mutex::new(RunRecord::new(
+        &config.model,
+        config.workspace.clone(),
+        registry
+            .enabled_names()
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+    )));
+    lock(&record).mcp_servers = mcp_reports;
+    let session_id = lock(&record).session_id.clone();
+    let mut provider = match make_provider(&config, &registry, &session_id) {
+        Ok(p) => p,
+        Err(e) => return usage_failure(&e),
+    };
+    let ctx = ToolContext {
+        workspace: config.workspace.clone(),
+        extra_dirs: config.add_dirs.clone(),
+        spill_dir: spill_dir(&config),
+        bash_timeout: config.bash_timeout,
+        child_env,
+        sandbox,
+    };
+    let gate = PolicyGate::new(config.settings.clone(), &ctx, config.on_deny);
+    if let Some(r) = &config.resume {
+        note_resumed(&mut lock(&record), r);
+    }
+    // Before the workspace scan below: the index is not a change the run made.
+    if let Some(out) = &config.output_file {
+        let id = lock(&record).session_id.clone();
+        if let Err(e) = crate::record::resume::note_in_index(&config.workspace, out, &id) {
+            output::warn(&format!(
+                "cannot note the run in {} for --continue: {e}",
+                crate::record::resume::INDEX_PATH
+            ));
+        }
+    }
+    let events = Arc::new(if config.jsonl {
+        events::Events::stdout(lock(&record).started)
+    } else {
+        events::Events::disabled()
+    });
+    let ci = ci::CiRun::new(&config, events.clone());
+    // The run's own files are not changes the run made to the workspace.
+    let journal = config
+        .output_file
+        .as_deref()
+        .map(crate::record::journal::path_for);
+    let own_files = [&config.output_file, &config.record, &journal]
+        .into_iter()
+        .flatten()
+        .map(|p| absolute(p))
+        .chain([ctx.spill_dir.clone()])
+        .collect();
+    let finisher = Arc::new(Finisher {
+        record: record.clone(),
+        json: config.json,
+        output_file: config.output_file.clone(),
+        done: Mutex::new(false),
+        checkpoints: Mutex::default(),
+        events,
+        // The file tools report their own changes; only commands (Bash, hooks, --verify)
+        // can change files behind their back, so only then is the workspace scanned.
+        baseline: commands_may_write(&config, &registry)
+            .then(|| changes::Baseline::take(&config.workspace, own_files)),
+        cancelled: Arc::new(AtomicBool::new(false)),
+        in_flight: Arc::new(InFlight::default()),
+        ctx: ctx.clone(),
+        code: OnceLock::new(),
+        keep_spill: config.keep_spill || config.output_file.is_some(),
+        github_actions: std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true"),
+    });
+    let _ = FINISHER.set(finisher.clone());
+    if let Some(limit) = config.timeout {
+        finisher.start_deadline(limit);
+    }
+    finisher.checkpoint();
+
+    let checkpoint = || finisher.checkpoint();
+    let outcome = Agent {
+        config: &config,
+        registry: &registry,
+        ctx: &ctx,
+        gate: &gate,
+        record: &record,
+        checkpoint: &checkpoint,
+        ci: &ci,
+        cancelled: &finisher.cancelled,
+        in_flight: &finisher.in_flight,
+    }
+    .run(provider.as_mut());
+    match finisher.finish(outcome.status, outcome.error.as_ref(), false) {
+        Some(code) => ExitCode::from(code),
+        None => loop {
+            std::thread::park(); // a signal or the deadline is finishing the run
+        },
+    }
+}
+
+/// Starts the configured MCP servers (in parallel) and registers their tools; the
+/// reports go into the transcript. `Err` (exit 2) only with `--strict-mcp`.
+fn start_mcp(
+    config: &Config,
+    child_env: &Arc<Vec<(String, String)>>,
+    registry: &mut Registry,
+) -> Result<Vec<mcp::ServerReport>, Error> {
+    if config.mcp.servers.is_empty() {
+        return Ok(Vec::new());
+    }
+    let opts = mcp::Options {
+        call_timeout: config.mcp.call_timeout,
+        startup_timeout: config.mcp.startup_timeout,
+        strict: config.mcp.strict,
+        workspace: config.workspace.clone(),
+        child_env: child_env.clone(),
+    };
+    let started = mcp::start(&config.mcp.servers, &opts).map_err(Error::Usage)?;
+    mcp::tool::register(registry, &started, &config.tools, config.mcp.allow_all);
+    Ok(started.reports)
+}
+
+/// A resumed run records what it continues and says so on stderr.
+fn note_resumed(record: &mut RunRecord, resumed: &crate::record::resume::Resumed) {
+    record.resumed_from = Some(resumed.resumed_from());
+    let mut msg = format!(
+        "resuming {} ({} messages, status {})",
+        resumed.path.display(),
+        resumed.messages.len(),
+        resumed.status
+    );
+    if resumed.answered_calls > 0 {
+        msg.push_str(&format!(
+            "; {} call(s) it left unanswered get an \"interrupted\" error result and are not run again",
+            resumed.answered_calls
+        ));
+    }
+    output::info(&msg);
+}
+
+/// `path` made absolute with its directory resolved (as the canonical workspace is).
+fn absolute(path: &std::path::Path) -> PathBuf {
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    match (
+        abs.parent().and_then(|d| d.canonicalize().ok()),
+        abs.file_name(),
+    ) {
+        (Some(dir), Some(name)) => dir.join(name),
+        _ => abs,
+    }
+}
+
+/// Whether anything but the file tools may change the workspace during the run.
+fn commands_may_write(config: &Config, registry: &Registry) -> bool {
+    registry.may_change_files_unrecorded()
+        || config.verify.is_some()
+        || !config.settings.pre_tool_use.is_empty()
+        || !config.settings.post_tool_use.is_empty()
+}
+
+/// Where this run saves oversized results and full command output: beside the `-o`
+/// transcript (`FILE.spill`), else a directory of its own in the temp dir.
+fn spill_dir(config: &Config) -> PathBuf {
+    if let Some(out) = &config.output_file {
+        // Canonical parent (as `absolute` gives): ReadFile's exception for the spill
+        // directory is checked on resolved paths.
+        let mut name = absolute(out).into_os_string();
+        name.push(".spill");
+        return PathBuf::from(name);
+    }
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    // Canonical from the start: ReadFile's exception for it is checked on resolved paths.
+    let temp = std::env::temp_dir();
+    let temp = temp.canonicalize().unwrap_or(temp);
+    temp.join(format!("agent-run-{}-{nanos}", std::process::id()))
+}
+
+/// The provider of this run: cassette replay, or the Anthropic API or an
+/// OpenAI-compatible server (optionally recorded).
+fn make_provider(
+    config: &Config,
+    registry: &Registry,
+    session_id: &str,
+) -> Result<Box<dyn Provider>, Error> {
+    if let Some(path) = &config.replay {
+        let replay = ReplayProvider::open(path, &config.workspace).map_err(Error::Usage)?;
+        return Ok(Box::new(replay));
+    }
+    let recorder = match &config.record {
+        Some(path) => Some(cassette_recorder(config, registry, path, session_id)?),
+        None => None,
+    };
+    let mut request = config.request.clone();
+    if config.context.context_1m {
+        request
+            .betas
+            .push(crate::run::context::CONTEXT_1M_BETA.to_string());
+    }
+    let http = HttpConfig {
+        max_retries: config.max_retries,
+        idle_timeout: config.idle_timeout,
+        request,
+        gateway: config.gateway.clone(),
+        fallback_model: config.fallback_model.clone(),
+        ..HttpConfig::new(config.base_url.clone(), config.api_key.clone())
+    };
+    let wire = crate::model::provider::wire(config.provider);
+    Ok(Box::new(HttpProvider::new(wire, http, recorder)))
+}
+
+/// Appends each successful turn to the `--record` cassette, whose header names the
+/// provider; a failing append is warned about once.
+fn cassette_recorder(
+    config: &Config,
+    registry: &Registry,
+    path: &std::path::Path,
+    session_id: &str,
+) -> Result<Recorder, Error> {
+    let names: Vec<String> = registry
+        .enabled_names()
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let mut writer = CassetteWriter::create(
+        path,
+        config.provider.as_str(),
+        &config.model,
+        &config.workspace,
+        &names,
+        session_id,
+        // The model may echo a secret a tool printed: every known value is redacted.
+        crate::util::secrets::secret_values()
+            .into_iter()
+            .chain([config.api_key.clone()])
+            .chain(config.gateway.secret_values())
+            .chain(config.mcp.secret_values())
+            .collect(),
+    )
+    .map_err(|e| Error::Usage(format!("--record {}: {e}", path.display())))?;
+    let shown = path.display().to_string();
+    let mut failed = false;
+    Ok(Box::new(move |request, sse| {
+        if let Err(e) = writer.append(request, sse)
+            && !failed
+        {
+            output::warn(&format!("cannot append to the cassette {shown}: {e}"));
+            failed = true;
+        }
+    }))
+}

@@ -1,0 +1,467 @@
+//! `agent summary TRANSCRIPT`: renders a transcript as the Markdown step summary of the
+//! GitHub Action (`ci/action/run.sh`), or with `--github-output` as the step's outputs.
+//! TRANSCRIPT is a file written by `-o` or `--json` (a killed run's `-o` file is read
+//! through the journal it names, `journal.rs`), the journal itself, a `--jsonl` capture
+//! (its `run.finished` event carries the transcript), or `-` for either on stdin.
+//! In Rust rather than jq in the script: one tested renderer, no tool to install on the
+//! runner, and the same escaping everywhere.
+//!
+//! What it shows: status, turns, tokens, cost, a table of tool calls (name, a short input
+//! summary, ok/error, duration), files changed, `git diff --stat`, and each verification
+//! with only a short tail of its output. Never tool output, never the environment; the
+//! transcript it reads was already redacted of secrets when it was written.
+
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde_json::Value;
+
+use crate::config::cli::SummaryArgs;
+use crate::util::output;
+
+/// Rows of the tool-call table; a long run's summary stays readable (the transcript has all).
+const MAX_TOOL_ROWS: usize = 50;
+/// A tool input is summarised to one short line.
+const INPUT_SUMMARY_CHARS: usize = 80;
+/// The final answer shown in the summary.
+const RESULT_CHARS: usize = 3_000;
+/// The tail of a failing verification's output shown in the summary.
+const VERIFY_TAIL_LINES: usize = 20;
+const VERIFY_TAIL_CHARS: usize = 1_500;
+/// Lines of `git diff --stat` shown.
+const DIFF_STAT_LINES: usize = 40;
+/// Files listed.
+const MAX_FILE_ROWS: usize = 100;
+/// Largest input read (a transcript, or a `--jsonl` capture with every event): far above
+/// any real run, and a bound on memory when stdin is something endless.
+const MAX_INPUT_BYTES: u64 = 256 << 20;
+
+pub(crate) fn summary_command(args: &SummaryArgs) -> ExitCode {
+    let t = match read_transcript(&args.transcript) {
+        Ok(t) => t,
+        Err(e) => {
+            output::error(&e);
+            return ExitCode::from(2);
+        }
+    };
+    let text = if args.github_output {
+        github_outputs(&t, &args.transcript)
+    } else {
+        markdown(&t)
+    };
+    output::print_stdout(&text);
+    ExitCode::SUCCESS
+}
+
+fn read_transcript(path: &Path) -> Result<Value, String> {
+    use std::io::Read;
+    let stdin = path == Path::new("-");
+    let name = if stdin {
+        "stdin".to_string()
+    } else {
+        path.display().to_string()
+    };
+    let mut bytes = Vec::new();
+    let read = if stdin {
+        std::io::stdin()
+            .lock()
+            .take(MAX_INPUT_BYTES + 1)
+            .read_to_end(&mut bytes)
+    } else {
+        std::fs::File::open(path).and_then(|f| f.take(MAX_INPUT_BYTES + 1).read_to_end(&mut bytes))
+    };
+    read.map_err(|e| format!("cannot read the transcript {name}: {e}"))?;
+    if bytes.len() as u64 > MAX_INPUT_BYTES {
+        return Err(format!(
+            "{name} is over {} MiB: not a transcript",
+            MAX_INPUT_BYTES >> 20
+        ));
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    if crate::record::journal::is_journal(&text) {
+        return crate::record::journal::read(&text).map_err(|e| format!("{name}: {e}"));
+    }
+    let t = parse_transcript(&text, &name)?;
+    // A running run's `-o` file names its journal, beside it (from stdin: in the cwd).
+    let dir = if stdin {
+        Path::new("")
+    } else {
+        path.parent().unwrap_or(Path::new(""))
+    };
+    crate::record::journal::follow(t, dir, MAX_INPUT_BYTES).map_err(|e| format!("{name}: {e}"))
+}
+
+/// A transcript document, or the transcript in a `--jsonl` capture's `run.finished`.
+pub(crate) fn parse_transcript(text: &str, name: &str) -> Result<Value, String> {
+    let is_transcript = |v: &Value| v.is_object() && v.get("status").is_some();
+    match serde_json::from_str::<Value>(text) {
+        Ok(v) if is_transcript(&v) => return Ok(v),
+        // One JSON value that is no transcript (a lone event is handled below).
+        Ok(v) if v.get("type").is_none() => {
+            return Err(format!("{name} is not an agent transcript"));
+        }
+        _ => {}
+    }
+    let mut events = 0;
+    for line in text.lines().rev().filter(|l| !l.trim().is_empty()) {
+        let Ok(ev) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        if ev.get("type").is_none() {
+            continue;
+        }
+        events += 1;
+        if ev["type"] == "run.finished" {
+            return if is_transcript(&ev["transcript"]) {
+                Ok(ev["transcript"].clone())
+            } else {
+                Err(format!(
+                    "{name}: its run.finished event holds no transcript"
+                ))
+            };
+        }
+    }
+    if events > 0 {
+        Err(format!(
+            "{name} is a --jsonl capture without a run.finished event (the run did not \
+             finish, or the capture was cut): no transcript to summarise"
+        ))
+    } else {
+        Err(format!(
+            "{name} is not a JSON transcript or a --jsonl capture"
+        ))
+    }
+}
+
+/// `name=value` lines for `$GITHUB_OUTPUT`; the multi-line result uses the heredoc form
+/// with a delimiter that does not occur in it.
+pub(crate) fn github_outputs(t: &Value, path: &Path) -> String {
+    let status = t["status"].as_str().unwrap_or("error");
+    let result = t["result"].as_str().unwrap_or("");
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let mut delim = format!("ghadelimiter_{nanos:x}");
+    while result.contains(&delim) {
+        delim.push('_');
+    }
+    // From stdin there is no file to point at.
+    let abs = if path == Path::new("-") {
+        std::path::PathBuf::new()
+    } else {
+        std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+    };
+    format!(
+        "status={}\nresult<<{delim}\n{result}\n{delim}\ntranscript={}\n",
+        one_line(status),
+        one_line(&abs.display().to_string())
+    )
+}
+
+fn one_line(s: &str) -> String {
+    s.replace(['\n', '\r'], " ")
+}
+
+/// HTML-escaped inline code, safe inside a Markdown table cell.
+pub(crate) fn code(s: &str) -> String {
+    let flat = s.replace(['\n', '\r', '\t'], " ");
+    let esc = flat
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('|', "&#124;");
+    format!("<code>{esc}</code>")
+}
+
+/// A fenced block whose fence is longer than any backtick run inside.
+fn fenced(lang: &str, body: &str) -> String {
+    let mut run = 0;
+    let mut longest = 0;
+    for c in body.chars() {
+        run = if c == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    let fence = "`".repeat(longest.max(2) + 1);
+    format!("{fence}{lang}\n{}\n{fence}\n", body.trim_end_matches('\n'))
+}
+
+pub(crate) fn cut(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+fn tail_lines(s: &str, lines: usize, chars: usize) -> String {
+    let all: Vec<&str> = s.trim_end_matches('\n').lines().collect();
+    let kept = all[all.len().saturating_sub(lines)..].join("\n");
+    crate::run::verify::tail(&kept, chars)
+}
+
+/// Dollars as people read them: 4 decimals from a cent up, else 3 significant digits
+/// (`$0.000717`, not `$0.0007` or `0.0007170000000000002`).
+pub(crate) fn usd(c: f64) -> String {
+    if c == 0.0 || !c.is_finite() {
+        return format!("${c}");
+    }
+    if c.abs() >= 0.01 {
+        return format!("${c:.4}");
+    }
+    let decimals = (2 - c.abs().log10().floor() as i32).clamp(4, 12) as usize;
+    let s = format!("{c:.decimals$}");
+    format!("${}", s.trim_end_matches('0').trim_end_matches('.'))
+}
+
+/// `1 turn`, `3 turns`: a count with its noun (plurals by `s`).
+pub(crate) fn count(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{} {noun}s", thousands(n))
+    }
+}
+
+pub(crate) fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn secs(ms: &Value) -> String {
+    format!("{:.1} s", ms.as_u64().unwrap_or(0) as f64 / 1000.0)
+}
+
+/// One short line describing a call's input: its command, path or pattern.
+fn input_summary(input: &Value) -> String {
+    let field = |k: &str| input.get(k).and_then(Value::as_str);
+    let s = match (field("command"), field("pattern"), field("path")) {
+        (Some(c), _, _) => c.to_string(),
+        (None, Some(p), Some(path)) => format!("{p} in {path}"),
+        (None, Some(p), None) => p.to_string(),
+        (None, None, Some(path)) => path.to_string(),
+        _ => input.to_string(),
+    };
+    cut(&s, INPUT_SUMMARY_CHARS)
+}
+
+/// The Markdown step summary.
+pub(crate) fn markdown(t: &Value) -> String {
+    let status = t["status"].as_str().unwrap_or("unknown");
+    let icon = match status {
+        "success" => "✅",
+        "verify_failed" | "max_turns" | "budget" | "timeout" => "⚠️",
+        _ => "❌",
+    };
+    // A status is a plain word; anything else (a hand-made transcript) is shown as inline
+    // code, so that it cannot add headings or tables of its own.
+    let shown = if status.chars().all(|c| c.is_ascii_lowercase() || c == '_') {
+        status.to_string()
+    } else {
+        code(status)
+    };
+    let calls = t["tool_calls"].as_array().map_or(0, Vec::len) as u64;
+    let mut md = format!(
+        "### agent: {icon} {shown}\n\n{} · {}{}\n\n| | |\n|---|---|\n",
+        count(t["num_turns"].as_u64().unwrap_or(0), "turn"),
+        count(calls, "tool call"),
+        t["cost_usd"]
+            .as_f64()
+            .map(|c| format!(" · {}", usd(c)))
+            .unwrap_or_default()
+    );
+    let mut row = |k: &str, v: String| md.push_str(&format!("| {k} | {v} |\n"));
+    row("Status", code(status));
+    if let Some(m) = t["model"].as_str() {
+        row("Model", code(m));
+    }
+    // More than one model answered (`--fallback-model` took over): each with its share.
+    if let Some(used) = t["models_used"].as_array().filter(|u| u.len() > 1) {
+        let each: Vec<String> = used
+            .iter()
+            .map(|u| {
+                let cost = u["cost_usd"]
+                    .as_f64()
+                    .map_or_else(|| "cost unknown".to_string(), usd);
+                format!(
+                    "{} ({}, {cost})",
+                    code(u["model"].as_str().unwrap_or("?")),
+                    count(u["turns"].as_u64().unwrap_or(0), "turn")
+                )
+            })
+            .collect();
+        row("Models used", each.join(" → "));
+    }
+    row("Turns", t["num_turns"].as_u64().unwrap_or(0).to_string());
+    let u = &t["usage"];
+    let n = |k: &str| u[k].as_u64().unwrap_or(0);
+    row(
+        "Tokens",
+        // Null counts: the server reported no usage (they are unknown, not zero).
+        if u["input_tokens"].is_null() && u["output_tokens"].is_null() {
+            "unknown (the server reported no usage)".to_string()
+        } else {
+            format!(
+                "{} input ({} cache read, {} cache write) · {} output",
+                thousands(n("input_tokens")),
+                thousands(n("cache_read_input_tokens")),
+                thousands(n("cache_creation_input_tokens")),
+                thousands(n("output_tokens"))
+            )
+        },
+    );
+    row(
+        "Cost",
+        match t["cost_usd"].as_f64() {
+            Some(c) => usd(c),
+            None => "unknown (no price for this model)".to_string(),
+        },
+    );
+    row(
+        "Duration",
+        format!(
+            "{} (API {})",
+            secs(&t["duration_ms"]),
+            secs(&t["api_duration_ms"])
+        ),
+    );
+    if let Some(r) = t["retries"].as_u64().filter(|r| *r > 0) {
+        row("API retries", r.to_string());
+    }
+    if let Some(d) = t["permission_denials"].as_array().filter(|d| !d.is_empty()) {
+        row("Denied calls", d.len().to_string());
+    }
+    md.push('\n');
+    if let Some(kind) = t["error"]["kind"].as_str() {
+        let msg = t["error"]["message"].as_str().unwrap_or("");
+        md.push_str(&format!(
+            "**Error** {}: {}\n\n",
+            code(kind),
+            code(&cut(msg, 500))
+        ));
+    }
+    verification_section(t, &mut md);
+    tool_section(t, &mut md);
+    files_section(t, &mut md);
+    if let Some(result) = t["result"].as_str().filter(|r| !r.trim().is_empty()) {
+        md.push_str("#### Result\n\n");
+        md.push_str(&fenced("text", &cut(result, RESULT_CHARS)));
+        md.push('\n');
+    }
+    md
+}
+
+fn verification_section(t: &Value, md: &mut String) {
+    let Some(vs) = t["verifications"].as_array().filter(|v| !v.is_empty()) else {
+        return;
+    };
+    md.push_str("#### Verification\n\n| Round | Command | Exit | Result | Duration |\n|---|---|---|---|---|\n");
+    for v in vs {
+        let exit = match (v["exit_code"].as_i64(), v["timed_out"].as_bool()) {
+            (_, Some(true)) => "timeout".to_string(),
+            (Some(c), _) => c.to_string(),
+            (None, _) => "—".to_string(),
+        };
+        let passed = v["passed"].as_bool().unwrap_or(false);
+        md.push_str(&format!(
+            "| {} | {} | {exit} | {} | {} |\n",
+            v["round"].as_u64().unwrap_or(0),
+            code(&cut(
+                v["command"].as_str().unwrap_or(""),
+                INPUT_SUMMARY_CHARS
+            )),
+            if passed { "✅ passed" } else { "❌ failed" },
+            secs(&v["duration_ms"])
+        ));
+    }
+    md.push('\n');
+    if let Some(last) = vs.last().filter(|v| v["passed"] != Value::Bool(true)) {
+        let tail = tail_lines(
+            last["output_tail"].as_str().unwrap_or(""),
+            VERIFY_TAIL_LINES,
+            VERIFY_TAIL_CHARS,
+        );
+        md.push_str("<details><summary>Output of the last verification (tail)</summary>\n\n");
+        md.push_str(&fenced("text", &tail));
+        md.push_str("\n</details>\n\n");
+    }
+}
+
+fn tool_section(t: &Value, md: &mut String) {
+    let calls = t["tool_calls"].as_array().cloned().unwrap_or_default();
+    md.push_str(&format!("#### Tool calls ({})\n\n", calls.len()));
+    if calls.is_empty() {
+        md.push_str("None.\n\n");
+        return;
+    }
+    md.push_str("| # | Turn | Tool | Input | Result | Duration |\n|---|---|---|---|---|---|\n");
+    for (i, c) in calls.iter().take(MAX_TOOL_ROWS).enumerate() {
+        md.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} ms |\n",
+            i + 1,
+            c["turn"].as_u64().unwrap_or(0),
+            code(c["name"].as_str().unwrap_or("?")),
+            code(&input_summary(&c["input"])),
+            if c["is_error"].as_bool().unwrap_or(false) {
+                "error"
+            } else {
+                "ok"
+            },
+            c["duration_ms"].as_u64().unwrap_or(0)
+        ));
+    }
+    if calls.len() > MAX_TOOL_ROWS {
+        md.push_str(&format!(
+            "\n… and {} more (see the transcript).\n",
+            calls.len() - MAX_TOOL_ROWS
+        ));
+    }
+    md.push('\n');
+}
+
+fn files_section(t: &Value, md: &mut String) {
+    let files = t["files_changed"].as_array().cloned().unwrap_or_default();
+    md.push_str(&format!("#### Files changed ({})\n\n", files.len()));
+    if files.is_empty() {
+        md.push_str("None.\n\n");
+    }
+    for f in files.iter().take(MAX_FILE_ROWS) {
+        md.push_str(&format!(
+            "- {} {}\n",
+            f["change"].as_str().unwrap_or("?"),
+            code(f["path"].as_str().unwrap_or("?"))
+        ));
+    }
+    if files.len() > MAX_FILE_ROWS {
+        md.push_str(&format!("- … and {} more\n", files.len() - MAX_FILE_ROWS));
+    }
+    if !files.is_empty() {
+        md.push('\n');
+    }
+    if let Some(stat) = t["git_diff_stat"].as_str().filter(|s| !s.trim().is_empty()) {
+        let lines: Vec<&str> = stat.lines().collect();
+        let shown = if lines.len() > DIFF_STAT_LINES {
+            let mut v = lines[..DIFF_STAT_LINES - 1].to_vec();
+            v.push(lines[lines.len() - 1]); // the totals line
+            v.join("\n")
+        } else {
+            lines.join("\n")
+        };
+        md.push_str("<details><summary>git diff --stat</summary>\n\n");
+        md.push_str(&fenced("text", &shown));
+        md.push_str("\n</details>\n\n");
+    }
+}
+
+#[cfg(test)]
+#[path = "summary_tests.rs"]
+mod tests;

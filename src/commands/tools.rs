@@ -1,0 +1,130 @@
+//! `agent tools`: the enabled tools with their metadata, and the exact `tools` array the
+//! API is sent. The MCP servers of the configuration are started, so their tools are
+//! listed too (with their server and their own names).
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use serde_json::json;
+
+use crate::config::cli::ToolsArgs;
+use crate::error::Error;
+use crate::tools::registry::Registry;
+use crate::{config, mcp, model::provider, process, usage_failure, util::output};
+
+pub(crate) fn tools_command(args: &ToolsArgs) -> ExitCode {
+    let selection = match config::tool_selection(&args.tools) {
+        Ok(s) => s,
+        Err(e) => return usage_failure(&e),
+    };
+    let mut registry = Registry::builtin(&selection);
+    let mcp_origin = match tools_mcp(args, &mut registry) {
+        Ok(o) => o,
+        Err(e) => return usage_failure(&e),
+    };
+    let empty = json!({});
+    let tools: Vec<_> = registry
+        .enabled()
+        .iter()
+        .map(|t| {
+            let mut v = json!({"name": t.name(), "description": t.description(),
+                   "input_schema": t.input_schema(), "read_only": t.is_read_only(),
+                   "destructive": t.is_destructive(),
+                   "concurrency_safe": t.is_concurrency_safe(&empty),
+                   "category": t.category().as_str()});
+            if let Some((server, tool)) = mcp_origin.get(t.name()) {
+                v["server"] = json!(server);
+                v["mcp_tool"] = json!(tool);
+            }
+            v
+        })
+        .collect();
+    let api = provider::anthropic::api_tools(&registry.to_api_format());
+    if args.json {
+        let doc = json!({"tools": tools, "api_tools": api});
+        output::print_stdout(&serde_json::to_string_pretty(&doc).unwrap_or_default());
+    } else {
+        let mut s = String::from("Enabled tools:\n");
+        let width = registry
+            .enabled()
+            .iter()
+            .map(|t| t.name().len())
+            .max()
+            .unwrap_or(0)
+            .max(10);
+        for t in registry.enabled() {
+            let flags = [
+                (t.is_read_only(), "read-only"),
+                (t.is_destructive(), "destructive"),
+                (t.is_concurrency_safe(&empty), "concurrency-safe"),
+            ];
+            let flags: Vec<_> = flags
+                .iter()
+                .filter(|(on, _)| *on)
+                .map(|(_, n)| *n)
+                .collect();
+            s.push_str(&format!(
+                "  {:<width$} {:<7} {}\n",
+                t.name(),
+                t.category().as_str(),
+                flags.join(", ")
+            ));
+            if let Some((server, tool)) = mcp_origin.get(t.name()) {
+                s.push_str(&format!(
+                    "  {:<width$} the tool {tool:?} of the MCP server {server:?}\n",
+                    ""
+                ));
+            }
+        }
+        s.push_str("\nThe `tools` array sent to the API:\n");
+        s.push_str(&serde_json::to_string_pretty(&api).unwrap_or_default());
+        output::print_stdout(&s);
+    }
+    drop(registry); // ends HTTP sessions
+    process::kill_all_running(); // stdio MCP servers
+    ExitCode::SUCCESS
+}
+
+/// `agent tools`: starts the MCP servers of the configuration (the current directory's
+/// `.mcp.json` and `--mcp-config`) and registers their tools. Returns each MCP tool's
+/// server and own name, by the name the model sees.
+fn tools_mcp(
+    args: &ToolsArgs,
+    registry: &mut Registry,
+) -> Result<std::collections::HashMap<String, (String, String)>, Error> {
+    let cwd = std::env::current_dir()
+        .map_err(|e| Error::Usage(format!("cannot read the current directory: {e}")))?;
+    let settings = mcp::McpSettings::from_args(
+        &args.mcp,
+        &cwd,
+        args.no_project_settings,
+        args.tools.full_auto,
+        &|name| std::env::var(name).ok(),
+    )
+    .map_err(Error::Usage)?;
+    if settings.servers.is_empty() {
+        return Ok(Default::default());
+    }
+    let mut secrets = crate::util::secrets::secret_values();
+    secrets.extend(settings.secret_values());
+    output::init(output::Verbosity::Normal, secrets);
+    let opts = mcp::Options {
+        call_timeout: settings.call_timeout,
+        startup_timeout: settings.startup_timeout,
+        strict: settings.strict,
+        workspace: cwd,
+        child_env: Arc::new(crate::util::secrets::scrubbed_env(std::env::vars(), &[])),
+    };
+    let started = mcp::start(&settings.servers, &opts).map_err(Error::Usage)?;
+    output::progress_done();
+    let selection = config::tool_selection(&args.tools)?;
+    mcp::tool::register(registry, &started, &selection, settings.allow_all);
+    Ok(started
+        .servers
+        .iter()
+        .flat_map(|(server, defs)| {
+            defs.iter()
+                .map(|d| (d.exposed.clone(), (server.name.clone(), d.tool.clone())))
+        })
+        .collect())
+}

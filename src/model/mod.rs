@@ -1,0 +1,5 @@
+//! Talking to the model: wire types, the loop's view of a turn, and the providers.
+
+pub(crate) mod protocol;
+pub(crate) mod provider;
+pub(crate) mod turn;

@@ -1,0 +1,470 @@
+//! The Anthropic Messages API wire (SPEC §3.1): `POST /v1/messages` with `x-api-key`
+//! and `anthropic-version`, the request body with its prompt-cache breakpoints and
+//! extended thinking, the error body, and the event-stream decoder (`decode`). The HTTP
+//! shell does the rest.
+
+pub(crate) mod decode;
+
+use std::io::BufRead;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::TurnRequest;
+use super::http::{Body, HttpConfig, TurnResult, Wire};
+use super::retry::OnNotice;
+use crate::config::cli::{Effort, RequestArgs, ToolChoice};
+use crate::model::protocol::ApiErrorBody;
+use crate::record::history::BodySink;
+
+/// The API version header every request carries.
+const ANTHROPIC_VERSION: &str = "2023-06-01";
+
+/// The smallest `budget_tokens` the API takes.
+pub(crate) const MIN_THINKING_BUDGET: u32 = 1024;
+
+/// The beta that lets Claude 4 models think between tool calls (after each tool
+/// result), not only once before their first call.
+pub(crate) const INTERLEAVED_THINKING_BETA: &str = "interleaved-thinking-2025-05-14";
+
+/// The thinking budget of each `--effort` level. The request's max_tokens is the budget
+/// plus `--max-tokens`, so with the default 8192 even `high` (24576 in all) stays within
+/// the smallest output limit of the Claude 4 models (32000, Opus 4 and 4.1).
+fn effort_budget(effort: Effort) -> u32 {
+    match effort {
+        Effort::Low => 4096,
+        Effort::Medium => 8192,
+        Effort::High => 16384,
+    }
+}
+
+/// The thinking budget the requests carry: `--thinking-budget`, else `--effort`'s.
+pub(crate) fn thinking_budget(request: &RequestArgs) -> Option<u32> {
+    request
+        .thinking_budget
+        .or_else(|| request.effort.map(effort_budget))
+}
+
+/// Whether `model` thinks between tool calls with [`INTERLEAVED_THINKING_BETA`]: every
+/// model but the Claude 3 family (3.7 Sonnet thinks only before its first call). Names
+/// are matched anywhere, for gateways that prefix them (`anthropic/claude-…`).
+pub(crate) fn interleaves_thinking(model: &str) -> bool {
+    !model.to_ascii_lowercase().contains("claude-3")
+}
+
+/// The Anthropic Messages API.
+#[derive(Default)]
+pub(crate) struct AnthropicWire {
+    /// The request's head (model, system prompt, tools …) as last serialised: the same
+    /// every turn of a run, so each request copies these bytes instead of building and
+    /// serialising it again (a third of a small turn's CPU before).
+    head: std::sync::Mutex<Option<CachedHead>>,
+}
+
+/// A serialised request head and what it was made from. The system prompt and the
+/// tools are the run's own, alive and unchanged for the whole run, so their address
+/// and length name them; the model changes once if `--fallback-model` takes over.
+struct CachedHead {
+    key: HeadKey,
+    bytes: Vec<u8>,
+}
+
+#[derive(PartialEq)]
+struct HeadKey {
+    model: String,
+    max_tokens: u32,
+    system: (usize, usize),
+    tools: (usize, usize),
+    tool_choice: Option<ToolChoice>,
+    thinking_budget: Option<u32>,
+}
+
+impl HeadKey {
+    fn of(request: &TurnRequest<'_>, choice: Option<ToolChoice>, budget: Option<u32>) -> Self {
+        HeadKey {
+            model: request.model.to_string(),
+            max_tokens: request.max_tokens,
+            system: (request.system.as_ptr() as usize, request.system.len()),
+            tools: (request.tools.as_ptr() as usize, request.tools.len()),
+            tool_choice: choice,
+            thinking_budget: budget,
+        }
+    }
+}
+
+impl Wire for AnthropicWire {
+    fn path(&self) -> &'static str {
+        "/v1/messages"
+    }
+
+    fn headers(&self, config: &HttpConfig) -> Vec<(&'static str, String)> {
+        let credential = match &config.gateway.auth_token {
+            Some(token) => ("authorization", format!("Bearer {token}")),
+            None => ("x-api-key", config.api_key.clone()),
+        };
+        let mut headers = vec![
+            credential,
+            ("anthropic-version", ANTHROPIC_VERSION.to_string()),
+            ("content-type", "application/json".to_string()),
+        ];
+        // `--betas`, then the ones flags added (context-1m, interleaved thinking): each once.
+        let mut betas: Vec<&str> = Vec::new();
+        for beta in config.request.betas.iter().map(|b| b.trim()) {
+            if !beta.is_empty() && !betas.contains(&beta) {
+                betas.push(beta);
+            }
+        }
+        if !betas.is_empty() {
+            headers.push(("anthropic-beta", betas.join(",")));
+        }
+        headers
+    }
+
+    fn body<'a>(
+        &self,
+        request: &TurnRequest<'a>,
+        config: &HttpConfig,
+        out: &mut Body<'a>,
+    ) -> serde_json::Result<()> {
+        let choice = config
+            .request
+            .tool_choice
+            .filter(|_| !request.tools.is_empty());
+        let budget = thinking_budget(&config.request);
+        let key = HeadKey::of(request, choice, budget);
+        let mut cached = self.head.lock().unwrap_or_else(|e| e.into_inner());
+        if cached.as_ref().is_none_or(|c| c.key != key) {
+            let bytes = head_bytes(request, choice, budget)?;
+            *cached = Some(CachedHead { key, bytes });
+        }
+        let head = &cached.as_ref().expect("the head was just made").bytes;
+        write_messages_after(head, request, out);
+        Ok(())
+    }
+
+    fn request_id_header(&self) -> &'static str {
+        "request-id"
+    }
+
+    /// The `(type, message)` of an Anthropic error body.
+    fn parse_error_body(&self, raw: &[u8]) -> Option<(String, String)> {
+        let env = serde_json::from_slice::<ErrorEnvelope>(raw).ok()?;
+        Some((env.error.kind, env.error.message))
+    }
+
+    fn decode(&self, reader: &mut dyn BufRead, on_notice: &mut OnNotice<'_>) -> TurnResult {
+        decode::read_turn(reader, on_notice)
+    }
+}
+
+/// The request body of SPEC §3.1, all but `messages`, which are spliced in as stored.
+#[derive(Serialize)]
+struct RequestHead<'a> {
+    model: &'a str,
+    max_tokens: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thinking: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    system: Option<[Value; 1]>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<Value>,
+    stream: bool,
+}
+
+/// Prompt caching (SPEC §9): the marker every breakpoint carries.
+fn ephemeral() -> Value {
+    serde_json::json!({"type": "ephemeral"})
+}
+
+/// The `tools` array exactly as sent: the registry's definitions with the prompt-cache
+/// breakpoint on the last one (`agent tools` prints this too).
+pub(crate) fn api_tools(tools: &[Value]) -> Vec<Value> {
+    let mut tools = tools.to_vec();
+    if let Some(last) = tools.last_mut() {
+        last["cache_control"] = ephemeral();
+    }
+    tools
+}
+
+/// The request body with prompt-cache breakpoints on the last tool definition, the
+/// system prompt and the newest message. The prefix order is tools → system → messages,
+/// so the first two cache everything a run re-sends every turn. The messages are not
+/// serialised again: their stored JSON is copied in, the newest message's breakpoint
+/// spliced into it (`history::write_messages`), so thinking blocks go back exactly as
+/// they came. With a thinking budget, max_tokens (which counts the thinking too) is the
+/// budget plus the request's own: the API wants it above the budget, and the answer
+/// keeps the room `--max-tokens` gives it.
+/// Into `out`, which borrows the messages' JSON.
+#[cfg(test)]
+fn write_body<'a>(
+    request: &TurnRequest<'a>,
+    tool_choice: Option<ToolChoice>,
+    thinking_budget: Option<u32>,
+    out: &mut impl BodySink<'a>,
+) -> serde_json::Result<()> {
+    let head = head_bytes(request, tool_choice, thinking_budget)?;
+    write_messages_after(&head, request, out);
+    Ok(())
+}
+
+/// The body: `head` (from [`head_bytes`]), the stored messages, the closing brace.
+fn write_messages_after<'a>(head: &[u8], request: &TurnRequest<'a>, out: &mut impl BodySink<'a>) {
+    out.own(head);
+    crate::record::history::write_messages(request.messages, true, out);
+    out.own(b"}");
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Request heads serialised on this thread (tests: the cache keeps it to one a run).
+    static HEADS_MADE: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// The body up to its messages: the head object without its closing brace, then
+/// `,"messages":`.
+fn head_bytes(
+    request: &TurnRequest<'_>,
+    tool_choice: Option<ToolChoice>,
+    thinking_budget: Option<u32>,
+) -> serde_json::Result<Vec<u8>> {
+    #[cfg(test)]
+    HEADS_MADE.with(|n| n.set(n.get() + 1));
+    let tools = api_tools(request.tools);
+    let system = (!request.system.is_empty()).then(|| {
+        [serde_json::json!({"type": "text", "text": request.system, "cache_control": ephemeral()})]
+    });
+    let head = RequestHead {
+        model: request.model,
+        max_tokens: match thinking_budget {
+            Some(budget) => request.max_tokens.saturating_add(budget),
+            None => request.max_tokens,
+        },
+        thinking: thinking_budget
+            .map(|budget| serde_json::json!({"type": "enabled", "budget_tokens": budget})),
+        system,
+        tools,
+        tool_choice: tool_choice.map(|c| {
+            let kind = match c {
+                ToolChoice::Auto => "auto",
+                ToolChoice::Required => "any",
+                ToolChoice::None => "none",
+            };
+            serde_json::json!({"type": kind})
+        }),
+        stream: true,
+    };
+    let mut head = serde_json::to_vec(&head)?;
+    head.pop(); // the closing brace: the messages follow
+    head.extend_from_slice(b",\"messages\":");
+    Ok(head)
+}
+
+/// An HTTP error body: `{"type":"error","error":{"type","message"},"request_id"?}`.
+#[derive(Deserialize)]
+struct ErrorEnvelope {
+    error: ApiErrorBody,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::protocol::{ContentBlock, Message, Role};
+    use crate::record::history::Entry;
+    use serde_json::json;
+
+    fn request_body(
+        request: &TurnRequest<'_>,
+        tool_choice: Option<ToolChoice>,
+        thinking_budget: Option<u32>,
+    ) -> serde_json::Result<Vec<u8>> {
+        let mut out = Vec::new();
+        write_body(request, tool_choice, thinking_budget, &mut out)?;
+        Ok(out)
+    }
+
+    #[test]
+    fn breakpoints_only_on_last_tool_and_newest_message() {
+        let messages: Vec<_> = [
+            Message::user_text("task"),
+            Message {
+                role: Role::Assistant,
+                content: vec![ContentBlock::ToolUse {
+                    id: "t1".into(),
+                    name: "ReadFile".into(),
+                    input: json!({"path": "a"}),
+                }],
+            },
+            Message {
+                role: Role::User,
+                content: vec![ContentBlock::ToolResult {
+                    tool_use_id: "t1".into(),
+                    content: "x".into(),
+                    is_error: false,
+                }],
+            },
+        ]
+        .into_iter()
+        .map(Entry::new)
+        .collect();
+        let tools = vec![json!({"name": "A"}), json!({"name": "B"})];
+        let req = TurnRequest {
+            model: "m",
+            max_tokens: 1,
+            system: "",
+            messages: &messages,
+            tools: &tools,
+        };
+        let body: Value = serde_json::from_slice(&request_body(&req, None, None).unwrap()).unwrap();
+        assert!(body.get("system").is_none());
+        assert_eq!(body["stream"], true);
+        assert_eq!(body["max_tokens"], 1);
+        assert!(body["tools"][0].get("cache_control").is_none());
+        assert_eq!(body["tools"][1]["cache_control"]["type"], "ephemeral");
+        assert!(
+            body["messages"][0]["content"][0]
+                .get("cache_control")
+                .is_none()
+        );
+        assert!(
+            body["messages"][1]["content"][0]
+                .get("cache_control")
+                .is_none()
+        );
+        assert_eq!(
+            body["messages"][2]["content"][0]["cache_control"]["type"],
+            "ephemeral"
+        );
+        // The history itself is untouched.
+        assert_eq!(
+            serde_json::from_str::<Value>(messages[2].json()).unwrap()["content"][0]
+                .get("cache_control"),
+            None
+        );
+    }
+
+    #[test]
+    fn a_thinking_budget_is_sent_with_max_tokens_raised_by_it() {
+        let messages = vec![Entry::new(Message::user_text("task"))];
+        let req = TurnRequest {
+            model: "claude-sonnet-4-5",
+            max_tokens: 8192,
+            system: "",
+            messages: &messages,
+            tools: &[],
+        };
+        let body = |budget| -> Value {
+            serde_json::from_slice(&request_body(&req, None, budget).unwrap()).unwrap()
+        };
+        let on = body(Some(4096));
+        assert_eq!(
+            on["thinking"],
+            json!({"type": "enabled", "budget_tokens": 4096})
+        );
+        assert_eq!(on["max_tokens"], 8192 + 4096);
+        let off = body(None);
+        assert!(off.get("thinking").is_none());
+        assert_eq!(off["max_tokens"], 8192);
+        assert_eq!(body(Some(u32::MAX))["max_tokens"], u32::MAX);
+    }
+
+    #[test]
+    fn effort_levels_map_to_rising_budgets_and_the_flag_wins() {
+        let args = |thinking_budget, effort| RequestArgs {
+            thinking_budget,
+            effort,
+            ..RequestArgs::default()
+        };
+        assert_eq!(thinking_budget(&args(None, None)), None);
+        let budgets: Vec<_> = [Effort::Low, Effort::Medium, Effort::High]
+            .map(|e| thinking_budget(&args(None, Some(e))).unwrap())
+            .to_vec();
+        assert_eq!(budgets, [4096, 8192, 16384]);
+        assert!(budgets.iter().all(|b| *b >= MIN_THINKING_BUDGET));
+        assert_eq!(thinking_budget(&args(Some(2000), None)), Some(2000));
+    }
+
+    #[test]
+    fn betas_are_sent_once_each_in_order() {
+        let mut config = HttpConfig::new("http://x", "k");
+        config.request.betas = vec![
+            "context-1m-2025-08-07".into(),
+            INTERLEAVED_THINKING_BETA.into(),
+            " context-1m-2025-08-07".into(),
+            INTERLEAVED_THINKING_BETA.into(),
+            "".into(),
+        ];
+        let headers = AnthropicWire::default().headers(&config);
+        let betas: Vec<_> = headers
+            .iter()
+            .filter(|(n, _)| *n == "anthropic-beta")
+            .collect();
+        assert_eq!(
+            betas,
+            [&(
+                "anthropic-beta",
+                format!("context-1m-2025-08-07,{INTERLEAVED_THINKING_BETA}")
+            )]
+        );
+        config.request.betas.clear();
+        assert!(
+            AnthropicWire::default()
+                .headers(&config)
+                .iter()
+                .all(|(n, _)| *n != "anthropic-beta")
+        );
+    }
+
+    /// The head is serialised once a run: every turn's body is the same bytes as one
+    /// built afresh, and only a changed model (a fallback) makes a new head.
+    #[test]
+    fn the_request_head_is_made_once_and_remade_only_when_it_changes() {
+        use std::io::Read;
+        let wire = AnthropicWire::default();
+        let config = HttpConfig::new("http://x", "k");
+        let tools = vec![json!({"name": "A", "input_schema": {"type": "object"}})];
+        let mut messages = vec![Entry::new(Message::user_text("task"))];
+        let sent = |model: &str, messages: &[std::sync::Arc<Entry>]| -> Vec<u8> {
+            let req = TurnRequest {
+                model,
+                max_tokens: 100,
+                system: "be brief",
+                messages,
+                tools: &tools,
+            };
+            let mut body = Body::default();
+            wire.body(&req, &config, &mut body).unwrap();
+            let mut bytes = Vec::new();
+            body.reader().read_to_end(&mut bytes).unwrap();
+            assert_eq!(
+                bytes,
+                request_body(&req, None, None).unwrap(),
+                "as made afresh"
+            );
+            bytes
+        };
+        let made = || HEADS_MADE.with(|n| n.get());
+        let before = made();
+        for turn in 0..5 {
+            messages.push(Entry::new(Message::user_text(format!("turn {turn}"))));
+            sent("claude-sonnet-4-5", &messages);
+        }
+        // 5 turns: one head by the wire, and one for each comparison body.
+        assert_eq!(made() - before, 1 + 5);
+        let on_fallback = sent("claude-haiku-4-5", &messages);
+        assert_eq!(made() - before, 2 + 6, "a new model, a new head");
+        let v: Value = serde_json::from_slice(&on_fallback).unwrap();
+        assert_eq!(v["model"], "claude-haiku-4-5");
+        assert_eq!(v["messages"].as_array().unwrap().len(), 6);
+    }
+
+    #[test]
+    fn claude_3_models_do_not_interleave_thinking() {
+        assert!(interleaves_thinking("claude-sonnet-4-5"));
+        assert!(interleaves_thinking("claude-opus-4-1-20250805"));
+        assert!(interleaves_thinking("anthropic/claude-haiku-4-5"));
+        assert!(!interleaves_thinking("claude-3-7-sonnet-20250219"));
+        assert!(!interleaves_thinking("bedrock/Claude-3-7-Sonnet"));
+    }
+}

@@ -1,0 +1,701 @@
+//! Cassettes (SPEC §3.3): record a live run's streamed responses as JSON lines, and
+//! replay them through the same SSE decoder, accumulator and loop, so tools really run
+//! with no key and no network.
+//!
+//! Format: the first line is a header `{"type":"header","format":1,"provider",
+//! "model","agent_version","workspace","tools","session_id"}`; then one line per model turn,
+//! `{"type":"turn","index":N,"request":{"messages":M,"tools":[..],"model":ID},"sse":"<raw SSE>"}`
+//! (`model`: the model the request went to, the `--fallback-model` after a switch),
+//! appended and flushed as each turn finishes, so a killed run leaves a usable prefix.
+//! No headers and no key are ever written.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+
+use clap::ValueEnum;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{Provider, ProviderError, ProviderErrorKind, StreamFailure, TurnRequest};
+use crate::config::cli::ProviderKind;
+use crate::model::protocol::ContentBlock;
+use crate::model::turn::{StreamNotice, Turn};
+
+pub(crate) const CASSETTE_FORMAT: u32 = 1;
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Line {
+    Header {
+        format: u32,
+        provider: String,
+        model: String,
+        agent_version: String,
+        /// The workspace root at recording time; replay rewrites it in tool inputs.
+        workspace: String,
+        tools: Vec<String>,
+        /// The recording run's `session_id` (absent in cassettes from before it existed).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        session_id: Option<String>,
+    },
+    Turn {
+        index: u32,
+        request: RequestSummary,
+        sse: String,
+        /// Set when `sse` is not the raw response but a re-encoding of it in this format
+        /// (a secret had to be removed from a value the stream split across events).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        encoding: Option<String>,
+    },
+}
+
+/// What a recorded turn answered: enough to see a replay drift, nothing secret.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct RequestSummary {
+    messages: usize,
+    tools: Vec<String>,
+    /// The model asked (absent in cassettes from before it was recorded): on replay, the
+    /// model of a turn whose stream names none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    model: Option<String>,
+}
+
+fn summarize(request: &TurnRequest<'_>) -> RequestSummary {
+    RequestSummary {
+        messages: request.messages.len(),
+        tools: tool_names(request.tools),
+        model: Some(request.model.to_string()),
+    }
+}
+
+/// One recorded turn as replay needs it.
+struct Recording {
+    sse: String,
+    /// Set when `sse` was re-encoded (see `Line::Turn`).
+    encoding: Option<String>,
+    /// The model the request went to, when recorded.
+    model: Option<String>,
+}
+
+fn tool_names(tools: &[Value]) -> Vec<String> {
+    tools
+        .iter()
+        .filter_map(|t| t["name"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// Appends turns to a cassette as a live run goes.
+pub(crate) struct CassetteWriter {
+    file: File,
+    turns: u32,
+    provider: String,
+    /// Values that must never reach the file (the API key), replaced if ever present.
+    secrets: Vec<String>,
+}
+
+impl CassetteWriter {
+    pub(crate) fn create(
+        path: &Path,
+        provider: &str,
+        model: &str,
+        workspace: &Path,
+        tools: &[String],
+        session_id: &str,
+        secrets: Vec<String>,
+    ) -> std::io::Result<Self> {
+        let file = File::create(path)?;
+        let mut w = CassetteWriter {
+            file,
+            turns: 0,
+            provider: provider.to_string(),
+            secrets,
+        };
+        w.write_line(&Line::Header {
+            format: CASSETTE_FORMAT,
+            provider: provider.to_string(),
+            model: model.to_string(),
+            agent_version: env!("CARGO_PKG_VERSION").to_string(),
+            workspace: workspace.display().to_string(),
+            tools: tools.to_vec(),
+            session_id: Some(session_id.to_string()),
+        })?;
+        Ok(w)
+    }
+
+    /// Records one successful turn: the raw SSE bytes and what they answered.
+    ///
+    /// A secret the model echoed may be split across several deltas, where redacting
+    /// the raw text cannot see it. So the turn is decoded first; if any secret is in it,
+    /// the line holds the redacted turn re-encoded as a canonical Anthropic stream.
+    pub(crate) fn append(&mut self, request: &TurnRequest<'_>, sse: &[u8]) -> std::io::Result<()> {
+        self.turns += 1;
+        let raw = String::from_utf8_lossy(sse).into_owned();
+        let (sse, encoding) = match decode(&self.provider, &raw) {
+            Ok(turn) if self.holds_secret(&turn) => (
+                encode_anthropic(&self.redacted(turn)),
+                Some("anthropic".to_string()),
+            ),
+            _ => (raw, None),
+        };
+        let line = Line::Turn {
+            index: self.turns,
+            request: summarize(request),
+            sse,
+            encoding,
+        };
+        self.write_line(&line)
+    }
+
+    fn holds_secret(&self, turn: &Turn) -> bool {
+        let text = serde_json::to_string(&turn.message).unwrap_or_default();
+        crate::util::secrets::redact(&text, &self.secrets) != text
+    }
+
+    fn redacted(&self, mut turn: Turn) -> Turn {
+        let redact = |s: &mut String| *s = crate::util::secrets::redact(s, &self.secrets);
+        for block in &mut turn.message.content {
+            match block {
+                ContentBlock::Text { text } => redact(text),
+                ContentBlock::Thinking { thinking, .. } => redact(thinking),
+                ContentBlock::ToolUse { input, .. } => redact_value(input, &self.secrets),
+                ContentBlock::ToolResult { content, .. } => redact(content),
+                ContentBlock::RedactedThinking { .. } => {}
+            }
+        }
+        turn
+    }
+
+    fn write_line(&mut self, line: &Line) -> std::io::Result<()> {
+        let text = serde_json::to_string(line).map_err(std::io::Error::other)?;
+        let text = crate::util::secrets::redact(&text, &self.secrets);
+        self.file.write_all(text.as_bytes())?;
+        self.file.write_all(b"\n")?;
+        self.file.flush()
+    }
+}
+
+/// Answers each request with the next recorded turn.
+pub(crate) struct ReplayProvider {
+    path: PathBuf,
+    /// The recording's provider: it picks the decoder.
+    provider: String,
+    turns: Vec<Recording>,
+    next: usize,
+    recorded_workspace: String,
+    workspace: String,
+    recorded_tools: Vec<String>,
+    warned_tools: bool,
+}
+
+impl ReplayProvider {
+    /// Opens and checks a cassette; the error says what is wrong with it.
+    pub(crate) fn open(path: &Path, workspace: &Path) -> Result<Self, String> {
+        let shown = path.display();
+        let file = File::open(path).map_err(|e| format!("--replay {shown}: {e}"))?;
+        let mut lines = BufReader::new(file).lines();
+        let header = match lines.next() {
+            Some(Ok(l)) => l,
+            Some(Err(e)) => return Err(format!("--replay {shown}: {e}")),
+            None => return Err(format!("--replay {shown}: the cassette is empty")),
+        };
+        let (provider, recorded_workspace, recorded_tools) = match serde_json::from_str(&header) {
+            Ok(Line::Header {
+                format,
+                provider,
+                workspace,
+                tools,
+                ..
+            }) if format == CASSETTE_FORMAT => (provider, workspace, tools),
+            Ok(Line::Header { format, .. }) => {
+                return Err(format!(
+                    "--replay {shown}: cassette format {format} is not supported \
+                     (this agent reads format {CASSETTE_FORMAT})"
+                ));
+            }
+            _ => return Err(format!("--replay {shown}: line 1 is not a cassette header")),
+        };
+        if provider_kind(&provider).is_none() {
+            let known: Vec<&str> = ProviderKind::value_variants()
+                .iter()
+                .map(|k| k.as_str())
+                .collect();
+            return Err(format!(
+                "--replay {shown}: the cassette was recorded with provider {provider:?}; \
+                 this agent replays {}",
+                known.join(", ")
+            ));
+        }
+        let mut turns = Vec::new();
+        for (i, line) in lines.enumerate() {
+            let line = line.map_err(|e| format!("--replay {shown}: {e}"))?;
+            if line.trim().is_empty() {
+                continue;
+            }
+            match serde_json::from_str(&line) {
+                Ok(Line::Turn {
+                    sse,
+                    encoding,
+                    request,
+                    ..
+                }) => turns.push(Recording {
+                    sse,
+                    encoding,
+                    model: request.model,
+                }),
+                Ok(Line::Header { .. }) => {
+                    return Err(format!(
+                        "--replay {shown}: line {} is a second header",
+                        i + 2
+                    ));
+                }
+                Err(e) => return Err(format!("--replay {shown}: line {}: {e}", i + 2)),
+            }
+        }
+        Ok(ReplayProvider {
+            path: path.to_path_buf(),
+            provider,
+            turns,
+            next: 0,
+            recorded_workspace,
+            workspace: workspace.display().to_string(),
+            recorded_tools,
+            warned_tools: false,
+        })
+    }
+
+    fn rewrite(&self, value: &mut Value) {
+        if self.recorded_workspace.is_empty() || self.recorded_workspace == self.workspace {
+            return;
+        }
+        rewrite_paths(value, &self.recorded_workspace, &self.workspace);
+    }
+}
+
+/// The provider a cassette header names (as `--provider` spells it).
+fn provider_kind(name: &str) -> Option<ProviderKind> {
+    ProviderKind::value_variants()
+        .iter()
+        .copied()
+        .find(|k| k.as_str() == name)
+}
+
+/// Decodes one recorded response with the decoder of the format it was recorded in
+/// (an unknown one, which `open` refuses, reads as the Anthropic stream).
+fn decode(format: &str, sse: &str) -> Result<Turn, StreamFailure> {
+    let wire = super::wire(provider_kind(format).unwrap_or(ProviderKind::Anthropic));
+    wire.decode(&mut sse.as_bytes(), &mut |_| {})
+}
+
+fn redact_value(value: &mut Value, secrets: &[String]) {
+    match value {
+        Value::String(s) => *s = crate::util::secrets::redact(s, secrets),
+        Value::Array(a) => a.iter_mut().for_each(|v| redact_value(v, secrets)),
+        Value::Object(o) => o.values_mut().for_each(|v| redact_value(v, secrets)),
+        _ => {}
+    }
+}
+
+/// A turn as a canonical Anthropic event stream: one delta per block.
+fn encode_anthropic(turn: &Turn) -> String {
+    use serde_json::json;
+    let mut out = String::new();
+    let mut event = |name: &str, data: Value| {
+        out.push_str(&format!("event: {name}\ndata: {data}\n\n"));
+    };
+    let u = &turn.usage;
+    event(
+        "message_start",
+        json!({"type": "message_start", "message": {"id": turn.id, "type": "message",
+               "role": "assistant", "model": turn.model, "content": [],
+               // An unknown usage stays unknown on replay: no counts at all.
+               "usage": (!u.unknown).then(|| json!({"input_tokens": u.input_tokens,
+                         "output_tokens": 0,
+                         "cache_creation_input_tokens": u.cache_creation_input_tokens,
+                         "cache_read_input_tokens": u.cache_read_input_tokens}))}}),
+    );
+    for (index, block) in turn.message.content.iter().enumerate() {
+        let (start, deltas) = match block {
+            ContentBlock::Text { text } => (
+                json!({"type": "text", "text": ""}),
+                vec![json!({"type": "text_delta", "text": text})],
+            ),
+            ContentBlock::ToolUse { id, name, input } => (
+                json!({"type": "tool_use", "id": id, "name": name, "input": {}}),
+                vec![json!({"type": "input_json_delta", "partial_json": input.to_string()})],
+            ),
+            ContentBlock::Thinking {
+                thinking,
+                signature,
+            } => (
+                json!({"type": "thinking", "thinking": "", "signature": ""}),
+                vec![
+                    json!({"type": "thinking_delta", "thinking": thinking}),
+                    json!({"type": "signature_delta", "signature": signature}),
+                ],
+            ),
+            ContentBlock::RedactedThinking { data } => {
+                (json!({"type": "redacted_thinking", "data": data}), vec![])
+            }
+            ContentBlock::ToolResult { .. } => continue, // never in an assistant turn
+        };
+        event(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": index, "content_block": start}),
+        );
+        for delta in deltas {
+            event(
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": index, "delta": delta}),
+            );
+        }
+        event(
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": index}),
+        );
+    }
+    event(
+        "message_delta",
+        json!({"type": "message_delta", "delta": {"stop_reason": turn.stop_reason.as_str()},
+               "usage": (!u.unknown).then(|| json!({"output_tokens": u.output_tokens}))}),
+    );
+    event("message_stop", json!({"type": "message_stop"}));
+    out
+}
+
+/// Replaces the recorded workspace root by the replay's in every string of `value`.
+fn rewrite_paths(value: &mut Value, from: &str, to: &str) {
+    match value {
+        Value::String(s) if s.contains(from) => *s = s.replace(from, to),
+        Value::Array(a) => a.iter_mut().for_each(|v| rewrite_paths(v, from, to)),
+        Value::Object(o) => o.values_mut().for_each(|v| rewrite_paths(v, from, to)),
+        _ => {}
+    }
+}
+
+impl Provider for ReplayProvider {
+    fn stream_turn(
+        &mut self,
+        request: &TurnRequest<'_>,
+        on_notice: &mut dyn FnMut(StreamNotice<'_>),
+    ) -> Result<Turn, ProviderError> {
+        let offered = tool_names(request.tools);
+        if !self.warned_tools && offered != self.recorded_tools {
+            self.warned_tools = true;
+            crate::util::output::warn(&format!(
+                "the tools offered ({}) differ from those recorded in the cassette ({})",
+                offered.join(", "),
+                self.recorded_tools.join(", ")
+            ));
+        }
+        let Some(recorded) = self.turns.get(self.next) else {
+            return Err(ProviderError {
+                kind: ProviderErrorKind::Cassette,
+                message: format!(
+                    "the cassette {} ran out after {} turns before the model stopped",
+                    self.path.display(),
+                    self.turns.len()
+                ),
+            });
+        };
+        self.next += 1;
+        on_notice(StreamNotice::TurnStarted);
+        // Decode the whole turn first, so that paths are rewritten before anything (a
+        // streaming executor included) sees a tool call.
+        let format = recorded.encoding.as_deref().unwrap_or(&self.provider);
+        let mut turn = decode(format, &recorded.sse).map_err(|e| ProviderError {
+            kind: ProviderErrorKind::Cassette,
+            message: format!(
+                "turn {} of the cassette {}: {e}",
+                self.next,
+                self.path.display()
+            ),
+        })?;
+        if turn.model.is_empty() {
+            // As live: the model asked for answers when the stream names none.
+            turn.model = recorded
+                .model
+                .as_deref()
+                .unwrap_or(request.model)
+                .to_string();
+        }
+        for call in &mut turn.calls {
+            if let Ok(input) = &mut call.input {
+                self.rewrite(input);
+            }
+        }
+        for block in &mut turn.message.content {
+            match block {
+                ContentBlock::ToolUse { input, .. } => self.rewrite(input),
+                ContentBlock::Text { text } => on_notice(StreamNotice::TextDelta(text)),
+                _ => {}
+            }
+        }
+        for call in &turn.calls {
+            on_notice(StreamNotice::ToolReady(call));
+        }
+        Ok(turn)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const SSE_TOOL: &str = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"model\":\"m\",\"usage\":{\"input_tokens\":5,\"output_tokens\":1}}}\n\n\
+event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_1\",\"name\":\"ReadFile\",\"input\":{}}}\n\n\
+event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"path\\\": \\\"/rec/ws/a\"}}\n\n\
+event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\".txt\\\"}\"}}\n\n\
+event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n\
+event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\"},\"usage\":{\"output_tokens\":9}}\n\n\
+event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
+
+    fn request<'a>(tools: &'a [Value]) -> TurnRequest<'a> {
+        TurnRequest {
+            model: "m",
+            max_tokens: 10,
+            system: "s",
+            messages: &[],
+            tools,
+        }
+    }
+
+    #[test]
+    fn record_then_replay_rewrites_workspace() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.jsonl");
+        let tools = vec![json!({"name": "ReadFile"})];
+        let mut w = CassetteWriter::create(
+            &path,
+            "anthropic",
+            "m",
+            Path::new("/rec/ws"),
+            &["ReadFile".to_string()],
+            "sess-1",
+            vec!["sk-ant-secret-value".into()],
+        )
+        .unwrap();
+        w.append(&request(&tools), SSE_TOOL.as_bytes()).unwrap();
+        drop(w);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text.lines().count(), 2);
+        let header: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+        assert_eq!(header["session_id"], "sess-1");
+        let mut p = ReplayProvider::open(&path, Path::new("/new/place")).unwrap();
+        let turn = p.stream_turn(&request(&tools), &mut |_| {}).unwrap();
+        assert_eq!(turn.calls[0].input, Ok(json!({"path": "/new/place/a.txt"})));
+        match &turn.message.content[0] {
+            ContentBlock::ToolUse { input, .. } => assert_eq!(input["path"], "/new/place/a.txt"),
+            other => panic!("{other:?}"),
+        }
+        let e = p.stream_turn(&request(&tools), &mut |_| {}).unwrap_err();
+        assert_eq!(e.kind, ProviderErrorKind::Cassette);
+        assert!(e.message.contains("ran out after 1 turns"), "{}", e.message);
+    }
+
+    #[test]
+    fn replay_names_the_model_that_answered() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.jsonl");
+        let tools: Vec<Value> = Vec::new();
+        let mut w =
+            CassetteWriter::create(&path, "anthropic", "m", Path::new("/w"), &[], "s", vec![])
+                .unwrap();
+        let unnamed = SSE_TOOL.replace(",\"model\":\"m\"", "");
+        assert!(!unnamed.contains("\"model\""));
+        // The request went to the fallback; the first stream names no model.
+        let to_fallback = TurnRequest {
+            model: "fallback-1",
+            ..request(&tools)
+        };
+        w.append(&to_fallback, unnamed.as_bytes()).unwrap();
+        w.append(&to_fallback, SSE_TOOL.as_bytes()).unwrap();
+        drop(w);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let line: Value = serde_json::from_str(text.lines().nth(1).unwrap()).unwrap();
+        assert_eq!(line["request"]["model"], "fallback-1");
+        // A line from before the model was recorded: the replay's own model.
+        let old = text
+            .lines()
+            .nth(1)
+            .unwrap()
+            .replace(",\"model\":\"fallback-1\"", "");
+        std::fs::write(&path, format!("{text}{old}\n")).unwrap();
+        let mut p = ReplayProvider::open(&path, Path::new("/w")).unwrap();
+        let asked = TurnRequest {
+            model: "asked",
+            ..request(&tools)
+        };
+        let models: Vec<String> = (0..3)
+            .map(|_| p.stream_turn(&asked, &mut |_| {}).unwrap().model)
+            .collect();
+        assert_eq!(
+            models,
+            ["fallback-1", "m", "asked"],
+            "recorded, reported, asked"
+        );
+    }
+
+    #[test]
+    fn secrets_never_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.jsonl");
+        let secret = "sk-ant-secret-value-123";
+        let mut w = CassetteWriter::create(
+            &path,
+            "anthropic",
+            "m",
+            Path::new("/w"),
+            &[],
+            "sess-2",
+            vec![secret.into()],
+        )
+        .unwrap();
+        let sse = SSE_TOOL.replace("/rec/ws", secret);
+        w.append(&request(&[]), sse.as_bytes()).unwrap();
+        assert!(!std::fs::read_to_string(&path).unwrap().contains(secret));
+    }
+
+    #[test]
+    fn bad_cassettes_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("bad.jsonl");
+        std::fs::write(&p, "").unwrap();
+        assert!(
+            ReplayProvider::open(&p, dir.path())
+                .err()
+                .unwrap()
+                .contains("empty")
+        );
+        std::fs::write(&p, "{\"type\":\"turn\",\"index\":1,\"request\":{\"messages\":1,\"tools\":[]},\"sse\":\"\"}\n").unwrap();
+        assert!(
+            ReplayProvider::open(&p, dir.path())
+                .err()
+                .unwrap()
+                .contains("header")
+        );
+        let missing = dir.path().join("missing.jsonl");
+        assert!(
+            ReplayProvider::open(&missing, dir.path())
+                .err()
+                .unwrap()
+                .contains("--replay")
+        );
+    }
+    #[test]
+    fn an_openai_cassette_replays_through_the_chat_decoder() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("o.jsonl");
+        let tools = vec![json!({"name": "ReadFile"})];
+        let mut w = CassetteWriter::create(
+            &path,
+            "openai",
+            "qwen",
+            Path::new("/rec/ws"),
+            &["ReadFile".to_string()],
+            "sess-3",
+            vec![],
+        )
+        .unwrap();
+        let sse = "data: {\"id\":\"chatcmpl-1\",\"model\":\"qwen\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"call_1\",\"type\":\"function\",\"function\":{\"name\":\"ReadFile\",\"arguments\":\"{\\\"path\\\": \\\"/rec/ws/a.txt\\\"}\"}}]},\"finish_reason\":null}]}\n\n\
+data: {\"id\":\"chatcmpl-1\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n\
+data: [DONE]\n\n";
+        w.append(&request(&tools), sse.as_bytes()).unwrap();
+        drop(w);
+        let header: Value = serde_json::from_str(
+            std::fs::read_to_string(&path)
+                .unwrap()
+                .lines()
+                .next()
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(header["provider"], "openai");
+        let mut p = ReplayProvider::open(&path, Path::new("/new/place")).unwrap();
+        let mut ready = Vec::new();
+        let turn = p
+            .stream_turn(&request(&tools), &mut |n| {
+                if let StreamNotice::ToolReady(c) = n {
+                    ready.push(c.id.clone());
+                }
+            })
+            .unwrap();
+        assert_eq!(
+            turn.stop_reason,
+            crate::model::protocol::StopReason::ToolUse
+        );
+        assert_eq!(turn.calls[0].input, Ok(json!({"path": "/new/place/a.txt"})));
+        assert_eq!(ready, ["call_1"]);
+        // The same text under an anthropic header does not decode as a turn.
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, text.replace("\"openai\"", "\"anthropic\"")).unwrap();
+        let mut p = ReplayProvider::open(&path, Path::new("/new/place")).unwrap();
+        let e = p.stream_turn(&request(&tools), &mut |_| {}).unwrap_err();
+        assert_eq!(e.kind, ProviderErrorKind::Cassette);
+    }
+
+    #[test]
+    fn an_unknown_provider_is_refused_at_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("g.jsonl");
+        CassetteWriter::create(&path, "gemini", "m", Path::new("/w"), &[], "s", vec![]).unwrap();
+        let e = ReplayProvider::open(&path, dir.path()).err().unwrap();
+        assert!(e.contains("\"gemini\""), "{e}");
+    }
+
+    #[test]
+    fn thinking_signatures_and_redacted_thinking_survive_record_and_replay() {
+        let secret = "sk-ant-secret-value-456";
+        let sse = |text: &str| {
+            format!(
+                "event: message_start\ndata: {{\"type\":\"message_start\",\"message\":{{\"id\":\"msg_t\",\"model\":\"m\",\"usage\":{{\"input_tokens\":5,\"output_tokens\":1}}}}}}\n\n\
+event: content_block_start\ndata: {{\"type\":\"content_block_start\",\"index\":0,\"content_block\":{{\"type\":\"thinking\",\"thinking\":\"\",\"signature\":\"\"}}}}\n\n\
+event: content_block_delta\ndata: {{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{{\"type\":\"thinking_delta\",\"thinking\":\"Read \\\"a\\\" \\u00e9\"}}}}\n\n\
+event: content_block_delta\ndata: {{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{{\"type\":\"signature_delta\",\"signature\":\"EqQBCg+/sig==\"}}}}\n\n\
+event: content_block_stop\ndata: {{\"type\":\"content_block_stop\",\"index\":0}}\n\n\
+event: content_block_start\ndata: {{\"type\":\"content_block_start\",\"index\":1,\"content_block\":{{\"type\":\"redacted_thinking\",\"data\":\"RWFzdGVy+/==\"}}}}\n\n\
+event: content_block_stop\ndata: {{\"type\":\"content_block_stop\",\"index\":1}}\n\n\
+event: content_block_start\ndata: {{\"type\":\"content_block_start\",\"index\":2,\"content_block\":{{\"type\":\"text\",\"text\":\"\"}}}}\n\n\
+event: content_block_delta\ndata: {{\"type\":\"content_block_delta\",\"index\":2,\"delta\":{{\"type\":\"text_delta\",\"text\":\"{text}\"}}}}\n\n\
+event: content_block_stop\ndata: {{\"type\":\"content_block_stop\",\"index\":2}}\n\n\
+event: message_delta\ndata: {{\"type\":\"message_delta\",\"delta\":{{\"stop_reason\":\"end_turn\"}},\"usage\":{{\"output_tokens\":9}}}}\n\n\
+event: message_stop\ndata: {{\"type\":\"message_stop\"}}\n\n"
+            )
+        };
+        let thinking = ContentBlock::Thinking {
+            thinking: "Read \"a\" é".into(),
+            signature: "EqQBCg+/sig==".into(),
+        };
+        let redacted = ContentBlock::RedactedThinking {
+            data: "RWFzdGVy+/==".into(),
+        };
+        // Recorded raw, and re-encoded because the answer echoed a secret.
+        for (text, encoding) in [("done", None), (secret, Some("anthropic"))] {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("t.jsonl");
+            let mut w = CassetteWriter::create(
+                &path,
+                "anthropic",
+                "m",
+                Path::new("/w"),
+                &[],
+                "s",
+                vec![secret.into()],
+            )
+            .unwrap();
+            w.append(&request(&[]), sse(text).as_bytes()).unwrap();
+            drop(w);
+            let written = std::fs::read_to_string(&path).unwrap();
+            let line: Value = serde_json::from_str(written.lines().nth(1).unwrap()).unwrap();
+            assert_eq!(line["encoding"].as_str(), encoding);
+            assert!(!written.contains(secret));
+            let mut p = ReplayProvider::open(&path, Path::new("/w")).unwrap();
+            let turn = p.stream_turn(&request(&[]), &mut |_| {}).unwrap();
+            assert_eq!(
+                turn.message.content[..2],
+                [thinking.clone(), redacted.clone()]
+            );
+        }
+    }
+}

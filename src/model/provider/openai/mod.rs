@@ -1,0 +1,481 @@
+//! The OpenAI-compatible chat-completions wire (SPEC §9): the same agent on
+//! OpenAI, vLLM, llama.cpp, Ollama and other vendors. Translation out lives here: the
+//! history stays in Anthropic wire format (the transcript's one documented message
+//! format); each message is translated once (kept beside it, `Entry::wire`) to chat messages (system, user, assistant with
+//! `tool_calls`, `role: "tool"` results) and the registry's tools to
+//! `{"type":"function","function":{..}}`. Decoding in is `decode`. The API key
+//! (optional: local servers need none) goes only into the `Authorization` header.
+
+pub(crate) mod decode;
+
+use std::io::BufRead;
+
+use serde_json::{Map, Value, json};
+
+use super::TurnRequest;
+use super::http::{Body, HttpConfig, TurnResult, Wire};
+use super::retry::OnNotice;
+use crate::config::cli::{Effort, ToolChoice};
+use crate::model::protocol::{ContentBlock, Message, Role};
+use crate::record::history::BodySink;
+
+/// Hosts that take `max_completion_tokens` (OpenAI's reasoning models reject
+/// `max_tokens`); every other server gets the older `max_tokens`, which the local
+/// servers (vLLM, llama.cpp, Ollama) all understand.
+const MAX_COMPLETION_TOKENS_HOSTS: &[&str] = &["api.openai.com"];
+
+/// Prefix of a failed tool's result: chat messages have no `is_error` flag.
+const TOOL_ERROR_PREFIX: &str = "Error: ";
+
+/// An OpenAI-compatible chat-completions server.
+pub(crate) struct OpenAiWire;
+
+impl Wire for OpenAiWire {
+    fn path(&self) -> &'static str {
+        "/chat/completions"
+    }
+
+    fn headers(&self, config: &HttpConfig) -> Vec<(&'static str, String)> {
+        let api_key = &config.api_key;
+        let mut headers = vec![
+            ("content-type", "application/json".to_string()),
+            ("accept", "text/event-stream".to_string()),
+        ];
+        if !api_key.is_empty() {
+            headers.push(("authorization", format!("Bearer {api_key}")));
+        }
+        headers
+    }
+
+    fn body<'a>(
+        &self,
+        request: &TurnRequest<'a>,
+        config: &HttpConfig,
+        out: &mut Body<'a>,
+    ) -> serde_json::Result<()> {
+        write_body(
+            request,
+            &config.base_url,
+            config.request.tool_choice,
+            config.request.effort,
+            out,
+        );
+        Ok(())
+    }
+
+    fn request_id_header(&self) -> &'static str {
+        "x-request-id"
+    }
+
+    /// `(type, message)` of an error body: `{"error":{"message","type","code"}}` (OpenAI,
+    /// Ollama, llama.cpp), `{"error":"text"}`, or a bare `{"message","type"}` (older vLLM).
+    fn parse_error_body(&self, raw: &[u8]) -> Option<(String, String)> {
+        let v: Value = serde_json::from_slice(raw).ok()?;
+        match v.get("error") {
+            Some(e @ Value::Object(_)) => Some(error_fields(e)),
+            Some(Value::String(s)) => Some((String::new(), s.clone())),
+            _ if v.get("message").is_some() => Some(error_fields(&v)),
+            _ => None,
+        }
+    }
+
+    fn decode(&self, reader: &mut dyn BufRead, on_notice: &mut OnNotice<'_>) -> TurnResult {
+        decode::read_chat_turn(reader, on_notice)
+    }
+}
+
+/// The request body: `stream` with the final usage chunk, tools only when there are any,
+/// `reasoning_effort` with `--effort`. Each history message's chat form is made once and
+/// kept (`Entry::wire`), so a request copies the history's bytes rather than translating
+/// and serialising it again. Into `out`, which borrows those bytes.
+fn write_body<'a>(
+    request: &TurnRequest<'a>,
+    base_url: &str,
+    tool_choice: Option<ToolChoice>,
+    effort: Option<Effort>,
+    out: &mut impl BodySink<'a>,
+) {
+    let mut head = json!({
+        "model": request.model,
+        "stream": true,
+        "stream_options": {"include_usage": true},
+    });
+    let tokens_field = if uses_max_completion_tokens(base_url) {
+        "max_completion_tokens"
+    } else {
+        "max_tokens"
+    };
+    head[tokens_field] = json!(request.max_tokens);
+    if let Some(effort) = effort {
+        head["reasoning_effort"] = json!(effort.as_str());
+    }
+    if !request.tools.is_empty() {
+        head["tools"] = Value::Array(chat_tools(request.tools));
+        if let Some(choice) = tool_choice {
+            head["tool_choice"] = json!(match choice {
+                ToolChoice::Auto => "auto",
+                ToolChoice::Required => "required",
+                ToolChoice::None => "none",
+            });
+        }
+    }
+    let head = head.to_string();
+    let wire: Vec<&str> = request
+        .messages
+        .iter()
+        .map(|e| e.wire(chat_json))
+        .filter(|w| !w.is_empty())
+        .collect();
+    out.own(&head.as_bytes()[..head.len() - 1]); // all but the closing brace
+    out.own(b",\"messages\":[");
+    if !request.system.is_empty() {
+        out.own(
+            json!({"role": "system", "content": request.system})
+                .to_string()
+                .as_bytes(),
+        );
+    }
+    for (i, part) in wire.into_iter().enumerate() {
+        if i > 0 || !request.system.is_empty() {
+            out.own(b",");
+        }
+        out.history(part.as_bytes());
+    }
+    out.own(b"]}");
+}
+
+/// One history message as the comma-separated chat messages it becomes.
+fn chat_json(message: &Message) -> String {
+    chat_messages("", std::slice::from_ref(message))
+        .iter()
+        .map(Value::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn uses_max_completion_tokens(base_url: &str) -> bool {
+    let rest = base_url
+        .split_once("://")
+        .map(|(_, rest)| rest)
+        .unwrap_or(base_url);
+    let authority = rest.split('/').next().unwrap_or("");
+    let host = authority.rsplit('@').next().unwrap_or("");
+    let host = host.split(':').next().unwrap_or("");
+    MAX_COMPLETION_TOKENS_HOSTS
+        .iter()
+        .any(|h| host.eq_ignore_ascii_case(h))
+}
+
+/// The registry's tools (`{name, description, input_schema}`) as chat functions.
+pub(crate) fn chat_tools(tools: &[Value]) -> Vec<Value> {
+    tools
+        .iter()
+        .map(|t| {
+            let mut function = Map::new();
+            function.insert("name".into(), t.get("name").cloned().unwrap_or(Value::Null));
+            if let Some(d) = t.get("description") {
+                function.insert("description".into(), d.clone());
+            }
+            let parameters = t
+                .get("input_schema")
+                .cloned()
+                .unwrap_or_else(|| json!({"type": "object", "properties": {}}));
+            function.insert("parameters".into(), parameters);
+            json!({"type": "function", "function": function})
+        })
+        .collect()
+}
+
+/// The history as chat messages. A user message's tool_results become one `role: "tool"`
+/// message each, in order, directly after the assistant message that called them (the
+/// API requires that); its text follows as one user message. Thinking blocks (Anthropic's,
+/// or a server's own reasoning) are left out: chat servers have no way to take them back.
+pub(crate) fn chat_messages(system: &str, messages: &[Message]) -> Vec<Value> {
+    let mut out = Vec::with_capacity(messages.len() + 1);
+    if !system.is_empty() {
+        out.push(json!({"role": "system", "content": system}));
+    }
+    for message in messages {
+        match message.role {
+            Role::User => {
+                let mut texts = Vec::new();
+                for block in &message.content {
+                    match block {
+                        ContentBlock::ToolResult {
+                            tool_use_id,
+                            content,
+                            is_error,
+                        } => {
+                            let content = if *is_error {
+                                format!("{TOOL_ERROR_PREFIX}{content}")
+                            } else {
+                                content.clone()
+                            };
+                            out.push(json!({"role": "tool", "tool_call_id": tool_use_id,
+                                            "content": content}));
+                        }
+                        ContentBlock::Text { text } => texts.push(text.as_str()),
+                        _ => {}
+                    }
+                }
+                if !texts.is_empty() {
+                    out.push(json!({"role": "user", "content": texts.join("\n\n")}));
+                }
+            }
+            Role::Assistant => {
+                let mut text = String::new();
+                let mut calls = Vec::new();
+                for block in &message.content {
+                    match block {
+                        ContentBlock::Text { text: t } => text.push_str(t),
+                        ContentBlock::ToolUse { id, name, input } => calls.push(json!({
+                            "id": id,
+                            "type": "function",
+                            "function": {"name": name, "arguments": input.to_string()},
+                        })),
+                        _ => {}
+                    }
+                }
+                // `""` even beside tool calls, where OpenAI's spec allows `null`:
+                // llama-cpp-python answers `null` with a 500 and LiteLLM drops the key.
+                let mut m = json!({"role": "assistant", "content": text});
+                if !calls.is_empty() {
+                    m["tool_calls"] = Value::Array(calls);
+                }
+                out.push(m);
+            }
+        }
+    }
+    out
+}
+
+/// The type (or, without one, the code) and the message of an error object; a code
+/// beside a type is appended to the message.
+fn error_fields(e: &Value) -> (String, String) {
+    let text = |key: &str| match e.get(key) {
+        Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
+        Some(Value::Number(n)) => Some(n.to_string()),
+        _ => None,
+    };
+    let message = text("message").unwrap_or_default();
+    match (text("type"), text("code")) {
+        (Some(t), Some(c)) if c != t => (t, format!("{message} (code {c})")),
+        (Some(t), _) => (t, message),
+        (None, Some(c)) => (c, message),
+        (None, None) => (String::new(), message),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request_body(
+        request: &TurnRequest<'_>,
+        base_url: &str,
+        tool_choice: Option<ToolChoice>,
+        effort: Option<Effort>,
+    ) -> Vec<u8> {
+        let mut out = Vec::new();
+        write_body(request, base_url, tool_choice, effort, &mut out);
+        out
+    }
+
+    #[test]
+    fn history_translates_to_chat_messages() {
+        let history = vec![
+            Message::user_text("fix it"),
+            Message {
+                role: Role::Assistant,
+                content: vec![
+                    ContentBlock::Thinking {
+                        thinking: "hm".into(),
+                        signature: "s".into(),
+                    },
+                    ContentBlock::Text {
+                        text: "Looking.".into(),
+                    },
+                    ContentBlock::ToolUse {
+                        id: "c1".into(),
+                        name: "ReadFile".into(),
+                        input: json!({"path": "a"}),
+                    },
+                    ContentBlock::ToolUse {
+                        id: "c2".into(),
+                        name: "Bash".into(),
+                        input: json!({}),
+                    },
+                ],
+            },
+            Message {
+                role: Role::User,
+                content: vec![
+                    ContentBlock::ToolResult {
+                        tool_use_id: "c1".into(),
+                        content: "1\tx".into(),
+                        is_error: false,
+                    },
+                    ContentBlock::ToolResult {
+                        tool_use_id: "c2".into(),
+                        content: "bad input".into(),
+                        is_error: true,
+                    },
+                    ContentBlock::Text {
+                        text: "the tests still fail".into(),
+                    },
+                ],
+            },
+            Message {
+                role: Role::Assistant,
+                content: vec![ContentBlock::ToolUse {
+                    id: "c3".into(),
+                    name: "Glob".into(),
+                    input: json!({"pattern": "*"}),
+                }],
+            },
+            Message {
+                role: Role::User,
+                content: vec![ContentBlock::ToolResult {
+                    tool_use_id: "c3".into(),
+                    content: "a".into(),
+                    is_error: false,
+                }],
+            },
+            Message {
+                role: Role::Assistant,
+                content: vec![ContentBlock::Text {
+                    text: "Done.".into(),
+                }],
+            },
+        ];
+        assert_eq!(
+            Value::Array(chat_messages("be brief", &history)),
+            json!([
+                {"role": "system", "content": "be brief"},
+                {"role": "user", "content": "fix it"},
+                {"role": "assistant", "content": "Looking.", "tool_calls": [
+                    {"id": "c1", "type": "function",
+                     "function": {"name": "ReadFile", "arguments": "{\"path\":\"a\"}"}},
+                    {"id": "c2", "type": "function",
+                     "function": {"name": "Bash", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": "c1", "content": "1\tx"},
+                {"role": "tool", "tool_call_id": "c2", "content": "Error: bad input"},
+                {"role": "user", "content": "the tests still fail"},
+                {"role": "assistant", "content": "", "tool_calls": [
+                    {"id": "c3", "type": "function",
+                     "function": {"name": "Glob", "arguments": "{\"pattern\":\"*\"}"}}]},
+                {"role": "tool", "tool_call_id": "c3", "content": "a"},
+                {"role": "assistant", "content": "Done."}
+            ])
+        );
+        assert!(chat_messages("", &[]).is_empty());
+    }
+
+    #[test]
+    fn request_body_has_functions_stream_options_and_the_right_token_field() {
+        let messages = vec![crate::record::history::Entry::new(Message::user_text("hi"))];
+        let request_body = |r: &TurnRequest<'_>, url: &str| -> Value {
+            serde_json::from_slice(&request_body(r, url, None, None)).unwrap()
+        };
+        let tools = vec![json!({"name": "Glob", "description": "find files",
+                                "input_schema": {"type": "object", "properties": {}}})];
+        let request = TurnRequest {
+            model: "qwen",
+            max_tokens: 100,
+            system: "",
+            messages: &messages,
+            tools: &tools,
+        };
+        assert_eq!(
+            request_body(&request, "http://localhost:11434/v1"),
+            json!({
+                "model": "qwen",
+                "messages": [{"role": "user", "content": "hi"}],
+                "stream": true,
+                "stream_options": {"include_usage": true},
+                "max_tokens": 100,
+                "tools": [{"type": "function", "function": {"name": "Glob",
+                    "description": "find files",
+                    "parameters": {"type": "object", "properties": {}}}}]
+            })
+        );
+        let body = request_body(
+            &TurnRequest {
+                tools: &[],
+                ..request
+            },
+            "https://API.openai.com/v1/",
+        );
+        assert_eq!(body["max_completion_tokens"], 100);
+        assert!(body.get("max_tokens").is_none() && body.get("tools").is_none());
+        let with_system = request_body(
+            &TurnRequest {
+                system: "be brief",
+                ..request
+            },
+            "http://localhost/v1",
+        );
+        assert_eq!(
+            with_system["messages"],
+            json!([{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}])
+        );
+        assert!(!uses_max_completion_tokens(
+            "https://api.openai.com.evil.test/v1"
+        ));
+        assert!(!uses_max_completion_tokens("http://user@127.0.0.1:8000/v1"));
+        let with_effort: Value = serde_json::from_slice(&self::request_body(
+            &request,
+            "http://x",
+            None,
+            Some(Effort::High),
+        ))
+        .unwrap();
+        assert_eq!(with_effort["reasoning_effort"], "high");
+        assert!(with_system.get("reasoning_effort").is_none());
+    }
+
+    #[test]
+    fn error_bodies_of_the_usual_servers() {
+        let p = |s: &str| OpenAiWire.parse_error_body(s.as_bytes());
+        assert_eq!(
+            p(
+                r#"{"error":{"message":"Invalid model","type":"invalid_request_error","param":null,"code":"model_not_found"}}"#
+            ),
+            Some((
+                "invalid_request_error".into(),
+                "Invalid model (code model_not_found)".into()
+            ))
+        );
+        assert_eq!(
+            p(r#"{"error":{"code":500,"message":"boom","type":"server_error"}}"#),
+            Some(("server_error".into(), "boom (code 500)".into()))
+        );
+        assert_eq!(
+            p(r#"{"error":{"message":"slow down","type":null,"code":"rate_limit_exceeded"}}"#),
+            Some(("rate_limit_exceeded".into(), "slow down".into()))
+        );
+        assert_eq!(
+            p(r#"{"error":"model 'x' not found"}"#),
+            Some((String::new(), "model 'x' not found".into()))
+        );
+        assert_eq!(
+            p(r#"{"object":"error","message":"too long","type":"BadRequestError","code":400}"#),
+            Some(("BadRequestError".into(), "too long (code 400)".into()))
+        );
+        assert_eq!(p("<html>bad gateway</html>"), None);
+        assert_eq!(p(r#"{"detail":"x"}"#), None);
+    }
+
+    #[test]
+    fn the_key_is_redacted_from_debug_output() {
+        let c = HttpConfig::new("http://x", "sk-proj-secret-123");
+        assert!(!format!("{c:?}").contains("sk-proj-secret-123"));
+        let headers = OpenAiWire.headers(&HttpConfig::new("http://x", ""));
+        assert!(
+            headers.iter().all(|(name, _)| *name != "authorization"),
+            "no key, no Authorization header: {headers:?}"
+        );
+        let headers = OpenAiWire.headers(&c);
+        assert!(headers.contains(&("authorization", "Bearer sk-proj-secret-123".to_string())));
+    }
+}

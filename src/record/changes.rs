@@ -1,0 +1,353 @@
+//! `files_changed` and `git_diff_stat` (SPEC §7, §9). The file tools report what they
+//! change (`RunRecord::note_file_change`); a Bash `rm`, `touch` or `sed -i` does not, so
+//! the workspace is also scanned when a command can run (Bash enabled, hooks, or
+//! `--verify`): a cheap snapshot (relative path → size, mtime, ctime, inode) taken before
+//! the first request and again when the run ends, with the same walker as Glob
+//! and Grep (`.gitignore` honoured; `.git`, `target`, `node_modules` … skipped).
+//!
+//! Merge rule: for every path the scans saw, the scans decide (absent → present is
+//! `created`, present → absent `deleted`, a different size, mtime, ctime or inode
+//! `modified` (a command can restore an mtime, `touch -r`, but not a ctime; `sed -i`
+//! also makes a new inode), absent
+//! both times: no change); a tool's record stands where the scans saw no difference
+//! (a same-size rewrite within one mtime tick) or could not look (ignored paths).
+//! Scanning at the end rather than after each Bash call costs two walks per run, and a
+//! file created and removed again within the run rightly counts as no change.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, SystemTime};
+
+use crate::process::{self, CommandSpec};
+use crate::record::transcript::RunRecord;
+use crate::tools::ToolContext;
+use crate::tools::walk;
+
+/// Beyond this many files the scan gives up (memory and time stay small on huge trees);
+/// `files_changed` then comes from the file tools alone.
+const MAX_SNAPSHOT_FILES: usize = 200_000;
+/// `git diff --stat` on a large repository is quick; a hung git (a lock, a hook) is not.
+const GIT_DIFF_TIMEOUT: Duration = Duration::from_secs(30);
+/// The exit code the probe script uses for "not a git work tree".
+const NOT_A_REPO: i32 = 99;
+
+/// What a scan compares. ctime and the inode catch an edit whose mtime was put back.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Stat {
+    size: u64,
+    mtime: Option<SystemTime>,
+    /// Status-change time (seconds, nanoseconds): set by the kernel on every change.
+    ctime: (i64, i64),
+    inode: u64,
+}
+
+impl Stat {
+    fn of(meta: &std::fs::Metadata) -> Stat {
+        use std::os::unix::fs::MetadataExt;
+        Stat {
+            size: meta.len(),
+            mtime: meta.modified().ok(),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+            inode: meta.ino(),
+        }
+    }
+}
+
+/// The workspace's files at one moment.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    files: HashMap<String, Stat>,
+    /// False when the walk hit `MAX_SNAPSHOT_FILES`: such a snapshot is not compared.
+    complete: bool,
+}
+
+impl Snapshot {
+    /// Walks `root`; paths in `exclude` (absolute, e.g. the `-o` file or the spill
+    /// directory) and everything under them are left out.
+    pub fn take(root: &Path, exclude: &[PathBuf]) -> Snapshot {
+        let count = AtomicUsize::new(0);
+        let excluded: Vec<String> = exclude
+            .iter()
+            .filter_map(|p| p.strip_prefix(root).ok())
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect();
+        let walked = walk::collect_files(root, |entry, rel| {
+            if count.fetch_add(1, Ordering::Relaxed) >= MAX_SNAPSHOT_FILES {
+                return None;
+            }
+            // The run's own files, and everything in its own directories (the spill dir).
+            if excluded.iter().any(|x| {
+                rel == x
+                    || rel
+                        .strip_prefix(x.as_str())
+                        .is_some_and(|r| r.starts_with('/'))
+            }) {
+                return None;
+            }
+            let meta = entry.metadata().ok()?;
+            Some((rel.to_string(), Stat::of(&meta)))
+        });
+        Snapshot {
+            complete: count.load(Ordering::Relaxed) <= MAX_SNAPSHOT_FILES,
+            files: walked.items.into_iter().collect(),
+        }
+    }
+
+    /// Path → `created` | `modified` | `deleted` between `self` (before) and `after`.
+    pub fn diff(&self, after: &Snapshot) -> BTreeMap<String, &'static str> {
+        let mut out = BTreeMap::new();
+        for (path, stat) in &after.files {
+            match self.files.get(path) {
+                None => {
+                    out.insert(path.clone(), "created");
+                }
+                Some(old) if old != stat => {
+                    out.insert(path.clone(), "modified");
+                }
+                Some(_) => {}
+            }
+        }
+        for path in self.files.keys() {
+            if !after.files.contains_key(path) {
+                out.insert(path.clone(), "deleted");
+            }
+        }
+        out
+    }
+}
+
+/// The start of the run: the first snapshot and what the scans must leave out.
+#[derive(Debug, Clone)]
+pub struct Baseline {
+    root: PathBuf,
+    exclude: Vec<PathBuf>,
+    before: Snapshot,
+}
+
+impl Baseline {
+    pub fn take(root: &Path, exclude: Vec<PathBuf>) -> Baseline {
+        let before = Snapshot::take(root, &exclude);
+        Baseline {
+            root: root.to_path_buf(),
+            exclude,
+            before,
+        }
+    }
+
+    /// Scans again and merges the difference into `record.files_changed`.
+    pub fn apply(&self, record: &mut RunRecord) {
+        let after = Snapshot::take(&self.root, &self.exclude);
+        merge(record, &self.before, &after);
+    }
+}
+
+/// The merge rule of the module comment.
+fn merge(record: &mut RunRecord, before: &Snapshot, after: &Snapshot) {
+    if !before.complete || !after.complete {
+        return;
+    }
+    let seen = |p: &str| before.files.contains_key(p) || after.files.contains_key(p);
+    let diff = before.diff(after);
+    // Paths a tool reported that the scans saw (at either end) but found unchanged in
+    // existence: the scans decide unless they saw no difference at all.
+    record.files_changed.retain(|path, change| {
+        if diff.contains_key(path) {
+            return true; // replaced below
+        }
+        if !seen(path) {
+            // Absent before and after: created then removed is no change; a tool's
+            // "deleted" of a file the scans never saw (ignored) stands.
+            return change == "deleted" && !after.files.contains_key(path);
+        }
+        true
+    });
+    for (path, change) in diff {
+        record.files_changed.insert(path, change.to_string());
+    }
+}
+
+/// `git diff --stat` in the workspace, or None outside a git work tree (or when git is
+/// missing or fails). Runs through the Bash machinery (scrubbed env, timeout,
+/// truncation), when the run ends: after the run's own commands were killed.
+pub fn git_diff_stat(ctx: &ToolContext) -> Option<String> {
+    // Spawning git costs milliseconds; most workspaces outside git are plain to see.
+    if !ctx.workspace.ancestors().any(|d| d.join(".git").exists()) {
+        return None;
+    }
+    let script = format!(
+        "git rev-parse --is-inside-work-tree >/dev/null 2>&1 || exit {NOT_A_REPO}\n\
+         exec git --no-pager diff --stat"
+    );
+    let spec = CommandSpec::new(
+        script,
+        &ctx.workspace,
+        ctx.child_env.clone(),
+        GIT_DIFF_TIMEOUT,
+        &ctx.spill_dir,
+    );
+    let out = process::run_at_exit(&spec).ok()?;
+    (out.exit_code == Some(0) && !out.timed_out).then_some(out.output.text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn write(root: &Path, rel: &str, text: &str) {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+
+    fn changes(r: &RunRecord) -> Vec<String> {
+        r.files_changed
+            .iter()
+            .map(|(p, c)| format!("{p}:{c}"))
+            .collect()
+    }
+
+    /// Sets a file's mtime into the past, so a rewrite is visible whatever the
+    /// filesystem's timestamp granularity.
+    fn age(root: &Path, rel: &str) {
+        let f = std::fs::File::options()
+            .write(true)
+            .open(root.join(rel))
+            .unwrap();
+        f.set_modified(SystemTime::now() - Duration::from_secs(3600))
+            .unwrap();
+    }
+
+    #[test]
+    fn scan_sees_what_bash_did() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().canonicalize().unwrap();
+        write(&root, "keep.txt", "same");
+        write(&root, "gone.txt", "x");
+        write(&root, "edited.txt", "abc");
+        write(&root, "target/debug/out", "build");
+        write(&root, ".gitignore", "ignored/\n");
+        write(&root, "ignored/a", "1");
+        age(&root, "edited.txt");
+        let base = Baseline::take(&root, vec![root.join("transcript.json")]);
+        std::fs::remove_file(root.join("gone.txt")).unwrap(); // Bash rm
+        write(&root, "edited.txt", "abd"); // sed -i: same size, new mtime
+        write(&root, "new/file.rs", "fn x() {}"); // touch / redirect
+        write(&root, "target/debug/out2", "build"); // skipped dir
+        write(&root, "ignored/b", "2"); // .gitignore'd
+        write(&root, "transcript.json", "{}"); // the run's own -o file
+        let mut r = RunRecord::new("m", root.clone(), vec![]);
+        base.apply(&mut r);
+        assert_eq!(
+            changes(&r),
+            vec![
+                "edited.txt:modified",
+                "gone.txt:deleted",
+                "new/file.rs:created"
+            ]
+        );
+    }
+
+    #[test]
+    fn an_edit_whose_mtime_was_restored_is_seen() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().canonicalize().unwrap();
+        write(&root, "a.txt", "abc\n");
+        write(&root, "ref", "");
+        let then = SystemTime::UNIX_EPOCH + Duration::from_secs(1_600_000_000);
+        for f in ["a.txt", "ref"] {
+            let f = std::fs::File::options()
+                .write(true)
+                .open(root.join(f))
+                .unwrap();
+            f.set_modified(then).unwrap();
+        }
+        let base = Baseline::take(&root, vec![]);
+        // Same size, same mtime afterwards: only ctime and the inode tell.
+        let ok = std::process::Command::new("sh")
+            .args(["-c", "sed -i s/b/d/ a.txt && touch -r ref a.txt"])
+            .current_dir(&root)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok);
+        assert_eq!(
+            std::fs::read_to_string(root.join("a.txt")).unwrap(),
+            "adc\n"
+        );
+        let mut r = RunRecord::new("m", root.clone(), vec![]);
+        base.apply(&mut r);
+        assert_eq!(changes(&r), vec!["a.txt:modified"]);
+    }
+
+    #[test]
+    fn tools_and_scan_merge() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().canonicalize().unwrap();
+        write(&root, "a.txt", "a");
+        write(&root, "b.txt", "b");
+        let base = Baseline::take(&root, vec![]);
+        let mut r = RunRecord::new("m", root.clone(), vec![]);
+        let note = |r: &mut RunRecord, p: &str, c: &str| {
+            r.note_file_change(json!({"path": p, "change": c}).as_object().unwrap())
+        };
+        // WriteFile created tmp.txt, Bash removed it: no net change.
+        note(&mut r, "tmp.txt", "created");
+        // EditFile modified a.txt within the same mtime tick, same size: the tool stands.
+        note(&mut r, "a.txt", "modified");
+        // WriteFile created c.txt, which stays.
+        note(&mut r, "c.txt", "created");
+        write(&root, "c.txt", "c");
+        // The tool reported an ignored file it deleted; the scans never saw it.
+        note(&mut r, "ignored.log", "deleted");
+        // Bash deleted b.txt.
+        std::fs::remove_file(root.join("b.txt")).unwrap();
+        base.apply(&mut r);
+        assert_eq!(
+            changes(&r),
+            vec![
+                "a.txt:modified",
+                "b.txt:deleted",
+                "c.txt:created",
+                "ignored.log:deleted"
+            ]
+        );
+    }
+
+    #[test]
+    fn an_incomplete_snapshot_changes_nothing() {
+        let mut r = RunRecord::new("m", PathBuf::from("/w"), vec![]);
+        let before = Snapshot::default();
+        let mut after = Snapshot::default();
+        after.files.insert(
+            "x".into(),
+            Stat {
+                size: 1,
+                ..Stat::default()
+            },
+        );
+        merge(&mut r, &before, &after);
+        assert!(r.files_changed.is_empty());
+    }
+
+    #[test]
+    fn git_diff_stat_in_and_outside_a_repository() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().canonicalize().unwrap();
+        let ctx = crate::tools::test_support::ctx(&root);
+        let git = crate::tools::test_support::git;
+        assert_eq!(git_diff_stat(&ctx), None, "not a repository");
+        git(&root, &["init", "-q"]);
+        write(&root, "f.txt", "one\n");
+        git(&root, &["add", "f.txt"]);
+        git(&root, &["commit", "-q", "-m", "init"]);
+        assert_eq!(git_diff_stat(&ctx).as_deref(), Some(""), "clean tree");
+        write(&root, "f.txt", "one\ntwo\n");
+        let stat = git_diff_stat(&ctx).unwrap();
+        assert!(
+            stat.contains("f.txt") && stat.contains("1 insertion"),
+            "{stat}"
+        );
+    }
+}

@@ -1,0 +1,339 @@
+//! The conversation as the run holds it. Each message is serialised once, when it enters
+//! the history (`Entry`), and every request, checkpoint and transcript is assembled from
+//! those bytes, so a turn's cost does not grow with the turns before it. An `Entry` is
+//! shared (`Arc`) between the record (the transcript keeps the originals) and the
+//! request history (`History`), which carries cleared copies of old tool results once
+//! the context window fills (see `context.rs`). Thinking blocks are serialised from the
+//! strings the stream delivered and copied as bytes from then on, so the API gets them
+//! back exactly as it sent them (it rejects altered ones).
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, OnceLock};
+
+use serde::Serialize;
+use serde_json::value::RawValue;
+
+use crate::model::protocol::{ContentBlock, Message, Role};
+use crate::run::context::{
+    ClearPlan, KEEP_RECENT_TURNS, MIN_CLEARABLE_BYTES, PLACEHOLDER, ResultSlot,
+};
+
+/// Messages serialised so far by this process (every path: `Message`'s `Serialize`
+/// counts itself), for `-v`'s last line and the tests that each is serialised once.
+pub(crate) fn serialisations() -> u64 {
+    crate::model::protocol::message_serialisations()
+}
+
+/// The one place a history message is turned into JSON.
+fn encode(message: &Message) -> Box<RawValue> {
+    // A Message is strings, numbers and JSON values: serialising it cannot fail.
+    serde_json::value::to_raw_value(message).unwrap_or_else(|_| {
+        RawValue::from_string("{\"role\":\"user\",\"content\":[]}".to_string())
+            .expect("a valid constant")
+    })
+}
+
+/// Block types that may carry a `cache_control` breakpoint.
+const CACHEABLE_BLOCKS: &[&str] = &["text", "tool_result", "tool_use"];
+
+/// What the newest message's last block gets: the prompt-cache breakpoint.
+const BREAKPOINT: &str = ",\"cache_control\":{\"type\":\"ephemeral\"}";
+
+/// One message of the conversation, held as its JSON only: the parsed `Message` is
+/// made again on demand ([`Entry::message`]), which happens for the newest message once
+/// a turn, for old results only when a clearing happens, and once per entry for the
+/// OpenAI form. Holding both doubled the history's memory.
+#[derive(Debug)]
+pub struct Entry {
+    role: Role,
+    /// Compact JSON in the Anthropic wire form, which is also the transcript's form.
+    json: Box<RawValue>,
+    /// The whole message when the API form leaves part of it out (unsigned thinking,
+    /// see [`api_form`]; rare): what [`Entry::message`] and the transcript read.
+    record: Option<Box<RawValue>>,
+    /// The transcript's form when redaction changed it (a tool printed a secret).
+    redacted: Option<Box<RawValue>>,
+    /// Whether the last block may carry the prompt-cache breakpoint, decided once here
+    /// so a request need not parse the message.
+    last_block_cacheable: bool,
+    /// (block, content bytes) of each tool result in a user message: what clearing
+    /// looks at, without parsing.
+    results: Box<[(usize, usize)]>,
+    /// A provider's own wire form (the OpenAI chat messages), made once on first use.
+    wire: OnceLock<Box<str>>,
+}
+
+/// Messages parsed back from an entry's JSON by this thread (unit tests: parsing on
+/// demand must stay O(1) per turn, not grow with the history).
+#[cfg(test)]
+pub(crate) fn parses_here() -> u64 {
+    PARSED_HERE.with(|c| c.get())
+}
+
+#[cfg(test)]
+thread_local! {
+    static PARSED_HERE: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+impl Entry {
+    pub fn new(message: Message) -> Arc<Entry> {
+        let (json, record) = match api_form(&message) {
+            Some(api) => (encode(&api), Some(encode(&message))),
+            None => (encode(&message), None),
+        };
+        let full = record.as_deref().unwrap_or(&json).get();
+        let redacted = crate::util::output::redact(full);
+        let redacted = (redacted != full)
+            .then(|| RawValue::from_string(redacted).ok())
+            .flatten();
+        let last_block_cacheable = message
+            .content
+            .last()
+            .is_some_and(|b| CACHEABLE_BLOCKS.contains(&block_type(b)));
+        let results = match message.role {
+            Role::User => message
+                .content
+                .iter()
+                .enumerate()
+                .filter_map(|(b, block)| match block {
+                    ContentBlock::ToolResult { content, .. } => Some((b, content.len())),
+                    _ => None,
+                })
+                .collect(),
+            Role::Assistant => Box::default(),
+        };
+        Arc::new(Entry {
+            role: message.role,
+            json,
+            record,
+            redacted,
+            last_block_cacheable,
+            results,
+            wire: OnceLock::new(),
+        })
+    }
+
+    /// The message, parsed from the stored JSON (the whole form, unsigned thinking
+    /// included). Our own serialisation of a `Message` parses back to an equal one
+    /// (`float_roundtrip` keeps every float's digits).
+    pub fn message(&self) -> Message {
+        #[cfg(test)]
+        PARSED_HERE.with(|c| c.set(c.get() + 1));
+        let full = self.record.as_deref().unwrap_or(&self.json).get();
+        // Only `encode` made these bytes, from a `Message`: parsing them cannot fail.
+        serde_json::from_str(full).unwrap_or_else(|_| Message {
+            role: Role::User,
+            content: Vec::new(),
+        })
+    }
+
+    /// Who sent the message, without parsing it.
+    pub fn role(&self) -> Role {
+        self.role
+    }
+
+    /// The message as sent to the Anthropic API.
+    pub fn json(&self) -> &str {
+        self.json.get()
+    }
+
+    /// The message as the transcript shows it (secrets redacted).
+    pub fn transcript_json(&self) -> &str {
+        self.transcript_raw().get()
+    }
+
+    fn transcript_raw(&self) -> &RawValue {
+        self.redacted
+            .as_deref()
+            .or(self.record.as_deref())
+            .unwrap_or(&self.json)
+    }
+
+    /// A provider's own encoding of this message, computed on first use and kept.
+    pub fn wire(&self, encode: impl FnOnce(&Message) -> String) -> &str {
+        self.wire
+            .get_or_init(|| encode(&self.message()).into_boxed_str())
+    }
+}
+
+/// The message as the Messages API may get it, when that differs: without its unsigned
+/// thinking blocks. Those hold an OpenAI-compatible server's reasoning (a transcript of
+/// one can be resumed with the Anthropic API), and the API rejects a thinking block
+/// whose signature it cannot verify. `None`: the message goes as it is.
+fn api_form(message: &Message) -> Option<Message> {
+    let unsigned = |b: &ContentBlock| matches!(b, ContentBlock::Thinking { signature, .. } if signature.is_empty());
+    message.content.iter().any(unsigned).then(|| Message {
+        role: message.role,
+        content: message
+            .content
+            .iter()
+            .filter(|b| !unsigned(b))
+            .cloned()
+            .collect(),
+    })
+}
+
+/// Serialised as its transcript JSON, verbatim.
+impl Serialize for Entry {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.transcript_raw().serialize(serializer)
+    }
+}
+
+/// Where a request's bytes go: its own (brackets, separators, the breakpoint) and the
+/// history's stored JSON, which a request body may borrow rather than copy.
+pub trait BodySink<'a> {
+    fn own(&mut self, bytes: &[u8]);
+    fn history(&mut self, bytes: &'a [u8]);
+}
+
+/// Everything copied in.
+impl<'a> BodySink<'a> for Vec<u8> {
+    fn own(&mut self, bytes: &[u8]) {
+        self.extend_from_slice(bytes);
+    }
+    fn history(&mut self, bytes: &'a [u8]) {
+        self.extend_from_slice(bytes);
+    }
+}
+
+/// Appends `entries` as a JSON array of Anthropic messages, with the prompt-cache
+/// breakpoint on the newest message's last block when `breakpoint` is set (and the
+/// block can carry one). Nothing is serialised: the stored JSON goes to `out` as it is.
+pub fn write_messages<'a>(
+    entries: &'a [Arc<Entry>],
+    breakpoint: bool,
+    out: &mut impl BodySink<'a>,
+) {
+    out.own(b"[");
+    for (i, e) in entries.iter().enumerate() {
+        if i > 0 {
+            out.own(b",");
+        }
+        let json = e.json();
+        let last = i + 1 == entries.len();
+        let cacheable = e.last_block_cacheable;
+        // `{"role":…,"content":[…,{…}]}`: the last block's object closes right before
+        // the closing `]}`.
+        match json.strip_suffix("}]}") {
+            Some(head) if last && breakpoint && cacheable => {
+                out.history(head.as_bytes());
+                out.own(BREAKPOINT.as_bytes());
+                out.own(b"}]}");
+            }
+            _ => out.history(json.as_bytes()),
+        }
+    }
+    out.own(b"]");
+}
+
+fn block_type(b: &ContentBlock) -> &'static str {
+    match b {
+        ContentBlock::Text { .. } => "text",
+        ContentBlock::ToolUse { .. } => "tool_use",
+        ContentBlock::ToolResult { .. } => "tool_result",
+        ContentBlock::Thinking { .. } => "thinking",
+        ContentBlock::RedactedThinking { .. } => "redacted_thinking",
+    }
+}
+
+/// What the next request carries: the record's entries, old tool results possibly
+/// replaced by cleared copies. Clearing only ever grows, so once the cache has been
+/// rebuilt after a clearing, later requests share its prefix again.
+#[derive(Debug, Default)]
+pub struct History {
+    sent: Vec<Arc<Entry>>,
+    /// (message, block) of every cleared result.
+    cleared: BTreeSet<(usize, usize)>,
+    bytes: usize,
+}
+
+impl History {
+    pub fn new() -> Self {
+        History::default()
+    }
+
+    pub fn push(&mut self, entry: Arc<Entry>) {
+        self.bytes += entry.json().len() + 1;
+        self.sent.push(entry);
+    }
+
+    /// Takes the newest message back out (an empty answer that must not be re-sent).
+    pub fn pop(&mut self) -> Option<Arc<Entry>> {
+        let e = self.sent.pop()?;
+        self.bytes -= e.json().len() + 1;
+        let n = self.sent.len();
+        self.cleared.retain(|(m, _)| *m < n);
+        Some(e)
+    }
+
+    pub fn entries(&self) -> &[Arc<Entry>] {
+        &self.sent
+    }
+
+    /// The newest message, parsed (once a turn; see [`Entry::message`]).
+    pub fn last(&self) -> Option<Message> {
+        self.sent.last().map(|e| e.message())
+    }
+
+    /// Bytes of the messages array as sent.
+    pub fn json_bytes(&self) -> usize {
+        self.bytes + 1
+    }
+
+    /// Tool results that clearing may replace, oldest first: not yet cleared, big
+    /// enough to be worth it, and not in the last `KEEP_RECENT_TURNS` messages of
+    /// tool results.
+    pub fn clearable(&self) -> Vec<ResultSlot> {
+        let result_messages: Vec<usize> = self
+            .sent
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| !e.results.is_empty())
+            .map(|(i, _)| i)
+            .collect();
+        let old = result_messages.len().saturating_sub(KEEP_RECENT_TURNS);
+        let mut slots = Vec::new();
+        for &m in &result_messages[..old] {
+            for &(b, bytes) in &self.sent[m].results {
+                if bytes >= MIN_CLEARABLE_BYTES && !self.cleared.contains(&(m, b)) {
+                    slots.push(ResultSlot {
+                        message: m,
+                        block: b,
+                        bytes,
+                    });
+                }
+            }
+        }
+        slots
+    }
+
+    /// Replaces the planned results' content with the placeholder (each changed message
+    /// is copied and serialised once more). Returns how many results were cleared.
+    pub fn apply(&mut self, plan: &ClearPlan) -> usize {
+        let mut cleared = 0;
+        let mut i = 0;
+        while i < plan.slots.len() {
+            let m = plan.slots[i].message;
+            let mut message = self.sent[m].message();
+            while i < plan.slots.len() && plan.slots[i].message == m {
+                let b = plan.slots[i].block;
+                if let Some(ContentBlock::ToolResult { content, .. }) = message.content.get_mut(b)
+                    && self.cleared.insert((m, b))
+                {
+                    *content = PLACEHOLDER.to_string();
+                    cleared += 1;
+                }
+                i += 1;
+            }
+            let entry = Entry::new(message);
+            self.bytes = self.bytes - self.sent[m].json().len() + entry.json().len();
+            self.sent[m] = entry;
+        }
+        cleared
+    }
+}
+
+#[cfg(test)]
+#[path = "history_tests.rs"]
+mod tests;

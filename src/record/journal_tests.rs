@@ -1,0 +1,220 @@
+//! Unit tests of the journal: written from a record, read back, torn and replaced lines.
+
+use std::path::PathBuf;
+
+use serde_json::{Value, json};
+
+use super::*;
+use crate::model::protocol::{ContentBlock, Message, Role};
+use crate::record::transcript::{RunRecord, Status, ToolCallRecord};
+
+fn record() -> RunRecord {
+    let mut r = RunRecord::new("m", PathBuf::from("/w"), vec!["ReadFile".into()]);
+    r.messages.push(Entry::new(Message::user_text("the task")));
+    r
+}
+
+fn call(id: &str) -> ToolCallRecord {
+    ToolCallRecord {
+        id: id.into(),
+        name: "ReadFile".into(),
+        input: json!({"path": "a"}),
+        is_error: false,
+        batch: 1,
+        duration_ms: 0,
+        started_ms: 0,
+        turn: 1,
+        model: "m".into(),
+        metadata: serde_json::Map::new(),
+    }
+}
+
+fn answer(text: &str) -> Arc<Entry> {
+    Entry::new(Message {
+        role: Role::Assistant,
+        content: vec![ContentBlock::Text { text: text.into() }],
+    })
+}
+
+fn checkpoint(j: &mut Journal, r: &RunRecord) {
+    let pending = j.prepare(r, &|s| s.replace("secret", "[REDACTED]"));
+    j.write(pending).unwrap();
+}
+
+fn text(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap()
+}
+
+/// What `to_json` makes of the record, but as the journal's reader gives it back: the
+/// run's time fields differ between the two renders, so they are left out.
+fn comparable(mut v: Value) -> Value {
+    for k in ["duration_ms", "api_duration_ms"] {
+        v.as_object_mut().unwrap().remove(k);
+    }
+    v
+}
+
+#[test]
+fn the_journal_reads_back_as_the_whole_transcript() {
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join("t.json.journal");
+    let mut r = record();
+    let mut j = Journal::create(&path, &r.session_id).unwrap();
+    checkpoint(&mut j, &r);
+    r.messages.push(answer("reading"));
+    r.tool_calls.push(call("toolu_1"));
+    r.num_turns = 1;
+    checkpoint(&mut j, &r);
+    r.messages
+        .push(Entry::new(Message::user_text("a secret result")));
+    r.messages.push(answer("done"));
+    r.num_turns = 2;
+    checkpoint(&mut j, &r);
+    let got = read(&text(&path)).unwrap();
+    let whole: Value = serde_json::from_str(&r.to_json(Status::Running, None)).unwrap();
+    assert_eq!(comparable(got.clone()), comparable(whole));
+    assert_eq!(got["num_turns"], 2);
+    assert_eq!(got["result"], "done");
+    // Each message and call went in once: appended, never rewritten.
+    let t = text(&path);
+    assert_eq!(t.matches("\"type\":\"message\"").count(), 4, "{t}");
+    assert_eq!(t.matches("\"type\":\"tool_call\"").count(), 1, "{t}");
+    assert_eq!(t.matches("\"type\":\"checkpoint\"").count(), 3, "{t}");
+    assert!(t.lines().all(|l| serde_json::from_str::<Value>(l).is_ok()));
+}
+
+#[test]
+fn a_torn_or_unfinished_checkpoint_reads_as_the_one_before() {
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join("t.json.journal");
+    let mut r = record();
+    let mut j = Journal::create(&path, &r.session_id).unwrap();
+    checkpoint(&mut j, &r);
+    let zero = text(&path);
+    r.messages.push(answer("one"));
+    r.num_turns = 1;
+    checkpoint(&mut j, &r);
+    let one = text(&path);
+    r.messages.push(Entry::new(Message::user_text("more")));
+    r.messages.push(answer("two"));
+    r.tool_calls.push(call("toolu_2"));
+    r.num_turns = 2;
+    checkpoint(&mut j, &r);
+    let two = text(&path);
+    // Cut at every byte of the second checkpoint: the first is read until the second's
+    // checkpoint line is whole, with its newline.
+    for cut in one.len()..=two.len() {
+        let got = read(&two[..cut]).unwrap();
+        let expect = if cut == two.len() { 2 } else { 1 };
+        assert_eq!(got["num_turns"], expect, "cut at {cut}");
+        assert_eq!(
+            got["messages"].as_array().unwrap().len(),
+            if expect == 2 { 4 } else { 2 },
+            "cut at {cut}"
+        );
+        assert_eq!(got["tool_calls"].as_array().unwrap().len(), expect - 1);
+    }
+    // Before the first checkpoint is whole there is nothing to read.
+    for cut in 0..zero.len() {
+        assert_eq!(rebuild(&zero[..cut]).unwrap(), None, "cut at {cut}");
+    }
+    assert_eq!(read(&zero).unwrap()["num_turns"], 0);
+    let e = read(&zero[..zero.len() - 1]).unwrap_err();
+    assert!(e.contains("no complete checkpoint"), "{e}");
+}
+
+#[test]
+fn a_replaced_last_message_is_truncated_then_appended() {
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join("t.json.journal");
+    let mut r = record();
+    let mut j = Journal::create(&path, &r.session_id).unwrap();
+    r.messages.push(answer("answer"));
+    r.messages.push(Entry::new(Message::user_text("results")));
+    checkpoint(&mut j, &r);
+    // The last user message is extended (a verification failure joins it).
+    r.messages.pop();
+    r.messages.push(Entry::new(Message::user_text(
+        "results, and the tests fail",
+    )));
+    checkpoint(&mut j, &r);
+    let t = text(&path);
+    assert!(
+        t.contains("{\"type\":\"truncate\",\"messages\":2,\"tool_calls\":0}"),
+        "{t}"
+    );
+    let got = read(&t).unwrap();
+    let msgs = got["messages"].as_array().unwrap();
+    assert_eq!(msgs.len(), 3);
+    assert_eq!(msgs[2]["content"][0]["text"], "results, and the tests fail");
+    // Unchanged: nothing but the checkpoint line is written again.
+    let before = t.len();
+    checkpoint(&mut j, &r);
+    let t = text(&path);
+    assert_eq!(t[before..].lines().count(), 1);
+    assert!(t[before..].starts_with(CHECKPOINT_PREFIX));
+}
+
+#[test]
+fn damage_before_the_last_checkpoint_is_an_error_and_foreign_files_are_not_journals() {
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join("t.json.journal");
+    let mut r = record();
+    let mut j = Journal::create(&path, &r.session_id).unwrap();
+    checkpoint(&mut j, &r);
+    r.messages.push(answer("one"));
+    checkpoint(&mut j, &r);
+    let t = text(&path);
+    let broken = t.replacen("{\"type\":\"message\"", "{\"type\":\"message\" oops", 1);
+    let e = read(&broken).unwrap_err();
+    assert!(e.contains("damaged: line 2"), "{e}");
+    assert!(!is_journal("{\n  \"version\": 1\n}"));
+    assert!(!is_journal("{\"type\":\"run.started\",\"seq\":1}\n"));
+    assert!(is_journal(&t));
+    let future = t.replace("\"version\":1", "\"version\":9");
+    assert!(read(&future).unwrap_err().contains("version 9"));
+}
+
+#[test]
+fn follow_takes_the_journal_of_the_same_run_else_the_file() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("t.json");
+    let jpath = path_for(&out);
+    assert_eq!(jpath, d.path().join("t.json.journal"));
+    let mut r = record();
+    let stub: Value =
+        serde_json::from_str(&r.to_json_journaled("t.json.journal", &|s| s.to_string())).unwrap();
+    assert_eq!(stub["journal"], "t.json.journal");
+    assert_eq!(stub["status"], "running");
+    // No journal yet: the file itself (with a warning).
+    assert_eq!(follow(stub.clone(), d.path(), 1 << 20).unwrap(), stub);
+    let mut j = Journal::create(&jpath, &r.session_id).unwrap();
+    // Only the header: killed before the first checkpoint.
+    assert_eq!(follow(stub.clone(), d.path(), 1 << 20).unwrap(), stub);
+    checkpoint(&mut j, &r);
+    r.messages.push(answer("one"));
+    r.num_turns = 1;
+    checkpoint(&mut j, &r);
+    let got = follow(stub.clone(), d.path(), 1 << 20).unwrap();
+    assert_eq!(got["num_turns"], 1);
+    assert_eq!(got["messages"].as_array().unwrap().len(), 2);
+    assert!(got.get("journal").is_none());
+    // An earlier run's journal, not yet replaced by this one's: the file itself.
+    let other = RunRecord::new("m", PathBuf::from("/w"), vec![]);
+    let other_stub: Value =
+        serde_json::from_str(&other.to_json_journaled("t.json.journal", &|s| s.to_string()))
+            .unwrap();
+    assert_eq!(
+        follow(other_stub.clone(), d.path(), 1 << 20).unwrap(),
+        other_stub
+    );
+    // A final transcript is itself, whatever lies beside it.
+    let done: Value = serde_json::from_str(&r.to_json(Status::Success, None)).unwrap();
+    assert_eq!(follow(done.clone(), d.path(), 1 << 20).unwrap(), done);
+    // Too big to be a journal.
+    assert!(
+        follow(stub, d.path(), 10)
+            .unwrap_err()
+            .contains("not a journal")
+    );
+}

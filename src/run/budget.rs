@@ -1,0 +1,323 @@
+//! Budgets (SPEC §9): the price table behind `cost_usd` and `--max-cost-usd`, and the
+//! `--max-tool-calls` / `--max-cost-usd` checks made before each request. (The guard
+//! against the same call made over and over is a dispatch refusal: `dispatch::repeat`.)
+//!
+//! Prices are USD per million tokens, built in for current Claude models (matched by the
+//! longest id prefix, so dated ids and aliases both match) and overridable under the
+//! `"prices"` key of the settings files.
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::config::settings::SettingsFiles;
+use crate::error::Error;
+use crate::model::protocol::Usage;
+
+/// Tokens per price unit (prices are per million tokens, MTok).
+const TOKENS_PER_UNIT: f64 = 1_000_000.0;
+/// Cache writes (5-minute TTL) cost 1.25 × input, reads 0.1 × input (Anthropic pricing),
+/// the defaults when a settings price omits them.
+const CACHE_WRITE_FACTOR: f64 = 1.25;
+const CACHE_READ_FACTOR: f64 = 0.1;
+
+/// USD per million tokens.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Price {
+    pub input: f64,
+    pub output: f64,
+    pub cache_write: f64,
+    pub cache_read: f64,
+}
+
+const fn price(input: f64, output: f64) -> Price {
+    Price {
+        input,
+        output,
+        cache_write: input * CACHE_WRITE_FACTOR,
+        cache_read: input * CACHE_READ_FACTOR,
+    }
+}
+
+/// Built-in prices (list prices per MTok, standard context), longest prefix wins. Ids
+/// are matched after dropping a vendor prefix (`anthropic.`, `us.anthropic.`).
+const BUILTIN_PRICES: &[(&str, Price)] = &[
+    // Opus 4 and 4.1 kept the Opus 3 price; Opus 4.5 and later are cheaper.
+    ("claude-opus-4-20250514", price(15.0, 75.0)),
+    ("claude-opus-4-0", price(15.0, 75.0)),
+    ("claude-opus-4-1", price(15.0, 75.0)),
+    ("claude-opus-4", price(5.0, 25.0)),
+    ("claude-sonnet-4", price(3.0, 15.0)),
+    ("claude-haiku-4", price(1.0, 5.0)),
+    ("claude-3-7-sonnet", price(3.0, 15.0)),
+    ("claude-3-5-sonnet", price(3.0, 15.0)),
+    ("claude-3-5-haiku", price(0.8, 4.0)),
+    ("claude-3-opus", price(15.0, 75.0)),
+    (
+        "claude-3-haiku",
+        Price {
+            input: 0.25,
+            output: 1.25,
+            cache_write: 0.30,
+            cache_read: 0.03,
+        },
+    ),
+];
+
+/// The run's price table: settings overrides first, then the built-in table.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Prices {
+    overrides: Vec<(String, Price)>,
+}
+
+impl Prices {
+    /// The price of `model`: the longest matching override prefix, else the longest
+    /// matching built-in prefix.
+    pub fn lookup(&self, model: &str) -> Option<Price> {
+        let longest = |table: &mut dyn Iterator<Item = (&str, Price)>, id: &str| {
+            table
+                .filter(|(prefix, _)| id.starts_with(prefix))
+                .max_by_key(|(prefix, _)| prefix.len())
+                .map(|(_, p)| p)
+        };
+        let id = model.to_ascii_lowercase();
+        let mut overrides = self.overrides.iter().map(|(k, p)| (k.as_str(), *p));
+        if let Some(p) = longest(&mut overrides, &id) {
+            return Some(p);
+        }
+        let family = id.find("claude-").map_or(id.as_str(), |i| &id[i..]);
+        longest(&mut BUILTIN_PRICES.iter().copied(), family)
+    }
+
+    /// What `usage` cost with `model`, or None when its price or the usage is unknown.
+    pub fn cost(&self, model: &str, usage: &Usage) -> Option<f64> {
+        if usage.unknown {
+            return None; // the server reported no usage: the cost is unknown too
+        }
+        let p = self.lookup(model)?;
+        let mtok = |n: u64| n as f64 / TOKENS_PER_UNIT;
+        Some(
+            mtok(usage.input_tokens) * p.input
+                + mtok(usage.output_tokens) * p.output
+                + mtok(usage.cache_creation_input_tokens) * p.cache_write
+                + mtok(usage.cache_read_input_tokens) * p.cache_read,
+        )
+    }
+}
+
+/// Dollars to a nano-dollar, far below any one token's price: sums of floats otherwise
+/// print as 0.0007170000000000002, and the nearest double to k / 1e9 prints as k / 1e9.
+pub fn round_usd(x: f64) -> f64 {
+    (x * 1e9).round() / 1e9
+}
+
+/// One price in a settings file; the cache prices default from the input price.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PriceSetting {
+    input: f64,
+    output: f64,
+    cache_write: Option<f64>,
+    cache_read: Option<f64>,
+}
+
+/// The `"prices"` sections of the settings files, in order (later wins). A bad price is
+/// a usage error naming the file.
+pub(crate) fn load_prices(files: &SettingsFiles) -> Result<Prices, Error> {
+    let mut prices = Prices::default();
+    for (label, table) in files.sections("prices") {
+        read_prices_into(&mut prices, label, table)?;
+    }
+    Ok(prices)
+}
+
+fn read_prices_into(prices: &mut Prices, shown: &str, table: &Value) -> Result<(), Error> {
+    let table = table.as_object().ok_or_else(|| {
+        Error::Usage(format!(
+            "{shown}: \"prices\" must be an object of model-id prefix → \
+             {{\"input\", \"output\", \"cache_write\"?, \"cache_read\"?}} (USD per million tokens)"
+        ))
+    })?;
+    for (prefix, v) in table {
+        let p = PriceSetting::deserialize(v)
+            .map_err(|e| Error::Usage(format!("{shown}: prices.{prefix}: {e}")))?;
+        let price = Price {
+            input: p.input,
+            output: p.output,
+            cache_write: p.cache_write.unwrap_or(p.input * CACHE_WRITE_FACTOR),
+            cache_read: p.cache_read.unwrap_or(p.input * CACHE_READ_FACTOR),
+        };
+        let all = [
+            price.input,
+            price.output,
+            price.cache_write,
+            price.cache_read,
+        ];
+        if all.iter().any(|x| !x.is_finite() || *x < 0.0) {
+            return Err(Error::Usage(format!(
+                "{shown}: prices.{prefix}: prices must be finite and not negative"
+            )));
+        }
+        let key = prefix.to_ascii_lowercase();
+        prices.overrides.retain(|(k, _)| *k != key);
+        prices.overrides.push((key, price));
+    }
+    Ok(())
+}
+
+/// `--max-tool-calls` and `--max-cost-usd`.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Budget {
+    pub max_tool_calls: Option<u32>,
+    pub max_cost_usd: Option<f64>,
+}
+
+impl Budget {
+    /// Why the next request must not be made, if a budget is used up.
+    pub fn exceeded(&self, tool_calls: usize, cost_usd: Option<f64>) -> Option<String> {
+        if let Some(max) = self.max_tool_calls
+            && tool_calls >= max as usize
+        {
+            return Some(format!(
+                "reached --max-tool-calls {max} ({tool_calls} tool calls made)"
+            ));
+        }
+        if let (Some(max), Some(cost)) = (self.max_cost_usd, cost_usd)
+            && cost >= max
+        {
+            return Some(format!(
+                "reached --max-cost-usd {max} (the run cost ${cost:.4})"
+            ));
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::settings::{PROJECT_SETTINGS, SettingsSources};
+    use std::path::{Path, PathBuf};
+
+    /// The prices of the workspace's settings and `files`, read as a run reads them.
+    fn load(workspace: &Path, files: &[PathBuf], no_project: bool) -> Result<Prices, Error> {
+        load_prices(&SettingsFiles::read(&SettingsSources {
+            workspace,
+            files,
+            no_project_settings: no_project,
+        })?)
+    }
+
+    fn usage(i: u64, o: u64, cw: u64, cr: u64) -> Usage {
+        Usage {
+            input_tokens: i,
+            output_tokens: o,
+            cache_creation_input_tokens: cw,
+            cache_read_input_tokens: cr,
+            unknown: false,
+        }
+    }
+
+    #[test]
+    fn builtin_prices_match_by_longest_prefix() {
+        let p = Prices::default();
+        assert_eq!(p.lookup("claude-sonnet-4-5-20250929").unwrap().input, 3.0);
+        assert_eq!(p.lookup("claude-sonnet-4-5").unwrap().output, 15.0);
+        assert_eq!(p.lookup("claude-opus-4-1-20250805").unwrap().input, 15.0);
+        assert_eq!(p.lookup("claude-opus-4-20250514").unwrap().input, 15.0);
+        assert_eq!(p.lookup("claude-opus-4-5-20251101").unwrap().input, 5.0);
+        assert_eq!(p.lookup("claude-haiku-4-5").unwrap().output, 5.0);
+        assert_eq!(p.lookup("claude-3-5-haiku-latest").unwrap().input, 0.8);
+        assert_eq!(
+            p.lookup("us.anthropic.claude-sonnet-4-20250514-v1:0")
+                .unwrap()
+                .input,
+            3.0
+        );
+        assert_eq!(p.lookup("claude-mock-1"), None);
+        assert_eq!(p.lookup("gpt-4o"), None);
+    }
+
+    #[test]
+    fn cost_sums_the_four_token_kinds() {
+        let p = Prices::default();
+        // Sonnet: 3 in, 15 out, 3.75 cache write, 0.30 cache read per MTok.
+        let c = p
+            .cost(
+                "claude-sonnet-4-5",
+                &usage(1_000_000, 100_000, 200_000, 1_000_000),
+            )
+            .unwrap();
+        assert!((c - (3.0 + 1.5 + 0.75 + 0.3)).abs() < 1e-9, "{c}");
+        assert_eq!(p.cost("unknown-model", &usage(1, 1, 1, 1)), None);
+    }
+
+    #[test]
+    fn settings_override_and_extend_the_table() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join(".agent")).unwrap();
+        std::fs::write(
+            dir.path().join(PROJECT_SETTINGS),
+            r#"{"prices": {"claude-mock": {"input": 10, "output": 20}},
+                "permissions": {"allow": []}}"#,
+        )
+        .unwrap();
+        let extra = dir.path().join("extra.json");
+        std::fs::write(
+            &extra,
+            r#"{"prices": {"claude-sonnet-4": {"input": 1, "output": 2, "cache_read": 0}}}"#,
+        )
+        .unwrap();
+        let p = load(dir.path(), &[extra], false).unwrap();
+        let mock = p.lookup("claude-mock-1").unwrap();
+        assert_eq!(
+            (mock.input, mock.cache_write, mock.cache_read),
+            (10.0, 12.5, 1.0)
+        );
+        let s = p.lookup("claude-sonnet-4-5").unwrap();
+        assert_eq!((s.input, s.output, s.cache_read), (1.0, 2.0, 0.0));
+        // --no-project-settings ignores the workspace's file.
+        let p = load(dir.path(), &[], true).unwrap();
+        assert_eq!(p.lookup("claude-mock-1"), None);
+    }
+
+    #[test]
+    fn bad_settings_are_usage_errors_naming_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("s.json");
+        for (text, needle) in [
+            ("{", "invalid JSON"),
+            (r#"{"prices": []}"#, "must be an object"),
+            (r#"{"prices": {"m": {"input": 1}}}"#, "prices.m"),
+            (
+                r#"{"prices": {"m": {"input": -1, "output": 1}}}"#,
+                "not negative",
+            ),
+            (
+                r#"{"prices": {"m": {"input": 1, "output": 1, "x": 1}}}"#,
+                "unknown field",
+            ),
+        ] {
+            std::fs::write(&f, text).unwrap();
+            let e = load(dir.path(), std::slice::from_ref(&f), false).unwrap_err();
+            assert!(e.to_string().contains(needle), "{text}: {e}");
+            assert!(e.to_string().contains("s.json"), "{e}");
+            assert_eq!(e.exit_code(), 2);
+        }
+        let e = load(dir.path(), &[dir.path().join("none.json")], false).unwrap_err();
+        assert!(e.to_string().contains("none.json"), "{e}");
+        // No project file and no --settings: the built-in table.
+        assert_eq!(load(dir.path(), &[], false).unwrap(), Prices::default());
+    }
+
+    #[test]
+    fn budget_checks() {
+        let b = Budget {
+            max_tool_calls: Some(3),
+            max_cost_usd: Some(0.5),
+        };
+        assert_eq!(b.exceeded(2, Some(0.1)), None);
+        assert!(b.exceeded(3, None).unwrap().contains("--max-tool-calls 3"));
+        assert!(b.exceeded(0, Some(0.5)).unwrap().contains("--max-cost-usd"));
+        assert_eq!(Budget::default().exceeded(1000, Some(1e9)), None);
+    }
+}

@@ -1,0 +1,219 @@
+//! The CI features of SPEC §9 as seen by the agent loop: one `CiRun` per run bundles the
+//! `--jsonl` event stream, the `--verify` rounds and the budgets, behind a handful of calls the loop makes at fixed points (before
+//! a request, on stream notices, after a turn, when the model stops). It is also the
+//! dispatcher's `Watch`, so tool events happen on the dispatching thread,
+//! early-started calls included. The logic lives in `events`, `verify` and `budget`.
+
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use serde_json::json;
+
+use crate::config::Config;
+use crate::model::provider::StreamNotice;
+use crate::model::turn::{PendingCall, Turn};
+use crate::record::transcript::{Outcome, RunRecord, Status, lock};
+use crate::run::budget::Budget;
+use crate::run::events::Events;
+use crate::run::verify::{Verdict, Verifier};
+use crate::tools::ToolContext;
+use crate::tools::dispatch::{CallOutcome, Watch};
+
+/// How much of a tool result a `tool.finished` event carries: a glance, not the output
+/// (the transcript has the call; the model saw the result).
+const EVENT_CONTENT_CHARS: usize = 1_000;
+
+pub struct CiRun {
+    pub events: Arc<Events>,
+    pub verifier: Option<Verifier>,
+    pub budget: Budget,
+    /// The turn being streamed or executed, for tool events.
+    turn: AtomicU32,
+}
+
+impl CiRun {
+    pub fn new(config: &Config, events: Arc<Events>) -> Self {
+        CiRun {
+            events,
+            verifier: config.verify.clone().map(Verifier::new),
+            budget: config.budget,
+            turn: AtomicU32::new(0),
+        }
+    }
+
+    /// No events, no verification, no budget.
+    #[cfg(test)]
+    pub fn off() -> Self {
+        CiRun {
+            events: Arc::new(Events::disabled()),
+            verifier: None,
+            budget: Budget::default(),
+            turn: AtomicU32::new(0),
+        }
+    }
+
+    /// `run.started`, then `mcp.started` per MCP server.
+    pub fn run_started(&self, config: &Config, record: &Mutex<RunRecord>) {
+        // Built under the lock, written without it: a stdout nobody reads must not keep
+        // the record (which the finisher needs) locked.
+        let (fields, servers) = {
+            let r = lock(record);
+            let fields = json!({"model": r.model, "workspace": r.workspace.display().to_string(),
+                   "tools": r.tools, "prompt": config.prompt, "max_turns": config.max_turns,
+                   "verify": config.verify.as_ref().map(|v| &v.command),
+                   "agent_version": env!("CARGO_PKG_VERSION"),
+                   "session_id": r.session_id, "resumed_from": r.resumed_from});
+            let servers: Vec<_> = r
+                .mcp_servers
+                .iter()
+                .map(crate::mcp::started_event)
+                .collect();
+            (fields, servers)
+        };
+        self.events.emit("run.started", fields);
+        for server in servers {
+            self.events.emit("mcp.started", server);
+        }
+    }
+
+    /// Before each request: a used-up budget ends the run (status `budget`); otherwise
+    /// `turn.started`.
+    pub fn before_request(&self, turn_no: u32, record: &Mutex<RunRecord>) -> Option<Outcome> {
+        let (calls, cost, turns, model) = {
+            let r = lock(record);
+            let unpriced = r.unpriced_model().unwrap_or(&r.model).to_string();
+            (r.tool_calls.len(), r.cost_usd, r.num_turns, unpriced)
+        };
+        if let Some(msg) = self.budget.exceeded(calls, cost) {
+            return Some(Outcome::fail(Status::Budget, "budget", msg));
+        }
+        // The API may report a model other than the one asked for (a gateway, an alias):
+        // a cost limit that cannot be computed must stop the run, not silently lapse.
+        if let Some(max) = self.budget.max_cost_usd
+            && cost.is_none()
+            && turns > 0
+        {
+            return Some(Outcome::fail(
+                Status::Budget,
+                "budget",
+                format!(
+                    "cannot enforce --max-cost-usd {max}: the API reported model {model:?}, \
+                     which has no price (add one under \"prices\" in the settings)"
+                ),
+            ));
+        }
+        self.turn.store(turn_no, Ordering::Relaxed);
+        self.events.emit("turn.started", json!({"turn": turn_no}));
+        None
+    }
+
+    /// The turn being streamed or executed.
+    pub fn turn(&self) -> u32 {
+        self.turn.load(Ordering::Relaxed)
+    }
+
+    /// What the stream tells the loop: retries become `retry` events, the switch to
+    /// `--fallback-model` a `model.fallback` event.
+    pub fn on_notice(&self, notice: &StreamNotice<'_>) {
+        let turn = self.turn.load(Ordering::Relaxed);
+        match notice {
+            StreamNotice::Retry {
+                attempt,
+                reason,
+                delay,
+            } => self.events.emit(
+                "retry",
+                json!({"turn": turn, "attempt": attempt,
+                       "reason": reason, "delay_ms": delay.as_millis() as u64}),
+            ),
+            StreamNotice::Fallback { from, to, reason } => self.events.emit(
+                "model.fallback",
+                json!({"turn": turn, "from": from, "to": to, "reason": reason}),
+            ),
+            _ => {}
+        }
+    }
+
+    /// The turn is complete (already in the record, cost included): `assistant.message`, and —
+    /// when no tool will run for it — `turn.finished`.
+    /// `message_json` is the turn's message as the history stored it (not serialised
+    /// again for the event).
+    pub fn after_turn(
+        &self,
+        turn_no: u32,
+        turn: &Turn,
+        message_json: &str,
+        record: &Mutex<RunRecord>,
+        runs_tools: bool,
+    ) {
+        // Copied out first: the lock must not be held while the event is written.
+        let model = lock(record).model.clone();
+        self.events.emit_raw(
+            "assistant.message",
+            json!({"turn": turn_no, "model": model, "stop_reason": turn.stop_reason.as_str(),
+                   "usage": turn.usage}),
+            "message",
+            message_json,
+        );
+        if !runs_tools {
+            self.turn_finished(turn_no, record);
+        }
+    }
+
+    /// The turn's tool calls were answered (or none will run): `turn.finished`.
+    pub fn turn_finished(&self, turn_no: u32, record: &Mutex<RunRecord>) {
+        let fields = {
+            let r = lock(record);
+            let calls = r.tool_calls.iter().filter(|c| c.turn == turn_no).count();
+            json!({"turn": turn_no, "model": r.model, "stop_reason": r.stop_reason, "tool_calls": calls,
+                   "usage": r.usage, "cost_usd": r.cost_usd,
+                   "context_tokens": r.context_tokens})
+        };
+        self.events.emit("turn.finished", fields);
+    }
+
+    /// The model stopped: run `--verify` if given.
+    pub fn after_stop(
+        &self,
+        ctx: &ToolContext,
+        record: &Mutex<RunRecord>,
+        turns_left: bool,
+    ) -> Verdict {
+        match &self.verifier {
+            None => Verdict::Passed,
+            Some(v) => v.verify(ctx, &self.events, record, turns_left),
+        }
+    }
+}
+
+impl Watch for CiRun {
+    fn started(&self, call: &PendingCall) {
+        if !self.events.enabled() {
+            return;
+        }
+        let input = call.input.as_ref().ok();
+        self.events.emit(
+            "tool.started",
+            json!({"turn": self.turn.load(Ordering::Relaxed), "id": call.id,
+                   "name": call.name, "input": input}),
+        );
+    }
+
+    fn finished(&self, call: &PendingCall, outcome: &CallOutcome) {
+        if !self.events.enabled() {
+            return;
+        }
+        // Redacted before the cut: a cut through a secret would leave its prefix.
+        let content = crate::util::output::redact(&outcome.result.content);
+        let shown: String = content.chars().take(EVENT_CONTENT_CHARS).collect();
+        self.events.emit(
+            "tool.finished",
+            json!({"turn": self.turn.load(Ordering::Relaxed), "id": call.id,
+                   "name": call.name, "is_error": outcome.result.is_error,
+                   "denied": outcome.denial.is_some(),
+                   "duration_ms": outcome.duration.as_millis() as u64,
+                   "content": shown, "content_truncated": shown.len() < content.len()}),
+        );
+    }
+}

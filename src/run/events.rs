@@ -1,0 +1,229 @@
+//! `--jsonl` (SPEC §9): the run's events as JSON lines on stdout while it goes. Every
+//! line starts with `version`, `type`, `seq` (1, 2, 3 … with no gaps) and `elapsed_ms`
+//! (since the run started), then the event's own fields; the last line is `run.finished`
+//! with the whole transcript. The schema is documented in README.md ("JSONL events").
+//!
+//! Events are emitted from several threads (tool calls run on rayon workers, the deadline
+//! and signal threads finish the run): one mutex numbers and writes each line, so lines
+//! never interleave and `seq` follows the order on stdout. After `run.finished` nothing
+//! more is written. Writing goes through `output::print_stdout` (the only stdout writer).
+
+use std::sync::Mutex;
+use std::time::Instant;
+
+use serde_json::{Map, Value};
+
+/// The version of the event schema; fields are only ever added within a version.
+pub const EVENTS_VERSION: u32 = 1;
+
+type WriteLine = Box<dyn FnMut(&str) + Send>;
+
+struct Sink {
+    seq: u64,
+    closed: bool,
+    write: WriteLine,
+}
+
+/// The event stream of one run; a disabled one (no `--jsonl`) does nothing.
+pub struct Events {
+    sink: Option<Mutex<Sink>>,
+    start: Instant,
+}
+
+impl Events {
+    /// No events (the run prints text or one JSON document instead).
+    pub fn disabled() -> Self {
+        Events {
+            sink: None,
+            start: Instant::now(),
+        }
+    }
+
+    /// Events on stdout, secrets redacted.
+    pub fn stdout(start: Instant) -> Self {
+        Events::to_writer(
+            start,
+            Box::new(|line| {
+                crate::util::output::print_stdout(&crate::util::output::redact(line));
+            }),
+        )
+    }
+
+    /// Events to any line writer (tests).
+    pub(crate) fn to_writer(start: Instant, write: WriteLine) -> Self {
+        Events {
+            sink: Some(Mutex::new(Sink {
+                seq: 0,
+                closed: false,
+                write,
+            })),
+            start,
+        }
+    }
+
+    pub fn enabled(&self) -> bool {
+        self.sink.is_some()
+    }
+
+    /// Writes one event; `fields` is a JSON object of the event's own fields.
+    pub fn emit(&self, kind: &str, fields: Value) {
+        self.write(kind, fields, false);
+    }
+
+    /// Writes one event with `raw` (already JSON, e.g. a history message's stored
+    /// bytes) spliced in as the field `key`, after the others.
+    pub fn emit_raw(&self, kind: &str, fields: Value, key: &str, raw: &str) {
+        self.write_with(kind, fields, Some((key, raw)), false);
+    }
+
+    /// Writes `run.finished` (the last event) and closes the stream. `transcript` is the
+    /// transcript's one-line JSON, spliced in as it is so its key order (`version` first)
+    /// survives.
+    pub fn finish(&self, fields: Value, transcript: &str) {
+        self.write_with(
+            "run.finished",
+            fields,
+            Some(("transcript", transcript)),
+            true,
+        );
+    }
+
+    fn write(&self, kind: &str, fields: Value, last: bool) {
+        self.write_with(kind, fields, None, last);
+    }
+
+    fn write_with(&self, kind: &str, fields: Value, raw: Option<(&str, &str)>, last: bool) {
+        let Some(sink) = &self.sink else { return };
+        let mut s = sink.lock().unwrap_or_else(|p| p.into_inner());
+        if s.closed {
+            return;
+        }
+        s.seq += 1;
+        s.closed = last;
+        let mut line = render(kind, s.seq, self.start.elapsed().as_millis() as u64, fields);
+        if let Some((key, raw)) = raw {
+            line.pop(); // the closing brace
+            line.push(',');
+            line.push_str(&Value::String(key.to_string()).to_string());
+            line.push(':');
+            line.push_str(raw);
+            line.push('}');
+        }
+        (s.write)(&line);
+    }
+}
+
+/// One line: the four common fields first (a `Map` would sort them), then the rest.
+fn render(kind: &str, seq: u64, elapsed_ms: u64, fields: Value) -> String {
+    let mut line = format!(
+        "{{\"version\":{EVENTS_VERSION},\"type\":{},\"seq\":{seq},\"elapsed_ms\":{elapsed_ms}",
+        Value::String(kind.to_string())
+    );
+    let rest: Map<String, Value> = match fields {
+        Value::Object(m) => m,
+        Value::Null => Map::new(),
+        other => Map::from_iter([("value".to_string(), other)]),
+    };
+    for (k, v) in rest {
+        if matches!(k.as_str(), "version" | "type" | "seq" | "elapsed_ms") {
+            continue; // the common fields cannot be overridden
+        }
+        line.push(',');
+        line.push_str(&Value::String(k).to_string());
+        line.push(':');
+        line.push_str(&v.to_string());
+    }
+    line.push('}');
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::sync::{Arc, Barrier};
+
+    fn collecting() -> (Events, Arc<Mutex<Vec<String>>>) {
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let l = lines.clone();
+        let ev = Events::to_writer(
+            Instant::now(),
+            Box::new(move |s| l.lock().unwrap().push(s.to_string())),
+        );
+        (ev, lines)
+    }
+
+    #[test]
+    fn common_fields_first_then_the_event_fields() {
+        let (ev, lines) = collecting();
+        ev.emit("turn.started", json!({"turn": 1, "type": "ignored"}));
+        ev.finish(
+            json!({"status": "success"}),
+            r#"{"version":1,"status":"success"}"#,
+        );
+        ev.emit("late", json!({})); // after run.finished: dropped
+        let lines = lines.lock().unwrap();
+        assert_eq!(lines.len(), 2);
+        assert!(
+            lines[0].starts_with(r#"{"version":1,"type":"turn.started","seq":1,"elapsed_ms":"#),
+            "{}",
+            lines[0]
+        );
+        let v: Value = serde_json::from_str(&lines[0]).unwrap();
+        assert_eq!(v["turn"], 1);
+        assert_eq!(v["type"], "turn.started");
+        let v: Value = serde_json::from_str(&lines[1]).unwrap();
+        assert_eq!(
+            (v["type"].as_str(), v["seq"].as_u64()),
+            (Some("run.finished"), Some(2))
+        );
+        // The transcript is spliced in as written: its key order survives.
+        assert!(lines[1].ends_with(r#","transcript":{"version":1,"status":"success"}}"#));
+    }
+
+    #[test]
+    fn disabled_writes_nothing() {
+        let ev = Events::disabled();
+        assert!(!ev.enabled());
+        ev.emit("x", json!({})); // no sink: a no-op
+    }
+
+    #[test]
+    fn concurrent_emitters_get_whole_lines_and_consecutive_seq() {
+        let (ev, lines) = collecting();
+        let ev = Arc::new(ev);
+        let threads = 8;
+        let barrier = Arc::new(Barrier::new(threads));
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let (ev, barrier) = (ev.clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    for i in 0..50 {
+                        ev.emit(
+                            "tool.started",
+                            json!({"thread": t, "i": i, "pad": "x".repeat(500)}),
+                        );
+                    }
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap();
+        }
+        let lines = lines.lock().unwrap();
+        assert_eq!(lines.len(), threads * 50);
+        for (n, l) in lines.iter().enumerate() {
+            let v: Value = serde_json::from_str(l).unwrap();
+            assert_eq!(v["seq"], (n + 1) as u64, "seq follows the output order");
+        }
+    }
+
+    #[test]
+    fn kinds_and_keys_are_escaped() {
+        let line = render("a\"b", 1, 0, json!({"k\"": "v\n"}));
+        let v: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(v["type"], "a\"b");
+        assert_eq!(v["k\""], "v\n");
+    }
+}

@@ -1,0 +1,351 @@
+//! The ways out of a run: the normal end, SIGINT/SIGTERM and the `--timeout` deadline.
+//! Each goes through one `Finisher`, which writes the transcript exactly once (a mutex
+//! decides who wins), kills running tool process groups first, and gives the exit code.
+//! It also writes the `-o` checkpoints while the run goes (the first whole, the rest to
+//! the journal, `journal.rs`), so that none lands after the final transcript.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::record::transcript::{self, ErrorInfo, RunRecord, Status, lock};
+use crate::tools::ToolContext;
+use crate::{process, record::changes, record::journal, run::events, util::output};
+
+/// How long a signal or the deadline waits for the final stdout write: a reader that
+/// stopped reading must not keep the process alive (the `-o` file has the transcript).
+const FINAL_WRITE_WAIT: Duration = Duration::from_secs(2);
+/// How long a signal or the deadline waits for a finish already under way on another
+/// thread (normally milliseconds) before exiting itself: that finish may be stuck writing
+/// to a stdout nobody reads. With `FINAL_WRITE_WAIT`, well within the 7.5 s GitHub
+/// Actions allows between its SIGINT and its SIGTERM.
+const FINISH_GRACE: Duration = Duration::from_secs(3);
+
+/// Writes the transcript exactly once, from whichever way out comes first.
+pub(crate) struct Finisher {
+    pub(crate) record: Arc<Mutex<RunRecord>>,
+    pub(crate) json: bool,
+    pub(crate) output_file: Option<PathBuf>,
+    pub(crate) done: Mutex<bool>,
+    /// Where the `-o` checkpoints go (only touched with `done` held).
+    pub(crate) checkpoints: Mutex<Checkpoints>,
+    /// `--jsonl`: `run.finished` carries the transcript instead of stdout's document.
+    pub(crate) events: Arc<events::Events>,
+    /// The workspace scan taken at the start, for `files_changed`.
+    pub(crate) baseline: Option<changes::Baseline>,
+    /// Tells the agent loop to stop once a way out has been taken.
+    pub(crate) cancelled: Arc<AtomicBool>,
+    /// For `git diff --stat` on every way out.
+    pub(crate) ctx: ToolContext,
+    /// Calls still running when the run ends are listed as unfinished.
+    pub(crate) in_flight: Arc<transcript::InFlight>,
+    /// The exit code of the finish under way, set before its stdout write.
+    pub(crate) code: OnceLock<u8>,
+    /// Whether the saved outputs (`ctx.spill_dir`) outlive the run.
+    pub(crate) keep_spill: bool,
+    /// Under GitHub Actions: a failed run also prints an `::error::` annotation.
+    pub(crate) github_actions: bool,
+}
+
+/// Where the `-o` checkpoints of a run go.
+#[derive(Default)]
+pub(crate) enum Checkpoints {
+    /// None written yet.
+    #[default]
+    Start,
+    /// The `-o` file names the journal, which gets every later checkpoint.
+    Journal(journal::Journal),
+    /// The journal could not be created: each checkpoint rewrites the whole file.
+    Rewrite,
+}
+
+impl Finisher {
+    /// Writes a checkpoint of the run so far (status `running`) for `-o`: the first one
+    /// is the whole file, naming the journal beside it; each later one is appended to the
+    /// journal (`journal.rs`), so it costs what changed, not the whole history.
+    pub(crate) fn checkpoint(&self) {
+        // Held while writing, so that a checkpoint can never land after the final write.
+        let done = self.done.lock().unwrap_or_else(|p| p.into_inner());
+        if *done {
+            return;
+        }
+        let Some(path) = &self.output_file else {
+            return;
+        };
+        let mut state = self.checkpoints.lock().unwrap_or_else(|p| p.into_inner());
+        let written = match &mut *state {
+            Checkpoints::Journal(j) => {
+                let pending = j.prepare(&lock(&self.record), &output::redact);
+                j.write(pending)
+                    .map_err(|e| format!("cannot append to {}: {e}", j.path().display()))
+            }
+            Checkpoints::Rewrite => {
+                let doc =
+                    lock(&self.record).to_json_redacted(Status::Running, None, &output::redact);
+                output::write_file_atomic_unsynced(path, doc.as_bytes())
+                    .map_err(|e| format!("cannot write -o {}: {e}", path.display()))
+            }
+            Checkpoints::Start => self.first_checkpoint(path).map(|next| *state = next),
+        };
+        if let Err(e) = written {
+            output::warn(&e);
+        }
+    }
+
+    /// The whole `-o` file (naming the journal), then the journal with the same
+    /// checkpoint. In this order, a kill in between leaves a file whose journal is
+    /// missing or still an earlier run's, and readers then take the file itself.
+    fn first_checkpoint(&self, path: &Path) -> Result<Checkpoints, String> {
+        let journal_path = journal::path_for(path);
+        let name = journal_path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let (doc, session_id) = {
+            let r = lock(&self.record);
+            (
+                r.to_json_journaled(&name, &output::redact),
+                r.session_id.clone(),
+            )
+        };
+        output::write_file_atomic_unsynced(path, doc.as_bytes())
+            .map_err(|e| format!("cannot write -o {}: {e}", path.display()))?;
+        let created = journal::Journal::create(&journal_path, &session_id).and_then(|mut j| {
+            let pending = j.prepare(&lock(&self.record), &output::redact);
+            j.write(pending).map(|()| j)
+        });
+        match created {
+            Ok(j) => Ok(Checkpoints::Journal(j)),
+            Err(e) => {
+                output::warn(&format!(
+                    "cannot write the journal {}: {e}; each checkpoint rewrites -o instead",
+                    journal_path.display()
+                ));
+                Ok(Checkpoints::Rewrite)
+            }
+        }
+    }
+
+    /// Ends the run: kills running tools, writes `-o`, prints stdout and the summary.
+    /// Returns the exit code, or None when another thread is already finishing.
+    /// `bounded`: give up on a stdout write that does not complete in `FINAL_WRITE_WAIT`
+    /// (the signal and deadline paths, which must end the process).
+    pub(crate) fn finish(
+        &self,
+        status: Status,
+        error: Option<&ErrorInfo>,
+        bounded: bool,
+    ) -> Option<u8> {
+        {
+            let mut done = self.done.lock().unwrap_or_else(|p| p.into_inner());
+            if *done {
+                return None;
+            }
+            *done = true;
+        }
+        self.cancelled.store(true, Ordering::SeqCst);
+        // Before the kill: a killed call would otherwise finish and leave the list.
+        self.in_flight.settle(&mut lock(&self.record));
+        process::kill_all_running();
+        let orphans = process::kill_orphans();
+        if orphans > 0 {
+            output::warn(&format!(
+                "killed {orphans} process(es) that tool commands left running in the background"
+            ));
+        }
+        output::progress_done();
+        if let Some(b) = &self.baseline {
+            b.apply(&mut lock(&self.record));
+        }
+        let diff_stat = changes::git_diff_stat(&self.ctx);
+        lock(&self.record).git_diff_stat = diff_stat;
+        let spill = &self.ctx.spill_dir;
+        if self.keep_spill {
+            lock(&self.record).spill_dir = spill.is_dir().then(|| spill.clone());
+        } else if let Err(e) = std::fs::remove_dir_all(spill)
+            && e.kind() != std::io::ErrorKind::NotFound
+        {
+            output::warn(&format!("cannot remove {}: {e}", spill.display()));
+        }
+
+        let (doc, text, summary) = {
+            let r = lock(&self.record);
+            let summary = format!(
+                "{} · {} · {} · {} · {:.1}s",
+                status.as_str(),
+                crate::commands::summary::count(u64::from(r.num_turns), "turn"),
+                crate::commands::summary::count(r.tool_calls.len() as u64, "tool call"),
+                r.usage.tokens_line(),
+                r.started.elapsed().as_secs_f64()
+            );
+            (
+                r.to_json_redacted(status, error, &output::redact),
+                output::redact(&r.final_text()),
+                summary,
+            )
+        };
+        // A transcript or answer that could not be delivered is a failure, never exit 0.
+        let mut delivered = true;
+        if let Some(path) = &self.output_file {
+            match output::write_file_atomic(path, doc.as_bytes()) {
+                Ok(()) => self.remove_journal(),
+                Err(e) => {
+                    // The checkpoint file and its journal stay: they hold the run so far.
+                    output::error(&format!("cannot write -o {}: {e}", path.display()));
+                    delivered = false;
+                }
+            }
+        }
+        // One copy of a long transcript at a time (peak memory): the document
+        // is kept only for stdout, and the one-line form made only after it is gone.
+        let doc = self.json.then_some(doc);
+        let line = self
+            .events
+            .enabled()
+            .then(|| lock(&self.record).to_json_line(status, error));
+        if let Some(e) = error {
+            output::error(&e.message);
+            if self.github_actions {
+                output::workflow_command(&format!(
+                    "::error title=agent run {}::{}",
+                    status.as_str(),
+                    escape_workflow_data(&format!("{}: {}", status.as_str(), e.message))
+                ));
+            }
+        }
+        let _ = self.code.set(match status.exit_code() {
+            0 if !delivered => 1,
+            code => code,
+        });
+        let events = self.events.clone();
+        let json = self.json;
+        let deliver = move || match line {
+            Some(line) => {
+                // The events writer redacts every line it prints.
+                events.finish(
+                    json!({"status": status.as_str(), "exit_code": status.exit_code()}),
+                    &line,
+                );
+                true
+            }
+            None if json => output::print_stdout(doc.as_deref().unwrap_or_default()),
+            None if status == Status::Success => output::print_stdout(&text),
+            None => true,
+        };
+        delivered &= if bounded {
+            within(FINAL_WRITE_WAIT, deliver).unwrap_or_else(|| {
+                output::error(&format!(
+                    "stdout is not being read: gave up writing the final output after {}s",
+                    FINAL_WRITE_WAIT.as_secs()
+                ));
+                false
+            })
+        } else {
+            deliver()
+        };
+        output::info(&summary);
+        match status.exit_code() {
+            0 if !delivered => Some(1),
+            code => Some(code),
+        }
+    }
+
+    /// After the final transcript is in place, its journal is only a copy.
+    fn remove_journal(&self) {
+        let state = self.checkpoints.lock().unwrap_or_else(|p| p.into_inner());
+        if let Checkpoints::Journal(j) = &*state
+            && let Err(e) = std::fs::remove_file(j.path())
+            && e.kind() != std::io::ErrorKind::NotFound
+        {
+            output::warn(&format!("cannot remove {}: {e}", j.path().display()));
+        }
+    }
+
+    /// For the signal and deadline threads: finish and exit, or wait for the thread that
+    /// is already finishing to exit the process.
+    pub(crate) fn finish_and_exit(&self, status: Status, error: ErrorInfo) -> ! {
+        if let Some(code) = self.finish(status, Some(&error), true) {
+            std::process::exit(i32::from(code));
+        }
+        // The other thread exits the process when it is done; one stuck writing to a
+        // stdout nobody reads is not waited for.
+        std::thread::sleep(FINISH_GRACE);
+        let code = match self.code.get() {
+            Some(0) => 1, // its output was not delivered
+            Some(&c) => c,
+            None => status.exit_code(),
+        };
+        output::error(&format!(
+            "the run was ending but could not deliver its output within {}s (is stdout read?)",
+            FINISH_GRACE.as_secs()
+        ));
+        std::process::exit(i32::from(code));
+    }
+
+    /// `--timeout`: a thread that ends the run when `limit` has passed.
+    pub(crate) fn start_deadline(self: &Arc<Self>, limit: Duration) {
+        let f = self.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(limit);
+            let msg = format!(
+                "the run exceeded --timeout {}",
+                humantime::format_duration(limit)
+            );
+            f.finish_and_exit(Status::Timeout, ErrorInfo::new("timeout", msg));
+        });
+    }
+}
+
+/// The way out that signals take, once the run is set up.
+pub(crate) static FINISHER: std::sync::OnceLock<Arc<Finisher>> = std::sync::OnceLock::new();
+
+/// SIGINT and SIGTERM end the run with status `interrupted`, transcript written. A
+/// signal that arrives before the run is set up (no transcript exists yet) exits 130 too.
+pub(crate) fn watch_signals() {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let mut signals = match signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) {
+        Ok(s) => s,
+        Err(e) => {
+            output::warn(&format!("cannot watch for signals: {e}"));
+            return;
+        }
+    };
+    std::thread::spawn(move || {
+        if let Some(sig) = signals.forever().next() {
+            let name = if sig == SIGINT { "SIGINT" } else { "SIGTERM" };
+            match FINISHER.get() {
+                Some(f) => f.finish_and_exit(
+                    Status::Interrupted,
+                    ErrorInfo::new("interrupted", format!("interrupted by {name}")),
+                ),
+                None => {
+                    output::error(&format!("interrupted by {name} before the run started"));
+                    std::process::exit(i32::from(Status::Interrupted.exit_code()));
+                }
+            }
+        }
+    });
+}
+
+/// Runs `f` on its own thread and waits at most `limit` for its result; a thread still
+/// blocked after that is left behind (the process is about to exit).
+fn within<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name("final-write".into())
+        .spawn(move || {
+            let _ = tx.send(f());
+        })
+        .ok()?;
+    rx.recv_timeout(limit).ok()
+}
+
+/// A workflow command's message with `%`, CR and LF escaped, as the runner expects.
+fn escape_workflow_data(s: &str) -> String {
+    s.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
+}

@@ -1,0 +1,11 @@
+//! A run's lifecycle: the loop, what it calls at fixed points (CI events, budgets,
+//! `--verify`), the context window, structured output, and the ways out.
+
+pub(crate) mod agent;
+pub(crate) mod budget;
+pub(crate) mod ci;
+pub(crate) mod context;
+pub(crate) mod events;
+pub(crate) mod finish;
+pub(crate) mod structured;
+pub(crate) mod verify;

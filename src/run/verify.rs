@@ -1,0 +1,289 @@
+//! `--verify CMD` (SPEC §9): when the model stops, CMD runs in the workspace with the Bash
+//! tool's machinery (`process::run`: own process group, timeout, head + tail truncation
+//! with spill, the scrubbed environment). A failure goes back to the model as a new user
+//! message and the loop goes on; after `--max-verify` failed rounds the run ends with
+//! `verify_failed` (exit 4). "Fix the tests" then means the tests pass, not that the
+//! model says so. Every round is recorded in the transcript's `verifications`.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::model::protocol::Message;
+use crate::process::{self, CommandSpec};
+use crate::record::transcript::{RunRecord, VerificationRecord};
+use crate::run::events::Events;
+use crate::tools::ToolContext;
+
+/// How much of the output the transcript keeps per round (the model gets the runner's
+/// full head + tail): enough for the failing test's message, small for a CI summary.
+pub(crate) const VERIFY_TAIL_CHARS: usize = 2_000;
+
+/// The `--verify` settings of a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifySpec {
+    pub command: String,
+    /// Failed rounds before the run ends with `verify_failed` (at least 1).
+    pub max_rounds: u32,
+    pub timeout: Duration,
+}
+
+/// What the loop does after a verification.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verdict {
+    /// The command passed: the run is a success.
+    Passed,
+    /// It failed and rounds remain: send this user message and continue the loop.
+    Retry(Message),
+    /// It failed and no round (or no turn) remains: `verify_failed` with this message.
+    Failed(String),
+}
+
+/// Runs the verification rounds of one run.
+pub struct Verifier {
+    spec: VerifySpec,
+    failures: Mutex<u32>,
+}
+
+impl Verifier {
+    pub fn new(spec: VerifySpec) -> Self {
+        Verifier {
+            spec,
+            failures: Mutex::new(0),
+        }
+    }
+
+    /// Runs the command once, records the round and decides. `turns_left`: whether the
+    /// loop may make another request (`--max-turns`), so a failure can still be fixed.
+    pub fn verify(
+        &self,
+        ctx: &ToolContext,
+        events: &Events,
+        record: &Mutex<RunRecord>,
+        turns_left: bool,
+    ) -> Verdict {
+        let spec = &self.spec;
+        let mut cmd = CommandSpec::new(
+            spec.command.clone(),
+            &ctx.workspace,
+            ctx.child_env.clone(),
+            spec.timeout,
+            &ctx.spill_dir,
+        );
+        // The Bash sandbox (`--sandbox`), exactly as the Bash tool applies it.
+        cmd.pre_exec = ctx.sandbox.as_ref().map(|s| s.pre_exec());
+        crate::util::output::info(&format!("verifying: {}", spec.command));
+        let ran = process::run(&cmd);
+        let (exit_code, timed_out, duration, text, why) = match &ran {
+            Ok(out) => {
+                let why = if out.timed_out {
+                    format!(
+                        "timed out after {}",
+                        humantime::format_duration(spec.timeout)
+                    )
+                } else if out.interrupted {
+                    "was stopped because the run is ending".to_string()
+                } else {
+                    match (out.exit_code, out.signal) {
+                        (Some(c), _) => format!("exit {c}"),
+                        (None, Some(s)) => format!("killed by signal {s}"),
+                        (None, None) => "ended abnormally".to_string(),
+                    }
+                };
+                (
+                    out.exit_code,
+                    out.timed_out,
+                    out.duration,
+                    out.output.text.clone(),
+                    why,
+                )
+            }
+            Err(e) => (
+                None,
+                false,
+                Duration::ZERO,
+                e.clone(),
+                "could not start".into(),
+            ),
+        };
+        let passed = exit_code == Some(0) && !timed_out;
+        let round = {
+            let mut r = record.lock().unwrap_or_else(|p| p.into_inner());
+            let round = r.verifications.len() as u32 + 1;
+            r.verifications.push(VerificationRecord {
+                round,
+                command: spec.command.clone(),
+                exit_code,
+                passed,
+                timed_out,
+                duration_ms: duration.as_millis() as u64,
+                output_tail: tail(&text, VERIFY_TAIL_CHARS),
+            });
+            round
+        };
+        events.emit(
+            "verify.finished",
+            json!({"round": round, "command": spec.command, "exit_code": exit_code,
+                   "passed": passed, "timed_out": timed_out,
+                   "duration_ms": duration.as_millis() as u64,
+                   "output_tail": tail(&text, VERIFY_TAIL_CHARS)}),
+        );
+        if passed {
+            crate::util::output::info("verification passed");
+            return Verdict::Passed;
+        }
+        let failures = {
+            let mut f = self.failures.lock().unwrap_or_else(|p| p.into_inner());
+            *f += 1;
+            *f
+        };
+        crate::util::output::warn(&format!(
+            "verification failed ({why}), round {failures} of {}",
+            spec.max_rounds
+        ));
+        if failures >= spec.max_rounds {
+            return Verdict::Failed(format!(
+                "the verification command `{}` still fails ({why}) after {failures} round{}",
+                spec.command,
+                if failures == 1 { "" } else { "s" }
+            ));
+        }
+        if !turns_left {
+            return Verdict::Failed(format!(
+                "the verification command `{}` fails ({why}) and --max-turns leaves no turn to fix it",
+                spec.command
+            ));
+        }
+        Verdict::Retry(Message::user_text(format!(
+            "The verification command `{}` failed ({why}):\n<output>{}</output>\n\
+             The task is not done until this command passes. Find and fix the cause, then \
+             stop: the command runs again automatically (verification round {failures} of {}).",
+            spec.command,
+            text.trim_end_matches('\n'),
+            spec.max_rounds
+        )))
+    }
+}
+
+/// The last `max` characters of `text`, on a character boundary.
+pub(crate) fn tail(text: &str, max: usize) -> String {
+    let n = text.chars().count();
+    if n <= max {
+        return text.to_string();
+    }
+    text.chars().skip(n - max).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::protocol::ContentBlock;
+    use std::path::PathBuf;
+
+    fn setup(
+        cmd: &str,
+        rounds: u32,
+    ) -> (Verifier, ToolContext, Mutex<RunRecord>, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = crate::tools::test_support::ctx(dir.path());
+        let v = Verifier::new(VerifySpec {
+            command: cmd.into(),
+            max_rounds: rounds,
+            timeout: Duration::from_secs(30),
+        });
+        let rec = Mutex::new(RunRecord::new("m", PathBuf::from("/w"), vec![]));
+        (v, ctx, rec, dir)
+    }
+
+    fn text(m: &Message) -> String {
+        match &m.content[0] {
+            ContentBlock::Text { text } => text.clone(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn passing_command_is_recorded() {
+        let (v, ctx, rec, _d) = setup("echo ok; test -d .", 3);
+        assert_eq!(
+            v.verify(&ctx, &Events::disabled(), &rec, true),
+            Verdict::Passed
+        );
+        let r = rec.into_inner().unwrap();
+        assert_eq!(r.verifications.len(), 1);
+        let x = &r.verifications[0];
+        assert_eq!((x.round, x.exit_code, x.passed), (1, Some(0), true));
+        assert_eq!(x.output_tail, "ok\n");
+    }
+
+    #[test]
+    fn failure_goes_back_then_gives_up_after_max_rounds() {
+        let (v, ctx, rec, _d) = setup("echo 'test foo failed' >&2; exit 3", 2);
+        let ev = Events::disabled();
+        let Verdict::Retry(m) = v.verify(&ctx, &ev, &rec, true) else {
+            panic!("first failure must go back to the model")
+        };
+        let t = text(&m);
+        assert!(t.starts_with("The verification command `echo"), "{t}");
+        assert!(t.contains("failed (exit 3)"), "{t}");
+        assert!(t.contains("<output>test foo failed</output>"), "{t}");
+        assert!(t.contains("round 1 of 2"), "{t}");
+        match v.verify(&ctx, &ev, &rec, true) {
+            Verdict::Failed(msg) => assert!(msg.contains("after 2 rounds"), "{msg}"),
+            other => panic!("{other:?}"),
+        }
+        let r = rec.into_inner().unwrap();
+        let rounds: Vec<_> = r
+            .verifications
+            .iter()
+            .map(|x| (x.round, x.exit_code, x.passed))
+            .collect();
+        assert_eq!(rounds, vec![(1, Some(3), false), (2, Some(3), false)]);
+    }
+
+    #[test]
+    fn no_turn_left_ends_at_once() {
+        let (v, ctx, rec, _d) = setup("false", 3);
+        match v.verify(&ctx, &Events::disabled(), &rec, false) {
+            Verdict::Failed(msg) => assert!(msg.contains("--max-turns"), "{msg}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn timeout_fails_the_round() {
+        let (mut v, ctx, rec, _d) = setup("sleep 5", 3);
+        v.spec.timeout = Duration::from_millis(200);
+        let Verdict::Retry(m) = v.verify(&ctx, &Events::disabled(), &rec, true) else {
+            panic!()
+        };
+        assert!(text(&m).contains("timed out after 200ms"), "{}", text(&m));
+        let r = rec.into_inner().unwrap();
+        assert!(r.verifications[0].timed_out && !r.verifications[0].passed);
+    }
+
+    #[test]
+    fn secrets_are_not_in_the_environment() {
+        let (v, mut ctx, rec, _d) = setup("test -z \"$MY_API_KEY\" && test \"$KEEP\" = yes", 1);
+        ctx.child_env = std::sync::Arc::new(crate::util::secrets::scrubbed_env(
+            vec![
+                ("PATH".to_string(), std::env::var("PATH").unwrap()),
+                ("MY_API_KEY".to_string(), "sekret-value".to_string()),
+                ("KEEP".to_string(), "yes".to_string()),
+            ]
+            .into_iter(),
+            &[],
+        ));
+        assert_eq!(
+            v.verify(&ctx, &Events::disabled(), &rec, true),
+            Verdict::Passed
+        );
+    }
+
+    #[test]
+    fn tail_keeps_the_end_on_char_boundaries() {
+        assert_eq!(tail("abc", 5), "abc");
+        assert_eq!(tail("aéécd", 3), "écd");
+    }
+}

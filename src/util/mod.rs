@@ -1,0 +1,4 @@
+//! Utilities every layer may use: the stdout/stderr writers and secret redaction.
+
+pub(crate) mod output;
+pub(crate) mod secrets;
