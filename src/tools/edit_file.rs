@@ -360,22 +360,14 @@ mod tests {
 
     use super::*;
     use crate::tools::paths::test_util::*;
-    use crate::tools::test_support::{check_input, exec};
+    use crate::tools::test_support::{call, call_err, put};
 
     fn run(ctx: &ToolContext, input: Value) -> Result<ToolResult, ToolError> {
-        check_input(&EditFile, &input)?;
-        exec(&EditFile, ctx, &input)
-    }
-
-    fn err(ctx: &ToolContext, input: Value) -> String {
-        match run(ctx, input) {
-            Err(ToolError::Failed(m)) => m,
-            other => panic!("expected an error, got {other:?}"),
-        }
+        call(&EditFile, ctx, &input)
     }
 
     fn write(ctx: &ToolContext, name: &str, data: impl AsRef<[u8]>) {
-        std::fs::write(ctx.workspace.join(name), data).unwrap();
+        put(&ctx.workspace, name, data);
     }
 
     fn read(ctx: &ToolContext, name: &str) -> Vec<u8> {
@@ -433,14 +425,14 @@ mod tests {
     fn zero_matches_is_an_error_that_changes_nothing() {
         let (_g, ctx) = setup();
         write(&ctx, "f.txt", "hello world\n");
-        let e = err(&ctx, edit("f.txt", "goodbye", "x"));
+        let e = call_err(&EditFile, &ctx, &edit("f.txt", "goodbye", "x"));
         assert!(
             e.contains("not found") && e.contains("changed since you read it"),
             "{e}"
         );
         assert_eq!(read(&ctx, "f.txt"), b"hello world\n");
         // ReadFile's prefixes copied by mistake get a hint.
-        let e = err(&ctx, edit("f.txt", "1\thello world", "x"));
+        let e = call_err(&EditFile, &ctx, &edit("f.txt", "1\thello world", "x"));
         assert!(e.contains("line-number prefixes"), "{e}");
     }
 
@@ -448,7 +440,7 @@ mod tests {
     fn several_matches_name_the_count_and_change_nothing() {
         let (_g, ctx) = setup();
         write(&ctx, "f.txt", "x = 1\ny = 2\nx = 1\nx = 1\n");
-        let e = err(&ctx, edit("f.txt", "x = 1", "x = 3"));
+        let e = call_err(&EditFile, &ctx, &edit("f.txt", "x = 1", "x = 3"));
         assert!(
             e.contains("found 3 times, add surrounding context to make it unique"),
             "{e}"
@@ -456,7 +448,7 @@ mod tests {
         assert_eq!(read(&ctx, "f.txt"), b"x = 1\ny = 2\nx = 1\nx = 1\n");
         // Overlapping occurrences are ambiguous too.
         write(&ctx, "o.txt", "aaa");
-        assert!(err(&ctx, edit("o.txt", "aa", "b")).contains("found 2 times"));
+        assert!(call_err(&EditFile, &ctx, &edit("o.txt", "aa", "b")).contains("found 2 times"));
         // With context the edit is unique and succeeds.
         run(&ctx, edit("f.txt", "y = 2\nx = 1", "y = 2\nx = 9")).unwrap();
         assert_eq!(read(&ctx, "f.txt"), b"x = 1\ny = 2\nx = 9\nx = 1\n");
@@ -483,9 +475,18 @@ mod tests {
     fn identical_or_empty_old_string_is_an_error() {
         let (_g, ctx) = setup();
         write(&ctx, "f.txt", "abc");
-        assert!(err(&ctx, edit("f.txt", "abc", "abc")).contains("identical"));
-        assert!(err(&ctx, edit("f.txt", "", "x")).contains("`old_string` is empty"));
-        assert!(err(&ctx, json!({"path": "f.txt", "old_string": "a"})).contains("new_string"));
+        assert!(call_err(&EditFile, &ctx, &edit("f.txt", "abc", "abc")).contains("identical"));
+        assert!(
+            call_err(&EditFile, &ctx, &edit("f.txt", "", "x")).contains("`old_string` is empty")
+        );
+        assert!(
+            call_err(
+                &EditFile,
+                &ctx,
+                &json!({"path": "f.txt", "old_string": "a"})
+            )
+            .contains("new_string")
+        );
         assert_eq!(read(&ctx, "f.txt"), b"abc");
     }
 
@@ -513,7 +514,7 @@ mod tests {
         assert_eq!(read(&ctx, "u.txt"), b"x\ny\n");
         // Only a line-ending difference is no change at all.
         write(&ctx, "v.txt", "a\nb\n");
-        let e = err(&ctx, edit("v.txt", "a\nb", "a\r\nb"));
+        let e = call_err(&EditFile, &ctx, &edit("v.txt", "a\nb", "a\r\nb"));
         assert!(e.contains("only in line endings"), "{e}");
     }
 
@@ -551,14 +552,14 @@ mod tests {
     #[test]
     fn missing_file_directory_and_fifo_are_errors() {
         let (_g, ctx) = setup();
-        let e = err(&ctx, edit("nope.txt", "a", "b"));
+        let e = call_err(&EditFile, &ctx, &edit("nope.txt", "a", "b"));
         assert!(
             e.starts_with("file not found") && e.contains("WriteFile"),
             "{e}"
         );
         assert!(!ctx.workspace.join("nope.txt").exists());
         std::fs::create_dir(ctx.workspace.join("d")).unwrap();
-        assert!(err(&ctx, edit("d", "a", "b")).contains("is a directory"));
+        assert!(call_err(&EditFile, &ctx, &edit("d", "a", "b")).contains("is a directory"));
         mkfifo(&ctx.workspace.join("pipe"));
         let c = ctx.clone();
         let e = without_hanging(move || run(&c, edit("pipe", "a", "b")));
@@ -572,7 +573,7 @@ mod tests {
         symlink(out.join("secret.txt"), ctx.workspace.join("link.txt")).unwrap();
         symlink(&out, ctx.workspace.join("linkdir")).unwrap();
         for p in ["../outside/secret.txt", "link.txt", "linkdir/secret.txt"] {
-            let e = err(&ctx, edit(p, "secret", "pwned"));
+            let e = call_err(&EditFile, &ctx, &edit(p, "secret", "pwned"));
             assert!(e.contains("outside the workspace"), "{p}: {e}");
         }
         assert_eq!(

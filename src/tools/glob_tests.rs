@@ -3,16 +3,14 @@
 use super::*;
 use crate::tools::parse_input;
 use crate::tools::schema;
-use crate::tools::test_support::ctx;
 use crate::tools::test_support::{check_input, exec};
+use crate::tools::test_support::{ctx, put};
 use std::fs;
 use std::path::Path;
 use std::time::Duration;
 
 fn touch(root: &Path, rel: &str) {
-    let p = root.join(rel);
-    fs::create_dir_all(p.parent().unwrap()).unwrap();
-    fs::write(p, "x\n").unwrap();
+    put(root, rel, "x\n");
 }
 
 /// Sets a file's mtime to `secs` after the epoch, so that "newest first" is testable.

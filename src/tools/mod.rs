@@ -345,6 +345,31 @@ pub(crate) mod test_support {
         assert!(ok, "git {args:?}");
     }
 
+    /// Runs a call as dispatch does after its schema check: the input check, then the tool.
+    pub(crate) fn call(
+        tool: &dyn Tool,
+        ctx: &ToolContext,
+        input: &Value,
+    ) -> Result<ToolResult, ToolError> {
+        check_input(tool, input)?;
+        exec(tool, ctx, input)
+    }
+
+    /// The message of a call that must fail.
+    pub(crate) fn call_err(tool: &dyn Tool, ctx: &ToolContext, input: &Value) -> String {
+        match call(tool, ctx, input) {
+            Err(ToolError::Failed(m)) => m,
+            other => panic!("expected an error, got {other:?}"),
+        }
+    }
+
+    /// Writes `data` to `rel` under `root`, creating the directories on the way.
+    pub(crate) fn put(root: &std::path::Path, rel: &str, data: impl AsRef<[u8]>) {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().expect("a path under the root")).unwrap();
+        std::fs::write(p, data).unwrap();
+    }
+
     /// The input check alone.
     pub(crate) fn check_input(tool: &dyn Tool, input: &Value) -> Result<(), ToolError> {
         tool.prepare(input).map(|_| ())

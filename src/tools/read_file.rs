@@ -347,24 +347,18 @@ fn read_line_capped(
 mod tests {
     use super::*;
     use crate::tools::paths::test_util::*;
-    use crate::tools::test_support::{check_input, exec};
+    use crate::tools::test_support::{call, call_err, put};
 
     fn run(ctx: &ToolContext, input: Value) -> Result<ToolResult, ToolError> {
-        check_input(&ReadFile, &input)?;
-        exec(&ReadFile, ctx, &input)
+        call(&ReadFile, ctx, &input)
     }
 
     fn err(ctx: &ToolContext, input: Value) -> String {
-        match run(ctx, input) {
-            Err(ToolError::Failed(m)) => m,
-            other => panic!("expected an error, got {other:?}"),
-        }
+        call_err(&ReadFile, ctx, &input)
     }
 
     fn write(ctx: &ToolContext, name: &str, data: impl AsRef<[u8]>) {
-        let p = ctx.workspace.join(name);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, data).unwrap();
+        put(&ctx.workspace, name, data);
     }
 
     fn numbered(range: std::ops::RangeInclusive<u64>) -> String {

@@ -4,11 +4,10 @@ use std::os::unix::fs::{PermissionsExt, symlink};
 
 use super::*;
 use crate::tools::paths::test_util::*;
-use crate::tools::test_support::{check_input, exec};
+use crate::tools::test_support::call;
 
 fn run(ctx: &ToolContext, input: Value) -> Result<ToolResult, ToolError> {
-    check_input(&WriteFile, &input)?;
-    exec(&WriteFile, ctx, &input)
+    call(&WriteFile, ctx, &input)
 }
 
 fn mode(p: &std::path::Path) -> u32 {

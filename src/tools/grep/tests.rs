@@ -4,17 +4,15 @@ use super::search::*;
 use super::*;
 use crate::tools::parse_input;
 use crate::tools::schema;
-use crate::tools::test_support::ctx;
 use crate::tools::test_support::{check_input, exec};
+use crate::tools::test_support::{ctx, put};
 use regex::bytes::Regex;
 use std::fs;
 use std::io::Read;
 use std::path::PathBuf;
 
 fn write(root: &Path, rel: &str, content: &str) {
-    let p = root.join(rel);
-    fs::create_dir_all(p.parent().unwrap()).unwrap();
-    fs::write(p, content).unwrap();
+    put(root, rel, content);
 }
 
 fn run(dir: &Path, input: Value) -> Result<ToolResult, ToolError> {
