@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use super::rules::Spec;
 use crate::config::settings::{PROJECT_SETTINGS, SettingsFiles, SettingsSources};
-use crate::tools::{Category, Subject, SubjectKind};
+use crate::tools::Traits;
+use crate::tools::{Subject, SubjectKind};
 
 /// Reads the files as a run does, then the policy's sections.
 fn load(src: &SettingsSources<'_>, known: &[KnownTool]) -> Result<Settings, Error> {
@@ -539,6 +540,10 @@ struct MoverInput {
 }
 impl TypedTool for Mover {
     type Input = MoverInput;
+    const TRAITS: Traits = Traits {
+        records_changes: false,
+        ..Traits::FILE_WRITE
+    };
     fn name(&self) -> &str {
         "Mover"
     }
@@ -548,15 +553,6 @@ impl TypedTool for Mover {
     fn input_schema(&self) -> Value {
         json!({"type": "object", "properties": {"target": {"type": "string"}},
                "required": ["target"]})
-    }
-    fn is_read_only(&self) -> bool {
-        false
-    }
-    fn category(&self) -> Category {
-        Category::File
-    }
-    fn subject_kind(&self) -> SubjectKind {
-        SubjectKind::Paths
     }
     fn subject(&self, input: &MoverInput) -> Subject {
         Subject::Paths(vec![input.target.clone()])

@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Category, Subject, SubjectKind, ToolContext, ToolError, ToolResult, TypedTool};
+use super::{Subject, ToolContext, ToolError, ToolResult, Traits, TypedTool};
 use crate::process::{self, CommandOutput, CommandSpec, OUTPUT_HEAD_CHARS, OUTPUT_TAIL_CHARS};
 
 /// Longest timeout the model may ask for, in seconds: 10 minutes (SPEC §4), long enough
@@ -116,6 +116,7 @@ fn describe_default(d: Duration) -> String {
 
 impl TypedTool for Bash {
     type Input = BashInput;
+    const TRAITS: Traits = Traits::SHELL;
 
     fn name(&self) -> &str {
         "Bash"
@@ -148,22 +149,6 @@ impl TypedTool for Bash {
             "required": ["command"],
             "additionalProperties": false
         })
-    }
-
-    fn is_read_only(&self) -> bool {
-        false
-    }
-
-    fn is_destructive(&self) -> bool {
-        true
-    }
-
-    fn category(&self) -> Category {
-        Category::Shell
-    }
-
-    fn subject_kind(&self) -> SubjectKind {
-        SubjectKind::Command
     }
 
     fn subject(&self, input: &BashInput) -> Subject {

@@ -6,6 +6,8 @@ use std::sync::Arc;
 use serde::de::{self, Deserializer, Visitor};
 
 use super::*;
+
+use crate::tools::Category;
 use crate::tools::parse_input;
 use crate::tools::schema;
 use crate::tools::test_support::ctx;

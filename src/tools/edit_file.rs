@@ -13,7 +13,7 @@ use std::io::Read;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Category, Subject, SubjectKind, ToolContext, ToolError, ToolResult, TypedTool, paths};
+use super::{Subject, ToolContext, ToolError, ToolResult, Traits, TypedTool, paths};
 
 /// Largest file EditFile loads: it holds the old and the new content in memory.
 const MAX_EDIT_FILE_BYTES: u64 = 32 * 1024 * 1024;
@@ -58,6 +58,7 @@ result without reading the file again.";
 
 impl TypedTool for EditFile {
     type Input = Input;
+    const TRAITS: Traits = Traits::FILE_WRITE;
 
     fn name(&self) -> &str {
         "EditFile"
@@ -89,25 +90,8 @@ impl TypedTool for EditFile {
         })
     }
 
-    fn is_read_only(&self) -> bool {
-        false
-    }
-
-    fn category(&self) -> Category {
-        Category::File
-    }
-
-    fn subject_kind(&self) -> SubjectKind {
-        SubjectKind::Paths
-    }
-
     fn subject(&self, input: &Input) -> Subject {
         Subject::Paths(vec![input.path.clone()])
-    }
-
-    /// Every write reports its change (`metadata.change`).
-    fn records_changes(&self) -> bool {
-        true
     }
 
     fn validate(&self, input: &Input) -> Result<(), ToolError> {
@@ -359,6 +343,8 @@ mod tests {
     use std::os::unix::fs::{PermissionsExt, symlink};
 
     use super::*;
+
+    use crate::tools::Category;
     use crate::tools::paths::test_util::*;
     use crate::tools::test_support::{call, call_err, put};
 

@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::walk::{self, path_order};
-use super::{Category, Subject, SubjectKind, ToolContext, ToolError, ToolResult, TypedTool, paths};
+use super::{Subject, ToolContext, ToolError, ToolResult, Traits, TypedTool, paths};
 
 /// Paths listed at most: a long list costs context and a narrower pattern serves better.
 pub(crate) const GLOB_MAX_RESULTS: usize = 200;
@@ -29,6 +29,7 @@ pub(crate) struct Glob;
 
 impl TypedTool for Glob {
     type Input = GlobInput;
+    const TRAITS: Traits = Traits::SEARCH;
 
     fn name(&self) -> &str {
         "Glob"
@@ -72,22 +73,6 @@ list was cut and how many files matched in total."
             "required": ["pattern"],
             "additionalProperties": false
         })
-    }
-
-    fn is_read_only(&self) -> bool {
-        true
-    }
-
-    fn is_concurrency_safe(&self) -> bool {
-        true
-    }
-
-    fn category(&self) -> Category {
-        Category::Search
-    }
-
-    fn subject_kind(&self) -> SubjectKind {
-        SubjectKind::Paths
     }
 
     fn subject(&self, input: &GlobInput) -> Subject {

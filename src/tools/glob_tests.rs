@@ -1,6 +1,8 @@
 //! Unit tests of the Glob tool.
 
 use super::*;
+
+use crate::tools::Category;
 use crate::tools::parse_input;
 use crate::tools::schema;
 use crate::tools::test_support::{check_input, exec};

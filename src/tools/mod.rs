@@ -193,28 +193,79 @@ pub trait PreparedCall {
     fn execute(&self, ctx: &ToolContext) -> Result<ToolResult, ToolError>;
 }
 
+/// What a built-in tool is, in one place: what the registry, the scheduler, policy and
+/// the change scan ask of it. The presets are the kinds of built-in tool there are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Traits {
+    pub(crate) read_only: bool,
+    pub(crate) destructive: bool,
+    /// Whether a call may run in parallel with its neighbours; the default runs alone.
+    pub(crate) concurrency_safe: bool,
+    pub(crate) category: Category,
+    pub(crate) subject_kind: SubjectKind,
+    /// Whether the tool reports every file it changes itself (`metadata.change`).
+    pub(crate) records_changes: bool,
+}
+
+impl Traits {
+    /// Reads files in the workspace: read-only, parallel, rules name paths.
+    pub(crate) const FILE_READ: Traits = Traits {
+        read_only: true,
+        concurrency_safe: true,
+        ..Traits::FILE_WRITE
+    };
+    /// Writes files in the workspace, reporting every change: rules name paths.
+    pub(crate) const FILE_WRITE: Traits = Traits {
+        read_only: false,
+        destructive: false,
+        concurrency_safe: false,
+        category: Category::File,
+        subject_kind: SubjectKind::Paths,
+        records_changes: true,
+    };
+    /// Searches the workspace: read-only, parallel, rules name the searched path.
+    pub(crate) const SEARCH: Traits = Traits {
+        category: Category::Search,
+        ..Traits::FILE_READ
+    };
+    /// Runs shell commands: may destroy anything, changes unreported, rules name commands.
+    pub(crate) const SHELL: Traits = Traits {
+        read_only: false,
+        destructive: true,
+        concurrency_safe: false,
+        category: Category::Shell,
+        subject_kind: SubjectKind::Command,
+        records_changes: false,
+    };
+}
+
 /// A tool with a typed input, the way built-in tools are written: serde parses the input
 /// once into `Input`, `validate` checks what the schema cannot, `subject` says what rules
 /// are matched against, `execute` runs.
 pub trait TypedTool: Send + Sync {
     type Input: DeserializeOwned + 'static;
+    /// What kind of tool it is, usually one of the presets on [`Traits`].
+    const TRAITS: Traits;
     fn name(&self) -> &str;
     fn description(&self) -> &str;
     fn input_schema(&self) -> Value;
-    fn is_read_only(&self) -> bool;
+    fn is_read_only(&self) -> bool {
+        Self::TRAITS.read_only
+    }
     fn is_destructive(&self) -> bool {
-        false
+        Self::TRAITS.destructive
     }
-    /// Defensive default: run alone.
     fn is_concurrency_safe(&self) -> bool {
-        false
+        Self::TRAITS.concurrency_safe
     }
-    fn category(&self) -> Category;
+    fn category(&self) -> Category {
+        Self::TRAITS.category
+    }
     fn subject_kind(&self) -> SubjectKind {
-        SubjectKind::Nothing
+        Self::TRAITS.subject_kind
     }
     fn records_changes(&self) -> bool {
-        false
+        Self::TRAITS.records_changes
     }
     fn max_result_chars(&self) -> Option<usize> {
         Some(DEFAULT_MAX_RESULT_CHARS)
@@ -404,6 +455,12 @@ pub(crate) mod test_support {
 
     impl<F: Fn(&Value) -> ToolResult + Send + Sync> TypedTool for FnTool<F> {
         type Input = Value;
+        /// The defaults the methods below do not override: rules name the tool only.
+        const TRAITS: crate::tools::Traits = crate::tools::Traits {
+            records_changes: false,
+            subject_kind: crate::tools::SubjectKind::Nothing,
+            ..crate::tools::Traits::FILE_WRITE
+        };
         fn name(&self) -> &str {
             self.name
         }

@@ -9,7 +9,7 @@ use std::io::{self, BufRead, BufReader, Cursor, Read};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Category, Subject, SubjectKind, ToolContext, ToolError, ToolResult, TypedTool, paths};
+use super::{Subject, ToolContext, ToolError, ToolResult, Traits, TypedTool, paths};
 
 /// Lines returned when `limit` is not given (SPEC §4).
 const DEFAULT_LIMIT_LINES: u64 = 2_000;
@@ -60,6 +60,7 @@ regular file (FIFO, socket, device), offset past the end (the error says how man
 
 impl TypedTool for ReadFile {
     type Input = Input;
+    const TRAITS: Traits = Traits::FILE_READ;
 
     fn name(&self) -> &str {
         "ReadFile"
@@ -91,22 +92,6 @@ impl TypedTool for ReadFile {
             "required": ["path"],
             "additionalProperties": false
         })
-    }
-
-    fn is_read_only(&self) -> bool {
-        true
-    }
-
-    fn is_concurrency_safe(&self) -> bool {
-        true
-    }
-
-    fn category(&self) -> Category {
-        Category::File
-    }
-
-    fn subject_kind(&self) -> SubjectKind {
-        SubjectKind::Paths
     }
 
     fn subject(&self, input: &Input) -> Subject {
@@ -346,6 +331,7 @@ fn read_line_capped(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tools::Category;
     use crate::tools::paths::test_util::*;
     use crate::tools::test_support::{call, call_err, put};
 

@@ -7,7 +7,7 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Category, Subject, SubjectKind, ToolContext, ToolError, ToolResult, TypedTool, paths};
+use super::{Subject, ToolContext, ToolError, ToolResult, Traits, TypedTool, paths};
 
 pub(crate) struct WriteFile;
 
@@ -37,6 +37,7 @@ not regular files (FIFO, socket, device).
 
 impl TypedTool for WriteFile {
     type Input = Input;
+    const TRAITS: Traits = Traits::FILE_WRITE;
 
     fn name(&self) -> &str {
         "WriteFile"
@@ -64,25 +65,8 @@ impl TypedTool for WriteFile {
         })
     }
 
-    fn is_read_only(&self) -> bool {
-        false
-    }
-
-    fn category(&self) -> Category {
-        Category::File
-    }
-
-    fn subject_kind(&self) -> SubjectKind {
-        SubjectKind::Paths
-    }
-
     fn subject(&self, input: &Input) -> Subject {
         Subject::Paths(vec![input.path.clone()])
-    }
-
-    /// Every write reports its change (`metadata.change`).
-    fn records_changes(&self) -> bool {
-        true
     }
 
     fn validate(&self, input: &Input) -> Result<(), ToolError> {

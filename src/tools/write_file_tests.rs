@@ -3,6 +3,8 @@
 use std::os::unix::fs::{PermissionsExt, symlink};
 
 use super::*;
+
+use crate::tools::Category;
 use crate::tools::paths::test_util::*;
 use crate::tools::test_support::call;
 

@@ -255,7 +255,7 @@ mod tests {
     use super::*;
     use crate::tools::gate::OpenGate;
     use crate::tools::registry::ToolSelection;
-    use crate::tools::{Category, TypedTool};
+    use crate::tools::{SubjectKind, Traits, TypedTool};
     use serde_json::json;
     use std::sync::Arc;
 
@@ -269,6 +269,11 @@ mod tests {
     }
     impl TypedTool for Fake {
         type Input = FakeInput;
+        const TRAITS: Traits = Traits {
+            records_changes: false,
+            subject_kind: SubjectKind::Nothing,
+            ..Traits::FILE_READ
+        };
         fn name(&self) -> &str {
             "Fake"
         }
@@ -278,12 +283,6 @@ mod tests {
         fn input_schema(&self) -> Value {
             json!({"type":"object","properties":{"n":{"type":"integer"}},"required":["n"],
                    "additionalProperties":false})
-        }
-        fn is_read_only(&self) -> bool {
-            true
-        }
-        fn category(&self) -> Category {
-            Category::File
         }
         fn validate(&self, input: &FakeInput) -> Result<(), ToolError> {
             if input.n == 13 {

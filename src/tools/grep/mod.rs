@@ -22,7 +22,7 @@ use render::{Report, render};
 use search::{Matcher, Outcome, search_all};
 
 use super::walk::{self, path_order};
-use super::{Category, Subject, SubjectKind, ToolContext, ToolError, ToolResult, TypedTool, paths};
+use super::{Subject, ToolContext, ToolError, ToolResult, Traits, TypedTool, paths};
 
 /// Matching lines reported at most: beyond this a narrower search serves the model better.
 pub(crate) const GREP_MAX_MATCHES: usize = 100;
@@ -47,6 +47,7 @@ pub(crate) struct Grep;
 
 impl TypedTool for Grep {
     type Input = GrepInput;
+    const TRAITS: Traits = Traits::SEARCH;
 
     fn name(&self) -> &str {
         "Grep"
@@ -104,22 +105,6 @@ then narrow the pattern, the path or the glob."
             "required": ["pattern"],
             "additionalProperties": false
         })
-    }
-
-    fn is_read_only(&self) -> bool {
-        true
-    }
-
-    fn is_concurrency_safe(&self) -> bool {
-        true
-    }
-
-    fn category(&self) -> Category {
-        Category::Search
-    }
-
-    fn subject_kind(&self) -> SubjectKind {
-        SubjectKind::Paths
     }
 
     fn subject(&self, input: &GrepInput) -> Subject {

@@ -2,6 +2,7 @@
 
 use super::search::*;
 use super::*;
+use crate::tools::Category;
 use crate::tools::parse_input;
 use crate::tools::schema;
 use crate::tools::test_support::{check_input, exec};
