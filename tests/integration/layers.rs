@@ -11,6 +11,8 @@
 //! any layer; the check is about what ships. `main.rs` is its own crate (the binary) and
 //! `lib.rs`, the root, sits above every row. A folder whose `mod.rs` only declares its
 //! files (`run`, `record`, …) is a namespace: each of its files needs a row of its own.
+//! An `allow  FROM → TO  reason` line in the block admits one known upward reference (TO
+//! may be `crate`, the root); one that allows nothing any more fails too.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
