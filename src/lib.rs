@@ -1,8 +1,10 @@
 //! `agent`: a synchronous, non-interactive coding agent for CI and scripts.
 //!
-//! The module list follows DESIGN.md's layers. This file parses the arguments and hands
-//! each subcommand to its module: `run` (set up and run the agent loop, with `finish`
-//! owning the ways out), `tools_command`, `batch`, `summary`.
+//! The modules are folders by job (DESIGN.md, "Layout"); the layers they keep to are
+//! DESIGN.md's table, which `tests/integration/layers.rs` checks. This file parses the
+//! arguments and hands each subcommand to its module in `commands`: `commands::run` (set
+//! up and run the agent loop, with `run::finish` owning the ways out), `commands::tools`,
+//! `commands::batch`, `commands::summary`.
 #![deny(clippy::print_stdout)]
 
 pub(crate) mod commands;

@@ -322,26 +322,23 @@ struct IndexEntry {
     session_id: String,
 }
 
-/// An exclusive `flock` on the index's lock file, released when dropped (or when the
-/// process dies, so a killed run never leaves it held).
+/// An exclusive lock on the index's lock file (`File::lock`: `flock(LOCK_EX)` on Unix),
+/// released when dropped (or when the process dies, so a killed run never leaves it held).
 struct IndexLock(std::fs::File);
 
 impl IndexLock {
     fn take(path: &Path) -> std::io::Result<Self> {
-        use std::os::fd::AsRawFd;
         let f = std::fs::OpenOptions::new()
             .create(true)
             .truncate(false)
             .write(true)
             .open(path)?;
         loop {
-            // SAFETY: flock on a file descriptor this function owns.
-            if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } == 0 {
-                return Ok(IndexLock(f));
-            }
-            let e = std::io::Error::last_os_error();
-            if e.kind() != std::io::ErrorKind::Interrupted {
-                return Err(e);
+            // Blocks until the other run is done; a signal handled meanwhile is no failure.
+            match f.lock() {
+                Ok(()) => return Ok(IndexLock(f)),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
             }
         }
     }
@@ -349,9 +346,9 @@ impl IndexLock {
 
 impl Drop for IndexLock {
     fn drop(&mut self) {
-        use std::os::fd::AsRawFd;
-        // SAFETY: unlocks the descriptor this value owns; closing would release it too.
-        unsafe { libc::flock(self.0.as_raw_fd(), libc::LOCK_UN) };
+        // Unlocked explicitly, as before, not only by the close: the lock belongs to the
+        // open file, which a child forked meanwhile (before its exec) shares.
+        let _ = self.0.unlock();
     }
 }
 

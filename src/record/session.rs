@@ -2,34 +2,17 @@
 //! (version 4) per run, and `subtype`, the run's status in the terms of
 //! `claude -p --output-format json`, so that jq scripts written for it keep working.
 
-use std::io::Read;
-
 /// A new random UUID v4, e.g. `0b8f6c1e-3d2a-4c5b-9e7f-1a2b3c4d5e6f`.
 pub(crate) fn new_session_id() -> String {
     format_uuid_v4(random_bytes())
 }
 
-/// 16 random bytes from the kernel (`getrandom(2)`, else `/dev/urandom`). Should both
-/// fail, the time and pid keep ids distinct, which is all a session id needs.
+/// 16 random bytes from the OS (the `getrandom` crate: `getrandom(2)` on Linux, falling
+/// back to `/dev/urandom` where the call is missing). Should that fail, the time and pid
+/// keep ids distinct, which is all a session id needs.
 fn random_bytes() -> [u8; 16] {
     let mut buf = [0u8; 16];
-    let mut filled = 0usize;
-    while filled < buf.len() {
-        let rest = &mut buf[filled..];
-        // SAFETY: `rest` is a valid, writable buffer of `rest.len()` bytes.
-        let n = unsafe { libc::getrandom(rest.as_mut_ptr().cast(), rest.len(), 0) };
-        if n > 0 {
-            filled += n as usize;
-        } else if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-            break;
-        }
-    }
-    if filled == buf.len() {
-        return buf;
-    }
-    if let Ok(mut f) = std::fs::File::open("/dev/urandom")
-        && f.read_exact(&mut buf).is_ok()
-    {
+    if getrandom::fill(&mut buf).is_ok() {
         return buf;
     }
     let nanos = std::time::SystemTime::now()

@@ -26,6 +26,7 @@ mod context;
 mod fallback;
 mod faults;
 mod journal;
+mod layers;
 mod limits;
 mod mcp;
 mod mock_selftest;
