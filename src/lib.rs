@@ -25,7 +25,6 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use crate::config::cli::{Cli, Command};
-use crate::error::Error;
 
 /// Parses the arguments and runs the command.
 pub fn main_with_args(args: impl IntoIterator<Item = OsString>) -> ExitCode {
@@ -43,10 +42,4 @@ pub fn main_with_args(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         Command::Batch(args) => commands::batch::batch_command(&args),
         Command::Summary(args) => commands::summary::summary_command(&args),
     }
-}
-
-/// Reports an error found before the run starts and gives its exit code.
-pub(crate) fn usage_failure(e: &Error) -> ExitCode {
-    util::output::error(&e.to_string());
-    ExitCode::from(e.exit_code())
 }

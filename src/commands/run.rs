@@ -19,7 +19,7 @@ use crate::run::agent::Agent;
 use crate::run::finish::{FINISHER, Finisher, watch_signals};
 use crate::tools::ToolContext;
 use crate::tools::registry::Registry;
-use crate::{mcp, process, record::changes, run::ci, run::events, usage_failure, util::output};
+use crate::{mcp, process, record::changes, run::ci, run::events, util::output};
 
 pub(crate) fn run_command(args: &RunArgs) -> ExitCode {
     // From the first moment: a signal before the run is set up still exits 130.
@@ -27,7 +27,7 @@ pub(crate) fn run_command(args: &RunArgs) -> ExitCode {
     process::adopt_orphans();
     let config = match Config::from_args(args, &ProcessEnv) {
         Ok(c) => c,
-        Err(e) => return usage_failure(&e),
+        Err(e) => return output::usage_failure(&e),
     };
     let mut secrets = crate::util::secrets::secret_values();
     secrets.push(config.api_key.clone());
@@ -56,7 +56,7 @@ pub(crate) fn run_command(args: &RunArgs) -> ExitCode {
     let mut registry = Registry::builtin(&config.tools);
     let mcp_reports = match start_mcp(&config, &child_env, &mut registry) {
         Ok(r) => r,
-        Err(e) => return usage_failure(&e),
+        Err(e) => return output::usage_failure(&e),
     };
     if let Some(schema) = &config.output_schema {
         // The final answer's tool, offered by every provider alike.
@@ -77,7 +77,7 @@ pub(crate) fn run_command(args: &RunArgs) -> ExitCode {
     let session_id = lock(&record).session_id.clone();
     let mut provider = match make_provider(&config, &registry, &session_id) {
         Ok(p) => p,
-        Err(e) => return usage_failure(&e),
+        Err(e) => return output::usage_failure(&e),
     };
     let ctx = ToolContext {
         workspace: config.workspace.clone(),

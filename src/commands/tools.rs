@@ -10,17 +10,17 @@ use serde_json::json;
 use crate::config::cli::ToolsArgs;
 use crate::error::Error;
 use crate::tools::registry::Registry;
-use crate::{config, mcp, model::provider, process, usage_failure, util::output};
+use crate::{config, mcp, model::provider, process, util::output};
 
 pub(crate) fn tools_command(args: &ToolsArgs) -> ExitCode {
     let selection = match config::tool_selection(&args.tools) {
         Ok(s) => s,
-        Err(e) => return usage_failure(&e),
+        Err(e) => return output::usage_failure(&e),
     };
     let mut registry = Registry::builtin(&selection);
     let mcp_origin = match tools_mcp(args, &mut registry) {
         Ok(o) => o,
-        Err(e) => return usage_failure(&e),
+        Err(e) => return output::usage_failure(&e),
     };
     let empty = json!({});
     let tools: Vec<_> = registry

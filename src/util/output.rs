@@ -92,6 +92,12 @@ pub fn error(msg: &str) {
     emit(0, "error: ", msg);
 }
 
+/// Reports an error found before the run starts and gives its exit code.
+pub(crate) fn usage_failure(e: &crate::error::Error) -> std::process::ExitCode {
+    error(&e.to_string());
+    std::process::ExitCode::from(e.exit_code())
+}
+
 /// Shown unless -q.
 pub fn warn(msg: &str) {
     emit(1, "warning: ", msg);
