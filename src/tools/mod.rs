@@ -396,6 +396,14 @@ pub(crate) mod test_support {
         assert!(ok, "git {args:?}");
     }
 
+    /// What the test tools' own methods do not override: not read-only, run alone, rules
+    /// name the tool only, changes unreported.
+    pub(crate) const TEST_TRAITS: Traits = Traits {
+        records_changes: false,
+        subject_kind: SubjectKind::Nothing,
+        ..Traits::FILE_WRITE
+    };
+
     /// Runs a call as dispatch does after its schema check: the input check, then the tool.
     pub(crate) fn call(
         tool: &dyn Tool,
@@ -455,12 +463,7 @@ pub(crate) mod test_support {
 
     impl<F: Fn(&Value) -> ToolResult + Send + Sync> TypedTool for FnTool<F> {
         type Input = Value;
-        /// The defaults the methods below do not override: rules name the tool only.
-        const TRAITS: crate::tools::Traits = crate::tools::Traits {
-            records_changes: false,
-            subject_kind: crate::tools::SubjectKind::Nothing,
-            ..crate::tools::Traits::FILE_WRITE
-        };
+        const TRAITS: crate::tools::Traits = crate::tools::test_support::TEST_TRAITS;
         fn name(&self) -> &str {
             self.name
         }

@@ -262,12 +262,7 @@ mod tests {
     }
     impl crate::tools::TypedTool for Probe {
         type Input = Value;
-        /// The defaults the methods below do not override: rules name the tool only.
-        const TRAITS: crate::tools::Traits = crate::tools::Traits {
-            records_changes: false,
-            subject_kind: crate::tools::SubjectKind::Nothing,
-            ..crate::tools::Traits::FILE_WRITE
-        };
+        const TRAITS: crate::tools::Traits = crate::tools::test_support::TEST_TRAITS;
         fn name(&self) -> &str {
             self.name
         }
