@@ -83,7 +83,6 @@ pub(crate) fn run_command(args: &RunArgs) -> ExitCode {
         workspace: config.workspace.clone(),
         extra_dirs: config.add_dirs.clone(),
         spill_dir: spill_dir(&config),
-        bash_timeout: config.bash_timeout,
         child_env,
         sandbox,
     };

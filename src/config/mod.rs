@@ -60,7 +60,6 @@ pub struct Config {
     pub system_prompt: String,
     pub max_turns: u32,
     pub timeout: Option<Duration>,
-    pub bash_timeout: Duration,
     pub max_retries: u32,
     pub idle_timeout: Duration,
     /// `--tool-choice` and the other request options.
@@ -276,7 +275,6 @@ impl Config {
             system_prompt,
             max_turns: args.max_turns,
             timeout: args.timeout,
-            bash_timeout: args.bash_timeout,
             max_retries: args.max_retries,
             idle_timeout: args.idle_timeout,
             request,

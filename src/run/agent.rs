@@ -802,7 +802,6 @@ mod tests {
             system_prompt: "sys".into(),
             max_turns: 10,
             timeout: None,
-            bash_timeout: Duration::from_secs(5),
             max_retries: 0,
             idle_timeout: Duration::from_secs(5),
             request: Default::default(),
