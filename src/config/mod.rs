@@ -3,15 +3,19 @@
 //! raised here, before any request is made.
 
 pub(crate) mod cli;
+mod prompt;
 pub(crate) mod settings;
+mod system_prompt;
+mod tool_flags;
 
-use std::io::{IsTerminal, Read};
+pub(crate) use tool_flags::tool_selection;
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::ValueEnum;
 
-use crate::config::cli::{CiArgs, ProviderKind, RequestArgs, RunArgs, SecurityArgs, ToolArgs};
+use crate::config::cli::{CiArgs, ProviderKind, RequestArgs, RunArgs, SecurityArgs};
 use crate::config::cli::{OnDeny, SandboxMode};
 use crate::config::settings::{SettingsFiles, SettingsSources};
 use crate::error::Error;
@@ -31,11 +35,6 @@ pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 
 /// Where `--provider openai` goes without `--base-url` / `OPENAI_BASE_URL`.
 pub const DEFAULT_OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
-/// Project instruction files appended to the system prompt, first found wins.
-const PROJECT_INSTRUCTION_FILES: &[&str] = &["AGENTS.md", "CLAUDE.md"];
-/// A project instruction file larger than this is cut: it is re-sent every turn.
-const MAX_PROJECT_INSTRUCTIONS_BYTES: usize = 64 * 1024;
-
 /// Everything `agent run` needs, validated.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -117,9 +116,9 @@ impl Config {
         let mut tools = tool_selection(&args.tools)?;
         tools.bash_timeout = args.bash_timeout;
         let (prompt, stdin_warning) = match &mut resume {
-            None => read_prompt(args)?,
+            None => prompt::read_prompt(args)?,
             Some(r) => {
-                let prompt = read_resume_prompt(args)?;
+                let prompt = prompt::read_resume_prompt(args)?;
                 resume::append_prompt(&mut r.messages, prompt.as_deref())
                     .map_err(|e| Error::Usage(format!("--resume {}: {e}", r.path.display())))?;
                 (prompt.unwrap_or_default(), None)
@@ -210,7 +209,7 @@ impl Config {
             other => other?,
         };
         let add_dirs = extra_dirs(&args.security.add_dir)?;
-        let mut system_prompt = system_prompt(
+        let mut system_prompt = system_prompt::system_prompt(
             &workspace,
             &add_dirs,
             args.system.as_deref(),
@@ -397,15 +396,6 @@ fn resumed_session(args: &RunArgs) -> Result<(PathBuf, Option<Resumed>), Error> 
         _ => workspace_root(args.cwd.as_deref())?,
     };
     Ok((workspace, Some(resumed)))
-}
-
-/// The new prompt of a resumed run: optional, and stdin is read only for `-` (a resumed
-/// CI step must not wait on an inherited pipe).
-fn read_resume_prompt(args: &RunArgs) -> Result<Option<String>, Error> {
-    if args.prompt_file.is_none() && args.prompt.is_none() {
-        return Ok(None);
-    }
-    read_prompt(args).map(|(p, _)| Some(p))
 }
 
 /// `--verify`, the budgets and the price table (SPEC §9), validated.
@@ -596,254 +586,6 @@ fn check_output_file(path: &Path) -> Result<(), Error> {
         )));
     }
     Ok(())
-}
-
-/// `--allowed-tools 'Bash(echo a,b)'` comes split at the comma: pieces are joined back
-/// while a `(` is open.
-fn rejoin_rules(pieces: &[String]) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    let mut open = false;
-    for p in pieces {
-        if open && let Some(last) = out.last_mut() {
-            last.push(',');
-            last.push_str(p);
-        } else {
-            out.push(p.trim().to_string());
-        }
-        let last = out.last().map(String::as_str).unwrap_or("");
-        open = last.contains('(') && !last.trim_end().ends_with(')');
-    }
-    out
-}
-
-/// Validates tool names and builds the selection (SPEC §6). An entry `Tool(specifier)`
-/// is a permission rule for `Tool`: in `--allowed-tools` an allow rule that also enables
-/// the tool, in `--disallowed-tools` a deny rule (the tool stays enabled).
-pub fn tool_selection(args: &ToolArgs) -> Result<ToolSelection, Error> {
-    let builtin = Registry::builtin(&ToolSelection::default());
-    let known = builtin.all_names();
-    let check = |flag: &str, names: &[String]| -> Result<(), Error> {
-        for n in names {
-            // MCP tools are known once their servers have started.
-            if !known.contains(&n.as_str()) && !crate::mcp::names::is_mcp_pattern(n) {
-                return Err(Error::Usage(format!(
-                    "{flag}: unknown tool {n:?}; known tools: {}",
-                    known.join(", ")
-                )));
-            }
-        }
-        Ok(())
-    };
-    // (plain names, rules, the rules' tools): a rule's tool is checked here, the rule
-    // itself where the settings are.
-    type Split = (Vec<String>, Vec<String>, Vec<String>);
-    let split = |flag: &str, entries: &[String]| -> Result<Split, Error> {
-        let (mut names, mut rules, mut tools) = (Vec::new(), Vec::new(), Vec::new());
-        for e in rejoin_rules(entries) {
-            match e.split_once('(') {
-                Some((tool, _)) => {
-                    tools.push(tool.trim().to_string());
-                    rules.push(e);
-                }
-                None => names.push(e),
-            }
-        }
-        check(flag, &names)?;
-        check(flag, &tools)?;
-        Ok((names, rules, tools))
-    };
-    let (allowed, allow_rules) = match &args.allowed_tools {
-        Some(a) => {
-            let (mut names, rules, tools) = split("--allowed-tools", a)?;
-            names.extend(tools);
-            (Some(names), rules)
-        }
-        None => (None, Vec::new()),
-    };
-    let (disallowed, deny_rules, _) = split("--disallowed-tools", &args.disallowed_tools)?;
-    Ok(ToolSelection {
-        allow_write: args.allow_write || args.full_auto,
-        allow_bash: args.allow_bash || args.full_auto,
-        allowed,
-        disallowed,
-        allow_rules,
-        deny_rules,
-        ..ToolSelection::default()
-    })
-}
-
-/// The task: the argument, `-`/stdin, or --prompt-file. Stdin is read only for `-`, or
-/// when no PROMPT is given and stdin is not a terminal, or for `--stdin-context`, which
-/// appends it as a `<stdin>` block. Returns the task and a warning for the log, if any.
-fn read_prompt(args: &RunArgs) -> Result<(String, Option<String>), Error> {
-    if args.stdin_context && args.prompt.as_deref() == Some("-") {
-        return Err(Error::Usage(
-            "--stdin-context cannot be used with `-`: stdin is either the task or its context"
-                .into(),
-        ));
-    }
-    if args.stdin_context && args.prompt.is_none() && args.prompt_file.is_none() {
-        return Err(Error::Usage(
-            "--stdin-context needs the task as PROMPT or --prompt-file FILE".into(),
-        ));
-    }
-    let mut text = if let Some(file) = &args.prompt_file {
-        let shown = format!("--prompt-file {}", file.display());
-        let f = std::fs::File::open(file).map_err(|e| Error::Usage(format!("{shown}: {e}")))?;
-        read_capped(f, &shown)?
-    } else {
-        match args.prompt.as_deref() {
-            Some("-") => read_capped(std::io::stdin(), "the task from stdin (`-`)")?,
-            Some(p) => p.to_string(),
-            None if !std::io::stdin().is_terminal() => {
-                read_capped(std::io::stdin(), "the task from stdin")?
-            }
-            None => {
-                return Err(Error::Usage(
-                    "no task given: pass PROMPT, `-` to read it from stdin, or --prompt-file FILE"
-                        .into(),
-                ));
-            }
-        }
-    };
-    if text.trim().is_empty() {
-        return Err(Error::Usage(
-            "the task is empty: give a non-empty PROMPT".into(),
-        ));
-    }
-    let mut warning = None;
-    if args.stdin_context {
-        let context = read_capped(std::io::stdin(), "--stdin-context")?;
-        text = with_stdin_block(&text, &context);
-    } else if stdin_has_data() {
-        warning = Some(
-            "stdin has data, which is not read: pass --stdin-context to append it to the task"
-                .to_string(),
-        );
-    }
-    Ok((text, warning))
-}
-
-/// The task with `context` appended as a `<stdin>` block.
-fn with_stdin_block(task: &str, context: &str) -> String {
-    let nl = if context.ends_with('\n') || context.is_empty() {
-        ""
-    } else {
-        "\n"
-    };
-    format!("{}\n\n<stdin>\n{context}{nl}</stdin>", task.trim_end())
-}
-
-/// Largest task text read from a file or stdin (bytes, also for `--stdin-context`): far
-/// above any real task, and `--prompt-file /dev/zero` must end in a message, not OOM.
-const MAX_PROMPT_BYTES: u64 = 10 * 1024 * 1024;
-
-/// Reads `r` to the end, up to `MAX_PROMPT_BYTES`; `what` names the source in errors.
-fn read_capped(r: impl Read, what: &str) -> Result<String, Error> {
-    let mut bytes = Vec::new();
-    r.take(MAX_PROMPT_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| Error::Usage(format!("{what}: {e}")))?;
-    if bytes.len() as u64 > MAX_PROMPT_BYTES {
-        return Err(Error::Usage(format!(
-            "{what}: larger than {} MiB, the limit for a task",
-            MAX_PROMPT_BYTES / (1024 * 1024)
-        )));
-    }
-    String::from_utf8(bytes)
-        .map_err(|_| Error::Usage(format!("{what}: stream did not contain valid UTF-8")))
-}
-
-/// Whether stdin is a pipe with data waiting (never blocks, reads nothing).
-fn stdin_has_data() -> bool {
-    use std::os::fd::AsRawFd;
-    let fd = std::io::stdin().as_raw_fd();
-    // SAFETY: fstat and poll on fd 0 with valid, owned buffers; neither consumes input.
-    unsafe {
-        let mut st: libc::stat = std::mem::zeroed();
-        if libc::fstat(fd, &mut st) != 0 || st.st_mode & libc::S_IFMT != libc::S_IFIFO {
-            return false;
-        }
-        let mut p = libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        libc::poll(&mut p, 1, 0) == 1 && p.revents & libc::POLLIN != 0
-    }
-}
-
-/// `TEXT` or `@FILE`.
-fn text_or_file(flag: &str, value: &str) -> Result<String, Error> {
-    match value.strip_prefix('@') {
-        Some(path) => {
-            std::fs::read_to_string(path).map_err(|e| Error::Usage(format!("{flag} @{path}: {e}")))
-        }
-        None => Ok(value.to_string()),
-    }
-}
-
-/// The built-in system prompt: the rules of a run nobody watches.
-fn base_system_prompt(workspace: &Path, add_dirs: &[PathBuf]) -> String {
-    let mut p = format!(
-        "You are agent, an autonomous coding agent running non-interactively (in CI or a script).\n\
-         Nobody will answer questions or confirm anything: never ask; make reasonable decisions \
-         and state your assumptions.\n\
-         You work in the workspace {ws}. Paths in tool inputs may be absolute (inside the \
-         workspace) or relative to it; nothing outside it may be changed.\n\
-         Use the dedicated tools for files: ReadFile to read, Glob to find files, Grep to search \
-         contents, EditFile and WriteFile to change files. Use Bash (when enabled) for running \
-         builds, tests and other commands, not for reading, searching or editing files.\n\
-         Independent read-only calls (ReadFile, Glob, Grep) may be made together in one response: \
-         they run in parallel.\n\
-         A tool result marked as an error tells you what went wrong: adjust and go on.\n\
-         Verify your work (for example by running the tests) when you can.\n\
-         When you are done, end with a short summary of what you did and what is left, if anything.",
-        ws = workspace.display()
-    );
-    if !add_dirs.is_empty() {
-        let list: Vec<String> = add_dirs.iter().map(|d| d.display().to_string()).collect();
-        p.push_str(&format!(
-            "\nThe file tools may also use these directories (--add-dir), by absolute path: {}.",
-            list.join(", ")
-        ));
-    }
-    p
-}
-
-fn system_prompt(
-    workspace: &Path,
-    add_dirs: &[PathBuf],
-    system: Option<&str>,
-    append: Option<&str>,
-) -> Result<String, Error> {
-    let mut prompt = match system {
-        Some(s) => text_or_file("--system", s)?,
-        None => {
-            let mut p = base_system_prompt(workspace, add_dirs);
-            if let Some((name, text)) = project_instructions(workspace) {
-                p.push_str(&format!(
-                    "\n\n# Project instructions ({name})\n\n{}",
-                    text.trim_end()
-                ));
-            }
-            p
-        }
-    };
-    if let Some(a) = append {
-        let extra = text_or_file("--append-system-prompt", a)?;
-        prompt.push_str("\n\n");
-        prompt.push_str(&extra);
-    }
-    Ok(prompt)
-}
-
-fn project_instructions(workspace: &Path) -> Option<(&'static str, String)> {
-    PROJECT_INSTRUCTION_FILES.iter().find_map(|name| {
-        let bytes = std::fs::read(workspace.join(name)).ok()?;
-        let cut = &bytes[..bytes.len().min(MAX_PROJECT_INSTRUCTIONS_BYTES)];
-        Some((*name, String::from_utf8_lossy(cut).into_owned()))
-    })
 }
 
 #[cfg(test)]
@@ -1082,20 +824,6 @@ mod tests {
         assert_eq!(c.keep_env, vec!["GH_TOKEN".to_string()]);
     }
 
-    #[test]
-    fn system_prompt_rules_and_project_file() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("AGENTS.md"), "Always run make check.").unwrap();
-        let p = system_prompt(dir.path(), &[], None, Some("Extra rule.")).unwrap();
-        assert!(p.contains("non-interactively"));
-        assert!(p.contains("Always run make check."));
-        assert!(p.ends_with("Extra rule."));
-        let f = dir.path().join("sys.txt");
-        std::fs::write(&f, "Custom.").unwrap();
-        let p = system_prompt(dir.path(), &[], Some(&format!("@{}", f.display())), None).unwrap();
-        assert_eq!(p, "Custom.");
-        assert!(system_prompt(dir.path(), &[], Some("@/no/such/file"), None).is_err());
-    }
     #[test]
     fn openai_provider_key_base_url_and_model() {
         let env = FakeEnv(vec![("AGENT_PROVIDER", "OpenAI"), ("AGENT_MODEL", "qwen")]);
