@@ -5,10 +5,29 @@ use std::io::{IsTerminal, Read};
 
 use crate::config::cli::RunArgs;
 use crate::error::Error;
+use crate::record::resume::{self, Resumed};
+
+/// The task of a new run, or the new prompt of a resumed one (appended to `resume`'s
+/// messages; the returned task is then that prompt or empty). Also a warning for the
+/// log, if any.
+pub(super) fn task(
+    args: &RunArgs,
+    resume: Option<&mut Resumed>,
+) -> Result<(String, Option<String>), Error> {
+    match resume {
+        None => read_prompt(args),
+        Some(r) => {
+            let prompt = read_resume_prompt(args)?;
+            resume::append_prompt(&mut r.messages, prompt.as_deref())
+                .map_err(|e| Error::Usage(format!("--resume {}: {e}", r.path.display())))?;
+            Ok((prompt.unwrap_or_default(), None))
+        }
+    }
+}
 
 /// The new prompt of a resumed run: optional, and stdin is read only for `-` (a resumed
 /// CI step must not wait on an inherited pipe).
-pub(super) fn read_resume_prompt(args: &RunArgs) -> Result<Option<String>, Error> {
+fn read_resume_prompt(args: &RunArgs) -> Result<Option<String>, Error> {
     if args.prompt_file.is_none() && args.prompt.is_none() {
         return Ok(None);
     }
@@ -18,7 +37,7 @@ pub(super) fn read_resume_prompt(args: &RunArgs) -> Result<Option<String>, Error
 /// The task: the argument, `-`/stdin, or --prompt-file. Stdin is read only for `-`, or
 /// when no PROMPT is given and stdin is not a terminal, or for `--stdin-context`, which
 /// appends it as a `<stdin>` block. Returns the task and a warning for the log, if any.
-pub(super) fn read_prompt(args: &RunArgs) -> Result<(String, Option<String>), Error> {
+fn read_prompt(args: &RunArgs) -> Result<(String, Option<String>), Error> {
     if args.stdin_context && args.prompt.as_deref() == Some("-") {
         return Err(Error::Usage(
             "--stdin-context cannot be used with `-`: stdin is either the task or its context"
