@@ -35,7 +35,7 @@ use crate::error::Error;
 
 /// Everything `agent run` needs, validated.
 #[derive(Debug, Clone)]
-pub struct Config {
+pub(crate) struct Config {
     /// Canonical workspace root.
     workspace: PathBuf,
     /// Warnings found while reading the command line, logged once logging is set up.
@@ -48,11 +48,11 @@ pub struct Config {
 }
 
 /// The environment as config sees it: injectable so tests need not mutate the process env.
-pub trait Env {
+pub(crate) trait Env {
     fn var(&self, name: &str) -> Option<String>;
 }
 
-pub struct ProcessEnv;
+pub(crate) struct ProcessEnv;
 
 impl Env for ProcessEnv {
     fn var(&self, name: &str) -> Option<String> {
@@ -61,9 +61,10 @@ impl Env for ProcessEnv {
 }
 
 impl Config {
-    /// The workspace and the resumed transcript come first (the prompt may be appended
-    /// to it), then the tool names, the task, and each part in turn.
-    pub fn from_args(args: &RunArgs, env: &dyn Env) -> Result<Config, Error> {
+    /// The workspace and the resumed transcript come first (the new prompt is appended
+    /// to it), then the tool names (a bad `--allowed-tools` is reported before stdin is
+    /// read, as it always was), the task, and one builder per part.
+    pub(crate) fn from_args(args: &RunArgs, env: &dyn Env) -> Result<Config, Error> {
         let (workspace, mut resume) = session::resumed_session(args)?;
         let selection = tool_selection(&args.tools)?;
         let (prompt, stdin_warning) = prompt::task(args, resume.as_mut())?;
@@ -77,7 +78,7 @@ impl Config {
             no_project_settings: args.security.no_project_settings,
         })?;
         let tools = ToolConfig::from_args(args, selection, &workspace, &files, env)?;
-        let session = SessionConfig::from_args(args, prompt, resume, &workspace, &tools.add_dirs)?;
+        let session = SessionConfig::from_args(args, prompt, resume, &workspace, tools.add_dirs())?;
         let ci = CiConfig::from_args(args, &files, &provider)?;
         Ok(Config {
             workspace,

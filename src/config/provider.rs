@@ -14,10 +14,10 @@ use crate::model::provider::http::Gateway;
 use crate::record::resume::Resumed;
 
 /// A current Claude Sonnet model id.
-pub(crate) const DEFAULT_MODEL: &str = "claude-sonnet-4-5";
-pub(crate) const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
+const DEFAULT_MODEL: &str = "claude-sonnet-4-5";
+const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 /// Where `--provider openai` goes without `--base-url` / `OPENAI_BASE_URL`.
-pub(crate) const DEFAULT_OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
+const DEFAULT_OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
 
 /// The model and how it is reached, validated.
 #[derive(Debug, Clone)]
