@@ -22,15 +22,20 @@ pub(crate) struct CiConfig {
 }
 
 impl CiConfig {
-    /// A cost limit needs a price for the model and for its fallback.
+    /// The checks of this part's plain flags, before anything is read.
+    pub(super) fn check_flags(args: &RunArgs) -> Result<(), Error> {
+        if args.timeout.is_some_and(|t| t.is_zero()) {
+            return Err(Error::Usage("--timeout must be longer than 0s".into()));
+        }
+        Ok(())
+    }
+
+    /// After `check_flags`. A cost limit needs a price for the model and for its fallback.
     pub(super) fn from_args(
         args: &RunArgs,
         files: &SettingsFiles,
         provider: &ProviderConfig,
     ) -> Result<Self, Error> {
-        if args.timeout.is_some_and(|t| t.is_zero()) {
-            return Err(Error::Usage("--timeout must be longer than 0s".into()));
-        }
         let ci = &args.ci;
         let verify = match &ci.verify {
             Some(c) if c.trim().is_empty() => {

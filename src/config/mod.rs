@@ -63,12 +63,18 @@ impl Env for ProcessEnv {
 impl Config {
     /// The workspace and the resumed transcript come first (the new prompt is appended
     /// to it), then the tool names (a bad `--allowed-tools` is reported before stdin is
-    /// read, as it always was), the task, and one builder per part.
+    /// read, as it always was), the task, each part's flag checks, and one builder per
+    /// part.
     pub(crate) fn from_args(args: &RunArgs, env: &dyn Env) -> Result<Config, Error> {
         let (workspace, mut resume) = session::resumed_session(args)?;
         let selection = tool_selection(&args.tools)?;
         let (prompt, stdin_warning) = prompt::task(args, resume.as_mut())?;
         let mut warnings: Vec<String> = stdin_warning.into_iter().collect();
+        // The plain numbers first: a wrong one is named before a missing key or file.
+        SessionConfig::check_flags(args)?;
+        ProviderConfig::check_flags(args)?;
+        ToolConfig::check_flags(args)?;
+        CiConfig::check_flags(args)?;
         let output = OutputConfig::from_args(args)?;
         let provider = ProviderConfig::from_args(args, env, resume.as_ref(), &mut warnings)?;
         // Read once: policy takes `permissions` and `hooks`, the budget `prices`.
@@ -223,6 +229,23 @@ mod tests {
             c.provider().request().effort,
             Some(crate::config::cli::Effort::Medium)
         );
+    }
+
+    /// A plain bad number is named before what the environment or the files lack.
+    #[test]
+    fn flag_checks_come_before_the_key_and_the_files() {
+        for (args, needle) in [
+            (vec!["hi", "--max-turns", "0"], "--max-turns"),
+            (vec!["hi", "--max-tokens", "0"], "--max-tokens"),
+            (vec!["hi", "--bash-timeout", "0s"], "--bash-timeout"),
+            (vec!["hi", "--timeout", "0s"], "--timeout"),
+            (vec!["hi", "--idle-timeout", "0s"], "--idle-timeout"),
+        ] {
+            let mut args = args;
+            args.extend(["--settings", "/no/such/settings.json"]);
+            let e = Config::from_args(&parse(&args), &FakeEnv(vec![])).unwrap_err();
+            assert!(e.to_string().contains(needle), "{args:?}: {e}");
+        }
     }
 
     #[test]

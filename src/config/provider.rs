@@ -44,14 +44,8 @@ pub(crate) struct ProviderConfig {
 }
 
 impl ProviderConfig {
-    /// A resumed run keeps the transcript's model unless `-m` names another; a warning
-    /// (the fallback the transcript already ran on) goes to `warnings`.
-    pub(super) fn from_args(
-        args: &RunArgs,
-        env: &dyn Env,
-        resume: Option<&Resumed>,
-        warnings: &mut Vec<String>,
-    ) -> Result<Self, Error> {
+    /// The checks of this part's plain flags, before anything is read.
+    pub(super) fn check_flags(args: &RunArgs) -> Result<(), Error> {
         if args.max_tokens == 0 {
             return Err(Error::Usage("--max-tokens must be at least 1".into()));
         }
@@ -61,6 +55,17 @@ impl ProviderConfig {
         if args.model.as_deref().is_some_and(|m| m.trim().is_empty()) {
             return Err(Error::Usage("-m/--model is empty: name a model".into()));
         }
+        Ok(())
+    }
+
+    /// After `check_flags`. A resumed run keeps the transcript's model unless `-m` names another; a warning
+    /// (the fallback the transcript already ran on) goes to `warnings`.
+    pub(super) fn from_args(
+        args: &RunArgs,
+        env: &dyn Env,
+        resume: Option<&Resumed>,
+        warnings: &mut Vec<String>,
+    ) -> Result<Self, Error> {
         let kind = provider_kind(args, env)?;
         let (api_key, gateway, base_url) = endpoint(args, env, kind)?;
         let resumed_model = resume.and_then(|r| r.model.clone());

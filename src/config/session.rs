@@ -29,7 +29,15 @@ pub(crate) struct SessionConfig {
 }
 
 impl SessionConfig {
-    /// `prompt` and `resume` were read first (`resumed_session`, `prompt::task`);
+    /// The checks of this part's plain flags, before anything is read.
+    pub(super) fn check_flags(args: &RunArgs) -> Result<(), Error> {
+        if args.max_turns == 0 {
+            return Err(Error::Usage("--max-turns must be at least 1".into()));
+        }
+        Ok(())
+    }
+
+    /// After `check_flags`. `prompt` and `resume` were read first (`resumed_session`, `prompt::task`);
     /// `add_dirs` are named in the system prompt.
     pub(super) fn from_args(
         args: &RunArgs,
@@ -38,9 +46,6 @@ impl SessionConfig {
         workspace: &Path,
         add_dirs: &[PathBuf],
     ) -> Result<Self, Error> {
-        if args.max_turns == 0 {
-            return Err(Error::Usage("--max-turns must be at least 1".into()));
-        }
         let mut system_prompt = system_prompt::system_prompt(
             workspace,
             add_dirs,

@@ -33,7 +33,15 @@ pub(crate) struct ToolConfig {
 }
 
 impl ToolConfig {
-    /// `selection` comes from `tool_flags::tool_selection`, checked before the prompt is
+    /// The checks of this part's plain flags, before anything is read.
+    pub(super) fn check_flags(args: &RunArgs) -> Result<(), Error> {
+        if args.bash_timeout.is_zero() {
+            return Err(Error::Usage("--bash-timeout must be longer than 0s".into()));
+        }
+        Ok(())
+    }
+
+    /// After `check_flags`. `selection` comes from `tool_flags::tool_selection`, checked before the prompt is
     /// read; its rules join the settings files' here.
     pub(super) fn from_args(
         args: &RunArgs,
@@ -42,9 +50,6 @@ impl ToolConfig {
         files: &SettingsFiles,
         env: &dyn Env,
     ) -> Result<Self, Error> {
-        if args.bash_timeout.is_zero() {
-            return Err(Error::Usage("--bash-timeout must be longer than 0s".into()));
-        }
         selection.bash_timeout = args.bash_timeout;
         let add_dirs = extra_dirs(&args.security.add_dir)?;
         let known = Registry::builtin(&ToolSelection::default()).known();
