@@ -30,43 +30,45 @@ pub(crate) fn run_command(args: &RunArgs) -> ExitCode {
         Err(e) => return output::usage_failure(&e),
     };
     let mut secrets = crate::util::secrets::secret_values();
-    secrets.push(config.api_key.clone());
-    secrets.extend(config.gateway.secret_values());
-    secrets.extend(config.mcp.secret_values());
-    output::init(config.verbosity, secrets);
-    for w in &config.warnings {
+    secrets.push(config.provider().api_key().to_string());
+    secrets.extend(config.provider().gateway().secret_values());
+    secrets.extend(config.tools().mcp().secret_values());
+    output::init(config.output().verbosity(), secrets);
+    for w in config.warnings() {
         output::warn(w);
     }
 
-    let sandbox =
-        match crate::process::sandbox::Confinement::build(&config.sandbox, &config.workspace) {
-            Ok(s) => s,
-            Err(e) => {
-                output::error(&e);
-                return ExitCode::from(Error::Usage(e).exit_code());
-            }
-        };
+    let sandbox = match crate::process::sandbox::Confinement::build(
+        config.tools().sandbox(),
+        config.workspace(),
+    ) {
+        Ok(s) => s,
+        Err(e) => {
+            output::error(&e);
+            return ExitCode::from(Error::Usage(e).exit_code());
+        }
+    };
     if let Some(s) = &sandbox {
         output::debug(s.summary());
     }
     let child_env = Arc::new(crate::util::secrets::scrubbed_env(
         std::env::vars(),
-        &config.keep_env,
+        config.tools().keep_env(),
     ));
-    let mut registry = Registry::builtin(&config.tools);
+    let mut registry = Registry::builtin(config.tools().selection());
     let mcp_reports = match start_mcp(&config, &child_env, &mut registry) {
         Ok(r) => r,
         Err(e) => return output::usage_failure(&e),
     };
-    if let Some(schema) = &config.output_schema {
+    if let Some(schema) = config.session().output_schema() {
         // The final answer's tool, offered by every provider alike.
         registry.register(Arc::new(crate::run::structured::AnswerTool::new(
             schema.clone(),
         )));
     }
     let record = Arc::new(Mutex::new(RunRecord::new(
-        &config.model,
-        config.workspace.clone(),
+        config.provider().model(),
+        config.workspace().to_path_buf(),
         registry
             .enabled_names()
             .iter()
@@ -80,28 +82,31 @@ pub(crate) fn run_command(args: &RunArgs) -> ExitCode {
         Err(e) => return output::usage_failure(&e),
     };
     let ctx = ToolContext {
-        workspace: config.workspace.clone(),
-        extra_dirs: config.add_dirs.clone(),
+        workspace: config.workspace().to_path_buf(),
+        extra_dirs: config.tools().add_dirs().to_vec(),
         spill_dir: spill_dir(&config),
-        bash_timeout: config.bash_timeout,
         child_env,
         sandbox,
     };
-    let gate = PolicyGate::new(config.settings.clone(), &ctx, config.on_deny);
-    if let Some(r) = &config.resume {
+    let gate = PolicyGate::new(
+        config.tools().settings().clone(),
+        &ctx,
+        config.tools().on_deny(),
+    );
+    if let Some(r) = config.session().resume() {
         note_resumed(&mut lock(&record), r);
     }
     // Before the workspace scan below: the index is not a change the run made.
-    if let Some(out) = &config.output_file {
+    if let Some(out) = config.output().output_file() {
         let id = lock(&record).session_id.clone();
-        if let Err(e) = crate::record::resume::note_in_index(&config.workspace, out, &id) {
+        if let Err(e) = crate::record::resume::note_in_index(config.workspace(), out, &id) {
             output::warn(&format!(
                 "cannot note the run in {} for --continue: {e}",
                 crate::record::resume::INDEX_PATH
             ));
         }
     }
-    let events = Arc::new(if config.jsonl {
+    let events = Arc::new(if config.output().jsonl() {
         events::Events::stdout(lock(&record).started)
     } else {
         events::Events::disabled()
@@ -109,35 +114,39 @@ pub(crate) fn run_command(args: &RunArgs) -> ExitCode {
     let ci = ci::CiRun::new(&config, events.clone());
     // The run's own files are not changes the run made to the workspace.
     let journal = config
-        .output_file
-        .as_deref()
+        .output()
+        .output_file()
         .map(crate::record::journal::path_for);
-    let own_files = [&config.output_file, &config.record, &journal]
-        .into_iter()
-        .flatten()
-        .map(|p| absolute(p))
-        .chain([ctx.spill_dir.clone()])
-        .collect();
+    let own_files = [
+        config.output().output_file(),
+        config.provider().record(),
+        journal.as_deref(),
+    ]
+    .into_iter()
+    .flatten()
+    .map(absolute)
+    .chain([ctx.spill_dir.clone()])
+    .collect();
     let finisher = Arc::new(Finisher {
         record: record.clone(),
-        json: config.json,
-        output_file: config.output_file.clone(),
+        json: config.output().json(),
+        output_file: config.output().output_file().map(PathBuf::from),
         done: Mutex::new(false),
         checkpoints: Mutex::default(),
         events,
         // The file tools report their own changes; only commands (Bash, hooks, --verify)
         // can change files behind their back, so only then is the workspace scanned.
         baseline: commands_may_write(&config, &registry)
-            .then(|| changes::Baseline::take(&config.workspace, own_files)),
+            .then(|| changes::Baseline::take(config.workspace(), own_files)),
         cancelled: Arc::new(AtomicBool::new(false)),
         in_flight: Arc::new(InFlight::default()),
         ctx: ctx.clone(),
         code: OnceLock::new(),
-        keep_spill: config.keep_spill || config.output_file.is_some(),
+        keep_spill: config.output().keep_spill() || config.output().output_file().is_some(),
         github_actions: std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true"),
     });
     let _ = FINISHER.set(finisher.clone());
-    if let Some(limit) = config.timeout {
+    if let Some(limit) = config.ci().timeout() {
         finisher.start_deadline(limit);
     }
     finisher.checkpoint();
@@ -170,18 +179,23 @@ fn start_mcp(
     child_env: &Arc<Vec<(String, String)>>,
     registry: &mut Registry,
 ) -> Result<Vec<mcp::ServerReport>, Error> {
-    if config.mcp.servers.is_empty() {
+    if config.tools().mcp().servers.is_empty() {
         return Ok(Vec::new());
     }
     let opts = mcp::Options {
-        call_timeout: config.mcp.call_timeout,
-        startup_timeout: config.mcp.startup_timeout,
-        strict: config.mcp.strict,
-        workspace: config.workspace.clone(),
+        call_timeout: config.tools().mcp().call_timeout,
+        startup_timeout: config.tools().mcp().startup_timeout,
+        strict: config.tools().mcp().strict,
+        workspace: config.workspace().to_path_buf(),
         child_env: child_env.clone(),
     };
-    let started = mcp::start(&config.mcp.servers, &opts).map_err(Error::Usage)?;
-    mcp::tool::register(registry, &started, &config.tools, config.mcp.allow_all);
+    let started = mcp::start(&config.tools().mcp().servers, &opts).map_err(Error::Usage)?;
+    mcp::tool::register(
+        registry,
+        &started,
+        config.tools().selection(),
+        config.tools().mcp().allow_all,
+    );
     Ok(started.reports)
 }
 
@@ -218,15 +232,15 @@ fn absolute(path: &std::path::Path) -> PathBuf {
 /// Whether anything but the file tools may change the workspace during the run.
 fn commands_may_write(config: &Config, registry: &Registry) -> bool {
     registry.may_change_files_unrecorded()
-        || config.verify.is_some()
-        || !config.settings.pre_tool_use.is_empty()
-        || !config.settings.post_tool_use.is_empty()
+        || config.ci().verify().is_some()
+        || !config.tools().settings().pre_tool_use.is_empty()
+        || !config.tools().settings().post_tool_use.is_empty()
 }
 
 /// Where this run saves oversized results and full command output: beside the `-o`
 /// transcript (`FILE.spill`), else a directory of its own in the temp dir.
 fn spill_dir(config: &Config) -> PathBuf {
-    if let Some(out) = &config.output_file {
+    if let Some(out) = config.output().output_file() {
         // Canonical parent (as `absolute` gives): ReadFile's exception for the spill
         // directory is checked on resolved paths.
         let mut name = absolute(out).into_os_string();
@@ -250,29 +264,32 @@ fn make_provider(
     registry: &Registry,
     session_id: &str,
 ) -> Result<Box<dyn Provider>, Error> {
-    if let Some(path) = &config.replay {
-        let replay = ReplayProvider::open(path, &config.workspace).map_err(Error::Usage)?;
+    if let Some(path) = config.provider().replay() {
+        let replay = ReplayProvider::open(path, config.workspace()).map_err(Error::Usage)?;
         return Ok(Box::new(replay));
     }
-    let recorder = match &config.record {
+    let recorder = match config.provider().record() {
         Some(path) => Some(cassette_recorder(config, registry, path, session_id)?),
         None => None,
     };
-    let mut request = config.request.clone();
-    if config.context.context_1m {
+    let mut request = config.provider().request().clone();
+    if config.session().context().context_1m {
         request
             .betas
             .push(crate::run::context::CONTEXT_1M_BETA.to_string());
     }
     let http = HttpConfig {
-        max_retries: config.max_retries,
-        idle_timeout: config.idle_timeout,
+        max_retries: config.provider().max_retries(),
+        idle_timeout: config.provider().idle_timeout(),
         request,
-        gateway: config.gateway.clone(),
-        fallback_model: config.fallback_model.clone(),
-        ..HttpConfig::new(config.base_url.clone(), config.api_key.clone())
+        gateway: config.provider().gateway().clone(),
+        fallback_model: config.provider().fallback_model().map(String::from),
+        ..HttpConfig::new(
+            config.provider().base_url().to_string(),
+            config.provider().api_key().to_string(),
+        )
     };
-    let wire = crate::model::provider::wire(config.provider);
+    let wire = crate::model::provider::wire(config.provider().kind());
     Ok(Box::new(HttpProvider::new(wire, http, recorder)))
 }
 
@@ -291,17 +308,17 @@ fn cassette_recorder(
         .collect();
     let mut writer = CassetteWriter::create(
         path,
-        config.provider.as_str(),
-        &config.model,
-        &config.workspace,
+        config.provider().kind().as_str(),
+        config.provider().model(),
+        config.workspace(),
         &names,
         session_id,
         // The model may echo a secret a tool printed: every known value is redacted.
         crate::util::secrets::secret_values()
             .into_iter()
-            .chain([config.api_key.clone()])
-            .chain(config.gateway.secret_values())
-            .chain(config.mcp.secret_values())
+            .chain([config.provider().api_key().to_string()])
+            .chain(config.provider().gateway().secret_values())
+            .chain(config.tools().mcp().secret_values())
             .collect(),
     )
     .map_err(|e| Error::Usage(format!("--record {}: {e}", path.display())))?;

@@ -75,8 +75,26 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
     humantime::parse_duration(s).map_err(|e| format!("{e} (examples: 90s, 2m, 1h30m)"))
 }
 
+/// `agent run --help` sections, in the order they are shown; the config parts fall
+/// the same way (input and context: `session`; output; model: `provider`; tools,
+/// sandbox and MCP: `tools`; CI and budgets: `ci`).
+pub(crate) mod heading {
+    pub(crate) const INPUT: &str = "Input";
+    pub(crate) const OUTPUT: &str = "Output";
+    pub(crate) const MODEL: &str = "Model and provider";
+    pub(crate) const TOOLS: &str = "Tools and permissions";
+    pub(crate) const SANDBOX: &str = "Sandbox";
+    pub(crate) const CI: &str = "CI and budgets";
+    pub(crate) const MCP: &str = "MCP";
+    pub(crate) const CONTEXT: &str = "Context and sessions";
+    /// All of them, in order.
+    #[cfg(test)]
+    pub(crate) const ALL: &[&str] = &[INPUT, OUTPUT, MODEL, TOOLS, SANDBOX, CI, MCP, CONTEXT];
+}
+
 /// Which tools are enabled (SPEC §6). Shared by `run` and `tools`.
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = heading::TOOLS)]
 pub struct ToolArgs {
     /// Enable the file-writing tools (WriteFile, EditFile).
     #[arg(long)]
@@ -87,100 +105,120 @@ pub struct ToolArgs {
     /// Enable every tool (--allow-write --allow-bash).
     #[arg(long)]
     pub full_auto: bool,
-    /// Enable exactly these tools (comma-separated names). A rule such as `Bash(git status)`,
-    /// `Bash(cargo test:*)` or `EditFile(src/**)` enables its tool and allows only the
-    /// calls it matches, as an allow rule in the settings does.
+    /// Enable exactly these tools (comma-separated names or rules).
+    ///
+    /// A rule such as `Bash(git status)`, `Bash(cargo test:*)` or `EditFile(src/**)`
+    /// enables its tool and allows only the calls it matches, as an allow rule in the
+    /// settings does.
     #[arg(long, value_delimiter = ',', value_name = "TOOLS")]
     pub allowed_tools: Option<Vec<String>>,
-    /// Disable these tools (comma-separated names), whatever enabled them. A rule such as
-    /// `Bash(rm:*)` denies the calls it matches, as a deny rule in the settings does.
+    /// Disable these tools (comma-separated names or rules).
+    ///
+    /// A named tool is disabled whatever enabled it. A rule such as `Bash(rm:*)` denies
+    /// the calls it matches, as a deny rule in the settings does.
     #[arg(long, value_delimiter = ',', value_name = "TOOLS")]
     pub disallowed_tools: Vec<String>,
 }
 
+/// `agent run`'s flags. Declared in the order of the `--help` sections (clap shows a
+/// section where its first flag is declared); the groups are flattened below.
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// The task. `-` (or no PROMPT with stdin not a terminal) reads it from stdin.
     pub prompt: Option<String>,
     /// Read the task from FILE.
-    #[arg(long, value_name = "FILE", conflicts_with = "prompt")]
+    #[arg(long, value_name = "FILE", conflicts_with = "prompt", help_heading = heading::INPUT)]
     pub prompt_file: Option<PathBuf>,
-    /// Read stdin to the end and append it to the task as a <stdin> block
-    /// (`git diff | agent run --stdin-context "review this"`).
-    #[arg(long)]
+    /// Append stdin to the task as a <stdin> block.
+    ///
+    /// Stdin is read to the end: `git diff | agent run --stdin-context "review this"`.
+    #[arg(long, help_heading = heading::INPUT)]
     pub stdin_context: bool,
-    /// Workspace root (default: the current directory). File tools are confined to it.
-    #[arg(short = 'C', long = "cwd", value_name = "DIR")]
+    /// Workspace root (default: the current directory).
+    ///
+    /// File tools are confined to it.
+    #[arg(short = 'C', long = "cwd", value_name = "DIR", help_heading = heading::INPUT)]
     pub cwd: Option<PathBuf>,
-    /// Print exactly one JSON transcript on stdout instead of the final text.
-    #[arg(long)]
-    pub json: bool,
-    /// Also write the transcript to FILE (always: on success, failure, timeout, signal).
-    #[arg(short = 'o', long = "output", value_name = "FILE")]
-    pub output: Option<PathBuf>,
-    /// Silence stderr except errors.
-    #[arg(short, long, conflicts_with = "verbose")]
-    pub quiet: bool,
-    /// Log each request and tool call to stderr.
-    #[arg(short, long)]
-    pub verbose: bool,
-    /// API to use [env: AGENT_PROVIDER] (default anthropic).
-    #[arg(long, value_enum, value_name = "PROVIDER")]
-    pub provider: Option<ProviderKind>,
-    /// Model id [env: AGENT_MODEL] (required with --provider openai).
-    #[arg(short, long)]
-    pub model: Option<String>,
-    /// When the model is still overloaded after --max-retries, send the request to this
-    /// model instead; it answers for the rest of the run.
-    #[arg(long, value_name = "ID")]
-    pub fallback_model: Option<String>,
-    /// Maximum output tokens per response.
-    #[arg(long, default_value_t = 8192, value_name = "N")]
-    pub max_tokens: u32,
-    /// API base URL [env: ANTHROPIC_BASE_URL, or OPENAI_BASE_URL with --provider openai]
-    /// (default https://api.anthropic.com, or https://api.openai.com/v1).
-    #[arg(long, value_name = "URL")]
-    pub base_url: Option<String>,
     /// Replace the built-in system prompt (TEXT, or @FILE).
-    #[arg(long, value_name = "TEXT|@FILE")]
+    #[arg(long, value_name = "TEXT|@FILE", help_heading = heading::INPUT)]
     pub system: Option<String>,
     /// Append to the system prompt (TEXT, or @FILE).
-    #[arg(long, value_name = "TEXT|@FILE")]
+    #[arg(long, value_name = "TEXT|@FILE", help_heading = heading::INPUT)]
     pub append_system_prompt: Option<String>,
-    /// Maximum number of model requests.
-    #[arg(long, default_value_t = 50, value_name = "N")]
-    pub max_turns: u32,
-    /// Time limit for the whole run (e.g. 90s, 10m); exit 124 when it expires.
-    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
-    pub timeout: Option<Duration>,
-    /// Default timeout of one Bash command (the model may ask for up to 10 minutes, or up
-    /// to this default when it is longer).
-    #[arg(long, value_parser = parse_duration, default_value = "2m", value_name = "DURATION")]
-    pub bash_timeout: Duration,
+    /// Print exactly one JSON transcript on stdout instead of the final text.
+    #[arg(long, help_heading = heading::OUTPUT)]
+    pub json: bool,
+    /// Also write the transcript to FILE.
+    ///
+    /// Always: on success, failure, timeout, signal.
+    #[arg(short = 'o', long = "output", value_name = "FILE", help_heading = heading::OUTPUT)]
+    pub output: Option<PathBuf>,
+    /// Silence stderr except errors.
+    #[arg(short, long, conflicts_with = "verbose", help_heading = heading::OUTPUT)]
+    pub quiet: bool,
+    /// Log each request and tool call to stderr.
+    #[arg(short, long, help_heading = heading::OUTPUT)]
+    pub verbose: bool,
+    /// Keep the directory of saved outputs after the run.
+    ///
+    /// The saved outputs are full command output and oversized results; with -o the
+    /// directory is always kept, beside the transcript.
+    #[arg(long, help_heading = heading::OUTPUT)]
+    pub keep_spill: bool,
+    /// API to use [env: AGENT_PROVIDER] (default anthropic).
+    #[arg(long, value_enum, value_name = "PROVIDER", help_heading = heading::MODEL)]
+    pub provider: Option<ProviderKind>,
+    /// Model id [env: AGENT_MODEL] (required with --provider openai).
+    #[arg(short, long, help_heading = heading::MODEL)]
+    pub model: Option<String>,
+    /// The model to ask when the model stays overloaded.
+    ///
+    /// When the model is still overloaded after --max-retries, the request goes to this
+    /// model instead; it answers for the rest of the run.
+    #[arg(long, value_name = "ID", help_heading = heading::MODEL)]
+    pub fallback_model: Option<String>,
+    /// Maximum output tokens per response.
+    #[arg(long, default_value_t = 8192, value_name = "N", help_heading = heading::MODEL)]
+    pub max_tokens: u32,
+    /// API base URL [env: ANTHROPIC_BASE_URL or OPENAI_BASE_URL].
+    ///
+    /// OPENAI_BASE_URL with --provider openai. Default https://api.anthropic.com, or
+    /// https://api.openai.com/v1.
+    #[arg(long, value_name = "URL", help_heading = heading::MODEL)]
+    pub base_url: Option<String>,
     /// Retries of a failed API call.
-    #[arg(long, default_value_t = 4, value_name = "N")]
+    #[arg(long, default_value_t = 4, value_name = "N", help_heading = heading::MODEL)]
     pub max_retries: u32,
     /// A response stream silent this long counts as dropped (and is retried).
-    #[arg(long, value_parser = parse_duration, default_value = "300s", value_name = "DURATION")]
+    #[arg(long, value_parser = parse_duration, default_value = "300s", value_name = "DURATION",
+          help_heading = heading::MODEL)]
     pub idle_timeout: Duration,
     /// Answer from a recorded cassette instead of the network (no key needed).
-    #[arg(long, value_name = "CASSETTE", conflicts_with = "record")]
+    #[arg(long, value_name = "CASSETTE", conflicts_with = "record", help_heading = heading::MODEL)]
     pub replay: Option<PathBuf>,
     /// Record this run's model responses into a cassette (JSON lines).
-    #[arg(long, value_name = "CASSETTE")]
+    #[arg(long, value_name = "CASSETTE", help_heading = heading::MODEL)]
     pub record: Option<PathBuf>,
-    /// Keep the directory of saved outputs (full command output, oversized results) after
-    /// the run; with -o it is always kept, beside the transcript.
-    #[arg(long)]
-    pub keep_spill: bool,
     #[command(flatten)]
     pub request: RequestArgs,
     #[command(flatten)]
     pub tools: ToolArgs,
-    #[command(flatten)]
-    pub ci: CiArgs,
+    /// Default timeout of one Bash command.
+    ///
+    /// The model may ask for up to 10 minutes, or up to this default when it is longer.
+    #[arg(long, value_parser = parse_duration, default_value = "2m", value_name = "DURATION",
+          help_heading = heading::TOOLS)]
+    pub bash_timeout: Duration,
     #[command(flatten)]
     pub security: SecurityArgs,
+    /// Maximum number of model requests.
+    #[arg(long, default_value_t = 50, value_name = "N", help_heading = heading::CI)]
+    pub max_turns: u32,
+    /// Time limit for the whole run (e.g. 90s, 10m); exit 124 when it expires.
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION", help_heading = heading::CI)]
+    pub timeout: Option<Duration>,
+    #[command(flatten)]
+    pub ci: CiArgs,
     #[command(flatten)]
     pub mcp: McpArgs,
     #[command(flatten)]
@@ -191,9 +229,12 @@ pub struct RunArgs {
 
 /// MCP servers as tool sources (shared by `run` and `tools`).
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = heading::MCP)]
 pub struct McpArgs {
-    /// Start the MCP servers of FILE (Claude Code's `{"mcpServers": …}` shape; repeatable;
-    /// read after the workspace's .mcp.json, a later server of the same name wins).
+    /// Start the MCP servers of FILE (repeatable).
+    ///
+    /// FILE has Claude Code's `{"mcpServers": …}` shape. Read after the workspace's
+    /// .mcp.json; a later server of the same name wins.
     #[arg(long = "mcp-config", value_name = "FILE")]
     pub mcp_config: Vec<PathBuf>,
     /// Enable the MCP tools that are not read-only (also enabled by --full-auto).
@@ -212,10 +253,12 @@ pub struct McpArgs {
 
 /// The context window: its size and when old tool results are cleared.
 #[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = heading::CONTEXT)]
 pub struct ContextArgs {
-    /// The model's context window in tokens (default: from the model's name; needed for
-    /// an unknown model on an OpenAI-compatible server, else learned from its first
-    /// "context length exceeded" error).
+    /// The model's context window in tokens (default: from the model's name).
+    ///
+    /// Needed for an unknown model on an OpenAI-compatible server, else learned from its
+    /// first "context length exceeded" error.
     #[arg(long, value_name = "N")]
     pub context_window: Option<u64>,
     /// Clear old tool results once a request used more than this share of the window.
@@ -228,24 +271,31 @@ pub struct ContextArgs {
 
 /// What shapes each API request beyond the model, the prompt and the messages.
 #[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = heading::MODEL)]
 pub struct RequestArgs {
-    /// Send `tool_choice` with the tools (default: none sent). Some local servers
-    /// (llama-cpp-python) ignore tools unless it is set.
+    /// Send `tool_choice` with the tools (default: none sent).
+    ///
+    /// Some local servers (llama-cpp-python) ignore tools unless it is set.
     #[arg(long, value_enum, value_name = "MODE")]
     pub tool_choice: Option<ToolChoice>,
-    /// An extra request header 'Name: value' (repeatable; both providers; also
-    /// ANTHROPIC_CUSTOM_HEADERS, one per line). For gateways and proxies.
+    /// An extra request header 'Name: value' (repeatable).
+    ///
+    /// Both providers; also ANTHROPIC_CUSTOM_HEADERS, one per line. For gateways and
+    /// proxies.
     #[arg(long = "header", value_name = "NAME: VALUE")]
     pub headers: Vec<String>,
     /// Anthropic beta features, sent as `anthropic-beta` (comma-separated).
     #[arg(long, value_delimiter = ',', value_name = "BETAS")]
     pub betas: Vec<String>,
-    /// Anthropic extended thinking with this token budget (at least 1024); the request's
-    /// max_tokens becomes the budget plus --max-tokens.
+    /// Anthropic extended thinking with this token budget (at least 1024).
+    ///
+    /// The request's max_tokens becomes the budget plus --max-tokens.
     #[arg(long, value_name = "N", conflicts_with = "effort")]
     pub thinking_budget: Option<u32>,
-    /// How hard the model reasons: Anthropic thinking budgets of 4096, 8192 or 16384
-    /// tokens; `reasoning_effort` with --provider openai.
+    /// How hard the model reasons.
+    ///
+    /// Anthropic thinking budgets of 4096, 8192 or 16384 tokens; `reasoning_effort` with
+    /// --provider openai.
     #[arg(long, value_enum, value_name = "LEVEL")]
     pub effort: Option<Effort>,
 }
@@ -283,17 +333,22 @@ const DEFAULT_MAX_SCHEMA_RETRIES: u32 = 3;
 
 /// Structured output and resuming a conversation (README "Structured output", "Resume").
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = heading::CONTEXT)]
 pub struct SessionArgs {
-    /// The final answer must be a JSON value valid against this JSON Schema (a FILE, or
-    /// inline JSON starting with `{`); printed as one line of JSON (exit 6 if never valid).
+    /// The final answer must be valid against this JSON Schema.
+    ///
+    /// The schema is a FILE, or inline JSON starting with `{`. The answer is printed as
+    /// one line of JSON (exit 6 if never valid).
     #[arg(long, value_name = "FILE|JSON")]
     pub output_schema: Option<String>,
-    /// Corrections the model gets after an answer that does not match --output-schema.
+    /// Corrections after an answer that does not match --output-schema.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_SCHEMA_RETRIES,
           requires = "output_schema")]
     pub max_schema_retries: u32,
-    /// Continue the conversation of TRANSCRIPT (from --json, -o or a --jsonl capture);
-    /// PROMPT, if given, is added as the next user message.
+    /// Continue the conversation of TRANSCRIPT.
+    ///
+    /// TRANSCRIPT is --json output, an -o file or a --jsonl capture; PROMPT, if given, is
+    /// added as the next user message.
     #[arg(long, value_name = "TRANSCRIPT", conflicts_with = "continue_")]
     pub resume: Option<PathBuf>,
     /// Resume the newest transcript written with -o in this workspace.
@@ -303,24 +358,35 @@ pub struct SessionArgs {
 
 /// The CI features of SPEC §9: verification, live events, budgets.
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = heading::CI)]
 pub struct CiArgs {
-    /// After the model stops, run CMD in the workspace; while it fails, its output goes
-    /// back to the model (exit 4 when it still fails after --max-verify rounds).
+    /// After the model stops, run CMD; while it fails, the model fixes it.
+    ///
+    /// CMD runs in the workspace; while it fails, its output goes back to the model
+    /// (exit 4 when it still fails after --max-verify rounds).
     #[arg(long, value_name = "CMD")]
     pub verify: Option<String>,
     /// Verification rounds before giving up with status verify_failed.
     #[arg(long, default_value_t = 3, value_name = "N")]
     pub max_verify: u32,
-    /// Timeout of one --verify run (test suites take longer than one Bash call).
+    /// Timeout of one --verify run.
+    ///
+    /// Test suites take longer than one Bash call.
     #[arg(long, value_parser = parse_duration, default_value = "10m", value_name = "DURATION")]
     pub verify_timeout: Duration,
-    /// Print events as JSON lines on stdout while the run goes; the last is run.finished.
-    #[arg(long, conflicts_with = "json")]
+    /// Print events as JSON lines on stdout while the run goes.
+    ///
+    /// The last event is run.finished.
+    #[arg(long, conflicts_with = "json", help_heading = heading::OUTPUT)]
     pub jsonl: bool,
-    /// Stop (status budget, exit 3) before a request once this many tool calls were made.
+    /// Stop (exit 3) once this many tool calls were made.
+    ///
+    /// Checked before each request; the status is budget.
     #[arg(long, value_name = "N")]
     pub max_tool_calls: Option<u32>,
-    /// Stop (status budget, exit 3) before a request once the run cost this much (USD).
+    /// Stop (exit 3) once the run cost this much (USD).
+    ///
+    /// Checked before each request; the status is budget.
     #[arg(long, value_name = "USD")]
     pub max_cost_usd: Option<f64>,
 }
@@ -411,33 +477,39 @@ pub struct SummaryArgs {
 
 /// Permission rules, hooks, the Bash sandbox and the child environment (SPEC §6).
 #[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = heading::TOOLS)]
 pub struct SecurityArgs {
-    /// Read permission rules and hooks from FILE too, or from inline JSON (a value starting
-    /// with `{`) (repeatable; after the project's .agent/settings.json; lists are concatenated).
+    /// Read permission rules and hooks from FILE or inline JSON too (repeatable).
+    ///
+    /// Inline JSON is a value starting with `{`. Read after the project's
+    /// .agent/settings.json; lists are concatenated.
     #[arg(long = "settings", value_name = "FILE|JSON")]
     pub settings: Vec<PathBuf>,
-    /// Let the file tools read (and, with write enabled, write) under DIR as well as the
-    /// workspace, with the same confinement; `--sandbox workspace-write` lets Bash write
-    /// there too (repeatable).
+    /// Let the file tools use DIR as well as the workspace (repeatable).
+    ///
+    /// They read (and, with write enabled, write) under DIR with the same confinement;
+    /// `--sandbox workspace-write` lets Bash write there too.
     #[arg(long = "add-dir", value_name = "DIR")]
     pub add_dir: Vec<PathBuf>,
-    /// Ignore the workspace's .agent/settings.json and .mcp.json (for untrusted checkouts).
+    /// Ignore the workspace's .agent/settings.json and .mcp.json.
+    ///
+    /// For untrusted checkouts.
     #[arg(long)]
     pub no_project_settings: bool,
-    /// What a denied tool call does: tell the model and go on, or end the run (exit 5).
+    /// What a denied call does: tell the model, or end the run (exit 5).
     #[arg(long, value_enum, default_value_t = OnDeny::Feedback, value_name = "MODE")]
     pub on_deny: OnDeny,
     /// Confine Bash commands with Landlock (Linux): where they may write.
-    #[arg(long, value_enum, default_value_t = SandboxMode::Off, value_name = "MODE")]
+    #[arg(long, value_enum, default_value_t = SandboxMode::Off, value_name = "MODE",
+          help_heading = heading::SANDBOX)]
     pub sandbox: SandboxMode,
     /// With --sandbox workspace-write: also allow writes under DIR (repeatable).
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", help_heading = heading::SANDBOX)]
     pub writable: Vec<PathBuf>,
     /// Deny Bash commands TCP connect and bind (Landlock ABI 4+).
-    #[arg(long)]
+    #[arg(long, help_heading = heading::SANDBOX)]
     pub no_network: bool,
-    /// Keep the environment variable NAME for Bash and hooks even if it looks secret
-    /// (repeatable).
+    /// Keep the variable NAME for Bash and hooks even if it looks secret (repeatable).
     #[arg(long, value_name = "NAME")]
     pub keep_env: Vec<String>,
 }
@@ -454,4 +526,46 @@ pub struct ToolsArgs {
     /// Ignore the current directory's .mcp.json.
     #[arg(long)]
     pub no_project_settings: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    fn run_command() -> clap::Command {
+        let mut cli = Cli::command();
+        cli.build();
+        match cli.find_subcommand("run") {
+            Some(run) => run.clone(),
+            None => panic!("no run subcommand"),
+        }
+    }
+
+    /// Every `agent run` flag sits in one of the sections, and the sections come in
+    /// `heading::ALL`'s order; `-h` gets one line per flag (the rest is `--help`'s).
+    #[test]
+    fn run_flags_are_in_sections_in_order_with_a_one_line_summary() {
+        let run = run_command();
+        let mut seen: Vec<&str> = Vec::new();
+        for arg in run.get_arguments() {
+            let id = arg.get_long().unwrap_or(arg.get_id().as_str());
+            if arg.is_positional() || id == "help" {
+                continue;
+            }
+            let heading = arg.get_help_heading();
+            assert!(
+                heading.is_some_and(|h| heading::ALL.contains(&h)),
+                "--{id} is in no section: {heading:?}"
+            );
+            let heading = heading.unwrap_or_default();
+            if !seen.contains(&heading) {
+                seen.push(heading);
+            }
+            let short = arg.get_help().map(|h| h.to_string()).unwrap_or_default();
+            assert!(!short.is_empty(), "--{id} has no help");
+            assert!(!short.contains('\n'), "--{id}'s -h text is not one line");
+        }
+        assert_eq!(seen, heading::ALL);
+    }
 }

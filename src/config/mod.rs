@@ -1,110 +1,58 @@
 //! Turns the command line and the environment into one validated, immutable `Config`.
 //! Every bad input is an `Error::Usage` (exit 2) naming the flag or variable to fix,
 //! raised here, before any request is made.
+//!
+//! `Config` is a few parts, cut by who reads them: `provider` (the provider factory and
+//! the request), `tools` (registry, tool context, policy gate, MCP), `session` (the
+//! loop), `ci` (`CiRun`, the deadline) and `output` (logging, stdout, `-o`). Each part
+//! is built once by its own `from_args` in its own file and read through accessors
+//! (ripgrep's `lowargs.rs` → `hiargs.rs`: private fields, built once, read-only), so a
+//! new flag touches `cli.rs`, one part and its consumer.
 
+pub(crate) mod ci;
 pub(crate) mod cli;
+pub(crate) mod output;
+mod prompt;
+pub(crate) mod provider;
+pub(crate) mod session;
 pub(crate) mod settings;
+mod system_prompt;
+mod tool_flags;
+pub(crate) mod tools;
 
-use std::io::{IsTerminal, Read};
+pub(crate) use tool_flags::tool_selection;
+
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-use clap::ValueEnum;
-
-use crate::config::cli::{CiArgs, ProviderKind, RequestArgs, RunArgs, SecurityArgs, ToolArgs};
-use crate::config::cli::{OnDeny, SandboxMode};
+use crate::config::ci::CiConfig;
+use crate::config::cli::RunArgs;
+use crate::config::output::OutputConfig;
+use crate::config::provider::ProviderConfig;
+use crate::config::session::SessionConfig;
 use crate::config::settings::{SettingsFiles, SettingsSources};
+use crate::config::tools::ToolConfig;
 use crate::error::Error;
-use crate::model::provider::http::Gateway;
-use crate::policy::Settings;
-use crate::process::sandbox::{self, SandboxSpec};
-use crate::record::resume::{self, Resumed};
-use crate::run::budget::{Budget, Prices};
-use crate::run::structured::{self, OutputSchema};
-use crate::run::verify::VerifySpec;
-use crate::tools::registry::{Registry, ToolSelection};
-use crate::util::output::Verbosity;
-
-/// A current Claude Sonnet model id.
-pub const DEFAULT_MODEL: &str = "claude-sonnet-4-5";
-pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
-
-/// Where `--provider openai` goes without `--base-url` / `OPENAI_BASE_URL`.
-pub const DEFAULT_OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
-/// Project instruction files appended to the system prompt, first found wins.
-const PROJECT_INSTRUCTION_FILES: &[&str] = &["AGENTS.md", "CLAUDE.md"];
-/// A project instruction file larger than this is cut: it is re-sent every turn.
-const MAX_PROJECT_INSTRUCTIONS_BYTES: usize = 64 * 1024;
 
 /// Everything `agent run` needs, validated.
 #[derive(Debug, Clone)]
-pub struct Config {
-    pub prompt: String,
+pub(crate) struct Config {
     /// Canonical workspace root.
-    pub workspace: PathBuf,
-    /// Canonical `--add-dir` directories: the file tools' other roots.
-    pub add_dirs: Vec<PathBuf>,
-    pub json: bool,
-    pub output_file: Option<PathBuf>,
-    pub verbosity: Verbosity,
-    /// Which API `model` is reached through (a cassette's header decides on replay).
-    pub provider: ProviderKind,
-    pub model: String,
-    /// `--fallback-model`: asked once `model`'s retries end overloaded (never `model`).
-    pub fallback_model: Option<String>,
-    pub max_tokens: u32,
-    pub base_url: String,
-    /// Empty with `--replay`, which needs no key, and with an OpenAI-compatible server
-    /// that takes none.
-    pub api_key: String,
-    pub system_prompt: String,
-    pub max_turns: u32,
-    pub timeout: Option<Duration>,
-    pub bash_timeout: Duration,
-    pub max_retries: u32,
-    pub idle_timeout: Duration,
-    /// `--tool-choice` and the other request options.
-    pub request: RequestArgs,
-    /// `ANTHROPIC_AUTH_TOKEN`, `--header` and `ANTHROPIC_CUSTOM_HEADERS`.
-    pub gateway: Gateway,
-    pub tools: ToolSelection,
-    pub replay: Option<PathBuf>,
-    pub record: Option<PathBuf>,
-    /// The context window and its clearing.
-    pub context: crate::run::context::ContextSettings,
-    /// `--jsonl`: events on stdout instead of the text or the JSON document.
-    pub jsonl: bool,
-    pub verify: Option<VerifySpec>,
-    pub budget: Budget,
-    pub prices: Prices,
-    /// Permission rules and hooks from the settings files.
-    pub settings: Settings,
-    pub on_deny: OnDeny,
-    /// The Bash sandbox, checked against the kernel.
-    pub sandbox: SandboxSpec,
-    /// Secret-looking variables kept for Bash and hooks (`--keep-env`).
-    pub keep_env: Vec<String>,
+    workspace: PathBuf,
     /// Warnings found while reading the command line, logged once logging is set up.
-    pub warnings: Vec<String>,
-    /// `--keep-spill`: the saved outputs outlive the run (they always do with `-o`).
-    pub keep_spill: bool,
-    /// MCP servers and their flags.
-    pub mcp: crate::mcp::McpSettings,
-    /// `--output-schema`: the final answer is a value valid against it.
-    pub output_schema: Option<OutputSchema>,
-    /// Corrections after an answer that does not match (`--max-schema-retries`).
-    pub max_schema_retries: u32,
-    /// `--resume` / `--continue`: the conversation to go on with, the new prompt (if
-    /// any) already appended. `prompt` is then the new prompt, or empty.
-    pub resume: Option<Resumed>,
+    warnings: Vec<String>,
+    provider: ProviderConfig,
+    tools: ToolConfig,
+    session: SessionConfig,
+    ci: CiConfig,
+    output: OutputConfig,
 }
 
 /// The environment as config sees it: injectable so tests need not mutate the process env.
-pub trait Env {
+pub(crate) trait Env {
     fn var(&self, name: &str) -> Option<String>;
 }
 
-pub struct ProcessEnv;
+pub(crate) struct ProcessEnv;
 
 impl Env for ProcessEnv {
     fn var(&self, name: &str) -> Option<String> {
@@ -113,744 +61,124 @@ impl Env for ProcessEnv {
 }
 
 impl Config {
-    pub fn from_args(args: &RunArgs, env: &dyn Env) -> Result<Config, Error> {
-        let (workspace, mut resume) = resumed_session(args)?;
-        let mut tools = tool_selection(&args.tools)?;
-        tools.bash_timeout = args.bash_timeout;
-        let (prompt, stdin_warning) = match &mut resume {
-            None => read_prompt(args)?,
-            Some(r) => {
-                let prompt = read_resume_prompt(args)?;
-                resume::append_prompt(&mut r.messages, prompt.as_deref())
-                    .map_err(|e| Error::Usage(format!("--resume {}: {e}", r.path.display())))?;
-                (prompt.unwrap_or_default(), None)
-            }
-        };
-        if args.max_turns == 0 {
-            return Err(Error::Usage("--max-turns must be at least 1".into()));
-        }
-        if args.max_tokens == 0 {
-            return Err(Error::Usage("--max-tokens must be at least 1".into()));
-        }
-        if args.bash_timeout.is_zero() {
-            return Err(Error::Usage("--bash-timeout must be longer than 0s".into()));
-        }
-        if args.timeout.is_some_and(|t| t.is_zero()) {
-            return Err(Error::Usage("--timeout must be longer than 0s".into()));
-        }
-        if args.idle_timeout.is_zero() {
-            return Err(Error::Usage("--idle-timeout must be longer than 0s".into()));
-        }
-        if args.model.as_deref().is_some_and(|m| m.trim().is_empty()) {
-            return Err(Error::Usage("-m/--model is empty: name a model".into()));
-        }
-        if let Some(out) = &args.output {
-            check_output_file(out)?;
-        }
-        let provider = provider_kind(args, env)?;
-        let api_key = match provider {
-            ProviderKind::Anthropic => anthropic_key(args, env)?,
-            // Optional: local servers (vLLM, llama.cpp, Ollama) take no key.
-            ProviderKind::Openai => env.var("OPENAI_API_KEY").unwrap_or_default(),
-        };
-        let auth_token = match provider {
-            ProviderKind::Anthropic => env.var("ANTHROPIC_AUTH_TOKEN"),
-            ProviderKind::Openai => None,
-        };
-        let custom = env.var("ANTHROPIC_CUSTOM_HEADERS");
-        let gateway = Gateway::new(auth_token, &args.request.headers, custom.as_deref())
-            .map_err(Error::Usage)?;
-        let (base_var, default_base) = match provider {
-            ProviderKind::Anthropic => ("ANTHROPIC_BASE_URL", DEFAULT_BASE_URL),
-            ProviderKind::Openai => ("OPENAI_BASE_URL", DEFAULT_OPENAI_BASE_URL),
-        };
-        let base_url = args
-            .base_url
-            .clone()
-            .or_else(|| env.var(base_var))
-            .unwrap_or_else(|| default_base.to_string());
-        if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
-            return Err(Error::Usage(format!(
-                "--base-url / {base_var} must start with http:// or https://, got {base_url:?}"
-            )));
-        }
-        // A resumed run keeps its model unless -m says otherwise.
-        let resumed_model = resume.as_ref().and_then(|r| r.model.clone());
-        let model_resumed = args.model.is_none() && resumed_model.is_some();
-        let model = match args
-            .model
-            .clone()
-            .or(resumed_model)
-            .or_else(|| env.var("AGENT_MODEL"))
-        {
-            Some(m) => m,
-            // No default fits every OpenAI-compatible server: each serves its own models.
-            None if provider == ProviderKind::Openai && args.replay.is_none() => {
-                return Err(Error::Usage(
-                    "--provider openai needs a model: pass -m/--model MODEL or set \
-                     AGENT_MODEL (the name your server serves, e.g. qwen2.5-coder:7b)"
-                        .into(),
-                ));
-            }
-            None => DEFAULT_MODEL.to_string(),
-        };
+    /// The workspace and the resumed transcript come first (the new prompt is appended
+    /// to it), then the tool names (a bad `--allowed-tools` is reported before stdin is
+    /// read, as it always was), the task, each part's flag checks, and one builder per
+    /// part.
+    pub(crate) fn from_args(args: &RunArgs, env: &dyn Env) -> Result<Config, Error> {
+        let (workspace, mut resume) = session::resumed_session(args)?;
+        let selection = tool_selection(&args.tools)?;
+        let (prompt, stdin_warning) = prompt::task(args, resume.as_mut())?;
         let mut warnings: Vec<String> = stdin_warning.into_iter().collect();
-        let fallback_model = match fallback_model(args.fallback_model.as_deref(), &model) {
-            // A transcript that fell back reports the fallback as its model: the resumed
-            // run goes on with it, as the first run would have.
-            Err(_)
-                if model_resumed
-                    && args.fallback_model.as_deref().map(str::trim) == Some(&model) =>
-            {
-                warnings.push(format!(
-                    "the resumed transcript already ran on the --fallback-model {model}; \
-                     it goes on with it (-m names another model)"
-                ));
-                None
-            }
-            other => other?,
-        };
-        let add_dirs = extra_dirs(&args.security.add_dir)?;
-        let mut system_prompt = system_prompt(
-            &workspace,
-            &add_dirs,
-            args.system.as_deref(),
-            args.append_system_prompt.as_deref(),
-        )?;
-        let output_schema = match &args.session.output_schema {
-            Some(arg) => Some(OutputSchema::from_arg(arg).map_err(Error::Usage)?),
-            None => None,
-        };
-        if output_schema.is_some() {
-            system_prompt.push_str(structured::SYSTEM_PROMPT_NOTE);
-        }
-        let settings_files = SettingsFiles::read(&SettingsSources {
+        // The plain numbers first: a wrong one is named before a missing key or file.
+        SessionConfig::check_flags(args)?;
+        ProviderConfig::check_flags(args)?;
+        ToolConfig::check_flags(args)?;
+        CiConfig::check_flags(args)?;
+        let output = OutputConfig::from_args(args)?;
+        let provider = ProviderConfig::from_args(args, env, resume.as_ref(), &mut warnings)?;
+        // Read once: policy takes `permissions` and `hooks`, the budget `prices`.
+        let files = SettingsFiles::read(&SettingsSources {
             workspace: &workspace,
             files: &args.security.settings,
             no_project_settings: args.security.no_project_settings,
         })?;
-        let known = Registry::builtin(&ToolSelection::default()).known();
-        let mut settings = Settings::from_files(&settings_files, &known)?;
-        settings.add_rules("--allowed-tools", true, &tools.allow_rules, &known)?;
-        settings.add_rules("--disallowed-tools", false, &tools.deny_rules, &known)?;
-        let sandbox = sandbox_spec(&args.security, &add_dirs, env)?;
-        let mcp = crate::mcp::McpSettings::from_args(
-            &args.mcp,
-            &workspace,
-            args.security.no_project_settings,
-            args.tools.full_auto,
-            &|name| env.var(name),
-        )
-        .map_err(Error::Usage)?;
-        let (verify, budget, prices) = ci_settings(&args.ci, &settings_files, &model)?;
-        let request = request_options(&args.request, provider, &model)?;
-        if let Some(fallback) = &fallback_model
-            && args.ci.max_cost_usd.is_some()
-            && prices.lookup(fallback).is_none()
-        {
-            return Err(Error::Usage(format!(
-                "--max-cost-usd: no price is known for the --fallback-model {fallback:?}; add \
-                 it under \"prices\" in the settings file"
-            )));
-        }
-        let verbosity = if args.quiet {
-            Verbosity::Quiet
-        } else if args.verbose {
-            Verbosity::Verbose
-        } else {
-            Verbosity::Normal
-        };
+        let tools = ToolConfig::from_args(args, selection, &workspace, &files, env)?;
+        let session = SessionConfig::from_args(args, prompt, resume, &workspace, tools.add_dirs())?;
+        let ci = CiConfig::from_args(args, &files, &provider)?;
         Ok(Config {
-            prompt,
             workspace,
-            add_dirs,
-            json: args.json,
-            output_file: args.output.clone(),
-            verbosity,
-            provider,
-            model,
-            fallback_model,
-            max_tokens: args.max_tokens,
-            base_url: base_url.trim_end_matches('/').to_string(),
-            api_key,
-            system_prompt,
-            max_turns: args.max_turns,
-            timeout: args.timeout,
-            bash_timeout: args.bash_timeout,
-            max_retries: args.max_retries,
-            idle_timeout: args.idle_timeout,
-            request,
-            gateway,
-            tools,
-            replay: args.replay.clone(),
-            record: args.record.clone(),
-            jsonl: args.ci.jsonl,
-            verify,
-            budget,
-            prices,
-            settings,
-            on_deny: args.security.on_deny,
-            sandbox,
-            keep_env: args.security.keep_env.clone(),
             warnings,
-            keep_spill: args.keep_spill,
-            mcp,
-            context: crate::run::context::ContextSettings::from_args(&args.context)
-                .map_err(Error::Usage)?,
-            output_schema,
-            max_schema_retries: args.session.max_schema_retries,
-            resume,
+            provider,
+            tools,
+            session,
+            ci,
+            output,
         })
     }
-}
 
-/// `--thinking-budget` and `--effort`, checked against the provider and `--tool-choice`.
-/// With Anthropic thinking on a model that interleaves it, the requests also carry the
-/// interleaved-thinking beta (so the model thinks after each tool result too).
-fn request_options(
-    args: &RequestArgs,
-    provider: ProviderKind,
-    model: &str,
-) -> Result<RequestArgs, Error> {
-    use crate::model::provider::anthropic::{self, MIN_THINKING_BUDGET};
-    if let Some(budget) = args.thinking_budget {
-        if provider == ProviderKind::Openai {
-            return Err(Error::Usage(
-                "--thinking-budget is for the Anthropic API; with --provider openai use \
-                 --effort low|medium|high (sent as reasoning_effort)"
-                    .into(),
-            ));
-        }
-        if budget < MIN_THINKING_BUDGET {
-            return Err(Error::Usage(format!(
-                "--thinking-budget must be at least {MIN_THINKING_BUDGET} (the API's \
-                 minimum), got {budget}"
-            )));
-        }
+    /// Canonical workspace root.
+    pub(crate) fn workspace(&self) -> &Path {
+        &self.workspace
     }
-    let mut request = args.clone();
-    if provider == ProviderKind::Anthropic && anthropic::thinking_budget(args).is_some() {
-        let flag = if args.thinking_budget.is_some() {
-            "--thinking-budget"
-        } else {
-            "--effort"
-        };
-        if args.tool_choice == Some(crate::config::cli::ToolChoice::Required) {
-            return Err(Error::Usage(format!(
-                "--tool-choice required cannot be used with {flag}: with thinking on, the \
-                 Anthropic API takes only tool_choice auto or none"
-            )));
-        }
-        if anthropic::interleaves_thinking(model) {
-            request
-                .betas
-                .push(anthropic::INTERLEAVED_THINKING_BETA.to_string());
-        }
+    /// Logged once logging is set up.
+    pub(crate) fn warnings(&self) -> &[String] {
+        &self.warnings
     }
-    Ok(request)
-}
+    pub(crate) fn provider(&self) -> &ProviderConfig {
+        &self.provider
+    }
+    pub(crate) fn tools(&self) -> &ToolConfig {
+        &self.tools
+    }
+    pub(crate) fn session(&self) -> &SessionConfig {
+        &self.session
+    }
+    pub(crate) fn ci(&self) -> &CiConfig {
+        &self.ci
+    }
+    pub(crate) fn output(&self) -> &OutputConfig {
+        &self.output
+    }
 
-/// `--fallback-model`, checked against the run's model: an empty id, or the model
-/// itself (which would only repeat the retries that just failed), is a usage error.
-fn fallback_model(arg: Option<&str>, model: &str) -> Result<Option<String>, Error> {
-    let Some(fallback) = arg else {
-        return Ok(None);
-    };
-    let fallback = fallback.trim();
-    if fallback.is_empty() {
-        return Err(Error::Usage(
-            "--fallback-model is empty: name the model to use when the model is overloaded".into(),
-        ));
-    }
-    if fallback == model {
-        return Err(Error::Usage(format!(
-            "--fallback-model {fallback:?} is the run's model too: name a different model"
-        )));
-    }
-    Ok(Some(fallback.to_string()))
-}
-
-/// `--resume FILE` / `--continue`: the transcript to go on with, and the workspace: `-C`,
-/// else the transcript's own (with `--continue`, the one whose index names it).
-fn resumed_session(args: &RunArgs) -> Result<(PathBuf, Option<Resumed>), Error> {
-    if args.session.continue_ {
-        let workspace = workspace_root(args.cwd.as_deref())?;
-        let path = resume::latest_in_index(&workspace).map_err(Error::Usage)?;
-        let resumed = resume::load(&path).map_err(Error::Usage)?;
-        return Ok((workspace, Some(resumed)));
-    }
-    let Some(path) = &args.session.resume else {
-        return Ok((workspace_root(args.cwd.as_deref())?, None));
-    };
-    let resumed = resume::load(path).map_err(Error::Usage)?;
-    let workspace = match (&args.cwd, &resumed.workspace) {
-        (None, Some(w)) => w
-            .canonicalize()
-            .ok()
-            .filter(|w| w.is_dir())
-            .ok_or_else(|| {
-                Error::Usage(format!(
-                    "--resume {}: the transcript's workspace {} is not a directory here; \
-                     pass -C DIR",
-                    path.display(),
-                    w.display()
-                ))
-            })?,
-        _ => workspace_root(args.cwd.as_deref())?,
-    };
-    Ok((workspace, Some(resumed)))
-}
-
-/// The new prompt of a resumed run: optional, and stdin is read only for `-` (a resumed
-/// CI step must not wait on an inherited pipe).
-fn read_resume_prompt(args: &RunArgs) -> Result<Option<String>, Error> {
-    if args.prompt_file.is_none() && args.prompt.is_none() {
-        return Ok(None);
-    }
-    read_prompt(args).map(|(p, _)| Some(p))
-}
-
-/// `--verify`, the budgets and the price table (SPEC §9), validated.
-fn ci_settings(
-    ci: &CiArgs,
-    settings: &SettingsFiles,
-    model: &str,
-) -> Result<(Option<VerifySpec>, Budget, Prices), Error> {
-    let verify = match &ci.verify {
-        Some(c) if c.trim().is_empty() => {
-            return Err(Error::Usage("--verify: the command is empty".into()));
-        }
-        Some(c) => Some(VerifySpec {
-            command: c.clone(),
-            max_rounds: ci.max_verify,
-            timeout: ci.verify_timeout,
-        }),
-        None => None,
-    };
-    if ci.max_verify == 0 {
-        return Err(Error::Usage("--max-verify must be at least 1".into()));
-    }
-    if ci.verify_timeout.is_zero() {
-        return Err(Error::Usage(
-            "--verify-timeout must be longer than 0s".into(),
-        ));
-    }
-    if ci.max_tool_calls == Some(0) {
-        return Err(Error::Usage("--max-tool-calls must be at least 1".into()));
-    }
-    if let Some(x) = ci.max_cost_usd
-        && !(x.is_finite() && x > 0.0)
-    {
-        return Err(Error::Usage(format!(
-            "--max-cost-usd must be a positive number of dollars, got {x}"
-        )));
-    }
-    let prices = crate::run::budget::load_prices(settings)?;
-    if ci.max_cost_usd.is_some() && prices.lookup(model).is_none() {
-        return Err(Error::Usage(format!(
-            "--max-cost-usd: no price is known for the model {model:?}; add it under \"prices\" \
-             in the settings file ({{\"prices\": {{\"{model}\": {{\"input\": 3, \"output\": 15}}}}}}, \
-             USD per million tokens)"
-        )));
-    }
-    Ok((
-        verify,
-        Budget {
-            max_tool_calls: ci.max_tool_calls,
-            max_cost_usd: ci.max_cost_usd,
-        },
-        prices,
-    ))
-}
-
-/// `--sandbox`, `--writable`, `--no-network`, validated, and refused when the kernel
-/// cannot enforce them (never silently downgraded).
-/// `--add-dir`: each an existing directory, canonical, listed once.
-fn extra_dirs(dirs: &[PathBuf]) -> Result<Vec<PathBuf>, Error> {
-    let mut out: Vec<PathBuf> = Vec::new();
-    for dir in dirs {
-        let canon = dir
-            .canonicalize()
-            .map_err(|e| Error::Usage(format!("--add-dir {}: {e}", dir.display())))?;
-        if !canon.is_dir() {
-            return Err(Error::Usage(format!(
-                "--add-dir {}: not a directory",
-                dir.display()
-            )));
-        }
-        if !out.contains(&canon) {
-            out.push(canon);
+    /// The one hand-built `Config`, for tests: workspace `dir`, prompt "task", model "m"
+    /// on an unreachable Anthropic URL (no key, no retries), 10 turns, the default
+    /// read-only tools, `--json`, quiet, no CI features.
+    #[cfg(test)]
+    pub(crate) fn for_test(dir: &Path) -> Config {
+        use std::time::Duration;
+        Config {
+            workspace: dir.to_path_buf(),
+            warnings: Vec::new(),
+            provider: ProviderConfig {
+                kind: cli::ProviderKind::Anthropic,
+                model: "m".into(),
+                fallback_model: None,
+                max_tokens: 100,
+                base_url: "http://127.0.0.1:9".into(),
+                api_key: String::new(),
+                max_retries: 0,
+                idle_timeout: Duration::from_secs(5),
+                request: Default::default(),
+                gateway: Default::default(),
+                replay: None,
+                record: None,
+            },
+            tools: ToolConfig {
+                selection: Default::default(),
+                add_dirs: Vec::new(),
+                settings: Default::default(),
+                on_deny: Default::default(),
+                sandbox: Default::default(),
+                keep_env: Vec::new(),
+                mcp: Default::default(),
+            },
+            session: SessionConfig {
+                prompt: "task".into(),
+                system_prompt: "sys".into(),
+                max_turns: 10,
+                context: Default::default(),
+                output_schema: None,
+                max_schema_retries: 3,
+                resume: None,
+            },
+            ci: CiConfig::default(),
+            output: OutputConfig {
+                json: true,
+                jsonl: false,
+                output_file: None,
+                verbosity: crate::util::output::Verbosity::Quiet,
+                keep_spill: false,
+            },
         }
     }
-    Ok(out)
-}
-
-/// The Bash sandbox; under `workspace-write` the `--add-dir` directories are writable too.
-fn sandbox_spec(
-    args: &SecurityArgs,
-    add_dirs: &[PathBuf],
-    env: &dyn Env,
-) -> Result<SandboxSpec, Error> {
-    if !args.writable.is_empty() && args.sandbox != SandboxMode::WorkspaceWrite {
-        return Err(Error::Usage(
-            "--writable only applies with --sandbox workspace-write".into(),
-        ));
-    }
-    let mut writable = Vec::new();
-    for dir in &args.writable {
-        let canon = dir
-            .canonicalize()
-            .map_err(|e| Error::Usage(format!("--writable {}: {e}", dir.display())))?;
-        if !canon.is_dir() {
-            return Err(Error::Usage(format!(
-                "--writable {}: not a directory",
-                dir.display()
-            )));
-        }
-        writable.push(canon);
-    }
-    if args.sandbox == SandboxMode::WorkspaceWrite {
-        for d in add_dirs {
-            if !writable.contains(d) {
-                writable.push(d.clone());
-            }
-        }
-    }
-    let spec = SandboxSpec {
-        mode: args.sandbox,
-        writable,
-        no_network: args.no_network,
-    };
-    if !spec.is_off() {
-        let abi = sandbox::kernel_abi(env.var(sandbox::TEST_ABI_ENV).as_deref());
-        spec.check_kernel(abi).map_err(Error::Usage)?;
-    }
-    Ok(spec)
-}
-
-/// `--provider`, else `AGENT_PROVIDER`, else anthropic.
-fn provider_kind(args: &RunArgs, env: &dyn Env) -> Result<ProviderKind, Error> {
-    if let Some(p) = args.provider {
-        return Ok(p);
-    }
-    match env.var("AGENT_PROVIDER") {
-        Some(v) => ProviderKind::from_str(v.trim(), true).map_err(|_| {
-            Error::Usage(format!(
-                "AGENT_PROVIDER must be `anthropic` or `openai`, got {v:?}"
-            ))
-        }),
-        None => Ok(ProviderKind::Anthropic),
-    }
-}
-
-/// The Anthropic key: required, except with `--replay`.
-fn anthropic_key(args: &RunArgs, env: &dyn Env) -> Result<String, Error> {
-    let token = env.var("ANTHROPIC_AUTH_TOKEN").filter(|t| !t.is_empty());
-    match (env.var("ANTHROPIC_API_KEY"), &args.replay) {
-        (Some(k), _) => Ok(k),
-        // A gateway's bearer token stands in for the key (`Gateway::auth_token`).
-        (None, _) if token.is_some() => Ok(String::new()),
-        (None, Some(_)) => Ok(String::new()),
-        (None, None) => Err(Error::Usage(
-            "ANTHROPIC_API_KEY is not set: export your Anthropic API key in \
-             ANTHROPIC_API_KEY (or use --replay CASSETTE to run offline, or --provider \
-             openai for an OpenAI-compatible server)"
-                .into(),
-        )),
-    }
-}
-
-fn workspace_root(cwd: Option<&Path>) -> Result<PathBuf, Error> {
-    let dir = match cwd {
-        Some(d) => d.to_path_buf(),
-        None => std::env::current_dir()
-            .map_err(|e| Error::Usage(format!("cannot read the current directory: {e}")))?,
-    };
-    let canon = dir
-        .canonicalize()
-        .map_err(|e| Error::Usage(format!("-C/--cwd {}: {e}", dir.display())))?;
-    if !canon.is_dir() {
-        return Err(Error::Usage(format!(
-            "-C/--cwd {}: not a directory",
-            dir.display()
-        )));
-    }
-    Ok(canon)
-}
-
-/// `-o FILE` must be writable at the end of the run, whatever happens: a missing parent
-/// directory or a directory in its place is a usage error now, not a lost transcript.
-fn check_output_file(path: &Path) -> Result<(), Error> {
-    let shown = path.display();
-    if path.is_dir() {
-        return Err(Error::Usage(format!(
-            "-o/--output {shown}: is a directory, not a file"
-        )));
-    }
-    let parent = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    if !parent.is_dir() {
-        return Err(Error::Usage(format!(
-            "-o/--output {shown}: the directory {} does not exist",
-            parent.display()
-        )));
-    }
-    Ok(())
-}
-
-/// `--allowed-tools 'Bash(echo a,b)'` comes split at the comma: pieces are joined back
-/// while a `(` is open.
-fn rejoin_rules(pieces: &[String]) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    let mut open = false;
-    for p in pieces {
-        if open && let Some(last) = out.last_mut() {
-            last.push(',');
-            last.push_str(p);
-        } else {
-            out.push(p.trim().to_string());
-        }
-        let last = out.last().map(String::as_str).unwrap_or("");
-        open = last.contains('(') && !last.trim_end().ends_with(')');
-    }
-    out
-}
-
-/// Validates tool names and builds the selection (SPEC §6). An entry `Tool(specifier)`
-/// is a permission rule for `Tool`: in `--allowed-tools` an allow rule that also enables
-/// the tool, in `--disallowed-tools` a deny rule (the tool stays enabled).
-pub fn tool_selection(args: &ToolArgs) -> Result<ToolSelection, Error> {
-    let builtin = Registry::builtin(&ToolSelection::default());
-    let known = builtin.all_names();
-    let check = |flag: &str, names: &[String]| -> Result<(), Error> {
-        for n in names {
-            // MCP tools are known once their servers have started.
-            if !known.contains(&n.as_str()) && !crate::mcp::names::is_mcp_pattern(n) {
-                return Err(Error::Usage(format!(
-                    "{flag}: unknown tool {n:?}; known tools: {}",
-                    known.join(", ")
-                )));
-            }
-        }
-        Ok(())
-    };
-    // (plain names, rules, the rules' tools): a rule's tool is checked here, the rule
-    // itself where the settings are.
-    type Split = (Vec<String>, Vec<String>, Vec<String>);
-    let split = |flag: &str, entries: &[String]| -> Result<Split, Error> {
-        let (mut names, mut rules, mut tools) = (Vec::new(), Vec::new(), Vec::new());
-        for e in rejoin_rules(entries) {
-            match e.split_once('(') {
-                Some((tool, _)) => {
-                    tools.push(tool.trim().to_string());
-                    rules.push(e);
-                }
-                None => names.push(e),
-            }
-        }
-        check(flag, &names)?;
-        check(flag, &tools)?;
-        Ok((names, rules, tools))
-    };
-    let (allowed, allow_rules) = match &args.allowed_tools {
-        Some(a) => {
-            let (mut names, rules, tools) = split("--allowed-tools", a)?;
-            names.extend(tools);
-            (Some(names), rules)
-        }
-        None => (None, Vec::new()),
-    };
-    let (disallowed, deny_rules, _) = split("--disallowed-tools", &args.disallowed_tools)?;
-    Ok(ToolSelection {
-        allow_write: args.allow_write || args.full_auto,
-        allow_bash: args.allow_bash || args.full_auto,
-        allowed,
-        disallowed,
-        allow_rules,
-        deny_rules,
-        ..ToolSelection::default()
-    })
-}
-
-/// The task: the argument, `-`/stdin, or --prompt-file. Stdin is read only for `-`, or
-/// when no PROMPT is given and stdin is not a terminal, or for `--stdin-context`, which
-/// appends it as a `<stdin>` block. Returns the task and a warning for the log, if any.
-fn read_prompt(args: &RunArgs) -> Result<(String, Option<String>), Error> {
-    if args.stdin_context && args.prompt.as_deref() == Some("-") {
-        return Err(Error::Usage(
-            "--stdin-context cannot be used with `-`: stdin is either the task or its context"
-                .into(),
-        ));
-    }
-    if args.stdin_context && args.prompt.is_none() && args.prompt_file.is_none() {
-        return Err(Error::Usage(
-            "--stdin-context needs the task as PROMPT or --prompt-file FILE".into(),
-        ));
-    }
-    let mut text = if let Some(file) = &args.prompt_file {
-        let shown = format!("--prompt-file {}", file.display());
-        let f = std::fs::File::open(file).map_err(|e| Error::Usage(format!("{shown}: {e}")))?;
-        read_capped(f, &shown)?
-    } else {
-        match args.prompt.as_deref() {
-            Some("-") => read_capped(std::io::stdin(), "the task from stdin (`-`)")?,
-            Some(p) => p.to_string(),
-            None if !std::io::stdin().is_terminal() => {
-                read_capped(std::io::stdin(), "the task from stdin")?
-            }
-            None => {
-                return Err(Error::Usage(
-                    "no task given: pass PROMPT, `-` to read it from stdin, or --prompt-file FILE"
-                        .into(),
-                ));
-            }
-        }
-    };
-    if text.trim().is_empty() {
-        return Err(Error::Usage(
-            "the task is empty: give a non-empty PROMPT".into(),
-        ));
-    }
-    let mut warning = None;
-    if args.stdin_context {
-        let context = read_capped(std::io::stdin(), "--stdin-context")?;
-        text = with_stdin_block(&text, &context);
-    } else if stdin_has_data() {
-        warning = Some(
-            "stdin has data, which is not read: pass --stdin-context to append it to the task"
-                .to_string(),
-        );
-    }
-    Ok((text, warning))
-}
-
-/// The task with `context` appended as a `<stdin>` block.
-fn with_stdin_block(task: &str, context: &str) -> String {
-    let nl = if context.ends_with('\n') || context.is_empty() {
-        ""
-    } else {
-        "\n"
-    };
-    format!("{}\n\n<stdin>\n{context}{nl}</stdin>", task.trim_end())
-}
-
-/// Largest task text read from a file or stdin (bytes, also for `--stdin-context`): far
-/// above any real task, and `--prompt-file /dev/zero` must end in a message, not OOM.
-const MAX_PROMPT_BYTES: u64 = 10 * 1024 * 1024;
-
-/// Reads `r` to the end, up to `MAX_PROMPT_BYTES`; `what` names the source in errors.
-fn read_capped(r: impl Read, what: &str) -> Result<String, Error> {
-    let mut bytes = Vec::new();
-    r.take(MAX_PROMPT_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| Error::Usage(format!("{what}: {e}")))?;
-    if bytes.len() as u64 > MAX_PROMPT_BYTES {
-        return Err(Error::Usage(format!(
-            "{what}: larger than {} MiB, the limit for a task",
-            MAX_PROMPT_BYTES / (1024 * 1024)
-        )));
-    }
-    String::from_utf8(bytes)
-        .map_err(|_| Error::Usage(format!("{what}: stream did not contain valid UTF-8")))
-}
-
-/// Whether stdin is a pipe with data waiting (never blocks, reads nothing).
-fn stdin_has_data() -> bool {
-    use std::os::fd::AsRawFd;
-    let fd = std::io::stdin().as_raw_fd();
-    // SAFETY: fstat and poll on fd 0 with valid, owned buffers; neither consumes input.
-    unsafe {
-        let mut st: libc::stat = std::mem::zeroed();
-        if libc::fstat(fd, &mut st) != 0 || st.st_mode & libc::S_IFMT != libc::S_IFIFO {
-            return false;
-        }
-        let mut p = libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        libc::poll(&mut p, 1, 0) == 1 && p.revents & libc::POLLIN != 0
-    }
-}
-
-/// `TEXT` or `@FILE`.
-fn text_or_file(flag: &str, value: &str) -> Result<String, Error> {
-    match value.strip_prefix('@') {
-        Some(path) => {
-            std::fs::read_to_string(path).map_err(|e| Error::Usage(format!("{flag} @{path}: {e}")))
-        }
-        None => Ok(value.to_string()),
-    }
-}
-
-/// The built-in system prompt: the rules of a run nobody watches.
-fn base_system_prompt(workspace: &Path, add_dirs: &[PathBuf]) -> String {
-    let mut p = format!(
-        "You are agent, an autonomous coding agent running non-interactively (in CI or a script).\n\
-         Nobody will answer questions or confirm anything: never ask; make reasonable decisions \
-         and state your assumptions.\n\
-         You work in the workspace {ws}. Paths in tool inputs may be absolute (inside the \
-         workspace) or relative to it; nothing outside it may be changed.\n\
-         Use the dedicated tools for files: ReadFile to read, Glob to find files, Grep to search \
-         contents, EditFile and WriteFile to change files. Use Bash (when enabled) for running \
-         builds, tests and other commands, not for reading, searching or editing files.\n\
-         Independent read-only calls (ReadFile, Glob, Grep) may be made together in one response: \
-         they run in parallel.\n\
-         A tool result marked as an error tells you what went wrong: adjust and go on.\n\
-         Verify your work (for example by running the tests) when you can.\n\
-         When you are done, end with a short summary of what you did and what is left, if anything.",
-        ws = workspace.display()
-    );
-    if !add_dirs.is_empty() {
-        let list: Vec<String> = add_dirs.iter().map(|d| d.display().to_string()).collect();
-        p.push_str(&format!(
-            "\nThe file tools may also use these directories (--add-dir), by absolute path: {}.",
-            list.join(", ")
-        ));
-    }
-    p
-}
-
-fn system_prompt(
-    workspace: &Path,
-    add_dirs: &[PathBuf],
-    system: Option<&str>,
-    append: Option<&str>,
-) -> Result<String, Error> {
-    let mut prompt = match system {
-        Some(s) => text_or_file("--system", s)?,
-        None => {
-            let mut p = base_system_prompt(workspace, add_dirs);
-            if let Some((name, text)) = project_instructions(workspace) {
-                p.push_str(&format!(
-                    "\n\n# Project instructions ({name})\n\n{}",
-                    text.trim_end()
-                ));
-            }
-            p
-        }
-    };
-    if let Some(a) = append {
-        let extra = text_or_file("--append-system-prompt", a)?;
-        prompt.push_str("\n\n");
-        prompt.push_str(&extra);
-    }
-    Ok(prompt)
-}
-
-fn project_instructions(workspace: &Path) -> Option<(&'static str, String)> {
-    PROJECT_INSTRUCTION_FILES.iter().find_map(|name| {
-        let bytes = std::fs::read(workspace.join(name)).ok()?;
-        let cut = &bytes[..bytes.len().min(MAX_PROJECT_INSTRUCTIONS_BYTES)];
-        Some((*name, String::from_utf8_lossy(cut).into_owned()))
-    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::cli::{OnDeny, ProviderKind, SandboxMode};
+    use crate::process::sandbox;
     use clap::Parser;
 
     struct FakeEnv(Vec<(&'static str, &'static str)>);
@@ -875,7 +203,14 @@ mod tests {
     #[test]
     fn thinking_flags_add_the_interleaved_beta_only_where_it_applies() {
         let env = FakeEnv(vec![("ANTHROPIC_API_KEY", "k")]);
-        let betas = |args: &[&str]| Config::from_args(&parse(args), &env).unwrap().request.betas;
+        let betas = |args: &[&str]| {
+            Config::from_args(&parse(args), &env)
+                .unwrap()
+                .provider()
+                .request()
+                .betas
+                .clone()
+        };
         let interleaved = crate::model::provider::anthropic::INTERLEAVED_THINKING_BETA.to_string();
         assert_eq!(
             betas(&["hi", "--effort", "low"]),
@@ -889,8 +224,28 @@ mod tests {
         assert!(betas(&["hi", "--effort", "high", "-m", "claude-3-7-sonnet-latest"]).is_empty());
         let openai = FakeEnv(vec![("AGENT_PROVIDER", "openai"), ("AGENT_MODEL", "qwen")]);
         let c = Config::from_args(&parse(&["hi", "--effort", "medium"]), &openai).unwrap();
-        assert!(c.request.betas.is_empty());
-        assert_eq!(c.request.effort, Some(crate::config::cli::Effort::Medium));
+        assert!(c.provider().request().betas.is_empty());
+        assert_eq!(
+            c.provider().request().effort,
+            Some(crate::config::cli::Effort::Medium)
+        );
+    }
+
+    /// A plain bad number is named before what the environment or the files lack.
+    #[test]
+    fn flag_checks_come_before_the_key_and_the_files() {
+        for (args, needle) in [
+            (vec!["hi", "--max-turns", "0"], "--max-turns"),
+            (vec!["hi", "--max-tokens", "0"], "--max-tokens"),
+            (vec!["hi", "--bash-timeout", "0s"], "--bash-timeout"),
+            (vec!["hi", "--timeout", "0s"], "--timeout"),
+            (vec!["hi", "--idle-timeout", "0s"], "--idle-timeout"),
+        ] {
+            let mut args = args;
+            args.extend(["--settings", "/no/such/settings.json"]);
+            let e = Config::from_args(&parse(&args), &FakeEnv(vec![])).unwrap_err();
+            assert!(e.to_string().contains(needle), "{args:?}: {e}");
+        }
     }
 
     #[test]
@@ -904,9 +259,9 @@ mod tests {
     fn fallback_model_must_name_another_model() {
         let env = FakeEnv(vec![("ANTHROPIC_API_KEY", "k"), ("AGENT_MODEL", "m-env")]);
         let c = Config::from_args(&parse(&["hi", "--fallback-model", " other "]), &env).unwrap();
-        assert_eq!(c.fallback_model.as_deref(), Some("other"));
+        assert_eq!(c.provider().fallback_model(), Some("other"));
         let c = Config::from_args(&parse(&["hi"]), &env).unwrap();
-        assert_eq!(c.fallback_model, None);
+        assert_eq!(c.provider().fallback_model(), None);
         for (args, says) in [
             (vec!["hi", "--fallback-model", " "], "is empty"),
             (
@@ -949,16 +304,16 @@ mod tests {
             ("ANTHROPIC_BASE_URL", "http://127.0.0.1:9/"),
         ]);
         let c = Config::from_args(&parse(&["hi", "--full-auto"]), &env).unwrap();
-        assert_eq!(c.model, "m-env");
-        assert_eq!(c.base_url, "http://127.0.0.1:9");
-        assert!(c.tools.allow_bash && c.tools.allow_write);
+        assert_eq!(c.provider().model(), "m-env");
+        assert_eq!(c.provider().base_url(), "http://127.0.0.1:9");
+        assert!(c.tools().selection().allow_bash && c.tools().selection().allow_write);
         let c = Config::from_args(
             &parse(&["hi", "-m", "m-flag", "--base-url", "https://x"]),
             &env,
         )
         .unwrap();
-        assert_eq!(c.model, "m-flag");
-        assert_eq!(c.base_url, "https://x");
+        assert_eq!(c.provider().model(), "m-flag");
+        assert_eq!(c.provider().base_url(), "https://x");
     }
 
     #[test]
@@ -1039,10 +394,10 @@ mod tests {
             &new_ll,
         )
         .unwrap();
-        assert_eq!(c.sandbox.mode, SandboxMode::WorkspaceWrite);
-        assert!(c.sandbox.no_network);
+        assert_eq!(c.tools().sandbox().mode, SandboxMode::WorkspaceWrite);
+        assert!(c.tools().sandbox().no_network);
         assert_eq!(
-            c.sandbox.writable,
+            c.tools().sandbox().writable,
             vec![PathBuf::from("/tmp").canonicalize().unwrap()]
         );
         // --add-dir directories are writable for Bash under workspace-write only, and
@@ -1055,20 +410,21 @@ mod tests {
             &new_ll,
         )
         .unwrap();
-        assert_eq!(c.sandbox.writable, vec![canon.clone()]);
-        assert_eq!(c.add_dirs, vec![canon.clone()]);
+        assert_eq!(c.tools().sandbox().writable, vec![canon.clone()]);
+        assert_eq!(c.tools().add_dirs(), vec![canon.clone()]);
         assert!(
-            c.system_prompt
+            c.session()
+                .system_prompt()
                 .contains(&format!("by absolute path: {}.", canon.display())),
             "{}",
-            c.system_prompt
+            c.session().system_prompt()
         );
         let c = Config::from_args(
             &parse(&["hi", "--sandbox", "read-only", "--add-dir", extra_s]),
             &new_ll,
         )
         .unwrap();
-        assert!(c.sandbox.writable.is_empty());
+        assert!(c.tools().sandbox().writable.is_empty());
         let e =
             Config::from_args(&parse(&["hi", "--add-dir", "/no/such/dir"]), &new_ll).unwrap_err();
         assert!(e.to_string().contains("--add-dir /no/such/dir"), "{e}");
@@ -1080,32 +436,22 @@ mod tests {
             &no_ll,
         )
         .unwrap();
-        assert_eq!(c.on_deny, OnDeny::Fail);
-        assert_eq!(c.keep_env, vec!["GH_TOKEN".to_string()]);
+        assert_eq!(c.tools().on_deny(), OnDeny::Fail);
+        assert_eq!(c.tools().keep_env(), vec!["GH_TOKEN".to_string()]);
     }
 
-    #[test]
-    fn system_prompt_rules_and_project_file() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("AGENTS.md"), "Always run make check.").unwrap();
-        let p = system_prompt(dir.path(), &[], None, Some("Extra rule.")).unwrap();
-        assert!(p.contains("non-interactively"));
-        assert!(p.contains("Always run make check."));
-        assert!(p.ends_with("Extra rule."));
-        let f = dir.path().join("sys.txt");
-        std::fs::write(&f, "Custom.").unwrap();
-        let p = system_prompt(dir.path(), &[], Some(&format!("@{}", f.display())), None).unwrap();
-        assert_eq!(p, "Custom.");
-        assert!(system_prompt(dir.path(), &[], Some("@/no/such/file"), None).is_err());
-    }
     #[test]
     fn openai_provider_key_base_url_and_model() {
         let env = FakeEnv(vec![("AGENT_PROVIDER", "OpenAI"), ("AGENT_MODEL", "qwen")]);
         let c = Config::from_args(&parse(&["hi"]), &env).unwrap();
-        assert_eq!(c.provider, ProviderKind::Openai);
-        assert_eq!(c.api_key, "", "the key is optional for local servers");
-        assert_eq!(c.base_url, "https://api.openai.com/v1");
-        assert_eq!(c.model, "qwen");
+        assert_eq!(c.provider().kind(), ProviderKind::Openai);
+        assert_eq!(
+            c.provider().api_key(),
+            "",
+            "the key is optional for local servers"
+        );
+        assert_eq!(c.provider().base_url(), "https://api.openai.com/v1");
+        assert_eq!(c.provider().model(), "qwen");
         let env = FakeEnv(vec![
             ("OPENAI_API_KEY", "sk-o"),
             ("OPENAI_BASE_URL", "http://127.0.0.1:8000/v1/"),
@@ -1115,7 +461,7 @@ mod tests {
         let c =
             Config::from_args(&parse(&["hi", "--provider", "openai", "-m", "x"]), &env).unwrap();
         assert_eq!(
-            (c.api_key.as_str(), c.base_url.as_str()),
+            (c.provider().api_key(), c.provider().base_url()),
             ("sk-o", "http://127.0.0.1:8000/v1")
         );
         // The flag beats the environment, and anthropic stays the default.
@@ -1124,9 +470,9 @@ mod tests {
             ("ANTHROPIC_API_KEY", "k"),
         ]);
         let c = Config::from_args(&parse(&["hi", "--provider", "anthropic"]), &env).unwrap();
-        assert_eq!(c.provider, ProviderKind::Anthropic);
+        assert_eq!(c.provider().kind(), ProviderKind::Anthropic);
         let c = Config::from_args(&parse(&["hi"]), &FakeEnv(vec![("ANTHROPIC_API_KEY", "k")]));
-        assert_eq!(c.unwrap().provider, ProviderKind::Anthropic);
+        assert_eq!(c.unwrap().provider().kind(), ProviderKind::Anthropic);
     }
 
     #[test]

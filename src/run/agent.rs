@@ -254,24 +254,30 @@ impl Agent<'_> {
     ) -> Outcome {
         let tools = self.registry.to_api_format();
         let mut history = History::new();
-        match &self.config.resume {
+        match self.config.session().resume() {
             // A resumed run starts from the earlier conversation (its new prompt appended).
             Some(r) => {
                 for m in &r.messages {
                     self.enter(&mut history, m.clone());
                 }
             }
-            None => self.enter(&mut history, Message::user_text(self.config.prompt.clone())),
+            None => self.enter(
+                &mut history,
+                Message::user_text(self.config.session().prompt().to_string()),
+            ),
         }
-        let mut window = ContextWindow::for_run(&self.config.model, &self.config.context);
+        let mut window = ContextWindow::for_run(
+            self.config.provider().model(),
+            self.config.session().context(),
+        );
         lock(self.record).context_window = window.window();
         // What every request sends besides the history: calibrates bytes per token.
-        let fixed_bytes =
-            serde_json::to_string(&tools).map_or(0, |t| t.len()) + self.config.system_prompt.len();
+        let fixed_bytes = serde_json::to_string(&tools).map_or(0, |t| t.len())
+            + self.config.session().system_prompt().len();
         {
             // The initial `cost_usd`: 0, or null for a model without a price.
             let mut r = lock(self.record);
-            r.cost_usd = self.config.prices.cost(&r.model, &r.usage);
+            r.cost_usd = self.config.ci().prices().cost(&r.model, &r.usage);
         }
         // The task is checkpointed before the first request: a run killed while waiting
         // for the first response leaves it, so `--resume` can continue it.
@@ -285,9 +291,9 @@ impl Agent<'_> {
         // `--output-schema`: the model's answers, counted against --max-schema-retries.
         let mut answers = self
             .config
-            .output_schema
-            .as_ref()
-            .map(|_| structured::Answers::new(self.config.max_schema_retries));
+            .session()
+            .output_schema()
+            .map(|_| structured::Answers::new(self.config.session().max_schema_retries()));
         // Benchmarking switch (README "Performance"): run every call only after message_stop.
         let early_tools = std::env::var_os("AGENT_NO_EARLY_TOOLS").is_none_or(|v| v != "1");
         loop {
@@ -310,9 +316,9 @@ impl Agent<'_> {
             output::progress(&format!("turn {turn_no}: waiting for the model"));
             output::step(&format!("turn {turn_no}: waiting for the model"));
             if output::debug_enabled() {
-                let to = match &self.config.replay {
+                let to = match self.config.provider().replay() {
                     Some(c) => format!("the cassette {}", c.display()),
-                    None => self.config.base_url.clone(),
+                    None => self.config.provider().base_url().to_string(),
                 };
                 output::debug(&format!(
                     "turn {turn_no}: request to {to} ({} messages, {} tools)",
@@ -321,17 +327,19 @@ impl Agent<'_> {
                 ));
             }
             let request = TurnRequest {
-                model: &self.config.model,
-                max_tokens: self.config.max_tokens,
-                system: &self.config.system_prompt,
+                model: self.config.provider().model(),
+                max_tokens: self.config.provider().max_tokens(),
+                system: self.config.session().system_prompt(),
                 messages: history.entries(),
                 tools: &tools,
             };
             let request_bytes = history.json_bytes() + fixed_bytes;
             let t0 = Instant::now();
             let mut chars = 0usize;
-            let mut early =
-                EarlyStart::new(early_tools && turn_no < self.config.max_turns, workers);
+            let mut early = EarlyStart::new(
+                early_tools && turn_no < self.config.session().max_turns(),
+                workers,
+            );
             let result = provider.stream_turn(&request, &mut |n| {
                 self.ci.on_notice(&n);
                 dispatcher.on_notice(&n);
@@ -370,7 +378,7 @@ impl Agent<'_> {
                 lock(self.record).add_response(
                     self.answered_by(&turn),
                     &turn.usage,
-                    &self.config.prices,
+                    self.config.ci().prices(),
                     false,
                 );
                 let o = Overflow {
@@ -398,7 +406,7 @@ impl Agent<'_> {
             let entry = self.note_turn(&turn, &mut history);
             // A turn of answers only may run on the last allowed turn: it runs nothing but
             // the schema check, and the run can end with it.
-            let calls_may_run = turn_no < self.config.max_turns
+            let calls_may_run = turn_no < self.config.session().max_turns()
                 || (answers.is_some() && structured::only_answers(&turn.calls));
             let runs_tools = !turn.calls.is_empty()
                 && calls_may_run
@@ -421,7 +429,7 @@ impl Agent<'_> {
                     return Outcome::fail(Status::Refusal, "refusal", "the model refused the task");
                 }
                 StopReason::PauseTurn => {
-                    if turn_no >= self.config.max_turns {
+                    if turn_no >= self.config.session().max_turns() {
                         return self.max_turns();
                     }
                     continue; // the paused assistant turn is sent back as it is
@@ -485,7 +493,7 @@ impl Agent<'_> {
                             Judged::Exhausted(m) => {
                                 return Outcome::fail(Status::SchemaFailed, "schema_failed", m);
                             }
-                            Judged::Rejected if turn_no >= self.config.max_turns => {
+                            Judged::Rejected if turn_no >= self.config.session().max_turns() => {
                                 return self.max_turns();
                             }
                             Judged::Rejected | Judged::NoAnswer => {}
@@ -494,7 +502,8 @@ impl Agent<'_> {
                 }
                 StopReason::MaxTokens => {
                     // The final answer was cut off: send it back and ask for the rest.
-                    if continuations >= MAX_ANSWER_CONTINUATIONS || turn_no >= self.config.max_turns
+                    if continuations >= MAX_ANSWER_CONTINUATIONS
+                        || turn_no >= self.config.session().max_turns()
                     {
                         return Outcome::fail(
                             Status::MaxTokens,
@@ -502,7 +511,7 @@ impl Agent<'_> {
                             format!(
                                 "the answer was cut off by --max-tokens {} (after {continuations} \
                                  continuation{})",
-                                self.config.max_tokens,
+                                self.config.provider().max_tokens(),
                                 if continuations == 1 { "" } else { "s" }
                             ),
                         );
@@ -527,7 +536,7 @@ impl Agent<'_> {
                             Err(m) => {
                                 return Outcome::fail(Status::SchemaFailed, "schema_failed", m);
                             }
-                            Ok(_) if turn_no >= self.config.max_turns => {
+                            Ok(_) if turn_no >= self.config.session().max_turns() => {
                                 return Outcome::fail(
                                     Status::SchemaFailed,
                                     "schema_failed",
@@ -535,7 +544,7 @@ impl Agent<'_> {
                                         "the model stopped without calling {} and --max-turns \
                                          {} leaves no turn to ask for it",
                                         structured::TOOL_NAME,
-                                        self.config.max_turns
+                                        self.config.session().max_turns()
                                     ),
                                 );
                             }
@@ -574,7 +583,7 @@ impl Agent<'_> {
     /// the run ends, or None when the verification failure went back to the model (an
     /// accepted answer is then discarded: the model must answer again after its fix).
     fn stopped(&self, turn_no: u32, history: &mut History) -> Option<Outcome> {
-        let turns_left = turn_no < self.config.max_turns;
+        let turns_left = turn_no < self.config.session().max_turns();
         match self.ci.after_stop(self.ctx, self.record, turns_left) {
             Verdict::Passed => Some(Outcome::ok(Status::Success)),
             Verdict::Failed(m) => Some(Outcome::fail(Status::VerifyFailed, "verify_failed", m)),
@@ -658,7 +667,7 @@ impl Agent<'_> {
             "max_turns",
             format!(
                 "reached --max-turns {} while the model still wanted to continue",
-                self.config.max_turns
+                self.config.session().max_turns()
             ),
         )
     }
@@ -671,7 +680,7 @@ impl Agent<'_> {
         r.stop_reason = Some(turn.stop_reason.as_str().to_string());
         let model = self.answered_by(turn);
         r.model = model.to_string();
-        r.add_response(model, &turn.usage, &self.config.prices, true);
+        r.add_response(model, &turn.usage, self.config.ci().prices(), true);
         r.messages.push(entry.clone());
         output::debug(&format!(
             "turn {}: stop_reason {}, {} tool calls, {}",
@@ -686,7 +695,7 @@ impl Agent<'_> {
     /// The model that answered `turn`: the one the API reported, else the one asked for.
     fn answered_by<'t>(&'t self, turn: &'t Turn) -> &'t str {
         if turn.model.is_empty() {
-            &self.config.model
+            self.config.provider().model()
         } else {
             &turn.model
         }
@@ -775,7 +784,6 @@ mod tests {
     use crate::tools::gate::OpenGate;
     use crate::tools::registry::ToolSelection;
     use crate::tools::test_support::FnTool;
-    use crate::util::output::Verbosity;
     use serde_json::{Value, json};
     use std::sync::atomic::AtomicU32;
     use std::sync::mpsc;
@@ -784,49 +792,6 @@ mod tests {
 
     /// Hang guard only: a broken early start would otherwise block the test forever.
     const HANG_GUARD: Duration = Duration::from_secs(60);
-
-    fn config(dir: &std::path::Path) -> Config {
-        Config {
-            prompt: "task".into(),
-            workspace: dir.to_path_buf(),
-            add_dirs: Vec::new(),
-            json: true,
-            output_file: None,
-            verbosity: Verbosity::Quiet,
-            provider: crate::config::cli::ProviderKind::Anthropic,
-            model: "m".into(),
-            fallback_model: None,
-            max_tokens: 100,
-            base_url: "http://127.0.0.1:9".into(),
-            api_key: String::new(),
-            system_prompt: "sys".into(),
-            max_turns: 10,
-            timeout: None,
-            bash_timeout: Duration::from_secs(5),
-            max_retries: 0,
-            idle_timeout: Duration::from_secs(5),
-            request: Default::default(),
-            gateway: Default::default(),
-            tools: ToolSelection::default(),
-            replay: None,
-            record: None,
-            jsonl: false,
-            verify: None,
-            budget: Default::default(),
-            prices: Default::default(),
-            settings: Default::default(),
-            on_deny: Default::default(),
-            sandbox: Default::default(),
-            keep_env: Vec::new(),
-            warnings: Vec::new(),
-            keep_spill: false,
-            mcp: Default::default(),
-            context: Default::default(),
-            output_schema: None,
-            max_schema_retries: 3,
-            resume: None,
-        }
-    }
 
     fn call(id: &str) -> PendingCall {
         PendingCall {
@@ -901,7 +866,7 @@ mod tests {
 
     fn run_scripted(retry_first: bool) -> (Outcome, RunRecord, u32) {
         let dir = tempfile::tempdir().unwrap();
-        let cfg = config(dir.path());
+        let cfg = Config::for_test(dir.path());
         let (tx, rx) = mpsc::channel();
         // A read-only tool that reports each execution on a channel.
         let runs = Arc::new(AtomicU32::new(0));

@@ -36,8 +36,8 @@ impl CiRun {
     pub fn new(config: &Config, events: Arc<Events>) -> Self {
         CiRun {
             events,
-            verifier: config.verify.clone().map(Verifier::new),
-            budget: config.budget,
+            verifier: config.ci().verify().cloned().map(Verifier::new),
+            budget: config.ci().budget(),
             turn: AtomicU32::new(0),
         }
     }
@@ -60,8 +60,8 @@ impl CiRun {
         let (fields, servers) = {
             let r = lock(record);
             let fields = json!({"model": r.model, "workspace": r.workspace.display().to_string(),
-                   "tools": r.tools, "prompt": config.prompt, "max_turns": config.max_turns,
-                   "verify": config.verify.as_ref().map(|v| &v.command),
+                   "tools": r.tools, "prompt": config.session().prompt(), "max_turns": config.session().max_turns(),
+                   "verify": config.ci().verify().map(|v| &v.command),
                    "agent_version": env!("CARGO_PKG_VERSION"),
                    "session_id": r.session_id, "resumed_from": r.resumed_from});
             let servers: Vec<_> = r

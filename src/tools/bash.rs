@@ -76,8 +76,8 @@ fn check(input: &BashInput, max_secs: u64) -> Result<(), ToolError> {
     Ok(())
 }
 
-/// The tool, told the run's default timeout (`--bash-timeout`), which its description
-/// and schema state.
+/// The tool, told the run's default timeout (`--bash-timeout`): the one place it lives,
+/// applied when a call sets none and stated in the description and schema.
 pub(crate) struct Bash {
     default_timeout: Duration,
     max_secs: u64,
@@ -166,7 +166,9 @@ impl TypedTool for Bash {
                 ctx.workspace.display()
             )));
         }
-        let timeout = input.timeout.map_or(ctx.bash_timeout, Duration::from_secs);
+        let timeout = input
+            .timeout
+            .map_or(self.default_timeout, Duration::from_secs);
         let mut spec = CommandSpec::new(
             input.command.clone(),
             &ctx.workspace,

@@ -20,7 +20,6 @@ pub(crate) mod write_file;
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
@@ -118,8 +117,6 @@ pub struct ToolContext {
     pub extra_dirs: Vec<PathBuf>,
     /// Where oversized results and full Bash output are saved; ReadFile may read here.
     pub spill_dir: PathBuf,
-    /// Default Bash timeout (`--bash-timeout`).
-    pub bash_timeout: Duration,
     /// The environment given to child processes (Bash, hooks, verify), secrets removed.
     pub child_env: Arc<Vec<(String, String)>>,
     /// The Landlock sandbox for commands (`--sandbox`, `--no-network`); `None`: off.
@@ -353,7 +350,6 @@ pub(crate) mod test_support {
                 workspace,
                 extra_dirs: Vec::new(),
                 spill_dir,
-                bash_timeout: Duration::from_secs(30),
                 child_env: Arc::new(crate::util::secrets::scrubbed_env(std::env::vars(), &[])),
                 sandbox: None,
             }

@@ -315,3 +315,74 @@ fn quiet_silences_stderr_and_verbose_logs_tool_calls() {
     assert_eq!(out.stdout.trim_end(), "ok");
     verbose.server.assert_invariants();
 }
+
+/// `agent run --help` is in sections, every option under one (only `-h, --help` stays in
+/// clap's own "Options"); `-h` is the short form: one line per option.
+#[test]
+fn run_help_is_in_sections_and_h_is_one_line_per_option() {
+    const SECTIONS: [&str; 8] = [
+        "Input",
+        "Output",
+        "Model and provider",
+        "Tools and permissions",
+        "Sandbox",
+        "CI and budgets",
+        "MCP",
+        "Context and sessions",
+    ];
+    let env = TestEnv::new(vec![]);
+    // `  -q, --quiet` or `      --json`, not a line of help text (`          - off: …`).
+    let is_option = |line: &str| {
+        (line.starts_with("  -") && !line.starts_with("  - ")) || line.starts_with("      --")
+    };
+    // (heading, option lines under it), in order.
+    let sections = |text: &str| -> Vec<(String, Vec<String>)> {
+        let mut out: Vec<(String, Vec<String>)> = Vec::new();
+        for line in text.lines() {
+            if let Some(h) = line.strip_suffix(':').filter(|_| !line.starts_with(' ')) {
+                out.push((h.to_string(), Vec::new()));
+            } else if is_option(line)
+                && let Some((_, options)) = out.last_mut()
+            {
+                options.push(line.trim().to_string());
+            }
+        }
+        out
+    };
+    let long = env.run(&["run", "--help"]);
+    long.assert_code(0);
+    let short = env.run(&["run", "-h"]);
+    short.assert_code(0);
+    for out in [&long, &short] {
+        let found = sections(&out.stdout);
+        let names: Vec<&str> = found.iter().map(|(h, _)| h.as_str()).collect();
+        assert_eq!(names[..2], ["Arguments", "Options"], "{}", out.stdout);
+        assert_eq!(names[2..], SECTIONS, "{}", out.stdout);
+        assert_eq!(found[1].1.len(), 1, "only -h/--help outside the sections");
+        assert!(found[1].1[0].starts_with("-h, --help"), "{:?}", found[1].1);
+        for (heading, options) in &found[2..] {
+            assert!(!options.is_empty(), "{heading} is empty");
+        }
+    }
+    let count = |out: &RunOutput| -> usize {
+        sections(&out.stdout)[2..]
+            .iter()
+            .map(|(_, o)| o.len())
+            .sum()
+    };
+    assert!(count(&short) > 50, "{}", short.stdout);
+    assert_eq!(count(&short), count(&long), "the same options in both");
+    // -h: every line of a section is an option (no help text on lines of its own).
+    let mut in_sections = false;
+    for line in short.stdout.lines() {
+        in_sections |= line == "Options:";
+        if in_sections && !line.is_empty() && line.starts_with(' ') {
+            assert!(is_option(line), "a wrapped -h line: {line:?}");
+        }
+    }
+    assert!(
+        short.stdout.lines().count() * 2 < long.stdout.lines().count(),
+        "-h is not short: {} lines",
+        short.stdout.lines().count()
+    );
+}

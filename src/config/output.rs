@@ -1,0 +1,82 @@
+//! The output part of `Config`: what goes to stdout (`--json`, `--jsonl` or the answer),
+//! `-o FILE`, stderr's verbosity and the saved outputs. Read by `commands::run` (logging,
+//! events) and the finisher.
+
+use std::path::Path;
+use std::path::PathBuf;
+
+use crate::config::cli::RunArgs;
+use crate::error::Error;
+use crate::util::output::Verbosity;
+
+/// Where the run's results go, validated.
+#[derive(Debug, Clone)]
+pub(crate) struct OutputConfig {
+    pub(super) json: bool,
+    /// `--jsonl`: events on stdout instead of the text or the JSON document.
+    pub(super) jsonl: bool,
+    pub(super) output_file: Option<PathBuf>,
+    pub(super) verbosity: Verbosity,
+    /// `--keep-spill`: the saved outputs outlive the run (they always do with `-o`).
+    pub(super) keep_spill: bool,
+}
+
+impl OutputConfig {
+    pub(super) fn from_args(args: &RunArgs) -> Result<Self, Error> {
+        if let Some(out) = &args.output {
+            check_output_file(out)?;
+        }
+        let verbosity = if args.quiet {
+            Verbosity::Quiet
+        } else if args.verbose {
+            Verbosity::Verbose
+        } else {
+            Verbosity::Normal
+        };
+        Ok(OutputConfig {
+            json: args.json,
+            jsonl: args.ci.jsonl,
+            output_file: args.output.clone(),
+            verbosity,
+            keep_spill: args.keep_spill,
+        })
+    }
+
+    pub(crate) fn json(&self) -> bool {
+        self.json
+    }
+    pub(crate) fn jsonl(&self) -> bool {
+        self.jsonl
+    }
+    pub(crate) fn output_file(&self) -> Option<&Path> {
+        self.output_file.as_deref()
+    }
+    pub(crate) fn verbosity(&self) -> Verbosity {
+        self.verbosity
+    }
+    pub(crate) fn keep_spill(&self) -> bool {
+        self.keep_spill
+    }
+}
+
+/// `-o FILE` must be writable at the end of the run, whatever happens: a missing parent
+/// directory or a directory in its place is a usage error now, not a lost transcript.
+fn check_output_file(path: &Path) -> Result<(), Error> {
+    let shown = path.display();
+    if path.is_dir() {
+        return Err(Error::Usage(format!(
+            "-o/--output {shown}: is a directory, not a file"
+        )));
+    }
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if !parent.is_dir() {
+        return Err(Error::Usage(format!(
+            "-o/--output {shown}: the directory {} does not exist",
+            parent.display()
+        )));
+    }
+    Ok(())
+}

@@ -1,0 +1,165 @@
+//! The tools part of `Config`: which tools are enabled, where the file tools may go
+//! (`--add-dir`), the permission rules and hooks, the Bash sandbox, the child
+//! environment and the MCP servers. Read where the run's registry, `ToolContext`,
+//! `PolicyGate` and MCP servers are built (`commands::run`).
+
+use std::path::{Path, PathBuf};
+
+use crate::config::Env;
+use crate::config::cli::{OnDeny, RunArgs, SandboxMode, SecurityArgs};
+use crate::config::settings::SettingsFiles;
+use crate::error::Error;
+use crate::mcp::McpSettings;
+use crate::policy::Settings;
+use crate::process::sandbox::{self, SandboxSpec};
+use crate::tools::registry::{Registry, ToolSelection};
+
+/// What the model may call, and under which rules, validated.
+#[derive(Debug, Clone)]
+pub(crate) struct ToolConfig {
+    /// The enabled tools, with `--bash-timeout` (the one place it lives).
+    pub(super) selection: ToolSelection,
+    /// Canonical `--add-dir` directories: the file tools' other roots.
+    pub(super) add_dirs: Vec<PathBuf>,
+    /// Permission rules and hooks from the settings files and the tool flags.
+    pub(super) settings: Settings,
+    pub(super) on_deny: OnDeny,
+    /// The Bash sandbox, checked against the kernel.
+    pub(super) sandbox: SandboxSpec,
+    /// Secret-looking variables kept for Bash and hooks (`--keep-env`).
+    pub(super) keep_env: Vec<String>,
+    /// MCP servers and their flags.
+    pub(super) mcp: McpSettings,
+}
+
+impl ToolConfig {
+    /// The checks of this part's plain flags, before anything is read.
+    pub(super) fn check_flags(args: &RunArgs) -> Result<(), Error> {
+        if args.bash_timeout.is_zero() {
+            return Err(Error::Usage("--bash-timeout must be longer than 0s".into()));
+        }
+        Ok(())
+    }
+
+    /// After `check_flags`. `selection` comes from `tool_flags::tool_selection`, checked before the prompt is
+    /// read; its rules join the settings files' here.
+    pub(super) fn from_args(
+        args: &RunArgs,
+        mut selection: ToolSelection,
+        workspace: &Path,
+        files: &SettingsFiles,
+        env: &dyn Env,
+    ) -> Result<Self, Error> {
+        selection.bash_timeout = args.bash_timeout;
+        let add_dirs = extra_dirs(&args.security.add_dir)?;
+        let known = Registry::builtin(&ToolSelection::default()).known();
+        let mut settings = Settings::from_files(files, &known)?;
+        settings.add_rules("--allowed-tools", true, &selection.allow_rules, &known)?;
+        settings.add_rules("--disallowed-tools", false, &selection.deny_rules, &known)?;
+        let sandbox = sandbox_spec(&args.security, &add_dirs, env)?;
+        let mcp = McpSettings::from_args(
+            &args.mcp,
+            workspace,
+            args.security.no_project_settings,
+            args.tools.full_auto,
+            &|name| env.var(name),
+        )
+        .map_err(Error::Usage)?;
+        Ok(ToolConfig {
+            selection,
+            add_dirs,
+            settings,
+            on_deny: args.security.on_deny,
+            sandbox,
+            keep_env: args.security.keep_env.clone(),
+            mcp,
+        })
+    }
+
+    pub(crate) fn selection(&self) -> &ToolSelection {
+        &self.selection
+    }
+    pub(crate) fn add_dirs(&self) -> &[PathBuf] {
+        &self.add_dirs
+    }
+    pub(crate) fn settings(&self) -> &Settings {
+        &self.settings
+    }
+    pub(crate) fn on_deny(&self) -> OnDeny {
+        self.on_deny
+    }
+    pub(crate) fn sandbox(&self) -> &SandboxSpec {
+        &self.sandbox
+    }
+    pub(crate) fn keep_env(&self) -> &[String] {
+        &self.keep_env
+    }
+    pub(crate) fn mcp(&self) -> &McpSettings {
+        &self.mcp
+    }
+}
+
+/// `--add-dir`: each an existing directory, canonical, listed once.
+fn extra_dirs(dirs: &[PathBuf]) -> Result<Vec<PathBuf>, Error> {
+    let mut out: Vec<PathBuf> = Vec::new();
+    for dir in dirs {
+        let canon = dir
+            .canonicalize()
+            .map_err(|e| Error::Usage(format!("--add-dir {}: {e}", dir.display())))?;
+        if !canon.is_dir() {
+            return Err(Error::Usage(format!(
+                "--add-dir {}: not a directory",
+                dir.display()
+            )));
+        }
+        if !out.contains(&canon) {
+            out.push(canon);
+        }
+    }
+    Ok(out)
+}
+
+/// `--sandbox`, `--writable`, `--no-network`, validated, and refused when the kernel
+/// cannot enforce them (never silently downgraded). Under `workspace-write` the
+/// `--add-dir` directories are writable too.
+fn sandbox_spec(
+    args: &SecurityArgs,
+    add_dirs: &[PathBuf],
+    env: &dyn Env,
+) -> Result<SandboxSpec, Error> {
+    if !args.writable.is_empty() && args.sandbox != SandboxMode::WorkspaceWrite {
+        return Err(Error::Usage(
+            "--writable only applies with --sandbox workspace-write".into(),
+        ));
+    }
+    let mut writable = Vec::new();
+    for dir in &args.writable {
+        let canon = dir
+            .canonicalize()
+            .map_err(|e| Error::Usage(format!("--writable {}: {e}", dir.display())))?;
+        if !canon.is_dir() {
+            return Err(Error::Usage(format!(
+                "--writable {}: not a directory",
+                dir.display()
+            )));
+        }
+        writable.push(canon);
+    }
+    if args.sandbox == SandboxMode::WorkspaceWrite {
+        for d in add_dirs {
+            if !writable.contains(d) {
+                writable.push(d.clone());
+            }
+        }
+    }
+    let spec = SandboxSpec {
+        mode: args.sandbox,
+        writable,
+        no_network: args.no_network,
+    };
+    if !spec.is_off() {
+        let abi = sandbox::kernel_abi(env.var(sandbox::TEST_ABI_ENV).as_deref());
+        spec.check_kernel(abi).map_err(Error::Usage)?;
+    }
+    Ok(spec)
+}
