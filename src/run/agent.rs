@@ -18,8 +18,8 @@ use crate::record::transcript::{
 };
 use crate::run::ci::CiRun;
 use crate::run::context::{
-    CLEAR_TARGET, Clearing, ContextWindow, Overflow, WINDOW_EXCEEDED_STOP, overflow_of,
-    plan_clearing,
+    CLEAR_TARGET, Clearing, ContextWindow, Overflow, WINDOW_EXCEEDED_STOP, cleared_note,
+    learned_window_note, nothing_to_clear, overflow_of, plan_clearing, still_exceeded,
 };
 use crate::run::structured::{self, Judged};
 use crate::run::verify::Verdict;
@@ -176,14 +176,7 @@ impl Agent<'_> {
             "context.cleared",
             serde_json::to_value(c).unwrap_or_default(),
         );
-        output::info(&format!(
-            "turn {turn_no}: cleared {cleared} old tool results to save context              ({tokens_now} → about {} tokens{})",
-            plan.tokens_after_estimate,
-            window
-                .window()
-                .map(|w| format!(" of a {w}-token window"))
-                .unwrap_or_default()
-        ));
+        output::info(&cleared_note(&c, window.window()));
         Some(c)
     }
 
@@ -205,9 +198,7 @@ impl Agent<'_> {
         } = wall;
         if let Some(limit) = window.learn(&o) {
             lock(self.record).context_window = Some(limit);
-            output::warn(&format!(
-                "the model's context window is {limit} tokens (from the API's error);                  --context-window sets it from the start"
-            ));
+            output::warn(&learned_window_note(limit));
         }
         let tokens_now = o
             .tokens
@@ -218,18 +209,13 @@ impl Agent<'_> {
             .map(|w| format!(" ({tokens_now} tokens > {w})"))
             .unwrap_or_default();
         if retried {
-            return Err(exceeded(format!(
-                "the conversation still does not fit in the model's context window after                  clearing old tool results{limit}: {what}"
-            )));
+            return Err(exceeded(still_exceeded(&limit, what)));
         }
         let target =
             (window.window().unwrap_or(tokens_now).min(tokens_now) as f64 * CLEAR_TARGET) as u64;
         match self.clear(history, window, turn_no, tokens_now, target) {
             Some(_) => Ok(()),
-            None => Err(exceeded(format!(
-                "the conversation does not fit in the model's context window{limit}, and no \
-                 old tool result is left to clear (a single message may be too large): {what}"
-            ))),
+            None => Err(exceeded(nothing_to_clear(&limit, what))),
         }
     }
 
