@@ -14,7 +14,7 @@ use crate::model::provider::Provider;
 use crate::model::provider::cassette::{CassetteWriter, ReplayProvider};
 use crate::model::provider::http::{HttpConfig, HttpProvider, Recorder};
 use crate::policy::PolicyGate;
-use crate::record::transcript::{InFlight, RunRecord, lock};
+use crate::record::{InFlight, RunRecord, lock};
 use crate::run::agent::Agent;
 use crate::run::finish::{FINISHER, Finisher, watch_signals};
 use crate::tools::ToolContext;

@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};
 
 use crate::process::{self, CommandSpec};
-use crate::record::transcript::RunRecord;
+use crate::record::RunRecord;
 use crate::tools::ToolContext;
 use crate::tools::walk;
 

@@ -27,8 +27,8 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::record::RunRecord;
 use crate::record::history::Entry;
-use crate::record::transcript::RunRecord;
 
 /// What follows the `-o` file's name to make the journal's.
 pub(crate) const SUFFIX: &str = ".journal";

@@ -6,7 +6,8 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::model::protocol::{ContentBlock, Message, Role};
-use crate::record::transcript::{RunRecord, Status, ToolCallRecord};
+use crate::record::outcome::Status;
+use crate::record::{RunRecord, ToolCallRecord};
 
 fn record() -> RunRecord {
     let mut r = RunRecord::new("m", PathBuf::from("/w"), vec!["ReadFile".into()]);

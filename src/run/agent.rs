@@ -13,9 +13,8 @@ use crate::model::provider::{
 };
 use crate::model::turn::{PendingCall, Turn};
 use crate::record::history::{Entry, History};
-use crate::record::transcript::{
-    DenialRecord, InFlight, Outcome, RunRecord, Status, ToolCallRecord, lock, message_text,
-};
+use crate::record::outcome::{Outcome, Status};
+use crate::record::{DenialRecord, InFlight, RunRecord, ToolCallRecord, lock, message_text};
 use crate::run::ci::CiRun;
 use crate::run::context::{
     CLEAR_TARGET, Clearing, ContextWindow, Overflow, WINDOW_EXCEEDED_STOP, cleared_note,

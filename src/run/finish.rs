@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::record::transcript::{self, ErrorInfo, RunRecord, Status, lock};
+use crate::record::outcome::{ErrorInfo, Status};
+use crate::record::{InFlight, RunRecord, lock};
 use crate::tools::ToolContext;
 use crate::{process, record::changes, record::journal, run::events, util::output};
 
@@ -41,7 +42,7 @@ pub(crate) struct Finisher {
     /// For `git diff --stat` on every way out.
     pub(crate) ctx: ToolContext,
     /// Calls still running when the run ends are listed as unfinished.
-    pub(crate) in_flight: Arc<transcript::InFlight>,
+    pub(crate) in_flight: Arc<InFlight>,
     /// The exit code of the finish under way, set before its stdout write.
     pub(crate) code: OnceLock<u8>,
     /// Whether the saved outputs (`ctx.spill_dir`) outlive the run.

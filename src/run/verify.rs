@@ -12,7 +12,7 @@ use serde_json::json;
 
 use crate::model::protocol::Message;
 use crate::process::{self, CommandSpec};
-use crate::record::transcript::{RunRecord, VerificationRecord};
+use crate::record::{RunRecord, VerificationRecord};
 use crate::run::events::Events;
 use crate::tools::ToolContext;
 
