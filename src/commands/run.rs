@@ -155,7 +155,7 @@ pub(crate) fn run_command(args: &RunArgs) -> ExitCode {
         in_flight: &finisher.in_flight,
     }
     .run(provider.as_mut());
-    match finisher.finish(outcome.status, outcome.error.as_ref(), false) {
+    match finisher.finish(&outcome, false) {
         Some(code) => ExitCode::from(code),
         None => loop {
             std::thread::park(); // a signal or the deadline is finishing the run

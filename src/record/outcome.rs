@@ -3,6 +3,8 @@
 
 use serde::Serialize;
 
+use crate::model::provider::ProviderErrorKind;
+
 /// How a run ended; each maps to one exit code (SPEC §2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -65,20 +67,80 @@ impl Status {
     }
 }
 
+/// The transcript's `error.kind`: the complete list (README "Transcript"). Each kind
+/// ends a run with one status (`status`), so an outcome is built from its kind alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum ErrorKind {
+    /// The API answered with an HTTP error.
+    ApiError,
+    /// The stream broke off or carried an error event.
+    StreamError,
+    /// No answer: connection, TLS, timeout.
+    TransportError,
+    /// `--replay`: the cassette has no (matching) response.
+    CassetteError,
+    /// A tool failed in a way that ends the run (not an error result the model sees).
+    ToolFatal,
+    /// The model stopped for `tool_use` without a tool call.
+    Protocol,
+    /// The model stopped with a stop reason the loop does not know.
+    StopReason,
+    /// The transcript itself could not be serialised.
+    Internal,
+    Refusal,
+    MaxTurns,
+    Budget,
+    VerifyFailed,
+    Denied,
+    Timeout,
+    Interrupted,
+    ContextExceeded,
+    MaxTokens,
+    SchemaFailed,
+}
+
+impl ErrorKind {
+    /// The status a run ended by this kind has (a full match: a new kind must pick one).
+    pub(crate) fn status(self) -> Status {
+        match self {
+            ErrorKind::ApiError
+            | ErrorKind::StreamError
+            | ErrorKind::TransportError
+            | ErrorKind::CassetteError
+            | ErrorKind::ToolFatal
+            | ErrorKind::Protocol
+            | ErrorKind::StopReason
+            | ErrorKind::Internal => Status::Error,
+            ErrorKind::Refusal => Status::Refusal,
+            ErrorKind::MaxTurns => Status::MaxTurns,
+            ErrorKind::Budget => Status::Budget,
+            ErrorKind::VerifyFailed => Status::VerifyFailed,
+            ErrorKind::Denied => Status::Denied,
+            ErrorKind::Timeout => Status::Timeout,
+            ErrorKind::Interrupted => Status::Interrupted,
+            ErrorKind::ContextExceeded => Status::ContextExceeded,
+            ErrorKind::MaxTokens => Status::MaxTokens,
+            ErrorKind::SchemaFailed => Status::SchemaFailed,
+        }
+    }
+
+    /// The kind of a failed model request.
+    pub(crate) fn of_provider(kind: &ProviderErrorKind) -> Self {
+        match kind {
+            ProviderErrorKind::Http { .. } => ErrorKind::ApiError,
+            ProviderErrorKind::StreamError { .. } => ErrorKind::StreamError,
+            ProviderErrorKind::Transport => ErrorKind::TransportError,
+            ProviderErrorKind::Cassette => ErrorKind::CassetteError,
+        }
+    }
+}
+
 /// The transcript's `error` object.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ErrorInfo {
-    pub kind: String,
+    pub kind: ErrorKind,
     pub message: String,
-}
-
-impl ErrorInfo {
-    pub fn new(kind: &str, message: impl Into<String>) -> Self {
-        ErrorInfo {
-            kind: kind.to_string(),
-            message: message.into(),
-        }
-    }
 }
 
 /// How a run ended: its status and, unless it succeeded, the error.
@@ -89,17 +151,21 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    pub(crate) fn ok(status: Status) -> Self {
+    pub(crate) fn success() -> Self {
         Outcome {
-            status,
+            status: Status::Success,
             error: None,
         }
     }
 
-    pub(crate) fn fail(status: Status, kind: &str, message: impl Into<String>) -> Self {
+    /// A failed run: its status follows from the kind.
+    pub(crate) fn fail(kind: ErrorKind, message: impl Into<String>) -> Self {
         Outcome {
-            status,
-            error: Some(ErrorInfo::new(kind, message)),
+            status: kind.status(),
+            error: Some(ErrorInfo {
+                kind,
+                message: message.into(),
+            }),
         }
     }
 }
@@ -116,5 +182,37 @@ mod tests {
         assert_eq!(Status::SchemaFailed.exit_code(), 6);
         assert_eq!(Status::Timeout.exit_code(), 124);
         assert_eq!(Status::Interrupted.exit_code(), 130);
+    }
+
+    /// The transcript's strings, each kind's status: what README and scripts rely on.
+    #[test]
+    fn every_kind_keeps_its_name_and_status() {
+        use ErrorKind::*;
+        let table = [
+            (ApiError, "api_error", Status::Error),
+            (StreamError, "stream_error", Status::Error),
+            (TransportError, "transport_error", Status::Error),
+            (CassetteError, "cassette_error", Status::Error),
+            (ToolFatal, "tool_fatal", Status::Error),
+            (Protocol, "protocol", Status::Error),
+            (StopReason, "stop_reason", Status::Error),
+            (Internal, "internal", Status::Error),
+            (Refusal, "refusal", Status::Refusal),
+            (MaxTurns, "max_turns", Status::MaxTurns),
+            (Budget, "budget", Status::Budget),
+            (VerifyFailed, "verify_failed", Status::VerifyFailed),
+            (Denied, "denied", Status::Denied),
+            (Timeout, "timeout", Status::Timeout),
+            (Interrupted, "interrupted", Status::Interrupted),
+            (ContextExceeded, "context_exceeded", Status::ContextExceeded),
+            (MaxTokens, "max_tokens", Status::MaxTokens),
+            (SchemaFailed, "schema_failed", Status::SchemaFailed),
+        ];
+        for (kind, name, status) in table {
+            assert_eq!(serde_json::to_value(kind).unwrap(), name);
+            assert_eq!(kind.status(), status, "{name}");
+            let o = Outcome::fail(kind, "m");
+            assert_eq!(o.status, status);
+        }
     }
 }

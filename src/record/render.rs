@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::{DenialRecord, ModelUse, RunRecord, ToolCallRecord, VerificationRecord};
 use crate::model::protocol::Usage;
 use crate::record::history::Entry;
-use crate::record::outcome::{ErrorInfo, Status};
+use crate::record::outcome::{ErrorInfo, ErrorKind, Status};
 use crate::run::context::Clearing;
 
 pub const TRANSCRIPT_VERSION: u32 = 1;
@@ -118,11 +118,18 @@ impl RunRecord {
         match text {
             Ok(text) if part == Part::Head => redact(&text),
             Ok(text) => splice_messages(&redact(&text), &self.messages, pretty),
-            Err(e) => format!(
-                "{{\"version\":{TRANSCRIPT_VERSION},\"status\":\"error\",\"is_error\":true,\
-                 \"error\":{{\"kind\":\"internal\",\"message\":{:?}}}}}",
-                e.to_string()
-            ),
+            Err(e) => {
+                let error = ErrorInfo {
+                    kind: ErrorKind::Internal,
+                    message: e.to_string(),
+                };
+                // A kind and a string: serialising them cannot fail.
+                let error = serde_json::to_string(&error).unwrap_or_default();
+                format!(
+                    "{{\"version\":{TRANSCRIPT_VERSION},\"status\":\"error\",\"is_error\":true,\
+                     \"error\":{error}}}"
+                )
+            }
         }
     }
 }

@@ -13,7 +13,7 @@ use crate::model::provider::{
 };
 use crate::model::turn::{PendingCall, Turn};
 use crate::record::history::{Entry, History};
-use crate::record::outcome::{Outcome, Status};
+use crate::record::outcome::{ErrorKind, Outcome};
 use crate::record::{DenialRecord, InFlight, RunRecord, ToolCallRecord, lock, message_text};
 use crate::run::ci::CiRun;
 use crate::run::context::{
@@ -129,7 +129,7 @@ struct Wall<'a> {
 
 /// The run ends because the history cannot be made to fit.
 fn exceeded(message: String) -> Outcome {
-    Outcome::fail(Status::ContextExceeded, "context_exceeded", message)
+    Outcome::fail(ErrorKind::ContextExceeded, message)
 }
 
 impl Agent<'_> {
@@ -277,7 +277,7 @@ impl Agent<'_> {
         let early_tools = std::env::var_os("AGENT_NO_EARLY_TOOLS").is_none_or(|v| v != "1");
         loop {
             if self.cancelled.load(Ordering::SeqCst) {
-                return Outcome::fail(Status::Interrupted, "interrupted", "the run was stopped");
+                return Outcome::fail(ErrorKind::Interrupted, "the run was stopped");
             }
             if !retrying {
                 turn_no += 1;
@@ -332,7 +332,7 @@ impl Agent<'_> {
                 Ok(t) => t,
                 Err(e) => {
                     let Some(o) = overflow(&e) else {
-                        return Outcome::fail(Status::Error, e.kind_str(), e.message);
+                        return Outcome::fail(ErrorKind::of_provider(&e.kind), e.message);
                     };
                     let wall = Wall {
                         overflow: o,
@@ -403,7 +403,7 @@ impl Agent<'_> {
 
             match &turn.stop_reason {
                 StopReason::Refusal => {
-                    return Outcome::fail(Status::Refusal, "refusal", "the model refused the task");
+                    return Outcome::fail(ErrorKind::Refusal, "the model refused the task");
                 }
                 StopReason::PauseTurn => {
                     if turn_no >= self.config.max_turns {
@@ -419,11 +419,7 @@ impl Agent<'_> {
                         return self.max_turns();
                     }
                     if self.cancelled.load(Ordering::SeqCst) {
-                        return Outcome::fail(
-                            Status::Interrupted,
-                            "interrupted",
-                            "the run was stopped",
-                        );
+                        return Outcome::fail(ErrorKind::Interrupted, "the run was stopped");
                     }
                     if output::progress_enabled() {
                         let names: Vec<&str> = turn.calls.iter().map(|c| c.name.as_str()).collect();
@@ -433,11 +429,7 @@ impl Agent<'_> {
                         scheduler::run_calls(&turn.calls, dispatcher, &mut next_batch, early);
                     if self.cancelled.load(Ordering::SeqCst) {
                         // A way out was taken while the calls ran; it has recorded them.
-                        return Outcome::fail(
-                            Status::Interrupted,
-                            "interrupted",
-                            "the run was stopped",
-                        );
+                        return Outcome::fail(ErrorKind::Interrupted, "the run was stopped");
                     }
                     let model = self.answered_by(&turn);
                     self.note_results(turn_no, model, &turn.calls, &scheduled, &mut history);
@@ -445,14 +437,13 @@ impl Agent<'_> {
                     self.ci.turn_finished(turn_no, self.record);
                     (self.checkpoint)();
                     if let Some(fatal) = scheduled.iter().find_map(|s| s.outcome.fatal.clone()) {
-                        return Outcome::fail(Status::Error, "tool_fatal", fatal);
+                        return Outcome::fail(ErrorKind::ToolFatal, fatal);
                     }
                     if self.gate.ends_run_on_denial()
                         && let Some(d) = scheduled.iter().find_map(|s| s.outcome.denial.as_ref())
                     {
                         return Outcome::fail(
-                            Status::Denied,
-                            "denied",
+                            ErrorKind::Denied,
                             format!("a tool call was denied (--on-deny fail): {}", d.reason),
                         );
                     }
@@ -468,7 +459,7 @@ impl Agent<'_> {
                                 }
                             }
                             Judged::Exhausted(m) => {
-                                return Outcome::fail(Status::SchemaFailed, "schema_failed", m);
+                                return Outcome::fail(ErrorKind::SchemaFailed, m);
                             }
                             Judged::Rejected if turn_no >= self.config.max_turns => {
                                 return self.max_turns();
@@ -482,8 +473,7 @@ impl Agent<'_> {
                     if continuations >= MAX_ANSWER_CONTINUATIONS || turn_no >= self.config.max_turns
                     {
                         return Outcome::fail(
-                            Status::MaxTokens,
-                            "max_tokens",
+                            ErrorKind::MaxTokens,
                             format!(
                                 "the answer was cut off by --max-tokens {} (after {continuations} \
                                  continuation{})",
@@ -510,12 +500,11 @@ impl Agent<'_> {
                     if let Some(a) = answers.as_mut() {
                         let ask = match a.missing() {
                             Err(m) => {
-                                return Outcome::fail(Status::SchemaFailed, "schema_failed", m);
+                                return Outcome::fail(ErrorKind::SchemaFailed, m);
                             }
                             Ok(_) if turn_no >= self.config.max_turns => {
                                 return Outcome::fail(
-                                    Status::SchemaFailed,
-                                    "schema_failed",
+                                    ErrorKind::SchemaFailed,
                                     format!(
                                         "the model stopped without calling {} and --max-turns \
                                          {} leaves no turn to ask for it",
@@ -539,15 +528,13 @@ impl Agent<'_> {
                 }
                 StopReason::ToolUse => {
                     return Outcome::fail(
-                        Status::Error,
-                        "protocol",
+                        ErrorKind::Protocol,
                         "the model stopped for tool_use but made no tool call",
                     );
                 }
                 StopReason::Other(s) => {
                     return Outcome::fail(
-                        Status::Error,
-                        "stop_reason",
+                        ErrorKind::StopReason,
                         format!("the model stopped with stop_reason {s:?}"),
                     );
                 }
@@ -561,8 +548,8 @@ impl Agent<'_> {
     fn stopped(&self, turn_no: u32, history: &mut History) -> Option<Outcome> {
         let turns_left = turn_no < self.config.max_turns;
         match self.ci.after_stop(self.ctx, self.record, turns_left) {
-            Verdict::Passed => Some(Outcome::ok(Status::Success)),
-            Verdict::Failed(m) => Some(Outcome::fail(Status::VerifyFailed, "verify_failed", m)),
+            Verdict::Passed => Some(Outcome::success()),
+            Verdict::Failed(m) => Some(Outcome::fail(ErrorKind::VerifyFailed, m)),
             Verdict::Retry(msg) => {
                 {
                     let mut r = lock(self.record);
@@ -639,8 +626,7 @@ impl Agent<'_> {
 
     fn max_turns(&self) -> Outcome {
         Outcome::fail(
-            Status::MaxTurns,
-            "max_turns",
+            ErrorKind::MaxTurns,
             format!(
                 "reached --max-turns {} while the model still wanted to continue",
                 self.config.max_turns
@@ -756,6 +742,7 @@ mod tests {
     use super::*;
     use crate::model::protocol::Usage;
     use crate::model::provider::ProviderError;
+    use crate::record::outcome::Status;
     use crate::tools::ToolResult;
     use crate::tools::gate::OpenGate;
     use crate::tools::registry::ToolSelection;

@@ -13,7 +13,7 @@ use serde_json::json;
 use crate::config::Config;
 use crate::model::provider::StreamNotice;
 use crate::model::turn::{PendingCall, Turn};
-use crate::record::outcome::{Outcome, Status};
+use crate::record::outcome::{ErrorKind, Outcome};
 use crate::record::{RunRecord, lock};
 use crate::run::budget::Budget;
 use crate::run::events::Events;
@@ -87,7 +87,7 @@ impl CiRun {
             (r.tool_calls.len(), r.cost_usd, r.num_turns, unpriced)
         };
         if let Some(msg) = self.budget.exceeded(calls, cost) {
-            return Some(Outcome::fail(Status::Budget, "budget", msg));
+            return Some(Outcome::fail(ErrorKind::Budget, msg));
         }
         // The API may report a model other than the one asked for (a gateway, an alias):
         // a cost limit that cannot be computed must stop the run, not silently lapse.
@@ -96,8 +96,7 @@ impl CiRun {
             && turns > 0
         {
             return Some(Outcome::fail(
-                Status::Budget,
-                "budget",
+                ErrorKind::Budget,
                 format!(
                     "cannot enforce --max-cost-usd {max}: the API reported model {model:?}, \
                      which has no price (add one under \"prices\" in the settings)"

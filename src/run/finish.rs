@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::record::outcome::{ErrorInfo, Status};
+use crate::record::outcome::{ErrorKind, Outcome, Status};
 use crate::record::{InFlight, RunRecord, lock};
 use crate::tools::ToolContext;
 use crate::{process, record::changes, record::journal, run::events, util::output};
@@ -134,12 +134,8 @@ impl Finisher {
     /// Returns the exit code, or None when another thread is already finishing.
     /// `bounded`: give up on a stdout write that does not complete in `FINAL_WRITE_WAIT`
     /// (the signal and deadline paths, which must end the process).
-    pub(crate) fn finish(
-        &self,
-        status: Status,
-        error: Option<&ErrorInfo>,
-        bounded: bool,
-    ) -> Option<u8> {
+    pub(crate) fn finish(&self, outcome: &Outcome, bounded: bool) -> Option<u8> {
+        let (status, error) = (outcome.status, outcome.error.as_ref());
         {
             let mut done = self.done.lock().unwrap_or_else(|p| p.into_inner());
             if *done {
@@ -267,8 +263,8 @@ impl Finisher {
 
     /// For the signal and deadline threads: finish and exit, or wait for the thread that
     /// is already finishing to exit the process.
-    pub(crate) fn finish_and_exit(&self, status: Status, error: ErrorInfo) -> ! {
-        if let Some(code) = self.finish(status, Some(&error), true) {
+    pub(crate) fn finish_and_exit(&self, outcome: Outcome) -> ! {
+        if let Some(code) = self.finish(&outcome, true) {
             std::process::exit(i32::from(code));
         }
         // The other thread exits the process when it is done; one stuck writing to a
@@ -277,7 +273,7 @@ impl Finisher {
         let code = match self.code.get() {
             Some(0) => 1, // its output was not delivered
             Some(&c) => c,
-            None => status.exit_code(),
+            None => outcome.status.exit_code(),
         };
         output::error(&format!(
             "the run was ending but could not deliver its output within {}s (is stdout read?)",
@@ -295,7 +291,7 @@ impl Finisher {
                 "the run exceeded --timeout {}",
                 humantime::format_duration(limit)
             );
-            f.finish_and_exit(Status::Timeout, ErrorInfo::new("timeout", msg));
+            f.finish_and_exit(Outcome::fail(ErrorKind::Timeout, msg));
         });
     }
 }
@@ -318,10 +314,10 @@ pub(crate) fn watch_signals() {
         if let Some(sig) = signals.forever().next() {
             let name = if sig == SIGINT { "SIGINT" } else { "SIGTERM" };
             match FINISHER.get() {
-                Some(f) => f.finish_and_exit(
-                    Status::Interrupted,
-                    ErrorInfo::new("interrupted", format!("interrupted by {name}")),
-                ),
+                Some(f) => f.finish_and_exit(Outcome::fail(
+                    ErrorKind::Interrupted,
+                    format!("interrupted by {name}"),
+                )),
                 None => {
                     output::error(&format!("interrupted by {name} before the run started"));
                     std::process::exit(i32::from(Status::Interrupted.exit_code()));
