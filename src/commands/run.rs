@@ -15,7 +15,7 @@ use crate::model::provider::cassette::{CassetteWriter, ReplayProvider};
 use crate::model::provider::http::{HttpConfig, HttpProvider, Recorder};
 use crate::policy::PolicyGate;
 use crate::record::{InFlight, RunRecord, lock};
-use crate::run::agent::Agent;
+use crate::run::agent::{Agent, RunHandle};
 use crate::run::finish::{FINISHER, Finisher, watch_signals};
 use crate::tools::ToolContext;
 use crate::tools::registry::Registry;
@@ -73,8 +73,8 @@ pub(crate) fn run_command(args: &RunArgs) -> ExitCode {
             .map(|s| s.to_string())
             .collect(),
     )));
-    lock(&record).mcp_servers = mcp_reports;
-    let session_id = lock(&record).session_id.clone();
+    lock(&record).record_mcp_servers(mcp_reports);
+    let session_id = lock(&record).session_id().to_string();
     let mut provider = match make_provider(&config, &registry, &session_id) {
         Ok(p) => p,
         Err(e) => return usage_failure(&e),
@@ -93,7 +93,7 @@ pub(crate) fn run_command(args: &RunArgs) -> ExitCode {
     }
     // Before the workspace scan below: the index is not a change the run made.
     if let Some(out) = &config.output_file {
-        let id = lock(&record).session_id.clone();
+        let id = lock(&record).session_id().to_string();
         if let Err(e) = crate::record::resume::note_in_index(&config.workspace, out, &id) {
             output::warn(&format!(
                 "cannot note the run in {} for --continue: {e}",
@@ -102,7 +102,7 @@ pub(crate) fn run_command(args: &RunArgs) -> ExitCode {
         }
     }
     let events = Arc::new(if config.jsonl {
-        events::Events::stdout(lock(&record).started)
+        events::Events::stdout(lock(&record).started())
     } else {
         events::Events::disabled()
     });
@@ -143,7 +143,7 @@ pub(crate) fn run_command(args: &RunArgs) -> ExitCode {
     finisher.checkpoint();
 
     let checkpoint = || finisher.checkpoint();
-    let outcome = Agent {
+    let outcome = Agent::new(RunHandle {
         config: &config,
         registry: &registry,
         ctx: &ctx,
@@ -153,7 +153,7 @@ pub(crate) fn run_command(args: &RunArgs) -> ExitCode {
         ci: &ci,
         cancelled: &finisher.cancelled,
         in_flight: &finisher.in_flight,
-    }
+    })
     .run(provider.as_mut());
     match finisher.finish(&outcome, false) {
         Some(code) => ExitCode::from(code),
@@ -187,7 +187,7 @@ fn start_mcp(
 
 /// A resumed run records what it continues and says so on stderr.
 fn note_resumed(record: &mut RunRecord, resumed: &crate::record::resume::Resumed) {
-    record.resumed_from = Some(resumed.resumed_from());
+    record.record_resumed_from(resumed.resumed_from());
     let mut msg = format!(
         "resuming {} ({} messages, status {})",
         resumed.path.display(),

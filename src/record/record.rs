@@ -72,56 +72,58 @@ pub struct ModelUse {
 }
 
 /// Everything the run has done so far. Shared (behind a mutex) with the signal and
-/// deadline threads, so that every way out can write it.
+/// deadline threads, so that every way out can write it. Its fields are private: the run
+/// changes it through the named `record_*` methods below (one per thing that happens)
+/// and reads it through accessors; `render.rs` (a child module) turns it into JSON.
 #[derive(Debug)]
-pub struct RunRecord {
-    pub started: Instant,
-    pub model: String,
+pub(crate) struct RunRecord {
+    started: Instant,
+    model: String,
     /// Every model that answered, in the order each first did (`--fallback-model`).
-    pub models_used: Vec<ModelUse>,
-    pub workspace: PathBuf,
-    pub tools: Vec<String>,
+    models_used: Vec<ModelUse>,
+    workspace: PathBuf,
+    tools: Vec<String>,
     /// Every message as it happened (the requests may carry cleared copies), each
     /// serialised once (`history.rs`).
-    pub messages: Vec<Arc<Entry>>,
-    pub tool_calls: Vec<ToolCallRecord>,
-    pub usage: Usage,
-    pub num_turns: u32,
-    pub api_duration: Duration,
-    pub retries: u32,
-    pub stop_reason: Option<String>,
-    pub permission_denials: Vec<DenialRecord>,
+    messages: Vec<Arc<Entry>>,
+    tool_calls: Vec<ToolCallRecord>,
+    usage: Usage,
+    num_turns: u32,
+    api_duration: Duration,
+    retries: u32,
+    stop_reason: Option<String>,
+    permission_denials: Vec<DenialRecord>,
     /// Path → "created" | "modified" | "deleted", first change kind wins for "created".
-    pub files_changed: BTreeMap<String, String>,
+    files_changed: BTreeMap<String, String>,
     /// USD so far; None when the model's price is unknown.
-    pub cost_usd: Option<f64>,
-    pub verifications: Vec<VerificationRecord>,
+    cost_usd: Option<f64>,
+    verifications: Vec<VerificationRecord>,
     /// `git diff --stat` at the end of the run; None outside a git repository.
-    pub git_diff_stat: Option<String>,
+    git_diff_stat: Option<String>,
     /// The directory of saved outputs, when it is kept (`-o`, `--keep-spill`) and exists.
-    pub spill_dir: Option<PathBuf>,
+    spill_dir: Option<PathBuf>,
     /// The MCP servers of the run, connected or failed.
-    pub mcp_servers: Vec<crate::mcp::ServerReport>,
+    mcp_servers: Vec<crate::mcp::ServerReport>,
     /// The last request's input size in tokens (input + cache read + cache creation).
-    pub context_tokens: Option<u64>,
+    context_tokens: Option<u64>,
     /// The context window the run worked with, when known.
-    pub context_window: Option<u64>,
+    context_window: Option<u64>,
     /// Each clearing of old tool results.
-    pub context_clearings: Vec<Clearing>,
+    context_clearings: Vec<Clearing>,
     /// The earlier parts of a final answer cut off by `max_tokens` and continued: the
     /// result is these, then the last assistant message's text.
-    pub answer_parts: Vec<String>,
+    answer_parts: Vec<String>,
     /// A random UUID per run (`session_id`).
-    pub session_id: String,
+    session_id: String,
     /// `--output-schema`: the accepted answer (the run's `result`, serialised).
-    pub structured_output: Option<Value>,
+    structured_output: Option<Value>,
     /// `--resume`: `{path, session_id, num_turns, status, usage, cost_usd}` of the
     /// transcript this run continues.
-    pub resumed_from: Option<Value>,
+    resumed_from: Option<Value>,
 }
 
 impl RunRecord {
-    pub fn new(model: &str, workspace: PathBuf, tools: Vec<String>) -> Self {
+    pub(crate) fn new(model: &str, workspace: PathBuf, tools: Vec<String>) -> Self {
         RunRecord {
             started: Instant::now(),
             model: model.to_string(),
@@ -152,10 +154,223 @@ impl RunRecord {
         }
     }
 
+    // ---- what happens during a run ----
+
+    /// `agent run` started these MCP servers (connected or failed).
+    pub(crate) fn record_mcp_servers(&mut self, servers: Vec<crate::mcp::ServerReport>) {
+        self.mcp_servers = servers;
+    }
+
+    /// `--resume`: the transcript this run continues.
+    pub(crate) fn record_resumed_from(&mut self, from: Value) {
+        self.resumed_from = Some(from);
+    }
+
+    /// The initial `cost_usd`: 0, or null for a model without a price.
+    pub(crate) fn record_start_price(&mut self, prices: &Prices) {
+        self.cost_usd = prices.cost(&self.model, &self.usage);
+    }
+
+    /// The context window the run works with (from the start, or learned at the wall).
+    pub(crate) fn record_context_window(&mut self, window: Option<u64>) {
+        self.context_window = window;
+    }
+
+    /// A message of ours (the task, a continuation or verification request).
+    pub(crate) fn record_message(&mut self, entry: Arc<Entry>) {
+        self.messages.push(entry);
+    }
+
+    /// The last message, replaced by `entry` (text joined to tool results).
+    pub(crate) fn replace_last_message(&mut self, entry: Arc<Entry>) {
+        self.messages.pop();
+        self.messages.push(entry);
+    }
+
+    /// Time spent waiting for the model.
+    pub(crate) fn record_api_time(&mut self, elapsed: Duration) {
+        self.api_duration += elapsed;
+    }
+
+    /// A request retried by the provider.
+    pub(crate) fn record_retry(&mut self) {
+        self.retries += 1;
+    }
+
+    /// A model turn: its message, its stop reason, the model that answered and its
+    /// usage priced by that model. Returns the run's turn count.
+    pub(crate) fn record_turn(
+        &mut self,
+        model: &str,
+        stop_reason: &str,
+        usage: &Usage,
+        prices: &Prices,
+        entry: Arc<Entry>,
+    ) -> u32 {
+        self.num_turns += 1;
+        self.stop_reason = Some(stop_reason.to_string());
+        self.model = model.to_string();
+        self.add_response(model, usage, prices, true);
+        self.messages.push(entry);
+        self.num_turns
+    }
+
+    /// A response billed but no model turn (cut off at the context window).
+    pub(crate) fn record_wall(&mut self, model: &str, usage: &Usage, prices: &Prices) {
+        self.add_response(model, usage, prices, false);
+    }
+
+    /// The last request's input size in tokens.
+    pub(crate) fn record_context_tokens(&mut self, tokens: Option<u64>) {
+        self.context_tokens = tokens;
+    }
+
+    /// A turn's calls (each with its denial, if a rule or hook refused it), then the
+    /// user message of their results. A call that succeeded notes the file it changed.
+    pub(crate) fn record_results(
+        &mut self,
+        calls: Vec<(ToolCallRecord, Option<DenialRecord>)>,
+        results: Arc<Entry>,
+    ) {
+        for (call, denial) in calls {
+            self.record_call(call, denial);
+        }
+        self.messages.push(results);
+    }
+
+    /// One executed (or refused) call.
+    pub(crate) fn record_call(&mut self, call: ToolCallRecord, denial: Option<DenialRecord>) {
+        self.permission_denials.extend(denial);
+        if !call.is_error {
+            self.note_file_change(&call.metadata);
+        }
+        self.tool_calls.push(call);
+    }
+
+    /// One clearing of old tool results.
+    pub(crate) fn record_clearing(&mut self, clearing: Clearing) {
+        self.context_clearings.push(clearing);
+    }
+
+    /// A final answer cut off by `max_tokens`: this part, before its continuation.
+    pub(crate) fn record_answer_part(&mut self, text: String) {
+        self.answer_parts.push(text);
+    }
+
+    /// The cut-off parts no longer join the answer (a tool call came, or a new answer).
+    pub(crate) fn drop_answer_parts(&mut self) {
+        self.answer_parts.clear();
+    }
+
+    /// `--output-schema`: the accepted answer.
+    pub(crate) fn accept_answer(&mut self, value: Value) {
+        self.structured_output = Some(value);
+    }
+
+    /// The answer goes back to the model (a failed verification): none is kept.
+    pub(crate) fn discard_answer(&mut self) {
+        self.structured_output = None;
+        self.answer_parts.clear();
+    }
+
+    /// One `--verify` round; `round` is set here. Returns it.
+    pub(crate) fn record_verification(&mut self, mut v: VerificationRecord) -> u32 {
+        let round = self.verifications.len() as u32 + 1;
+        v.round = round;
+        self.verifications.push(v);
+        round
+    }
+
+    /// The workspace scanned again at the end: merged into `files_changed`.
+    pub(crate) fn record_workspace_scan(&mut self, baseline: &crate::record::changes::Baseline) {
+        baseline.merge_into(&mut self.files_changed);
+    }
+
+    /// `git diff --stat` at the end of the run.
+    pub(crate) fn record_diff_stat(&mut self, stat: Option<String>) {
+        self.git_diff_stat = stat;
+    }
+
+    /// The saved outputs' directory, when it is kept.
+    pub(crate) fn record_spill_dir(&mut self, dir: Option<PathBuf>) {
+        self.spill_dir = dir;
+    }
+
+    // ---- what the run reads back ----
+
+    pub(crate) fn started(&self) -> Instant {
+        self.started
+    }
+
+    /// The model of the newest turn (the one asked for before the first).
+    pub(crate) fn model(&self) -> &str {
+        &self.model
+    }
+
+    pub(crate) fn session_id(&self) -> &str {
+        &self.session_id
+    }
+
+    pub(crate) fn workspace(&self) -> &std::path::Path {
+        &self.workspace
+    }
+
+    pub(crate) fn tools(&self) -> &[String] {
+        &self.tools
+    }
+
+    pub(crate) fn mcp_servers(&self) -> &[crate::mcp::ServerReport] {
+        &self.mcp_servers
+    }
+
+    pub(crate) fn resumed_from(&self) -> Option<&Value> {
+        self.resumed_from.as_ref()
+    }
+
+    /// Every message as it happened.
+    pub(crate) fn messages(&self) -> &[Arc<Entry>] {
+        &self.messages
+    }
+
+    pub(crate) fn tool_calls(&self) -> &[ToolCallRecord] {
+        &self.tool_calls
+    }
+
+    pub(crate) fn usage(&self) -> &Usage {
+        &self.usage
+    }
+
+    pub(crate) fn num_turns(&self) -> u32 {
+        self.num_turns
+    }
+
+    pub(crate) fn stop_reason(&self) -> Option<&str> {
+        self.stop_reason.as_deref()
+    }
+
+    pub(crate) fn cost_usd(&self) -> Option<f64> {
+        self.cost_usd
+    }
+
+    pub(crate) fn context_tokens(&self) -> Option<u64> {
+        self.context_tokens
+    }
+
+    #[cfg(test)]
+    pub(crate) fn verifications(&self) -> &[VerificationRecord] {
+        &self.verifications
+    }
+
+    /// Path → "created" | "modified" | "deleted".
+    #[cfg(test)]
+    pub(crate) fn files_changed(&self) -> &BTreeMap<String, String> {
+        &self.files_changed
+    }
+
     /// Adds one response's usage, priced by the model that gave it, to the run's totals
     /// and to that model's `models_used` entry. `turn` is false for a response that is
     /// billed but is no model turn (one cut off at the context window).
-    pub fn add_response(&mut self, model: &str, usage: &Usage, prices: &Prices, turn: bool) {
+    fn add_response(&mut self, model: &str, usage: &Usage, prices: &Prices, turn: bool) {
         self.usage.add(usage);
         let cost = prices.cost(model, usage);
         let entry = match self.models_used.iter().position(|u| u.model == model) {
@@ -180,7 +395,7 @@ impl RunRecord {
     }
 
     /// The first model whose cost could not be computed, if any.
-    pub fn unpriced_model(&self) -> Option<&str> {
+    pub(crate) fn unpriced_model(&self) -> Option<&str> {
         self.models_used
             .iter()
             .find(|u| u.cost_usd.is_none())
@@ -188,7 +403,7 @@ impl RunRecord {
     }
 
     /// Notes a file change reported by a tool's metadata (`path`, `change`).
-    pub fn note_file_change(&mut self, metadata: &Map<String, Value>) {
+    pub(crate) fn note_file_change(&mut self, metadata: &Map<String, Value>) {
         let (Some(path), Some(change)) = (
             metadata.get("path").and_then(Value::as_str),
             metadata.get("change").and_then(Value::as_str),
@@ -213,7 +428,7 @@ impl RunRecord {
 
     /// The run's answer: the accepted structured output as one line of JSON, else the
     /// text of the last assistant message.
-    pub fn final_text(&self) -> String {
+    pub(crate) fn final_text(&self) -> String {
         if let Some(v) = &self.structured_output {
             return v.to_string();
         }

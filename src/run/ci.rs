@@ -60,13 +60,13 @@ impl CiRun {
         // the record (which the finisher needs) locked.
         let (fields, servers) = {
             let r = lock(record);
-            let fields = json!({"model": r.model, "workspace": r.workspace.display().to_string(),
-                   "tools": r.tools, "prompt": config.prompt, "max_turns": config.max_turns,
+            let fields = json!({"model": r.model(), "workspace": r.workspace().display().to_string(),
+                   "tools": r.tools(), "prompt": config.prompt, "max_turns": config.max_turns,
                    "verify": config.verify.as_ref().map(|v| &v.command),
                    "agent_version": env!("CARGO_PKG_VERSION"),
-                   "session_id": r.session_id, "resumed_from": r.resumed_from});
+                   "session_id": r.session_id(), "resumed_from": r.resumed_from()});
             let servers: Vec<_> = r
-                .mcp_servers
+                .mcp_servers()
                 .iter()
                 .map(crate::mcp::started_event)
                 .collect();
@@ -83,8 +83,8 @@ impl CiRun {
     pub fn before_request(&self, turn_no: u32, record: &Mutex<RunRecord>) -> Option<Outcome> {
         let (calls, cost, turns, model) = {
             let r = lock(record);
-            let unpriced = r.unpriced_model().unwrap_or(&r.model).to_string();
-            (r.tool_calls.len(), r.cost_usd, r.num_turns, unpriced)
+            let unpriced = r.unpriced_model().unwrap_or(r.model()).to_string();
+            (r.tool_calls().len(), r.cost_usd(), r.num_turns(), unpriced)
         };
         if let Some(msg) = self.budget.exceeded(calls, cost) {
             return Some(Outcome::fail(ErrorKind::Budget, msg));
@@ -148,7 +148,7 @@ impl CiRun {
         runs_tools: bool,
     ) {
         // Copied out first: the lock must not be held while the event is written.
-        let model = lock(record).model.clone();
+        let model = lock(record).model().to_string();
         self.events.emit_raw(
             "assistant.message",
             json!({"turn": turn_no, "model": model, "stop_reason": turn.stop_reason.as_str(),
@@ -165,10 +165,10 @@ impl CiRun {
     pub fn turn_finished(&self, turn_no: u32, record: &Mutex<RunRecord>) {
         let fields = {
             let r = lock(record);
-            let calls = r.tool_calls.iter().filter(|c| c.turn == turn_no).count();
-            json!({"turn": turn_no, "model": r.model, "stop_reason": r.stop_reason, "tool_calls": calls,
-                   "usage": r.usage, "cost_usd": r.cost_usd,
-                   "context_tokens": r.context_tokens})
+            let calls = r.tool_calls().iter().filter(|c| c.turn == turn_no).count();
+            json!({"turn": turn_no, "model": r.model(), "stop_reason": r.stop_reason(),
+                   "tool_calls": calls, "usage": r.usage(), "cost_usd": r.cost_usd(),
+                   "context_tokens": r.context_tokens()})
         };
         self.events.emit("turn.finished", fields);
     }

@@ -109,7 +109,7 @@ impl Finisher {
             let r = lock(&self.record);
             (
                 r.to_json_journaled(&name, &output::redact),
-                r.session_id.clone(),
+                r.session_id().to_string(),
             )
         };
         output::write_file_atomic_unsynced(path, doc.as_bytes())
@@ -155,13 +155,13 @@ impl Finisher {
         }
         output::progress_done();
         if let Some(b) = &self.baseline {
-            b.apply(&mut lock(&self.record));
+            lock(&self.record).record_workspace_scan(b);
         }
         let diff_stat = changes::git_diff_stat(&self.ctx);
-        lock(&self.record).git_diff_stat = diff_stat;
+        lock(&self.record).record_diff_stat(diff_stat);
         let spill = &self.ctx.spill_dir;
         if self.keep_spill {
-            lock(&self.record).spill_dir = spill.is_dir().then(|| spill.clone());
+            lock(&self.record).record_spill_dir(spill.is_dir().then(|| spill.clone()));
         } else if let Err(e) = std::fs::remove_dir_all(spill)
             && e.kind() != std::io::ErrorKind::NotFound
         {
@@ -173,10 +173,10 @@ impl Finisher {
             let summary = format!(
                 "{} · {} · {} · {} · {:.1}s",
                 status.as_str(),
-                crate::commands::summary::count(u64::from(r.num_turns), "turn"),
-                crate::commands::summary::count(r.tool_calls.len() as u64, "tool call"),
-                r.usage.tokens_line(),
-                r.started.elapsed().as_secs_f64()
+                crate::commands::summary::count(u64::from(r.num_turns()), "turn"),
+                crate::commands::summary::count(r.tool_calls().len() as u64, "tool call"),
+                r.usage().tokens_line(),
+                r.started().elapsed().as_secs_f64()
             );
             (
                 r.to_json_redacted(status, error, &output::redact),

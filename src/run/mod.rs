@@ -4,8 +4,11 @@
 pub(crate) mod agent;
 pub(crate) mod budget;
 pub(crate) mod ci;
+mod clearing;
 pub(crate) mod context;
 pub(crate) mod events;
 pub(crate) mod finish;
+mod observers;
+mod steps;
 pub(crate) mod structured;
 pub(crate) mod verify;

@@ -12,7 +12,7 @@ use serde_json::json;
 
 use crate::model::protocol::Message;
 use crate::process::{self, CommandSpec};
-use crate::record::{RunRecord, VerificationRecord};
+use crate::record::{RunRecord, VerificationRecord, lock};
 use crate::run::events::Events;
 use crate::tools::ToolContext;
 
@@ -108,20 +108,15 @@ impl Verifier {
             ),
         };
         let passed = exit_code == Some(0) && !timed_out;
-        let round = {
-            let mut r = record.lock().unwrap_or_else(|p| p.into_inner());
-            let round = r.verifications.len() as u32 + 1;
-            r.verifications.push(VerificationRecord {
-                round,
-                command: spec.command.clone(),
-                exit_code,
-                passed,
-                timed_out,
-                duration_ms: duration.as_millis() as u64,
-                output_tail: tail(&text, VERIFY_TAIL_CHARS),
-            });
-            round
-        };
+        let round = lock(record).record_verification(VerificationRecord {
+            round: 0, // set by the record
+            command: spec.command.clone(),
+            exit_code,
+            passed,
+            timed_out,
+            duration_ms: duration.as_millis() as u64,
+            output_tail: tail(&text, VERIFY_TAIL_CHARS),
+        });
         events.emit(
             "verify.finished",
             json!({"round": round, "command": spec.command, "exit_code": exit_code,
@@ -211,8 +206,8 @@ mod tests {
             Verdict::Passed
         );
         let r = rec.into_inner().unwrap();
-        assert_eq!(r.verifications.len(), 1);
-        let x = &r.verifications[0];
+        assert_eq!(r.verifications().len(), 1);
+        let x = &r.verifications()[0];
         assert_eq!((x.round, x.exit_code, x.passed), (1, Some(0), true));
         assert_eq!(x.output_tail, "ok\n");
     }
@@ -235,7 +230,7 @@ mod tests {
         }
         let r = rec.into_inner().unwrap();
         let rounds: Vec<_> = r
-            .verifications
+            .verifications()
             .iter()
             .map(|x| (x.round, x.exit_code, x.passed))
             .collect();
@@ -260,7 +255,7 @@ mod tests {
         };
         assert!(text(&m).contains("timed out after 200ms"), "{}", text(&m));
         let r = rec.into_inner().unwrap();
-        assert!(r.verifications[0].timed_out && !r.verifications[0].passed);
+        assert!(r.verifications()[0].timed_out && !r.verifications()[0].passed);
     }
 
     #[test]
