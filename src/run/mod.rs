@@ -9,6 +9,7 @@ pub(crate) mod context;
 pub(crate) mod events;
 pub(crate) mod finish;
 mod observers;
+pub(crate) mod signals;
 mod steps;
 pub(crate) mod structured;
 pub(crate) mod verify;
