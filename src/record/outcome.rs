@@ -8,7 +8,7 @@ use crate::model::provider::ProviderErrorKind;
 /// How a run ended; each maps to one exit code (SPEC §2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Status {
+pub(crate) enum Status {
     /// Only in `-o` checkpoints written while the run is still going: a file left with
     /// this status belongs to a run that was killed (SIGKILL) before it could finish.
     Running,
@@ -31,7 +31,7 @@ pub enum Status {
 }
 
 impl Status {
-    pub fn exit_code(self) -> u8 {
+    pub(crate) fn exit_code(self) -> u8 {
         match self {
             Status::Success => 0,
             Status::Error
@@ -48,7 +48,7 @@ impl Status {
         }
     }
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Status::Running => "running",
             Status::Success => "success",
@@ -138,16 +138,16 @@ impl ErrorKind {
 
 /// The transcript's `error` object.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ErrorInfo {
-    pub kind: ErrorKind,
-    pub message: String,
+pub(crate) struct ErrorInfo {
+    pub(crate) kind: ErrorKind,
+    pub(crate) message: String,
 }
 
 /// How a run ended: its status and, unless it succeeded, the error.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Outcome {
-    pub status: Status,
-    pub error: Option<ErrorInfo>,
+pub(crate) struct Outcome {
+    pub(crate) status: Status,
+    pub(crate) error: Option<ErrorInfo>,
 }
 
 impl Outcome {

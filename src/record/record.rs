@@ -22,53 +22,53 @@ pub(crate) use render::TRANSCRIPT_VERSION;
 
 /// One executed (or refused) tool call, in the order the model made it.
 #[derive(Debug, Clone, Serialize)]
-pub struct ToolCallRecord {
-    pub id: String,
-    pub name: String,
-    pub input: Value,
-    pub is_error: bool,
-    pub batch: u32,
-    pub duration_ms: u64,
+pub(crate) struct ToolCallRecord {
+    pub(crate) id: String,
+    pub(crate) name: String,
+    pub(crate) input: Value,
+    pub(crate) is_error: bool,
+    pub(crate) batch: u32,
+    pub(crate) duration_ms: u64,
     /// Milliseconds from the start of the run to the start of the call.
-    pub started_ms: u64,
-    pub turn: u32,
+    pub(crate) started_ms: u64,
+    pub(crate) turn: u32,
     /// The model that made the call (the one the API reported for its turn).
-    pub model: String,
+    pub(crate) model: String,
     #[serde(skip_serializing_if = "Map::is_empty")]
-    pub metadata: Map<String, Value>,
+    pub(crate) metadata: Map<String, Value>,
 }
 
 /// A call refused by a permission rule or a hook.
 #[derive(Debug, Clone, Serialize)]
-pub struct DenialRecord {
-    pub tool_name: String,
-    pub tool_use_id: String,
-    pub tool_input: Value,
-    pub reason: String,
+pub(crate) struct DenialRecord {
+    pub(crate) tool_name: String,
+    pub(crate) tool_use_id: String,
+    pub(crate) tool_input: Value,
+    pub(crate) reason: String,
 }
 
 /// One run of the `--verify` command (SPEC §9).
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct VerificationRecord {
+pub(crate) struct VerificationRecord {
     /// 1, 2, 3 … in the order they ran.
-    pub round: u32,
-    pub command: String,
+    pub(crate) round: u32,
+    pub(crate) command: String,
     /// None when the command timed out, was killed by a signal or could not start.
-    pub exit_code: Option<i32>,
-    pub passed: bool,
-    pub timed_out: bool,
-    pub duration_ms: u64,
+    pub(crate) exit_code: Option<i32>,
+    pub(crate) passed: bool,
+    pub(crate) timed_out: bool,
+    pub(crate) duration_ms: u64,
     /// The last characters of its output (the model saw up to the runner's head + tail).
-    pub output_tail: String,
+    pub(crate) output_tail: String,
 }
 
 /// One model of the run (`models_used`): the turns it answered and what they cost.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ModelUse {
-    pub model: String,
-    pub turns: u32,
+pub(crate) struct ModelUse {
+    pub(crate) model: String,
+    pub(crate) turns: u32,
     /// None when the model has no price or a response came without usage.
-    pub cost_usd: Option<f64>,
+    pub(crate) cost_usd: Option<f64>,
 }
 
 /// Everything the run has done so far. Shared (behind a mutex) with the signal and
@@ -444,7 +444,7 @@ impl RunRecord {
 }
 
 /// The text blocks of a message, joined.
-pub fn message_text(m: &crate::model::protocol::Message) -> String {
+pub(crate) fn message_text(m: &crate::model::protocol::Message) -> String {
     m.content
         .iter()
         .filter_map(|b| match b {
@@ -455,14 +455,14 @@ pub fn message_text(m: &crate::model::protocol::Message) -> String {
 }
 
 /// Locks the record even if a panicking thread poisoned it: the record is plain data.
-pub fn lock(record: &Mutex<RunRecord>) -> std::sync::MutexGuard<'_, RunRecord> {
+pub(crate) fn lock(record: &Mutex<RunRecord>) -> std::sync::MutexGuard<'_, RunRecord> {
     record.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Tool calls that started and have not finished. A run that ends while some still run
 /// (timeout, signal) lists them in `tool_calls` too, so CI can see which command hung.
 #[derive(Debug, Default)]
-pub struct InFlight(Mutex<Vec<Unfinished>>);
+pub(crate) struct InFlight(Mutex<Vec<Unfinished>>);
 
 #[derive(Debug, Clone)]
 struct Unfinished {
@@ -474,7 +474,7 @@ struct Unfinished {
 }
 
 impl InFlight {
-    pub fn start(&self, id: &str, name: &str, input: Value, turn: u32) {
+    pub(crate) fn start(&self, id: &str, name: &str, input: Value, turn: u32) {
         let call = Unfinished {
             id: id.to_string(),
             name: name.to_string(),
@@ -485,7 +485,7 @@ impl InFlight {
         self.0.lock().unwrap_or_else(|p| p.into_inner()).push(call);
     }
 
-    pub fn end(&self, id: &str) {
+    pub(crate) fn end(&self, id: &str) {
         self.0
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -494,7 +494,7 @@ impl InFlight {
 
     /// Adds the calls still running to `record.tool_calls`, marked `unfinished` (batch 0:
     /// their batch never completed).
-    pub fn settle(&self, record: &mut RunRecord) {
+    pub(crate) fn settle(&self, record: &mut RunRecord) {
         let calls = std::mem::take(&mut *self.0.lock().unwrap_or_else(|p| p.into_inner()));
         for c in calls {
             if record.tool_calls.iter().any(|t| t.id == c.id) {

@@ -13,24 +13,24 @@ use crate::record::history::Entry;
 use crate::record::outcome::{ErrorInfo, ErrorKind, Status};
 use crate::run::context::Clearing;
 
-pub const TRANSCRIPT_VERSION: u32 = 1;
+pub(crate) const TRANSCRIPT_VERSION: u32 = 1;
 
 impl RunRecord {
     /// The transcript as a JSON document, unredacted (tests).
     #[cfg(test)]
-    pub fn to_json(&self, status: Status, error: Option<&ErrorInfo>) -> String {
+    pub(crate) fn to_json(&self, status: Status, error: Option<&ErrorInfo>) -> String {
         self.render(status, error, true, &|s| s.to_string(), Part::Whole)
     }
 
     /// The transcript on one line (for the `run.finished` event of `--jsonl`).
-    pub fn to_json_line(&self, status: Status, error: Option<&ErrorInfo>) -> String {
+    pub(crate) fn to_json_line(&self, status: Status, error: Option<&ErrorInfo>) -> String {
         self.render(status, error, false, &|s| s.to_string(), Part::Whole)
     }
 
     /// The transcript as a JSON document with `redact` applied. The messages were
     /// redacted once as they entered (`Entry`), so only the rest of the document is
     /// redacted here: a checkpoint costs a copy of the history, not a scan of it.
-    pub fn to_json_redacted(
+    pub(crate) fn to_json_redacted(
         &self,
         status: Status,
         error: Option<&ErrorInfo>,
@@ -41,13 +41,17 @@ impl RunRecord {
 
     /// The `-o` file at the run's first checkpoint: the whole transcript so far (status
     /// `running`) naming the journal that the later checkpoints go to (`journal.rs`).
-    pub fn to_json_journaled(&self, journal: &str, redact: &dyn Fn(&str) -> String) -> String {
+    pub(crate) fn to_json_journaled(
+        &self,
+        journal: &str,
+        redact: &dyn Fn(&str) -> String,
+    ) -> String {
         self.render(Status::Running, None, true, redact, Part::Naming(journal))
     }
 
     /// A journal's checkpoint: the transcript on one line, status `running`, with empty
     /// `messages` and `tool_calls` (the journal's own lines hold those), redacted.
-    pub fn to_json_head(&self, redact: &dyn Fn(&str) -> String) -> String {
+    pub(crate) fn to_json_head(&self, redact: &dyn Fn(&str) -> String) -> String {
         self.render(Status::Running, None, false, redact, Part::Head)
     }
 
@@ -135,9 +139,9 @@ impl RunRecord {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct FileChange {
-    pub path: String,
-    pub change: String,
+pub(crate) struct FileChange {
+    pub(crate) path: String,
+    pub(crate) change: String,
 }
 
 /// Which form of the transcript `render` makes.
