@@ -26,7 +26,7 @@ use crate::run::context::{ContextWindow, Overflow, WINDOW_EXCEEDED_STOP};
 use crate::run::observers::RunWatch;
 use crate::run::structured;
 use crate::tools::ToolContext;
-use crate::tools::dispatch::{CallOutcome, Dispatcher, Gate};
+use crate::tools::dispatch::{Dispatcher, Gate};
 use crate::tools::registry::Registry;
 use crate::tools::scheduler::{EarlyStart, EarlyWorkers};
 use crate::util::output;
@@ -110,10 +110,10 @@ impl Turns {
     }
 }
 
-/// A streamed turn and the results of the calls it started early.
-pub(super) struct Streamed {
+/// A streamed turn and the calls it started early (collected once the turn is noted).
+pub(super) struct Streamed<'w, 'scope, 'env> {
     pub(super) turn: Turn,
-    pub(super) early: Vec<CallOutcome>,
+    pub(super) early: EarlyStart<'w, 'scope, 'env>,
 }
 
 impl<'a> Agent<'a> {
@@ -237,13 +237,13 @@ impl<'a> Agent<'a> {
 
     /// Sends the request and streams the turn, starting safe calls as they are ready.
     /// `Err` is the step when no turn came: a failure, or the wall (cleared: `Retry`).
-    fn request<'env>(
+    fn request<'w, 'scope, 'env>(
         &self,
         provider: &mut dyn Provider,
         dispatcher: &'env Dispatcher<'env>,
-        workers: &EarlyWorkers<'_, 'env>,
+        workers: &'w EarlyWorkers<'scope, 'env>,
         s: &mut Turns,
-    ) -> Result<Streamed, Step> {
+    ) -> Result<Streamed<'w, 'scope, 'env>, Step> {
         let (run, turn_no) = (&self.run, s.turn_no);
         self.announce_request(s);
         let request = TurnRequest {
@@ -294,7 +294,6 @@ impl<'a> Agent<'a> {
             let what = "the model stopped with model_context_window_exceeded";
             return Err(self.at_the_wall(s, o, request_bytes, what));
         }
-        let early = early.take(&turn.calls);
         Ok(Streamed { turn, early })
     }
 
@@ -337,12 +336,18 @@ impl<'a> Agent<'a> {
     }
 
     /// The turn came: record it, checkpoint, and take the step its stop reason calls for.
-    fn answer(&self, streamed: Streamed, dispatcher: &Dispatcher<'_>, s: &mut Turns) -> Step {
+    fn answer(
+        &self,
+        streamed: Streamed<'_, '_, '_>,
+        dispatcher: &Dispatcher<'_>,
+        s: &mut Turns,
+    ) -> Step {
         let run = &self.run;
         let Streamed { turn, early } = streamed;
         let turn_no = s.turn_no;
         s.window.observe(&turn.usage, s.request_bytes());
         run.record().record_context_tokens(s.window.last_tokens());
+        let early = early.take(&turn.calls);
         let entry = self.note_turn(&turn, &mut s.history);
         // A turn of answers only may run on the last allowed turn: it runs nothing but
         // the schema check, and the run can end with it.
