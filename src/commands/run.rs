@@ -14,9 +14,10 @@ use crate::model::provider::Provider;
 use crate::model::provider::cassette::{CassetteWriter, ReplayProvider};
 use crate::model::provider::http::{HttpConfig, HttpProvider, Recorder};
 use crate::policy::PolicyGate;
-use crate::record::transcript::{InFlight, RunRecord, lock};
-use crate::run::agent::Agent;
-use crate::run::finish::{FINISHER, Finisher, watch_signals};
+use crate::record::{InFlight, RunRecord, lock};
+use crate::run::agent::{Agent, RunHandle};
+use crate::run::finish::Finisher;
+use crate::run::signals::{FINISHER, watch_signals};
 use crate::tools::ToolContext;
 use crate::tools::registry::Registry;
 use crate::{mcp, process, record::changes, run::ci, run::events, util::output};
@@ -75,8 +76,8 @@ pub(crate) fn run_command(args: &RunArgs) -> ExitCode {
             .map(|s| s.to_string())
             .collect(),
     )));
-    lock(&record).mcp_servers = mcp_reports;
-    let session_id = lock(&record).session_id.clone();
+    lock(&record).record_mcp_servers(mcp_reports);
+    let session_id = lock(&record).session_id().to_string();
     let mut provider = match make_provider(&config, &registry, &session_id) {
         Ok(p) => p,
         Err(e) => return output::usage_failure(&e),
@@ -98,7 +99,7 @@ pub(crate) fn run_command(args: &RunArgs) -> ExitCode {
     }
     // Before the workspace scan below: the index is not a change the run made.
     if let Some(out) = config.output().output_file() {
-        let id = lock(&record).session_id.clone();
+        let id = lock(&record).session_id().to_string();
         if let Err(e) = crate::record::resume::note_in_index(config.workspace(), out, &id) {
             output::warn(&format!(
                 "cannot note the run in {} for --continue: {e}",
@@ -107,7 +108,7 @@ pub(crate) fn run_command(args: &RunArgs) -> ExitCode {
         }
     }
     let events = Arc::new(if config.output().jsonl() {
-        events::Events::stdout(lock(&record).started)
+        events::Events::stdout(lock(&record).started())
     } else {
         events::Events::disabled()
     });
@@ -152,7 +153,7 @@ pub(crate) fn run_command(args: &RunArgs) -> ExitCode {
     finisher.checkpoint();
 
     let checkpoint = || finisher.checkpoint();
-    let outcome = Agent {
+    let outcome = Agent::new(RunHandle {
         config: &config,
         registry: &registry,
         ctx: &ctx,
@@ -162,9 +163,9 @@ pub(crate) fn run_command(args: &RunArgs) -> ExitCode {
         ci: &ci,
         cancelled: &finisher.cancelled,
         in_flight: &finisher.in_flight,
-    }
+    })
     .run(provider.as_mut());
-    match finisher.finish(outcome.status, outcome.error.as_ref(), false) {
+    match finisher.finish(&outcome, false) {
         Some(code) => ExitCode::from(code),
         None => loop {
             std::thread::park(); // a signal or the deadline is finishing the run
@@ -201,7 +202,7 @@ fn start_mcp(
 
 /// A resumed run records what it continues and says so on stderr.
 fn note_resumed(record: &mut RunRecord, resumed: &crate::record::resume::Resumed) {
-    record.resumed_from = Some(resumed.resumed_from());
+    record.record_resumed_from(resumed.resumed_from());
     let mut msg = format!(
         "resuming {} ({} messages, status {})",
         resumed.path.display(),

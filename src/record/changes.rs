@@ -20,7 +20,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};
 
 use crate::process::{self, CommandSpec};
-use crate::record::transcript::RunRecord;
 use crate::tools::ToolContext;
 use crate::tools::walk;
 
@@ -135,15 +134,15 @@ impl Baseline {
         }
     }
 
-    /// Scans again and merges the difference into `record.files_changed`.
-    pub fn apply(&self, record: &mut RunRecord) {
+    /// Scans again and merges the difference into `files_changed` (path → change).
+    pub(crate) fn merge_into(&self, files_changed: &mut BTreeMap<String, String>) {
         let after = Snapshot::take(&self.root, &self.exclude);
-        merge(record, &self.before, &after);
+        merge(files_changed, &self.before, &after);
     }
 }
 
 /// The merge rule of the module comment.
-fn merge(record: &mut RunRecord, before: &Snapshot, after: &Snapshot) {
+fn merge(files_changed: &mut BTreeMap<String, String>, before: &Snapshot, after: &Snapshot) {
     if !before.complete || !after.complete {
         return;
     }
@@ -151,7 +150,7 @@ fn merge(record: &mut RunRecord, before: &Snapshot, after: &Snapshot) {
     let diff = before.diff(after);
     // Paths a tool reported that the scans saw (at either end) but found unchanged in
     // existence: the scans decide unless they saw no difference at all.
-    record.files_changed.retain(|path, change| {
+    files_changed.retain(|path, change| {
         if diff.contains_key(path) {
             return true; // replaced below
         }
@@ -163,7 +162,7 @@ fn merge(record: &mut RunRecord, before: &Snapshot, after: &Snapshot) {
         true
     });
     for (path, change) in diff {
-        record.files_changed.insert(path, change.to_string());
+        files_changed.insert(path, change.to_string());
     }
 }
 
@@ -193,6 +192,7 @@ pub fn git_diff_stat(ctx: &ToolContext) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::record::RunRecord;
     use serde_json::json;
 
     fn write(root: &Path, rel: &str, text: &str) {
@@ -202,7 +202,7 @@ mod tests {
     }
 
     fn changes(r: &RunRecord) -> Vec<String> {
-        r.files_changed
+        r.files_changed()
             .iter()
             .map(|(p, c)| format!("{p}:{c}"))
             .collect()
@@ -238,7 +238,7 @@ mod tests {
         write(&root, "ignored/b", "2"); // .gitignore'd
         write(&root, "transcript.json", "{}"); // the run's own -o file
         let mut r = RunRecord::new("m", root.clone(), vec![]);
-        base.apply(&mut r);
+        r.record_workspace_scan(&base);
         assert_eq!(
             changes(&r),
             vec![
@@ -277,7 +277,7 @@ mod tests {
             "adc\n"
         );
         let mut r = RunRecord::new("m", root.clone(), vec![]);
-        base.apply(&mut r);
+        r.record_workspace_scan(&base);
         assert_eq!(changes(&r), vec!["a.txt:modified"]);
     }
 
@@ -303,7 +303,7 @@ mod tests {
         note(&mut r, "ignored.log", "deleted");
         // Bash deleted b.txt.
         std::fs::remove_file(root.join("b.txt")).unwrap();
-        base.apply(&mut r);
+        r.record_workspace_scan(&base);
         assert_eq!(
             changes(&r),
             vec![
@@ -317,7 +317,7 @@ mod tests {
 
     #[test]
     fn an_incomplete_snapshot_changes_nothing() {
-        let mut r = RunRecord::new("m", PathBuf::from("/w"), vec![]);
+        let mut files = BTreeMap::new();
         let before = Snapshot::default();
         let mut after = Snapshot::default();
         after.files.insert(
@@ -327,8 +327,8 @@ mod tests {
                 ..Stat::default()
             },
         );
-        merge(&mut r, &before, &after);
-        assert!(r.files_changed.is_empty());
+        merge(&mut files, &before, &after);
+        assert!(files.is_empty());
     }
 
     #[test]

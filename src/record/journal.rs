@@ -27,8 +27,8 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::record::RunRecord;
 use crate::record::history::Entry;
-use crate::record::transcript::RunRecord;
 
 /// What follows the `-o` file's name to make the journal's.
 pub(crate) const SUFFIX: &str = ".journal";
@@ -95,11 +95,11 @@ impl Journal {
         let keep = self
             .messages
             .iter()
-            .zip(&record.messages)
+            .zip(record.messages())
             .take_while(|(a, b)| Arc::ptr_eq(a, b))
             .count();
-        let calls_kept = self.tool_calls.min(record.tool_calls.len());
-        let new_messages = &record.messages[keep..];
+        let calls_kept = self.tool_calls.min(record.tool_calls().len());
+        let new_messages = &record.messages()[keep..];
         let mut bytes = Vec::with_capacity(
             new_messages
                 .iter()
@@ -118,7 +118,7 @@ impl Journal {
             bytes.extend_from_slice(e.transcript_json().as_bytes());
             bytes.extend_from_slice(b"}\n");
         }
-        for call in &record.tool_calls[calls_kept..] {
+        for call in &record.tool_calls()[calls_kept..] {
             // A call record is plain data: serialising it cannot fail.
             let json = serde_json::to_string(call).unwrap_or_else(|_| "{}".to_string());
             bytes.extend_from_slice(b"{\"type\":\"tool_call\",\"tool_call\":");
@@ -133,7 +133,7 @@ impl Journal {
             bytes,
             messages: new_messages.to_vec(),
             keep,
-            tool_calls: record.tool_calls.len(),
+            tool_calls: record.tool_calls().len(),
         }
     }
 

@@ -5,13 +5,21 @@ use std::path::PathBuf;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::model::protocol::{ContentBlock, Message, Role};
-use crate::record::transcript::{RunRecord, Status, ToolCallRecord};
+use crate::model::protocol::{ContentBlock, Message, Role, Usage};
+use crate::record::outcome::Status;
+use crate::record::{RunRecord, ToolCallRecord};
+use crate::run::budget::Prices;
 
 fn record() -> RunRecord {
     let mut r = RunRecord::new("m", PathBuf::from("/w"), vec!["ReadFile".into()]);
-    r.messages.push(Entry::new(Message::user_text("the task")));
+    r.record_message(Entry::new(Message::user_text("the task")));
     r
+}
+
+/// A model turn answering `text`.
+fn turn(r: &mut RunRecord, text: &str) {
+    let (usage, prices) = (Usage::default(), Prices::default());
+    r.record_turn("m", "end_turn", &usage, &prices, answer(text));
 }
 
 fn call(id: &str) -> ToolCallRecord {
@@ -59,16 +67,13 @@ fn the_journal_reads_back_as_the_whole_transcript() {
     let d = tempfile::tempdir().unwrap();
     let path = d.path().join("t.json.journal");
     let mut r = record();
-    let mut j = Journal::create(&path, &r.session_id).unwrap();
+    let mut j = Journal::create(&path, r.session_id()).unwrap();
     checkpoint(&mut j, &r);
-    r.messages.push(answer("reading"));
-    r.tool_calls.push(call("toolu_1"));
-    r.num_turns = 1;
+    turn(&mut r, "reading");
+    r.record_call(call("toolu_1"), None);
     checkpoint(&mut j, &r);
-    r.messages
-        .push(Entry::new(Message::user_text("a secret result")));
-    r.messages.push(answer("done"));
-    r.num_turns = 2;
+    r.record_message(Entry::new(Message::user_text("a secret result")));
+    turn(&mut r, "done");
     checkpoint(&mut j, &r);
     let got = read(&text(&path)).unwrap();
     let whole: Value = serde_json::from_str(&r.to_json(Status::Running, None)).unwrap();
@@ -88,17 +93,15 @@ fn a_torn_or_unfinished_checkpoint_reads_as_the_one_before() {
     let d = tempfile::tempdir().unwrap();
     let path = d.path().join("t.json.journal");
     let mut r = record();
-    let mut j = Journal::create(&path, &r.session_id).unwrap();
+    let mut j = Journal::create(&path, r.session_id()).unwrap();
     checkpoint(&mut j, &r);
     let zero = text(&path);
-    r.messages.push(answer("one"));
-    r.num_turns = 1;
+    turn(&mut r, "one");
     checkpoint(&mut j, &r);
     let one = text(&path);
-    r.messages.push(Entry::new(Message::user_text("more")));
-    r.messages.push(answer("two"));
-    r.tool_calls.push(call("toolu_2"));
-    r.num_turns = 2;
+    r.record_message(Entry::new(Message::user_text("more")));
+    turn(&mut r, "two");
+    r.record_call(call("toolu_2"), None);
     checkpoint(&mut j, &r);
     let two = text(&path);
     // Cut at every byte of the second checkpoint: the first is read until the second's
@@ -128,13 +131,12 @@ fn a_replaced_last_message_is_truncated_then_appended() {
     let d = tempfile::tempdir().unwrap();
     let path = d.path().join("t.json.journal");
     let mut r = record();
-    let mut j = Journal::create(&path, &r.session_id).unwrap();
-    r.messages.push(answer("answer"));
-    r.messages.push(Entry::new(Message::user_text("results")));
+    let mut j = Journal::create(&path, r.session_id()).unwrap();
+    r.record_message(answer("answer"));
+    r.record_message(Entry::new(Message::user_text("results")));
     checkpoint(&mut j, &r);
     // The last user message is extended (a verification failure joins it).
-    r.messages.pop();
-    r.messages.push(Entry::new(Message::user_text(
+    r.replace_last_message(Entry::new(Message::user_text(
         "results, and the tests fail",
     )));
     checkpoint(&mut j, &r);
@@ -160,9 +162,9 @@ fn damage_before_the_last_checkpoint_is_an_error_and_foreign_files_are_not_journ
     let d = tempfile::tempdir().unwrap();
     let path = d.path().join("t.json.journal");
     let mut r = record();
-    let mut j = Journal::create(&path, &r.session_id).unwrap();
+    let mut j = Journal::create(&path, r.session_id()).unwrap();
     checkpoint(&mut j, &r);
-    r.messages.push(answer("one"));
+    r.record_message(answer("one"));
     checkpoint(&mut j, &r);
     let t = text(&path);
     let broken = t.replacen("{\"type\":\"message\"", "{\"type\":\"message\" oops", 1);
@@ -188,12 +190,11 @@ fn follow_takes_the_journal_of_the_same_run_else_the_file() {
     assert_eq!(stub["status"], "running");
     // No journal yet: the file itself (with a warning).
     assert_eq!(follow(stub.clone(), d.path(), 1 << 20).unwrap(), stub);
-    let mut j = Journal::create(&jpath, &r.session_id).unwrap();
+    let mut j = Journal::create(&jpath, r.session_id()).unwrap();
     // Only the header: killed before the first checkpoint.
     assert_eq!(follow(stub.clone(), d.path(), 1 << 20).unwrap(), stub);
     checkpoint(&mut j, &r);
-    r.messages.push(answer("one"));
-    r.num_turns = 1;
+    turn(&mut r, "one");
     checkpoint(&mut j, &r);
     let got = follow(stub.clone(), d.path(), 1 << 20).unwrap();
     assert_eq!(got["num_turns"], 1);

@@ -1,9 +1,18 @@
-//! What a run records: the transcript, the message history, the `-o` journal, resuming
-//! from a transcript, the session id and the files changed.
+//! What a run records: the run's record and its transcript, how the run ended, the
+//! message history, the `-o` journal, resuming from a transcript, the session id and the
+//! files changed.
 
 pub(crate) mod changes;
 pub(crate) mod history;
 pub(crate) mod journal;
+pub(crate) mod outcome;
+// The folder's owner shares its name: callers write `record::RunRecord` (re-exported).
+#[allow(clippy::module_inception)]
+mod record;
 pub(crate) mod resume;
 pub(crate) mod session;
-pub(crate) mod transcript;
+
+pub(crate) use record::{
+    DenialRecord, InFlight, RunRecord, TRANSCRIPT_VERSION, ToolCallRecord, VerificationRecord,
+    lock, message_text,
+};

@@ -13,7 +13,8 @@ use serde_json::json;
 use crate::config::Config;
 use crate::model::provider::StreamNotice;
 use crate::model::turn::{PendingCall, Turn};
-use crate::record::transcript::{Outcome, RunRecord, Status, lock};
+use crate::record::outcome::{ErrorKind, Outcome};
+use crate::record::{RunRecord, lock};
 use crate::run::budget::Budget;
 use crate::run::events::Events;
 use crate::run::verify::{Verdict, Verifier};
@@ -59,13 +60,13 @@ impl CiRun {
         // the record (which the finisher needs) locked.
         let (fields, servers) = {
             let r = lock(record);
-            let fields = json!({"model": r.model, "workspace": r.workspace.display().to_string(),
-                   "tools": r.tools, "prompt": config.session().prompt(), "max_turns": config.session().max_turns(),
+            let fields = json!({"model": r.model(), "workspace": r.workspace().display().to_string(),
+                   "tools": r.tools(), "prompt": config.session().prompt(), "max_turns": config.session().max_turns(),
                    "verify": config.ci().verify().map(|v| &v.command),
                    "agent_version": env!("CARGO_PKG_VERSION"),
-                   "session_id": r.session_id, "resumed_from": r.resumed_from});
+                   "session_id": r.session_id(), "resumed_from": r.resumed_from()});
             let servers: Vec<_> = r
-                .mcp_servers
+                .mcp_servers()
                 .iter()
                 .map(crate::mcp::started_event)
                 .collect();
@@ -82,11 +83,11 @@ impl CiRun {
     pub fn before_request(&self, turn_no: u32, record: &Mutex<RunRecord>) -> Option<Outcome> {
         let (calls, cost, turns, model) = {
             let r = lock(record);
-            let unpriced = r.unpriced_model().unwrap_or(&r.model).to_string();
-            (r.tool_calls.len(), r.cost_usd, r.num_turns, unpriced)
+            let unpriced = r.unpriced_model().unwrap_or(r.model()).to_string();
+            (r.tool_calls().len(), r.cost_usd(), r.num_turns(), unpriced)
         };
         if let Some(msg) = self.budget.exceeded(calls, cost) {
-            return Some(Outcome::fail(Status::Budget, "budget", msg));
+            return Some(Outcome::fail(ErrorKind::Budget, msg));
         }
         // The API may report a model other than the one asked for (a gateway, an alias):
         // a cost limit that cannot be computed must stop the run, not silently lapse.
@@ -95,8 +96,7 @@ impl CiRun {
             && turns > 0
         {
             return Some(Outcome::fail(
-                Status::Budget,
-                "budget",
+                ErrorKind::Budget,
                 format!(
                     "cannot enforce --max-cost-usd {max}: the API reported model {model:?}, \
                      which has no price (add one under \"prices\" in the settings)"
@@ -148,7 +148,7 @@ impl CiRun {
         runs_tools: bool,
     ) {
         // Copied out first: the lock must not be held while the event is written.
-        let model = lock(record).model.clone();
+        let model = lock(record).model().to_string();
         self.events.emit_raw(
             "assistant.message",
             json!({"turn": turn_no, "model": model, "stop_reason": turn.stop_reason.as_str(),
@@ -165,10 +165,10 @@ impl CiRun {
     pub fn turn_finished(&self, turn_no: u32, record: &Mutex<RunRecord>) {
         let fields = {
             let r = lock(record);
-            let calls = r.tool_calls.iter().filter(|c| c.turn == turn_no).count();
-            json!({"turn": turn_no, "model": r.model, "stop_reason": r.stop_reason, "tool_calls": calls,
-                   "usage": r.usage, "cost_usd": r.cost_usd,
-                   "context_tokens": r.context_tokens})
+            let calls = r.tool_calls().iter().filter(|c| c.turn == turn_no).count();
+            json!({"turn": turn_no, "model": r.model(), "stop_reason": r.stop_reason(),
+                   "tool_calls": calls, "usage": r.usage(), "cost_usd": r.cost_usd(),
+                   "context_tokens": r.context_tokens()})
         };
         self.events.emit("turn.finished", fields);
     }

@@ -95,7 +95,8 @@ impl ContextSettings {
         let compact_at = args.compact_at.unwrap_or(DEFAULT_COMPACT_AT);
         if !(compact_at.is_finite() && compact_at > CLEAR_TARGET && compact_at <= 1.0) {
             return Err(format!(
-                "--compact-at must be a fraction above {CLEAR_TARGET} (clearing goes down to                  half the window) and at most 1, got {compact_at}"
+                "--compact-at must be a fraction above {CLEAR_TARGET} (clearing goes down to \
+                 half the window) and at most 1, got {compact_at}"
             ));
         }
         Ok(ContextSettings {
@@ -333,6 +334,46 @@ pub(crate) fn plan_clearing(
         slots,
         tokens_after_estimate: estimate,
     })
+}
+
+/// The line a clearing prints: `turn 5: cleared 2 old tool results to save context
+/// (180000 → about 90000 tokens of a 200000-token window)`.
+pub(crate) fn cleared_note(c: &Clearing, window: Option<u64>) -> String {
+    format!(
+        "turn {}: cleared {} old tool results to save context ({} → about {} tokens{})",
+        c.turn,
+        c.results_cleared,
+        c.tokens_before,
+        c.tokens_after_estimate,
+        window
+            .map(|w| format!(" of a {w}-token window"))
+            .unwrap_or_default()
+    )
+}
+
+/// The warning when an overflow error taught the window.
+pub(crate) fn learned_window_note(limit: u64) -> String {
+    format!(
+        "the model's context window is {limit} tokens (from the API's error); \
+         --context-window sets it from the start"
+    )
+}
+
+/// `context_exceeded` after the one clearing and retry. `sizes` is ` (N tokens > W)` or
+/// empty; `what` is what the API said.
+pub(crate) fn still_exceeded(sizes: &str, what: &str) -> String {
+    format!(
+        "the conversation still does not fit in the model's context window after \
+         clearing old tool results{sizes}: {what}"
+    )
+}
+
+/// `context_exceeded` when nothing is left to clear.
+pub(crate) fn nothing_to_clear(sizes: &str, what: &str) -> String {
+    format!(
+        "the conversation does not fit in the model's context window{sizes}, and no \
+         old tool result is left to clear (a single message may be too large): {what}"
+    )
 }
 
 /// One clearing, as the transcript and the `context.cleared` event record it.

@@ -192,3 +192,63 @@ fn a_plan_may_fall_short_and_nothing_to_clear_is_none() {
         "already under the target"
     );
 }
+
+// The exact texts: a lost `\` continuation once put runs of spaces inside them.
+
+#[test]
+fn the_clearing_note_reads_as_one_sentence() {
+    let c = Clearing {
+        turn: 5,
+        results_cleared: 2,
+        tokens_before: 180_000,
+        tokens_after_estimate: 90_000,
+    };
+    assert_eq!(
+        cleared_note(&c, Some(200_000)),
+        "turn 5: cleared 2 old tool results to save context \
+         (180000 → about 90000 tokens of a 200000-token window)"
+    );
+    assert_eq!(
+        cleared_note(&c, None),
+        "turn 5: cleared 2 old tool results to save context (180000 → about 90000 tokens)"
+    );
+}
+
+#[test]
+fn the_learned_window_note_reads_as_one_sentence() {
+    assert_eq!(
+        learned_window_note(8192),
+        "the model's context window is 8192 tokens (from the API's error); \
+         --context-window sets it from the start"
+    );
+}
+
+#[test]
+fn the_context_exceeded_messages_read_as_one_sentence() {
+    assert_eq!(
+        still_exceeded(" (205000 tokens > 200000)", "prompt is too long"),
+        "the conversation still does not fit in the model's context window after clearing \
+         old tool results (205000 tokens > 200000): prompt is too long"
+    );
+    assert_eq!(
+        nothing_to_clear("", "too long"),
+        "the conversation does not fit in the model's context window, and no old tool \
+         result is left to clear (a single message may be too large): too long"
+    );
+}
+
+#[test]
+fn a_bad_compact_at_is_named_in_one_sentence() {
+    let args = crate::config::cli::ContextArgs {
+        context_window: None,
+        compact_at: Some(0.3),
+        context_1m: false,
+    };
+    assert_eq!(
+        ContextSettings::from_args(&args).err().as_deref(),
+        Some(
+            "--compact-at must be a fraction above 0.5 (clearing goes down to half the \
+             window) and at most 1, got 0.3"
+        )
+    );
+}

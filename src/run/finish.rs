@@ -1,6 +1,7 @@
-//! The ways out of a run: the normal end, SIGINT/SIGTERM and the `--timeout` deadline.
-//! Each goes through one `Finisher`, which writes the transcript exactly once (a mutex
-//! decides who wins), kills running tool process groups first, and gives the exit code.
+//! The end of a run, whichever way out comes first (the normal end, or SIGINT/SIGTERM and
+//! the `--timeout` deadline from `signals.rs`): one `Finisher` writes the transcript
+//! exactly once (a mutex decides who wins), kills running tool process groups first, and
+//! gives the exit code.
 //! It also writes the `-o` checkpoints while the run goes (the first whole, the rest to
 //! the journal, `journal.rs`), so that none lands after the final transcript.
 
@@ -11,18 +12,14 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::record::transcript::{self, ErrorInfo, RunRecord, Status, lock};
+use crate::record::outcome::{Outcome, Status};
+use crate::record::{InFlight, RunRecord, lock};
 use crate::tools::ToolContext;
 use crate::{process, record::changes, record::journal, run::events, util::output};
 
 /// How long a signal or the deadline waits for the final stdout write: a reader that
 /// stopped reading must not keep the process alive (the `-o` file has the transcript).
 const FINAL_WRITE_WAIT: Duration = Duration::from_secs(2);
-/// How long a signal or the deadline waits for a finish already under way on another
-/// thread (normally milliseconds) before exiting itself: that finish may be stuck writing
-/// to a stdout nobody reads. With `FINAL_WRITE_WAIT`, well within the 7.5 s GitHub
-/// Actions allows between its SIGINT and its SIGTERM.
-const FINISH_GRACE: Duration = Duration::from_secs(3);
 
 /// Writes the transcript exactly once, from whichever way out comes first.
 pub(crate) struct Finisher {
@@ -41,7 +38,7 @@ pub(crate) struct Finisher {
     /// For `git diff --stat` on every way out.
     pub(crate) ctx: ToolContext,
     /// Calls still running when the run ends are listed as unfinished.
-    pub(crate) in_flight: Arc<transcript::InFlight>,
+    pub(crate) in_flight: Arc<InFlight>,
     /// The exit code of the finish under way, set before its stdout write.
     pub(crate) code: OnceLock<u8>,
     /// Whether the saved outputs (`ctx.spill_dir`) outlive the run.
@@ -108,7 +105,7 @@ impl Finisher {
             let r = lock(&self.record);
             (
                 r.to_json_journaled(&name, &output::redact),
-                r.session_id.clone(),
+                r.session_id().to_string(),
             )
         };
         output::write_file_atomic_unsynced(path, doc.as_bytes())
@@ -133,12 +130,8 @@ impl Finisher {
     /// Returns the exit code, or None when another thread is already finishing.
     /// `bounded`: give up on a stdout write that does not complete in `FINAL_WRITE_WAIT`
     /// (the signal and deadline paths, which must end the process).
-    pub(crate) fn finish(
-        &self,
-        status: Status,
-        error: Option<&ErrorInfo>,
-        bounded: bool,
-    ) -> Option<u8> {
+    pub(crate) fn finish(&self, outcome: &Outcome, bounded: bool) -> Option<u8> {
+        let (status, error) = (outcome.status, outcome.error.as_ref());
         {
             let mut done = self.done.lock().unwrap_or_else(|p| p.into_inner());
             if *done {
@@ -146,6 +139,42 @@ impl Finisher {
             }
             *done = true;
         }
+        self.close_record();
+        let (doc, text, summary) = {
+            let r = lock(&self.record);
+            (
+                r.to_json_redacted(status, error, &output::redact),
+                output::redact(&r.final_text()),
+                summary_line(&r, status),
+            )
+        };
+        // A transcript or answer that could not be delivered is a failure, never exit 0.
+        let mut delivered = self.write_output_file(&doc);
+        // One copy of a long transcript at a time (peak memory): the document
+        // is kept only for stdout, and the one-line form made only after it is gone.
+        let doc = self.json.then_some(doc);
+        let line = self
+            .events
+            .enabled()
+            .then(|| lock(&self.record).to_json_line(status, error));
+        if let Some(e) = error {
+            self.report_error(status, &e.message);
+        }
+        let _ = self.code.set(match status.exit_code() {
+            0 if !delivered => 1,
+            code => code,
+        });
+        delivered &= self.deliver(status, Final { doc, text, line }, bounded);
+        output::info(&summary);
+        match status.exit_code() {
+            0 if !delivered => Some(1),
+            code => Some(code),
+        }
+    }
+
+    /// The end of the record: stops the loop, lists the calls still running, kills the
+    /// run's processes, and adds the workspace scan, `git diff --stat` and the spill dir.
+    fn close_record(&self) {
         self.cancelled.store(true, Ordering::SeqCst);
         // Before the kill: a killed call would otherwise finish and leave the list.
         self.in_flight.settle(&mut lock(&self.record));
@@ -158,71 +187,56 @@ impl Finisher {
         }
         output::progress_done();
         if let Some(b) = &self.baseline {
-            b.apply(&mut lock(&self.record));
+            lock(&self.record).record_workspace_scan(b);
         }
         let diff_stat = changes::git_diff_stat(&self.ctx);
-        lock(&self.record).git_diff_stat = diff_stat;
+        lock(&self.record).record_diff_stat(diff_stat);
         let spill = &self.ctx.spill_dir;
         if self.keep_spill {
-            lock(&self.record).spill_dir = spill.is_dir().then(|| spill.clone());
+            lock(&self.record).record_spill_dir(spill.is_dir().then(|| spill.clone()));
         } else if let Err(e) = std::fs::remove_dir_all(spill)
             && e.kind() != std::io::ErrorKind::NotFound
         {
             output::warn(&format!("cannot remove {}: {e}", spill.display()));
         }
+    }
 
-        let (doc, text, summary) = {
-            let r = lock(&self.record);
-            let summary = format!(
-                "{} · {} · {} · {} · {:.1}s",
-                status.as_str(),
-                crate::commands::summary::count(u64::from(r.num_turns), "turn"),
-                crate::commands::summary::count(r.tool_calls.len() as u64, "tool call"),
-                r.usage.tokens_line(),
-                r.started.elapsed().as_secs_f64()
-            );
-            (
-                r.to_json_redacted(status, error, &output::redact),
-                output::redact(&r.final_text()),
-                summary,
-            )
+    /// `-o`: the final transcript in place of the checkpoints. False when it failed.
+    fn write_output_file(&self, doc: &str) -> bool {
+        let Some(path) = &self.output_file else {
+            return true;
         };
-        // A transcript or answer that could not be delivered is a failure, never exit 0.
-        let mut delivered = true;
-        if let Some(path) = &self.output_file {
-            match output::write_file_atomic(path, doc.as_bytes()) {
-                Ok(()) => self.remove_journal(),
-                Err(e) => {
-                    // The checkpoint file and its journal stay: they hold the run so far.
-                    output::error(&format!("cannot write -o {}: {e}", path.display()));
-                    delivered = false;
-                }
+        match output::write_file_atomic(path, doc.as_bytes()) {
+            Ok(()) => {
+                self.remove_journal();
+                true
+            }
+            Err(e) => {
+                // The checkpoint file and its journal stay: they hold the run so far.
+                output::error(&format!("cannot write -o {}: {e}", path.display()));
+                false
             }
         }
-        // One copy of a long transcript at a time (peak memory): the document
-        // is kept only for stdout, and the one-line form made only after it is gone.
-        let doc = self.json.then_some(doc);
-        let line = self
-            .events
-            .enabled()
-            .then(|| lock(&self.record).to_json_line(status, error));
-        if let Some(e) = error {
-            output::error(&e.message);
-            if self.github_actions {
-                output::workflow_command(&format!(
-                    "::error title=agent run {}::{}",
-                    status.as_str(),
-                    escape_workflow_data(&format!("{}: {}", status.as_str(), e.message))
-                ));
-            }
+    }
+
+    /// The error on stderr, and as an `::error::` annotation under GitHub Actions.
+    fn report_error(&self, status: Status, message: &str) {
+        output::error(message);
+        if self.github_actions {
+            output::workflow_command(&format!(
+                "::error title=agent run {}::{}",
+                status.as_str(),
+                escape_workflow_data(&format!("{}: {message}", status.as_str()))
+            ));
         }
-        let _ = self.code.set(match status.exit_code() {
-            0 if !delivered => 1,
-            code => code,
-        });
+    }
+
+    /// Stdout's part: `run.finished` (`--jsonl`), the document (`--json`) or the answer
+    /// of a success. False when it could not be written (in time, when `bounded`).
+    fn deliver(&self, status: Status, out: Final, bounded: bool) -> bool {
         let events = self.events.clone();
         let json = self.json;
-        let deliver = move || match line {
+        let deliver = move || match out.line {
             Some(line) => {
                 // The events writer redacts every line it prints.
                 events.finish(
@@ -231,26 +245,20 @@ impl Finisher {
                 );
                 true
             }
-            None if json => output::print_stdout(doc.as_deref().unwrap_or_default()),
-            None if status == Status::Success => output::print_stdout(&text),
+            None if json => output::print_stdout(out.doc.as_deref().unwrap_or_default()),
+            None if status == Status::Success => output::print_stdout(&out.text),
             None => true,
         };
-        delivered &= if bounded {
-            within(FINAL_WRITE_WAIT, deliver).unwrap_or_else(|| {
-                output::error(&format!(
-                    "stdout is not being read: gave up writing the final output after {}s",
-                    FINAL_WRITE_WAIT.as_secs()
-                ));
-                false
-            })
-        } else {
-            deliver()
-        };
-        output::info(&summary);
-        match status.exit_code() {
-            0 if !delivered => Some(1),
-            code => Some(code),
+        if !bounded {
+            return deliver();
         }
+        within(FINAL_WRITE_WAIT, deliver).unwrap_or_else(|| {
+            output::error(&format!(
+                "stdout is not being read: gave up writing the final output after {}s",
+                FINAL_WRITE_WAIT.as_secs()
+            ));
+            false
+        })
     }
 
     /// After the final transcript is in place, its journal is only a copy.
@@ -263,71 +271,6 @@ impl Finisher {
             output::warn(&format!("cannot remove {}: {e}", j.path().display()));
         }
     }
-
-    /// For the signal and deadline threads: finish and exit, or wait for the thread that
-    /// is already finishing to exit the process.
-    pub(crate) fn finish_and_exit(&self, status: Status, error: ErrorInfo) -> ! {
-        if let Some(code) = self.finish(status, Some(&error), true) {
-            std::process::exit(i32::from(code));
-        }
-        // The other thread exits the process when it is done; one stuck writing to a
-        // stdout nobody reads is not waited for.
-        std::thread::sleep(FINISH_GRACE);
-        let code = match self.code.get() {
-            Some(0) => 1, // its output was not delivered
-            Some(&c) => c,
-            None => status.exit_code(),
-        };
-        output::error(&format!(
-            "the run was ending but could not deliver its output within {}s (is stdout read?)",
-            FINISH_GRACE.as_secs()
-        ));
-        std::process::exit(i32::from(code));
-    }
-
-    /// `--timeout`: a thread that ends the run when `limit` has passed.
-    pub(crate) fn start_deadline(self: &Arc<Self>, limit: Duration) {
-        let f = self.clone();
-        std::thread::spawn(move || {
-            std::thread::sleep(limit);
-            let msg = format!(
-                "the run exceeded --timeout {}",
-                humantime::format_duration(limit)
-            );
-            f.finish_and_exit(Status::Timeout, ErrorInfo::new("timeout", msg));
-        });
-    }
-}
-
-/// The way out that signals take, once the run is set up.
-pub(crate) static FINISHER: std::sync::OnceLock<Arc<Finisher>> = std::sync::OnceLock::new();
-
-/// SIGINT and SIGTERM end the run with status `interrupted`, transcript written. A
-/// signal that arrives before the run is set up (no transcript exists yet) exits 130 too.
-pub(crate) fn watch_signals() {
-    use signal_hook::consts::{SIGINT, SIGTERM};
-    let mut signals = match signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) {
-        Ok(s) => s,
-        Err(e) => {
-            output::warn(&format!("cannot watch for signals: {e}"));
-            return;
-        }
-    };
-    std::thread::spawn(move || {
-        if let Some(sig) = signals.forever().next() {
-            let name = if sig == SIGINT { "SIGINT" } else { "SIGTERM" };
-            match FINISHER.get() {
-                Some(f) => f.finish_and_exit(
-                    Status::Interrupted,
-                    ErrorInfo::new("interrupted", format!("interrupted by {name}")),
-                ),
-                None => {
-                    output::error(&format!("interrupted by {name} before the run started"));
-                    std::process::exit(i32::from(Status::Interrupted.exit_code()));
-                }
-            }
-        }
-    });
 }
 
 /// Runs `f` on its own thread and waits at most `limit` for its result; a thread still
@@ -341,6 +284,28 @@ fn within<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send + 'st
         })
         .ok()?;
     rx.recv_timeout(limit).ok()
+}
+
+/// What stdout may get at the end.
+struct Final {
+    /// The whole transcript (`--json`).
+    doc: Option<String>,
+    /// The answer, redacted.
+    text: String,
+    /// The transcript on one line (`--jsonl`'s `run.finished`).
+    line: Option<String>,
+}
+
+/// The stderr line that closes a run: status, turns, calls, tokens, time.
+fn summary_line(r: &RunRecord, status: Status) -> String {
+    format!(
+        "{} · {} · {} · {} · {:.1}s",
+        status.as_str(),
+        crate::commands::summary::count(u64::from(r.num_turns()), "turn"),
+        crate::commands::summary::count(r.tool_calls().len() as u64, "tool call"),
+        r.usage().tokens_line(),
+        r.started().elapsed().as_secs_f64()
+    )
 }
 
 /// A workflow command's message with `%`, CR and LF escaped, as the runner expects.

@@ -7,5 +7,6 @@ pub(crate) mod ci;
 pub(crate) mod context;
 pub(crate) mod events;
 pub(crate) mod finish;
+pub(crate) mod signals;
 pub(crate) mod structured;
 pub(crate) mod verify;

@@ -12,7 +12,7 @@ use serde_json::json;
 
 use crate::model::protocol::Message;
 use crate::process::{self, CommandSpec};
-use crate::record::transcript::{RunRecord, VerificationRecord};
+use crate::record::{RunRecord, VerificationRecord, lock};
 use crate::run::events::Events;
 use crate::tools::ToolContext;
 
@@ -64,6 +64,35 @@ impl Verifier {
         turns_left: bool,
     ) -> Verdict {
         let spec = &self.spec;
+        let ran = self.run_once(ctx);
+        let passed = ran.exit_code == Some(0) && !ran.timed_out;
+        let duration_ms = ran.duration.as_millis() as u64;
+        let round = lock(record).record_verification(VerificationRecord {
+            round: 0, // set by the record
+            command: spec.command.clone(),
+            exit_code: ran.exit_code,
+            passed,
+            timed_out: ran.timed_out,
+            duration_ms,
+            output_tail: tail(&ran.text, VERIFY_TAIL_CHARS),
+        });
+        events.emit(
+            "verify.finished",
+            json!({"round": round, "command": spec.command, "exit_code": ran.exit_code,
+                   "passed": passed, "timed_out": ran.timed_out,
+                   "duration_ms": duration_ms,
+                   "output_tail": tail(&ran.text, VERIFY_TAIL_CHARS)}),
+        );
+        if passed {
+            crate::util::output::info("verification passed");
+            return Verdict::Passed;
+        }
+        self.failed(&ran, turns_left)
+    }
+
+    /// The command, run once as the Bash tool runs commands.
+    fn run_once(&self, ctx: &ToolContext) -> Round {
+        let spec = &self.spec;
         let mut cmd = CommandSpec::new(
             spec.command.clone(),
             &ctx.workspace,
@@ -74,65 +103,44 @@ impl Verifier {
         // The Bash sandbox (`--sandbox`), exactly as the Bash tool applies it.
         cmd.pre_exec = ctx.sandbox.as_ref().map(|s| s.pre_exec());
         crate::util::output::info(&format!("verifying: {}", spec.command));
-        let ran = process::run(&cmd);
-        let (exit_code, timed_out, duration, text, why) = match &ran {
-            Ok(out) => {
-                let why = if out.timed_out {
-                    format!(
-                        "timed out after {}",
-                        humantime::format_duration(spec.timeout)
-                    )
-                } else if out.interrupted {
-                    "was stopped because the run is ending".to_string()
-                } else {
-                    match (out.exit_code, out.signal) {
-                        (Some(c), _) => format!("exit {c}"),
-                        (None, Some(s)) => format!("killed by signal {s}"),
-                        (None, None) => "ended abnormally".to_string(),
-                    }
+        let out = match process::run(&cmd) {
+            Ok(out) => out,
+            Err(e) => {
+                return Round {
+                    exit_code: None,
+                    timed_out: false,
+                    duration: Duration::ZERO,
+                    text: e,
+                    why: "could not start".into(),
                 };
-                (
-                    out.exit_code,
-                    out.timed_out,
-                    out.duration,
-                    out.output.text.clone(),
-                    why,
-                )
             }
-            Err(e) => (
-                None,
-                false,
-                Duration::ZERO,
-                e.clone(),
-                "could not start".into(),
-            ),
         };
-        let passed = exit_code == Some(0) && !timed_out;
-        let round = {
-            let mut r = record.lock().unwrap_or_else(|p| p.into_inner());
-            let round = r.verifications.len() as u32 + 1;
-            r.verifications.push(VerificationRecord {
-                round,
-                command: spec.command.clone(),
-                exit_code,
-                passed,
-                timed_out,
-                duration_ms: duration.as_millis() as u64,
-                output_tail: tail(&text, VERIFY_TAIL_CHARS),
-            });
-            round
+        let why = if out.timed_out {
+            format!(
+                "timed out after {}",
+                humantime::format_duration(spec.timeout)
+            )
+        } else if out.interrupted {
+            "was stopped because the run is ending".to_string()
+        } else {
+            match (out.exit_code, out.signal) {
+                (Some(c), _) => format!("exit {c}"),
+                (None, Some(s)) => format!("killed by signal {s}"),
+                (None, None) => "ended abnormally".to_string(),
+            }
         };
-        events.emit(
-            "verify.finished",
-            json!({"round": round, "command": spec.command, "exit_code": exit_code,
-                   "passed": passed, "timed_out": timed_out,
-                   "duration_ms": duration.as_millis() as u64,
-                   "output_tail": tail(&text, VERIFY_TAIL_CHARS)}),
-        );
-        if passed {
-            crate::util::output::info("verification passed");
-            return Verdict::Passed;
+        Round {
+            exit_code: out.exit_code,
+            timed_out: out.timed_out,
+            duration: out.duration,
+            text: out.output.text,
+            why,
         }
+    }
+
+    /// A failed round: back to the model while rounds and turns remain, else the end.
+    fn failed(&self, ran: &Round, turns_left: bool) -> Verdict {
+        let (spec, why) = (&self.spec, &ran.why);
         let failures = {
             let mut f = self.failures.lock().unwrap_or_else(|p| p.into_inner());
             *f += 1;
@@ -160,10 +168,20 @@ impl Verifier {
              The task is not done until this command passes. Find and fix the cause, then \
              stop: the command runs again automatically (verification round {failures} of {}).",
             spec.command,
-            text.trim_end_matches('\n'),
+            ran.text.trim_end_matches('\n'),
             spec.max_rounds
         )))
     }
+}
+
+/// One run of the command: how it ended, its output, and why it failed (if it did).
+struct Round {
+    /// None when the command timed out, was killed by a signal or could not start.
+    exit_code: Option<i32>,
+    timed_out: bool,
+    duration: Duration,
+    text: String,
+    why: String,
 }
 
 /// The last `max` characters of `text`, on a character boundary.
@@ -211,8 +229,8 @@ mod tests {
             Verdict::Passed
         );
         let r = rec.into_inner().unwrap();
-        assert_eq!(r.verifications.len(), 1);
-        let x = &r.verifications[0];
+        assert_eq!(r.verifications().len(), 1);
+        let x = &r.verifications()[0];
         assert_eq!((x.round, x.exit_code, x.passed), (1, Some(0), true));
         assert_eq!(x.output_tail, "ok\n");
     }
@@ -235,7 +253,7 @@ mod tests {
         }
         let r = rec.into_inner().unwrap();
         let rounds: Vec<_> = r
-            .verifications
+            .verifications()
             .iter()
             .map(|x| (x.round, x.exit_code, x.passed))
             .collect();
@@ -260,7 +278,7 @@ mod tests {
         };
         assert!(text(&m).contains("timed out after 200ms"), "{}", text(&m));
         let r = rec.into_inner().unwrap();
-        assert!(r.verifications[0].timed_out && !r.verifications[0].passed);
+        assert!(r.verifications()[0].timed_out && !r.verifications()[0].passed);
     }
 
     #[test]

@@ -313,6 +313,9 @@ fn openai_context_length_exceeded_teaches_the_window_and_is_recovered() {
     assert!(is_cleared(&after[0]), "{after:?}");
     assert_eq!(after[1..], before[1..]);
     assert!(out.stderr.contains("8192 tokens"), "{}", out.stderr);
+    let learned = "agent: warning: the model's context window is 8192 tokens (from the API's error); \
+                   --context-window sets it from the start";
+    assert!(out.stderr.lines().any(|l| l == learned), "{}", out.stderr);
 }
 
 #[test]
@@ -433,4 +436,67 @@ fn a_resumed_history_is_cleared_before_its_first_request() {
     let t = out.json();
     assert_eq!(t["context_clearings"][0]["turn"], 1);
     assert_eq!(t["context_clearings"][0]["results_cleared"], cleared);
+}
+
+/// The texts of a clearing and of a wall, exactly: a lost `\` continuation once put runs
+/// of spaces inside them. The retry's request is the first attempt's with only the
+/// oldest result replaced, by exactly the placeholder.
+#[test]
+fn the_clearing_and_wall_texts_are_exact() {
+    let mut script = wall_script(Reply::bad_request(
+        "prompt is too long: 210000 tokens > 200000 maximum",
+    ));
+    script.pop();
+    script.push(Reply::bad_request(
+        "prompt is too long: 205000 tokens > 200000 maximum",
+    ));
+    let env = wall_env(script);
+    let out = env.run(&["run", "--json", "read the files"]);
+    out.assert_code(1);
+    let t = out.json();
+    let after = t["context_clearings"][0]["tokens_after_estimate"]
+        .as_u64()
+        .unwrap();
+    let line = format!(
+        "agent: turn 5: cleared 1 old tool results to save context \
+         (210000 → about {after} tokens of a 200000-token window)"
+    );
+    assert!(
+        out.stderr.lines().any(|l| l == line),
+        "no line {line:?} in\n{}",
+        out.stderr
+    );
+    assert_eq!(
+        t["error"]["message"],
+        "the conversation still does not fit in the model's context window after clearing \
+         old tool results (205000 tokens > 200000): HTTP 400 invalid_request_error: prompt is too long: \
+         205000 tokens > 200000 maximum"
+    );
+    // What the model received: the retry is the first attempt with the oldest result
+    // replaced by exactly the placeholder, everything else byte for byte.
+    let reqs = env.server.requests();
+    let (first, retry) = (&reqs[4], &reqs[5]);
+    let mut expected = without_cache_control(&first.body["messages"]);
+    let oldest = expected[2]["content"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|b| b["type"] == "tool_result")
+        .unwrap();
+    oldest["content"] = json!(CLEARED);
+    assert_eq!(without_cache_control(&retry.body["messages"]), expected);
+}
+
+#[test]
+fn a_bad_compact_at_is_named_in_one_sentence() {
+    let env = TestEnv::new(vec![]);
+    let out = env.run(&["run", "--compact-at", "0.3", "x"]);
+    out.assert_code(2);
+    assert!(
+        out.stderr.lines().any(|l| l
+            == "agent: error: --compact-at must be a fraction above 0.5 (clearing goes down to \
+                half the window) and at most 1, got 0.3"),
+        "{}",
+        out.stderr
+    );
 }

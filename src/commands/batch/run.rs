@@ -330,7 +330,7 @@ fn ended_early(
     outcome.status = status.to_string();
     outcome.duration_ms = t0.elapsed().as_millis() as u64;
     let doc = json!({
-        "version": crate::record::transcript::TRANSCRIPT_VERSION,
+        "version": crate::record::TRANSCRIPT_VERSION,
         "status": status,
         "is_error": true,
         "num_turns": 0,

@@ -147,18 +147,6 @@ pub enum ProviderErrorKind {
     Cassette,
 }
 
-impl ProviderError {
-    /// The `error.kind` string of the transcript.
-    pub fn kind_str(&self) -> &'static str {
-        match self.kind {
-            ProviderErrorKind::Http { .. } => "api_error",
-            ProviderErrorKind::StreamError { .. } => "stream_error",
-            ProviderErrorKind::Transport => "transport_error",
-            ProviderErrorKind::Cassette => "cassette_error",
-        }
-    }
-}
-
 impl std::fmt::Display for ProviderError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.message)

@@ -1,0 +1,597 @@
+//! The run's record (`RunRecord`): everything the run has done so far, kept up to date
+//! as the run goes. Its JSON form (SPEC §7) is `render.rs`; how a run ended, `outcome.rs`.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use std::sync::Arc;
+
+use crate::model::protocol::{ContentBlock, Role, Usage};
+use crate::record::history::Entry;
+use crate::run::budget::{Prices, round_usd};
+use crate::run::context::Clearing;
+
+#[path = "render.rs"]
+mod render;
+pub(crate) use render::TRANSCRIPT_VERSION;
+
+/// One executed (or refused) tool call, in the order the model made it.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct ToolCallRecord {
+    pub(crate) id: String,
+    pub(crate) name: String,
+    pub(crate) input: Value,
+    pub(crate) is_error: bool,
+    pub(crate) batch: u32,
+    pub(crate) duration_ms: u64,
+    /// Milliseconds from the start of the run to the start of the call.
+    pub(crate) started_ms: u64,
+    pub(crate) turn: u32,
+    /// The model that made the call (the one the API reported for its turn).
+    pub(crate) model: String,
+    #[serde(skip_serializing_if = "Map::is_empty")]
+    pub(crate) metadata: Map<String, Value>,
+}
+
+/// A call refused by a permission rule or a hook.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct DenialRecord {
+    pub(crate) tool_name: String,
+    pub(crate) tool_use_id: String,
+    pub(crate) tool_input: Value,
+    pub(crate) reason: String,
+}
+
+/// One run of the `--verify` command (SPEC §9).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct VerificationRecord {
+    /// 1, 2, 3 … in the order they ran.
+    pub(crate) round: u32,
+    pub(crate) command: String,
+    /// None when the command timed out, was killed by a signal or could not start.
+    pub(crate) exit_code: Option<i32>,
+    pub(crate) passed: bool,
+    pub(crate) timed_out: bool,
+    pub(crate) duration_ms: u64,
+    /// The last characters of its output (the model saw up to the runner's head + tail).
+    pub(crate) output_tail: String,
+}
+
+/// One model of the run (`models_used`): the turns it answered and what they cost.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct ModelUse {
+    pub(crate) model: String,
+    pub(crate) turns: u32,
+    /// None when the model has no price or a response came without usage.
+    pub(crate) cost_usd: Option<f64>,
+}
+
+/// Everything the run has done so far. Shared (behind a mutex) with the signal and
+/// deadline threads, so that every way out can write it. Its fields are private: the run
+/// changes it through the named `record_*` methods below (one per thing that happens)
+/// and reads it through accessors; `render.rs` (a child module) turns it into JSON.
+#[derive(Debug)]
+pub(crate) struct RunRecord {
+    started: Instant,
+    model: String,
+    /// Every model that answered, in the order each first did (`--fallback-model`).
+    models_used: Vec<ModelUse>,
+    workspace: PathBuf,
+    tools: Vec<String>,
+    /// Every message as it happened (the requests may carry cleared copies), each
+    /// serialised once (`history.rs`).
+    messages: Vec<Arc<Entry>>,
+    tool_calls: Vec<ToolCallRecord>,
+    usage: Usage,
+    num_turns: u32,
+    api_duration: Duration,
+    retries: u32,
+    stop_reason: Option<String>,
+    permission_denials: Vec<DenialRecord>,
+    /// Path → "created" | "modified" | "deleted", first change kind wins for "created".
+    files_changed: BTreeMap<String, String>,
+    /// USD so far; None when the model's price is unknown.
+    cost_usd: Option<f64>,
+    verifications: Vec<VerificationRecord>,
+    /// `git diff --stat` at the end of the run; None outside a git repository.
+    git_diff_stat: Option<String>,
+    /// The directory of saved outputs, when it is kept (`-o`, `--keep-spill`) and exists.
+    spill_dir: Option<PathBuf>,
+    /// The MCP servers of the run, connected or failed.
+    mcp_servers: Vec<crate::mcp::ServerReport>,
+    /// The last request's input size in tokens (input + cache read + cache creation).
+    context_tokens: Option<u64>,
+    /// The context window the run worked with, when known.
+    context_window: Option<u64>,
+    /// Each clearing of old tool results.
+    context_clearings: Vec<Clearing>,
+    /// The earlier parts of a final answer cut off by `max_tokens` and continued: the
+    /// result is these, then the last assistant message's text.
+    answer_parts: Vec<String>,
+    /// A random UUID per run (`session_id`).
+    session_id: String,
+    /// `--output-schema`: the accepted answer (the run's `result`, serialised).
+    structured_output: Option<Value>,
+    /// `--resume`: `{path, session_id, num_turns, status, usage, cost_usd}` of the
+    /// transcript this run continues.
+    resumed_from: Option<Value>,
+}
+
+impl RunRecord {
+    pub(crate) fn new(model: &str, workspace: PathBuf, tools: Vec<String>) -> Self {
+        RunRecord {
+            started: Instant::now(),
+            model: model.to_string(),
+            models_used: Vec::new(),
+            workspace,
+            tools,
+            messages: Vec::new(),
+            tool_calls: Vec::new(),
+            usage: Usage::default(),
+            num_turns: 0,
+            api_duration: Duration::ZERO,
+            retries: 0,
+            stop_reason: None,
+            permission_denials: Vec::new(),
+            files_changed: BTreeMap::new(),
+            cost_usd: None,
+            verifications: Vec::new(),
+            git_diff_stat: None,
+            spill_dir: None,
+            mcp_servers: Vec::new(),
+            context_tokens: None,
+            context_window: None,
+            context_clearings: Vec::new(),
+            answer_parts: Vec::new(),
+            session_id: crate::record::session::new_session_id(),
+            structured_output: None,
+            resumed_from: None,
+        }
+    }
+
+    // ---- what happens during a run ----
+
+    /// `agent run` started these MCP servers (connected or failed).
+    pub(crate) fn record_mcp_servers(&mut self, servers: Vec<crate::mcp::ServerReport>) {
+        self.mcp_servers = servers;
+    }
+
+    /// `--resume`: the transcript this run continues.
+    pub(crate) fn record_resumed_from(&mut self, from: Value) {
+        self.resumed_from = Some(from);
+    }
+
+    /// The initial `cost_usd`: 0, or null for a model without a price.
+    pub(crate) fn record_start_price(&mut self, prices: &Prices) {
+        self.cost_usd = prices.cost(&self.model, &self.usage);
+    }
+
+    /// The context window the run works with (from the start, or learned at the wall).
+    pub(crate) fn record_context_window(&mut self, window: Option<u64>) {
+        self.context_window = window;
+    }
+
+    /// A message of ours (the task, a continuation or verification request).
+    pub(crate) fn record_message(&mut self, entry: Arc<Entry>) {
+        self.messages.push(entry);
+    }
+
+    /// The last message, replaced by `entry` (text joined to tool results).
+    pub(crate) fn replace_last_message(&mut self, entry: Arc<Entry>) {
+        self.messages.pop();
+        self.messages.push(entry);
+    }
+
+    /// Time spent waiting for the model.
+    pub(crate) fn record_api_time(&mut self, elapsed: Duration) {
+        self.api_duration += elapsed;
+    }
+
+    /// A request retried by the provider.
+    pub(crate) fn record_retry(&mut self) {
+        self.retries += 1;
+    }
+
+    /// A model turn: its message, its stop reason, the model that answered and its
+    /// usage priced by that model. Returns the run's turn count.
+    pub(crate) fn record_turn(
+        &mut self,
+        model: &str,
+        stop_reason: &str,
+        usage: &Usage,
+        prices: &Prices,
+        entry: Arc<Entry>,
+    ) -> u32 {
+        self.num_turns += 1;
+        self.stop_reason = Some(stop_reason.to_string());
+        self.model = model.to_string();
+        self.add_response(model, usage, prices, true);
+        self.messages.push(entry);
+        self.num_turns
+    }
+
+    /// A response billed but no model turn (cut off at the context window).
+    pub(crate) fn record_wall(&mut self, model: &str, usage: &Usage, prices: &Prices) {
+        self.add_response(model, usage, prices, false);
+    }
+
+    /// The last request's input size in tokens.
+    pub(crate) fn record_context_tokens(&mut self, tokens: Option<u64>) {
+        self.context_tokens = tokens;
+    }
+
+    /// A turn's calls (each with its denial, if a rule or hook refused it), then the
+    /// user message of their results. A call that succeeded notes the file it changed.
+    pub(crate) fn record_results(
+        &mut self,
+        calls: Vec<(ToolCallRecord, Option<DenialRecord>)>,
+        results: Arc<Entry>,
+    ) {
+        for (call, denial) in calls {
+            self.record_call(call, denial);
+        }
+        self.messages.push(results);
+    }
+
+    /// One executed (or refused) call.
+    pub(crate) fn record_call(&mut self, call: ToolCallRecord, denial: Option<DenialRecord>) {
+        self.permission_denials.extend(denial);
+        if !call.is_error {
+            self.note_file_change(&call.metadata);
+        }
+        self.tool_calls.push(call);
+    }
+
+    /// One clearing of old tool results.
+    pub(crate) fn record_clearing(&mut self, clearing: Clearing) {
+        self.context_clearings.push(clearing);
+    }
+
+    /// A final answer cut off by `max_tokens`: this part, before its continuation.
+    pub(crate) fn record_answer_part(&mut self, text: String) {
+        self.answer_parts.push(text);
+    }
+
+    /// The cut-off parts no longer join the answer (a tool call came, or a new answer).
+    pub(crate) fn drop_answer_parts(&mut self) {
+        self.answer_parts.clear();
+    }
+
+    /// `--output-schema`: the accepted answer.
+    pub(crate) fn accept_answer(&mut self, value: Value) {
+        self.structured_output = Some(value);
+    }
+
+    /// The answer goes back to the model (a failed verification): none is kept.
+    pub(crate) fn discard_answer(&mut self) {
+        self.structured_output = None;
+        self.answer_parts.clear();
+    }
+
+    /// One `--verify` round; `round` is set here. Returns it.
+    pub(crate) fn record_verification(&mut self, mut v: VerificationRecord) -> u32 {
+        let round = self.verifications.len() as u32 + 1;
+        v.round = round;
+        self.verifications.push(v);
+        round
+    }
+
+    /// The workspace scanned again at the end: merged into `files_changed`.
+    pub(crate) fn record_workspace_scan(&mut self, baseline: &crate::record::changes::Baseline) {
+        baseline.merge_into(&mut self.files_changed);
+    }
+
+    /// `git diff --stat` at the end of the run.
+    pub(crate) fn record_diff_stat(&mut self, stat: Option<String>) {
+        self.git_diff_stat = stat;
+    }
+
+    /// The saved outputs' directory, when it is kept.
+    pub(crate) fn record_spill_dir(&mut self, dir: Option<PathBuf>) {
+        self.spill_dir = dir;
+    }
+
+    // ---- what the run reads back ----
+
+    pub(crate) fn started(&self) -> Instant {
+        self.started
+    }
+
+    /// The model of the newest turn (the one asked for before the first).
+    pub(crate) fn model(&self) -> &str {
+        &self.model
+    }
+
+    pub(crate) fn session_id(&self) -> &str {
+        &self.session_id
+    }
+
+    pub(crate) fn workspace(&self) -> &std::path::Path {
+        &self.workspace
+    }
+
+    pub(crate) fn tools(&self) -> &[String] {
+        &self.tools
+    }
+
+    pub(crate) fn mcp_servers(&self) -> &[crate::mcp::ServerReport] {
+        &self.mcp_servers
+    }
+
+    pub(crate) fn resumed_from(&self) -> Option<&Value> {
+        self.resumed_from.as_ref()
+    }
+
+    /// Every message as it happened.
+    pub(crate) fn messages(&self) -> &[Arc<Entry>] {
+        &self.messages
+    }
+
+    pub(crate) fn tool_calls(&self) -> &[ToolCallRecord] {
+        &self.tool_calls
+    }
+
+    pub(crate) fn usage(&self) -> &Usage {
+        &self.usage
+    }
+
+    pub(crate) fn num_turns(&self) -> u32 {
+        self.num_turns
+    }
+
+    pub(crate) fn stop_reason(&self) -> Option<&str> {
+        self.stop_reason.as_deref()
+    }
+
+    pub(crate) fn cost_usd(&self) -> Option<f64> {
+        self.cost_usd
+    }
+
+    pub(crate) fn context_tokens(&self) -> Option<u64> {
+        self.context_tokens
+    }
+
+    #[cfg(test)]
+    pub(crate) fn verifications(&self) -> &[VerificationRecord] {
+        &self.verifications
+    }
+
+    /// Path → "created" | "modified" | "deleted".
+    #[cfg(test)]
+    pub(crate) fn files_changed(&self) -> &BTreeMap<String, String> {
+        &self.files_changed
+    }
+
+    /// Adds one response's usage, priced by the model that gave it, to the run's totals
+    /// and to that model's `models_used` entry. `turn` is false for a response that is
+    /// billed but is no model turn (one cut off at the context window).
+    fn add_response(&mut self, model: &str, usage: &Usage, prices: &Prices, turn: bool) {
+        self.usage.add(usage);
+        let cost = prices.cost(model, usage);
+        let entry = match self.models_used.iter().position(|u| u.model == model) {
+            Some(i) => &mut self.models_used[i],
+            None => {
+                self.models_used.push(ModelUse {
+                    model: model.to_string(),
+                    turns: 0,
+                    cost_usd: Some(0.0),
+                });
+                let last = self.models_used.len() - 1;
+                &mut self.models_used[last]
+            }
+        };
+        entry.turns += u32::from(turn);
+        entry.cost_usd = entry.cost_usd.zip(cost).map(|(a, b)| round_usd(a + b));
+        self.cost_usd = self
+            .models_used
+            .iter()
+            .try_fold(0.0, |sum, u| u.cost_usd.map(|c| sum + c))
+            .map(round_usd);
+    }
+
+    /// The first model whose cost could not be computed, if any.
+    pub(crate) fn unpriced_model(&self) -> Option<&str> {
+        self.models_used
+            .iter()
+            .find(|u| u.cost_usd.is_none())
+            .map(|u| u.model.as_str())
+    }
+
+    /// Notes a file change reported by a tool's metadata (`path`, `change`).
+    pub(crate) fn note_file_change(&mut self, metadata: &Map<String, Value>) {
+        let (Some(path), Some(change)) = (
+            metadata.get("path").and_then(Value::as_str),
+            metadata.get("change").and_then(Value::as_str),
+        ) else {
+            return;
+        };
+        let merged = match (self.files_changed.get(path).map(String::as_str), change) {
+            (Some("created"), "deleted") => None, // created then deleted: no net change
+            (Some("created"), _) => Some("created"),
+            (Some("deleted"), "created") => Some("modified"),
+            (_, c) => Some(c),
+        };
+        match merged {
+            Some(c) => {
+                self.files_changed.insert(path.to_string(), c.to_string());
+            }
+            None => {
+                self.files_changed.remove(path);
+            }
+        }
+    }
+
+    /// The run's answer: the accepted structured output as one line of JSON, else the
+    /// text of the last assistant message.
+    pub(crate) fn final_text(&self) -> String {
+        if let Some(v) = &self.structured_output {
+            return v.to_string();
+        }
+        let last = self
+            .messages
+            .iter()
+            .rev()
+            .find(|e| e.role() == Role::Assistant)
+            .map(|e| message_text(&e.message()))
+            .unwrap_or_default();
+        self.answer_parts.concat() + &last
+    }
+}
+
+/// The text blocks of a message, joined.
+pub(crate) fn message_text(m: &crate::model::protocol::Message) -> String {
+    m.content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Locks the record even if a panicking thread poisoned it: the record is plain data.
+pub(crate) fn lock(record: &Mutex<RunRecord>) -> std::sync::MutexGuard<'_, RunRecord> {
+    record.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Tool calls that started and have not finished. A run that ends while some still run
+/// (timeout, signal) lists them in `tool_calls` too, so CI can see which command hung.
+#[derive(Debug, Default)]
+pub(crate) struct InFlight(Mutex<Vec<Unfinished>>);
+
+#[derive(Debug, Clone)]
+struct Unfinished {
+    id: String,
+    name: String,
+    input: Value,
+    started: Instant,
+    turn: u32,
+}
+
+impl InFlight {
+    pub(crate) fn start(&self, id: &str, name: &str, input: Value, turn: u32) {
+        let call = Unfinished {
+            id: id.to_string(),
+            name: name.to_string(),
+            input,
+            started: Instant::now(),
+            turn,
+        };
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).push(call);
+    }
+
+    pub(crate) fn end(&self, id: &str) {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|c| c.id != id);
+    }
+
+    /// Adds the calls still running to `record.tool_calls`, marked `unfinished` (batch 0:
+    /// their batch never completed).
+    pub(crate) fn settle(&self, record: &mut RunRecord) {
+        let calls = std::mem::take(&mut *self.0.lock().unwrap_or_else(|p| p.into_inner()));
+        for c in calls {
+            if record.tool_calls.iter().any(|t| t.id == c.id) {
+                continue;
+            }
+            let mut metadata = Map::new();
+            metadata.insert("unfinished".into(), Value::Bool(true));
+            record.tool_calls.push(ToolCallRecord {
+                id: c.id,
+                name: c.name,
+                input: c.input,
+                is_error: true,
+                batch: 0,
+                duration_ms: c.started.elapsed().as_millis() as u64,
+                started_ms: c
+                    .started
+                    .saturating_duration_since(record.started)
+                    .as_millis() as u64,
+                turn: c.turn,
+                // The calls in flight belong to the newest turn, whose model this is.
+                model: record.model.clone(),
+                metadata,
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::outcome::Status;
+    use serde_json::json;
+
+    #[test]
+    fn each_response_is_priced_by_its_own_model() {
+        let mut r = RunRecord::new("claude-sonnet-4-5", PathBuf::from("/w"), vec![]);
+        let prices = Prices::default();
+        let million_in = Usage {
+            input_tokens: 1_000_000,
+            ..Usage::default()
+        };
+        r.add_response("claude-sonnet-4-5", &million_in, &prices, true);
+        r.add_response("claude-haiku-4-5", &million_in, &prices, true);
+        r.add_response("claude-haiku-4-5", &million_in, &prices, false);
+        // Sonnet 3 $/MTok once, Haiku 1 $/MTok twice: not 9 (all at one price).
+        assert_eq!(r.cost_usd, Some(5.0));
+        assert_eq!(r.usage.input_tokens, 3_000_000);
+        let v: Value = serde_json::from_str(&r.to_json(Status::Success, None)).unwrap();
+        assert_eq!(
+            v["models_used"],
+            json!([{"model": "claude-sonnet-4-5", "turns": 1, "cost_usd": 3.0},
+                   {"model": "claude-haiku-4-5", "turns": 1, "cost_usd": 2.0}])
+        );
+        assert_eq!(r.unpriced_model(), None);
+        r.add_response("local-model", &million_in, &prices, true);
+        assert_eq!(
+            r.cost_usd, None,
+            "one unpriced model makes the total unknown"
+        );
+        assert_eq!(r.unpriced_model(), Some("local-model"));
+        assert_eq!(
+            r.models_used[0].cost_usd,
+            Some(3.0),
+            "the others keep theirs"
+        );
+    }
+
+    #[test]
+    fn costs_add_up_without_float_noise() {
+        let mut r = RunRecord::new("claude-haiku-4-5", PathBuf::from("/w"), vec![]);
+        let hundred_in = Usage {
+            input_tokens: 100,
+            ..Usage::default()
+        };
+        for _ in 0..3 {
+            r.add_response("claude-haiku-4-5", &hundred_in, &Prices::default(), true);
+        }
+        // 0.0001 three times is 0.00030000000000000003 in floats.
+        let v: Value = serde_json::from_str(&r.to_json(Status::Success, None)).unwrap();
+        assert_eq!(v["cost_usd"].to_string(), "0.0003");
+        assert_eq!(v["models_used"][0]["cost_usd"].to_string(), "0.0003");
+    }
+
+    #[test]
+    fn file_changes_merge() {
+        let mut r = RunRecord::new("m", PathBuf::from("/w"), vec![]);
+        let meta = |p: &str, c: &str| json!({"path": p, "change": c}).as_object().unwrap().clone();
+        r.note_file_change(&meta("a", "created"));
+        r.note_file_change(&meta("a", "modified"));
+        r.note_file_change(&meta("b", "modified"));
+        r.note_file_change(&meta("c", "created"));
+        r.note_file_change(&meta("c", "deleted"));
+        let v: Vec<_> = r
+            .files_changed
+            .iter()
+            .map(|(p, c)| format!("{p}:{c}"))
+            .collect();
+        assert_eq!(v, vec!["a:created", "b:modified"]);
+    }
+}

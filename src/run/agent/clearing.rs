@@ -1,0 +1,108 @@
+//! When the loop clears the context window: over `--compact-at` before a request, and
+//! at the wall (a request refused as too long, or a `model_context_window_exceeded`
+//! stop), once, before the same turn is retried. `context.rs` plans a clearing and
+//! words its messages; `history.rs` applies it.
+
+use super::Agent;
+use crate::model::provider::{ProviderError, ProviderErrorKind};
+use crate::record::history::History;
+use crate::record::outcome::{ErrorKind, Outcome};
+use crate::run::context::{
+    CLEAR_TARGET, Clearing, ContextWindow, Overflow, cleared_note, learned_window_note,
+    nothing_to_clear, overflow_of, plan_clearing, still_exceeded,
+};
+use crate::util::output;
+
+/// Whether a failed request was refused because the conversation no longer fits.
+pub(super) fn overflow(e: &ProviderError) -> Option<Overflow> {
+    match &e.kind {
+        ProviderErrorKind::Http { status, error_type } => {
+            overflow_of(*status, error_type, &e.message)
+        }
+        _ => None,
+    }
+}
+
+/// A request that ran into the context window.
+pub(super) struct Wall<'a> {
+    pub(super) overflow: Overflow,
+    /// The size of what was sent (for an estimate when the API gives no numbers).
+    pub(super) request_bytes: usize,
+    /// This was already the retry after a clearing.
+    pub(super) retried: bool,
+    /// What the API said, for the final message.
+    pub(super) what: &'a str,
+}
+
+/// The run ends because the history cannot be made to fit.
+fn exceeded(message: String) -> Outcome {
+    Outcome::fail(ErrorKind::ContextExceeded, message)
+}
+
+impl Agent<'_> {
+    /// Clears the oldest tool results until the estimate falls to `target`; records the
+    /// clearing and announces it. None when nothing is left to clear.
+    pub(super) fn clear(
+        &self,
+        history: &mut History,
+        window: &ContextWindow,
+        turn_no: u32,
+        tokens_now: u64,
+        target: u64,
+    ) -> Option<Clearing> {
+        let plan = plan_clearing(&history.clearable(), tokens_now, target, window)?;
+        let cleared = history.apply(&plan);
+        let c = Clearing {
+            turn: turn_no,
+            results_cleared: cleared,
+            tokens_before: tokens_now,
+            tokens_after_estimate: plan.tokens_after_estimate,
+        };
+        self.run.record().record_clearing(c);
+        self.run.ci.events.emit(
+            "context.cleared",
+            serde_json::to_value(c).unwrap_or_default(),
+        );
+        output::info(&cleared_note(&c, window.window()));
+        Some(c)
+    }
+
+    /// The request did not fit: learn the window if the error names it, clear down to
+    /// half of it, and let the loop retry the same turn once. A second overflow, or
+    /// nothing left to clear, ends the run with `context_exceeded`.
+    pub(super) fn recover(
+        &self,
+        history: &mut History,
+        window: &mut ContextWindow,
+        turn_no: u32,
+        wall: Wall<'_>,
+    ) -> Result<(), Outcome> {
+        let Wall {
+            overflow: o,
+            request_bytes,
+            retried,
+            what,
+        } = wall;
+        if let Some(limit) = window.learn(&o) {
+            self.run.record().record_context_window(Some(limit));
+            output::warn(&learned_window_note(limit));
+        }
+        let tokens_now = o
+            .tokens
+            .unwrap_or_else(|| window.tokens_of(request_bytes))
+            .max(window.window().unwrap_or(0));
+        let limit = window
+            .window()
+            .map(|w| format!(" ({tokens_now} tokens > {w})"))
+            .unwrap_or_default();
+        if retried {
+            return Err(exceeded(still_exceeded(&limit, what)));
+        }
+        let target =
+            (window.window().unwrap_or(tokens_now).min(tokens_now) as f64 * CLEAR_TARGET) as u64;
+        match self.clear(history, window, turn_no, tokens_now, target) {
+            Some(_) => Ok(()),
+            None => Err(exceeded(nothing_to_clear(&limit, what))),
+        }
+    }
+}

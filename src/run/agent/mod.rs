@@ -1,0 +1,588 @@
+//! The agent loop: request a turn, stream it, run its tool calls through the scheduler,
+//! answer each tool_use with exactly one tool_result in order, and loop until the model
+//! stops or a limit is reached. It never names a tool.
+//!
+//! `turns` is a small driver over named steps: `request` (send, stream, meet the context
+//! window's wall), then `answer` (record the turn and take the step its stop reason
+//! calls for: `steps.rs` holds the calls, a `max_tokens` stop and an `end_turn`). Each
+//! step says what comes next (`Step`). Clearing lives in `clearing.rs`.
+
+mod clearing;
+mod observers;
+mod steps;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Instant;
+
+use serde_json::Value;
+
+use crate::config::Config;
+use crate::model::protocol::{Message, StopReason};
+use crate::model::provider::{Provider, StreamNotice, TurnRequest};
+use crate::model::turn::Turn;
+use crate::record::history::{Entry, History};
+use crate::record::outcome::{ErrorKind, Outcome};
+use crate::record::{InFlight, RunRecord, lock};
+use crate::run::ci::CiRun;
+use crate::run::context::{ContextWindow, Overflow, WINDOW_EXCEEDED_STOP};
+use crate::run::structured;
+use crate::tools::ToolContext;
+use crate::tools::dispatch::{Dispatcher, Gate};
+use crate::tools::registry::Registry;
+use crate::tools::scheduler::{EarlyStart, EarlyWorkers};
+use crate::util::output;
+use clearing::{Wall, overflow};
+use observers::RunWatch;
+
+/// What a run lends the loop: its settings, its tools and their gate, the record and the
+/// ways the rest of the run watches it. Built once by `agent run`.
+pub(crate) struct RunHandle<'a> {
+    pub(crate) config: &'a Config,
+    pub(crate) registry: &'a Registry,
+    pub(crate) ctx: &'a ToolContext,
+    pub(crate) gate: &'a dyn Gate,
+    /// Shared with the signal and deadline threads.
+    pub(crate) record: &'a Mutex<RunRecord>,
+    /// Rewrites the `-o` file after every model response and after its tool results.
+    pub(crate) checkpoint: &'a dyn Fn(),
+    /// Events, verification, budgets (SPEC §9).
+    pub(crate) ci: &'a CiRun,
+    /// Set when a signal or the deadline is ending the run: make no further request and
+    /// start no further tool.
+    pub(crate) cancelled: &'a AtomicBool,
+    /// Calls running now, for the transcript of a run that ends while they do.
+    pub(crate) in_flight: &'a InFlight,
+}
+
+impl RunHandle<'_> {
+    /// The record, locked (briefly: the finisher needs it too).
+    pub(crate) fn record(&self) -> MutexGuard<'_, RunRecord> {
+        lock(self.record)
+    }
+
+    pub(crate) fn checkpoint(&self) {
+        (self.checkpoint)();
+    }
+
+    /// `Err(interrupted)` once a way out has been taken: the one place that outcome is
+    /// built. The way out writes the transcript; this only stops the loop.
+    pub(crate) fn check_stop(&self) -> Result<(), Outcome> {
+        if self.cancelled.load(Ordering::SeqCst) {
+            return Err(Outcome::fail(ErrorKind::Interrupted, "the run was stopped"));
+        }
+        Ok(())
+    }
+}
+
+pub(crate) struct Agent<'a> {
+    pub(super) run: RunHandle<'a>,
+}
+
+/// What comes after a step.
+pub(super) enum Step {
+    /// The next turn.
+    Next,
+    /// The same turn again (after a clearing at the context window's wall).
+    Retry,
+    End(Outcome),
+}
+
+/// What the loop carries from turn to turn.
+pub(super) struct Turns {
+    pub(super) tools: Vec<Value>,
+    pub(super) history: History,
+    pub(super) window: ContextWindow,
+    /// What every request sends besides the history: calibrates bytes per token.
+    pub(super) fixed_bytes: usize,
+    pub(super) next_batch: u32,
+    pub(super) turn_no: u32,
+    /// Set while the same turn is asked again after a clearing at the wall.
+    pub(super) retrying: bool,
+    /// Continuations asked for the current answer cut off by `max_tokens`.
+    pub(super) continuations: u32,
+    /// `--output-schema`: the model's answers, counted against --max-schema-retries.
+    pub(super) answers: Option<structured::Answers>,
+    /// Benchmarking switch (README "Performance"): run every call only after message_stop.
+    pub(super) early_tools: bool,
+}
+
+impl Turns {
+    /// What the next request sends, in bytes.
+    pub(super) fn request_bytes(&self) -> usize {
+        self.history.json_bytes() + self.fixed_bytes
+    }
+}
+
+/// A streamed turn and the calls it started early (collected once the turn is noted).
+pub(super) struct Streamed<'w, 'scope, 'env> {
+    pub(super) turn: Turn,
+    pub(super) early: EarlyStart<'w, 'scope, 'env>,
+}
+
+impl<'a> Agent<'a> {
+    pub(crate) fn new(run: RunHandle<'a>) -> Self {
+        Agent { run }
+    }
+
+    pub(crate) fn run(&self, provider: &mut dyn Provider) -> Outcome {
+        let before = crate::record::history::serialisations();
+        let outcome = self.run_loop(provider);
+        let messages = self.run.record().messages().len();
+        output::debug(&format!(
+            "history: {messages} messages, {} serialisations",
+            crate::record::history::serialisations() - before
+        ));
+        outcome
+    }
+
+    fn run_loop(&self, provider: &mut dyn Provider) -> Outcome {
+        let run = &self.run;
+        let run_start = run.record().started();
+        let watch = RunWatch {
+            ci: run.ci,
+            in_flight: run.in_flight,
+        };
+        let dispatcher = Dispatcher::new(run.registry, run.ctx, run.gate, run_start, Some(&watch));
+        // The threads calls started early run on live as long as the run (see
+        // `EarlyWorkers`); the scope ends when they have.
+        std::thread::scope(|scope| self.turns(provider, &dispatcher, &EarlyWorkers::new(scope)))
+    }
+
+    /// The driver: each turn is a request, then the answer's step.
+    fn turns<'env>(
+        &self,
+        provider: &mut dyn Provider,
+        dispatcher: &'env Dispatcher<'env>,
+        workers: &EarlyWorkers<'_, 'env>,
+    ) -> Outcome {
+        let mut s = self.start();
+        loop {
+            if let Err(stopped) = self.run.check_stop() {
+                return stopped;
+            }
+            if !s.retrying
+                && let Some(end) = self.next_turn(&mut s)
+            {
+                return end;
+            }
+            let step = match self.request(provider, dispatcher, workers, &mut s) {
+                Ok(streamed) => self.answer(streamed, dispatcher, &mut s),
+                Err(step) => step,
+            };
+            match step {
+                Step::Next => s.retrying = false,
+                Step::Retry => s.retrying = true,
+                Step::End(outcome) => return outcome,
+            }
+        }
+    }
+
+    /// The history the first request sends (the task, or a resumed conversation), the
+    /// window, the first checkpoint and `run.started`.
+    fn start(&self) -> Turns {
+        let run = &self.run;
+        let config = run.config;
+        let tools = run.registry.to_api_format();
+        let mut history = History::new();
+        match &config.session().resume() {
+            // A resumed run starts from the earlier conversation (its new prompt appended).
+            Some(r) => {
+                for m in &r.messages {
+                    self.enter(&mut history, m.clone());
+                }
+            }
+            None => self.enter(&mut history, Message::user_text(config.session().prompt())),
+        }
+        let window = ContextWindow::for_run(config.provider().model(), config.session().context());
+        let fixed_bytes = serde_json::to_string(&tools).map_or(0, |t| t.len())
+            + config.session().system_prompt().len();
+        {
+            let mut r = run.record();
+            r.record_context_window(window.window());
+            r.record_start_price(config.ci().prices());
+        }
+        // The task is checkpointed before the first request: a run killed while waiting
+        // for the first response leaves it, so `--resume` can continue it.
+        run.checkpoint();
+        run.ci.run_started(config, run.record);
+        Turns {
+            tools,
+            history,
+            window,
+            fixed_bytes,
+            next_batch: 0,
+            turn_no: 0,
+            retrying: false,
+            continuations: 0,
+            answers: config
+                .session()
+                .output_schema()
+                .map(|_| structured::Answers::new(config.session().max_schema_retries())),
+            early_tools: std::env::var_os("AGENT_NO_EARLY_TOOLS").is_none_or(|v| v != "1"),
+        }
+    }
+
+    /// A new turn: the budgets may end the run; a history over the threshold is cleared.
+    fn next_turn(&self, s: &mut Turns) -> Option<Outcome> {
+        s.turn_no += 1;
+        if let Some(stop) = self.run.ci.before_request(s.turn_no, self.run.record) {
+            return Some(stop);
+        }
+        // Before any usage (a resumed history), the bytes about to be sent tell.
+        let tokens = s.window.next_tokens(s.request_bytes());
+        if s.window.over_threshold(tokens)
+            && let Some(target) = s.window.clear_target()
+        {
+            self.clear(&mut s.history, &s.window, s.turn_no, tokens, target);
+        }
+        None
+    }
+
+    /// Sends the request and streams the turn, starting safe calls as they are ready.
+    /// `Err` is the step when no turn came: a failure, or the wall (cleared: `Retry`).
+    fn request<'w, 'scope, 'env>(
+        &self,
+        provider: &mut dyn Provider,
+        dispatcher: &'env Dispatcher<'env>,
+        workers: &'w EarlyWorkers<'scope, 'env>,
+        s: &mut Turns,
+    ) -> Result<Streamed<'w, 'scope, 'env>, Step> {
+        let (run, turn_no) = (&self.run, s.turn_no);
+        self.announce_request(s);
+        let request = TurnRequest {
+            model: run.config.provider().model(),
+            max_tokens: run.config.provider().max_tokens(),
+            system: run.config.session().system_prompt(),
+            messages: s.history.entries(),
+            tools: &s.tools,
+        };
+        let request_bytes = s.request_bytes();
+        let t0 = Instant::now();
+        let mut chars = 0usize;
+        let early_ok = s.early_tools && turn_no < run.config.session().max_turns();
+        let mut early = EarlyStart::new(early_ok, workers);
+        let result = provider.stream_turn(&request, &mut |n| {
+            run.ci.on_notice(&n);
+            dispatcher.on_notice(&n);
+            match &n {
+                StreamNotice::ToolReady(c) => early.offer(c, dispatcher),
+                StreamNotice::TurnStarted => early.restart(),
+                _ => {}
+            }
+            self.on_notice(turn_no, &mut chars, n);
+        });
+        run.record().record_api_time(t0.elapsed());
+        let turn = match result {
+            Ok(t) => t,
+            Err(e) => {
+                let Some(o) = overflow(&e) else {
+                    return Err(Step::End(Outcome::fail(
+                        ErrorKind::of_provider(&e.kind),
+                        e.message,
+                    )));
+                };
+                return Err(self.at_the_wall(s, o, request_bytes, &e.message));
+            }
+        };
+        if turn.stop_reason.as_str() == WINDOW_EXCEEDED_STOP {
+            // Billed, but not a model turn: its partial answer is dropped and the
+            // same turn is asked again with a cleared history.
+            let model = self.answered_by(&turn);
+            run.record()
+                .record_wall(model, &turn.usage, run.config.ci().prices());
+            let o = Overflow {
+                tokens: Some(turn.usage.input_total()).filter(|t| *t > 0),
+                limit: None,
+            };
+            let what = "the model stopped with model_context_window_exceeded";
+            return Err(self.at_the_wall(s, o, request_bytes, what));
+        }
+        Ok(Streamed { turn, early })
+    }
+
+    /// Progress lines and the -v log line for the request about to go.
+    fn announce_request(&self, s: &Turns) {
+        let turn_no = s.turn_no;
+        output::progress(&format!("turn {turn_no}: waiting for the model"));
+        output::step(&format!("turn {turn_no}: waiting for the model"));
+        if output::debug_enabled() {
+            let to = match &self.run.config.provider().replay() {
+                Some(c) => format!("the cassette {}", c.display()),
+                None => self.run.config.provider().base_url().to_string(),
+            };
+            output::debug(&format!(
+                "turn {turn_no}: request to {to} ({} messages, {} tools)",
+                s.history.entries().len(),
+                s.tools.len()
+            ));
+        }
+    }
+
+    /// The request ran into the context window: clear and retry once, or end.
+    fn at_the_wall(
+        &self,
+        s: &mut Turns,
+        overflow: Overflow,
+        request_bytes: usize,
+        what: &str,
+    ) -> Step {
+        let wall = Wall {
+            overflow,
+            request_bytes,
+            retried: s.retrying,
+            what,
+        };
+        match self.recover(&mut s.history, &mut s.window, s.turn_no, wall) {
+            Ok(()) => Step::Retry,
+            Err(out) => Step::End(out),
+        }
+    }
+
+    /// The turn came: record it, checkpoint, and take the step its stop reason calls for.
+    fn answer(
+        &self,
+        streamed: Streamed<'_, '_, '_>,
+        dispatcher: &Dispatcher<'_>,
+        s: &mut Turns,
+    ) -> Step {
+        let run = &self.run;
+        let Streamed { turn, early } = streamed;
+        let turn_no = s.turn_no;
+        s.window.observe(&turn.usage, s.request_bytes());
+        run.record().record_context_tokens(s.window.last_tokens());
+        let early = early.take(&turn.calls);
+        let entry = self.note_turn(&turn, &mut s.history);
+        // A turn of answers only may run on the last allowed turn: it runs nothing but
+        // the schema check, and the run can end with it.
+        let calls_may_run = turn_no < run.config.session().max_turns()
+            || (s.answers.is_some() && structured::only_answers(&turn.calls));
+        let runs_tools = !turn.calls.is_empty()
+            && calls_may_run
+            && !matches!(
+                turn.stop_reason,
+                StopReason::Refusal | StopReason::PauseTurn
+            );
+        dispatcher.turn_complete(&turn.calls);
+        if !runs_tools {
+            dispatcher.turn_answered();
+        }
+        run.ci
+            .after_turn(turn_no, &turn, entry.json(), run.record, runs_tools);
+        // Before the calls run: a run killed during one leaves an `-o` file that holds
+        // the call, so `--resume` can answer it (README "Resume").
+        run.checkpoint();
+        match &turn.stop_reason {
+            StopReason::Refusal => Step::End(Outcome::fail(
+                ErrorKind::Refusal,
+                "the model refused the task",
+            )),
+            // The paused assistant turn is sent back as it is.
+            StopReason::PauseTurn if turn_no >= run.config.session().max_turns() => {
+                Step::End(self.max_turns())
+            }
+            StopReason::PauseTurn => Step::Next,
+            _ if !turn.calls.is_empty() => self.calls(&turn, early, calls_may_run, dispatcher, s),
+            StopReason::MaxTokens => self.max_tokens_stop(&turn, s),
+            StopReason::EndTurn | StopReason::StopSequence => self.end_turn(s),
+            StopReason::ToolUse => Step::End(Outcome::fail(
+                ErrorKind::Protocol,
+                "the model stopped for tool_use but made no tool call",
+            )),
+            StopReason::Other(reason) => Step::End(Outcome::fail(
+                ErrorKind::StopReason,
+                format!("the model stopped with stop_reason {reason:?}"),
+            )),
+        }
+    }
+
+    /// The model that answered `turn`: the one the API reported, else the one asked for.
+    pub(super) fn answered_by<'t>(&'t self, turn: &'t Turn) -> &'t str {
+        if turn.model.is_empty() {
+            self.run.config.provider().model()
+        } else {
+            &turn.model
+        }
+    }
+
+    pub(super) fn max_turns(&self) -> Outcome {
+        Outcome::fail(
+            ErrorKind::MaxTurns,
+            format!(
+                "reached --max-turns {} while the model still wanted to continue",
+                self.run.config.session().max_turns()
+            ),
+        )
+    }
+
+    /// A new message: serialised once, shared by the record and the request history.
+    pub(super) fn enter(&self, history: &mut History, message: Message) {
+        let entry = Entry::new(message);
+        self.run.record().record_message(entry.clone());
+        history.push(entry);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::protocol::Usage;
+    use crate::model::protocol::{ContentBlock, Role};
+    use crate::model::provider::ProviderError;
+    use crate::model::turn::PendingCall;
+    use crate::record::outcome::Status;
+    use crate::tools::ToolResult;
+    use crate::tools::gate::OpenGate;
+    use crate::tools::registry::ToolSelection;
+    use crate::tools::test_support::FnTool;
+    use serde_json::{Value, json};
+    use std::sync::atomic::AtomicU32;
+    use std::sync::mpsc;
+    use std::sync::{Arc, Mutex as StdMutex};
+    use std::time::Duration;
+
+    /// Hang guard only: a broken early start would otherwise block the test forever.
+    const HANG_GUARD: Duration = Duration::from_secs(60);
+
+    fn call(id: &str) -> PendingCall {
+        PendingCall {
+            id: id.into(),
+            name: "Probe".into(),
+            input: Ok(json!({})),
+        }
+    }
+
+    fn turn(calls: Vec<PendingCall>, stop: StopReason) -> Turn {
+        let mut content = vec![ContentBlock::Text { text: "t".into() }];
+        for c in &calls {
+            content.push(ContentBlock::ToolUse {
+                id: c.id.clone(),
+                name: c.name.clone(),
+                input: json!({}),
+            });
+        }
+        Turn {
+            id: "msg".into(),
+            model: "m".into(),
+            message: Message {
+                role: Role::Assistant,
+                content,
+            },
+            calls,
+            stop_reason: stop,
+            usage: Usage::default(),
+        }
+    }
+
+    /// First turn: announces a call, then (optionally) waits until the tool has started
+    /// before finishing the response — which only happens if the call started early.
+    struct Scripted {
+        turns: u32,
+        started: mpsc::Receiver<u32>,
+        retry_first: bool,
+    }
+    impl Provider for Scripted {
+        fn stream_turn(
+            &mut self,
+            _request: &TurnRequest<'_>,
+            on_notice: &mut dyn FnMut(StreamNotice<'_>),
+        ) -> Result<Turn, ProviderError> {
+            self.turns += 1;
+            if self.turns > 1 {
+                return Ok(turn(vec![], StopReason::EndTurn));
+            }
+            on_notice(StreamNotice::TurnStarted);
+            let a = call("toolu_a");
+            on_notice(StreamNotice::ToolReady(&a));
+            // The rest of the response streams only after the tool is running.
+            assert_eq!(
+                self.started.recv_timeout(HANG_GUARD),
+                Ok(1),
+                "call did not start early"
+            );
+            if self.retry_first {
+                on_notice(StreamNotice::Retry {
+                    attempt: 1,
+                    reason: "dropped",
+                    delay: Duration::ZERO,
+                });
+                on_notice(StreamNotice::TurnStarted);
+                on_notice(StreamNotice::ToolReady(&a));
+                assert_eq!(self.started.recv_timeout(HANG_GUARD), Ok(2));
+            }
+            on_notice(StreamNotice::TextDelta("more text after the call"));
+            Ok(turn(vec![a], StopReason::ToolUse))
+        }
+    }
+
+    fn run_scripted(retry_first: bool) -> (Outcome, RunRecord, u32) {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = Config::for_test(dir.path());
+        let (tx, rx) = mpsc::channel();
+        // A read-only tool that reports each execution on a channel.
+        let runs = Arc::new(AtomicU32::new(0));
+        let (counted, started) = (runs.clone(), StdMutex::new(tx));
+        let mut registry = Registry::builtin(&ToolSelection::default());
+        registry.register(FnTool::safe("Probe", move |_: &Value| {
+            let n = counted.fetch_add(1, Ordering::SeqCst) + 1;
+            let _ = started.lock().unwrap().send(n);
+            ToolResult::ok(format!("run {n}"))
+        }));
+        let ctx = ToolContext::for_workspace(dir.path().to_path_buf());
+        let record = Mutex::new(RunRecord::new("m", dir.path().to_path_buf(), vec![]));
+        let (ci, cancelled, in_flight) =
+            (CiRun::off(), AtomicBool::new(false), InFlight::default());
+        let agent = Agent::new(RunHandle {
+            config: &cfg,
+            registry: &registry,
+            ctx: &ctx,
+            gate: &OpenGate,
+            record: &record,
+            checkpoint: &|| {},
+            ci: &ci,
+            cancelled: &cancelled,
+            in_flight: &in_flight,
+        });
+        let mut provider = Scripted {
+            turns: 0,
+            started: rx,
+            retry_first,
+        };
+        let outcome = agent.run(&mut provider);
+        let runs = runs.load(Ordering::SeqCst);
+        (outcome, record.into_inner().unwrap(), runs)
+    }
+
+    #[test]
+    fn safe_call_starts_while_the_response_streams() {
+        let (outcome, record, runs) = run_scripted(false);
+        assert_eq!(outcome.status, Status::Success);
+        assert_eq!(
+            runs, 1,
+            "the early call is not run again after message_stop"
+        );
+        assert_eq!(record.tool_calls().len(), 1);
+        assert_eq!(record.tool_calls()[0].batch, 1);
+        let results: Vec<_> = record.messages()[2]
+            .message()
+            .content
+            .iter()
+            .map(|b| match b {
+                ContentBlock::ToolResult { content, .. } => content.clone(),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(results, vec!["run 1"]);
+    }
+
+    #[test]
+    fn early_results_of_a_retried_attempt_are_discarded() {
+        let (outcome, record, runs) = run_scripted(true);
+        assert_eq!(outcome.status, Status::Success);
+        assert_eq!(runs, 2);
+        match &record.messages()[2].message().content[0] {
+            ContentBlock::ToolResult { content, .. } => assert_eq!(content, "run 2"),
+            other => panic!("{other:?}"),
+        }
+    }
+}
