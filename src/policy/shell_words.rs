@@ -24,25 +24,58 @@ const RESERVED_PREFIXES: &[&str] = &[
 
 /// Reserved words whose command is not a command: `for x in a b` runs nothing itself
 /// (the substitutions in it are extracted on their own).
-const NON_COMMANDS: &[&str] = &["for", "select", "function", "case"];
+const NON_COMMANDS: &[&str] = &["for", "select", "case"];
 
-/// Splits `src` into simple commands, each a list of words (redirections removed,
-/// leading reserved words and `NAME=value` assignments stripped). Err: why it cannot be
+/// What a command line would run: its simple commands, and the names it (re)defines as
+/// functions. A definition matters beyond its body: after `cargo() { …; }`, `cargo test`
+/// runs the body, not cargo, so the policy must know a name no longer means its command.
+#[derive(Debug, Default)]
+pub(crate) struct Script {
+    /// Each simple command's words (redirections removed, leading reserved words and
+    /// `NAME=value` assignments stripped). A function's body is here like any command.
+    pub(crate) commands: Vec<Vec<String>>,
+    /// Every name defined as a function, in order.
+    pub(crate) defines: Vec<String>,
+}
+
+/// Splits `src` into simple commands (see `Script::commands`). Err: why it cannot be
 /// parsed (an unclosed quote or substitution, an unexpected `)`, nesting too deep).
+#[cfg(test)]
 pub(crate) fn split_commands(src: &str) -> Result<Vec<Vec<String>>, String> {
+    Ok(parse(src)?.commands)
+}
+
+/// The simple commands and function definitions of `src`; errors as `split_commands`.
+pub(crate) fn parse(src: &str) -> Result<Script, String> {
     let mut p = Parser::new(src, 0);
     p.parse_list(false)?;
-    Ok(p.out.into_iter().filter_map(normalize).collect())
+    let mut script = Script {
+        commands: Vec::new(),
+        defines: std::mem::take(&mut p.defines),
+    };
+    for raw in p.out {
+        if let Some(words) = normalize(raw, &mut script.defines) {
+            script.commands.push(words);
+        }
+    }
+    Ok(script)
 }
 
 /// Strips what is not the command itself from the front; `None` when nothing is left.
-fn normalize(mut words: Vec<String>) -> Option<Vec<String>> {
+/// `function NAME` is a definition: the name goes to `defines`, and what follows (the
+/// body's first command, after its `{` or `if` …) is a command like any other.
+fn normalize(mut words: Vec<String>, defines: &mut Vec<String>) -> Option<Vec<String>> {
     loop {
         let first = words.first()?;
         if NON_COMMANDS.contains(&first.as_str()) {
             return None;
         }
-        if RESERVED_PREFIXES.contains(&first.as_str()) || is_assignment(first) {
+        if first == "function" {
+            words.remove(0);
+            if !words.is_empty() {
+                defines.push(words.remove(0));
+            }
+        } else if RESERVED_PREFIXES.contains(&first.as_str()) || is_assignment(first) {
             words.remove(0);
         } else {
             return Some(words);
@@ -74,6 +107,9 @@ struct Parser {
     depth: usize,
     /// Every simple command found, raw (before `normalize`).
     out: Vec<Vec<String>>,
+    /// Names defined with `NAME()` (those defined with `function NAME` are found by
+    /// `normalize`).
+    defines: Vec<String>,
     heredocs: Vec<Heredoc>,
 }
 
@@ -92,6 +128,7 @@ impl Parser {
             i: 0,
             depth,
             out: Vec::new(),
+            defines: Vec::new(),
             heredocs: Vec::new(),
         }
     }
@@ -164,8 +201,15 @@ impl Parser {
                     }
                 }
                 '(' => {
-                    // A subshell, `f()`, an array `a=(…)`: the inside is checked as commands.
                     finish_word(&mut word, &mut words, &mut target_next);
+                    if let Some(name) = self.function_name(&words) {
+                        // `NAME ()`: a definition, not a call; the body that follows
+                        // (`{ …; }`, `( … )`, `if …`) is parsed as commands.
+                        self.defines.push(name);
+                        words.clear();
+                        continue;
+                    }
+                    // A subshell, an array `a=(…)`: the inside is checked as commands.
                     self.end_command(&mut words);
                     self.i += 1;
                     self.nest()?;
@@ -203,6 +247,30 @@ impl Parser {
                 }
             }
         }
+    }
+
+    /// At `(`: the name when it opens the `()` of a definition (`f ()`, `function f()`,
+    /// after reserved words such as `{`), which is then skipped; else `None`.
+    fn function_name(&mut self, words: &[String]) -> Option<String> {
+        let mut k = 1;
+        while matches!(self.peek_at(k), Some(' ' | '\t')) {
+            k += 1;
+        }
+        if self.peek_at(k) != Some(')') {
+            return None;
+        }
+        let mut rest = words
+            .iter()
+            .skip_while(|w| RESERVED_PREFIXES.contains(&w.as_str()));
+        let mut name = rest.next()?;
+        if name == "function" {
+            name = rest.next()?;
+        }
+        if rest.next().is_some() || is_assignment(name) {
+            return None;
+        }
+        self.i += k + 1;
+        Some(name.clone())
     }
 
     fn end_command(&mut self, words: &mut Vec<String>) {
@@ -323,6 +391,7 @@ impl Parser {
                 let mut sink = String::new();
                 sub.double_quoted(&mut sink, false)?;
                 self.out.append(&mut sub.out);
+                self.defines.append(&mut sub.defines);
             }
         }
         Ok(())
@@ -522,6 +591,7 @@ impl Parser {
         sub.nest()?;
         sub.parse_list(false)?;
         self.out.append(&mut sub.out);
+        self.defines.append(&mut sub.defines);
         w.extend(&self.s[start..self.i]);
         Ok(())
     }
@@ -704,6 +774,38 @@ mod tests {
         let deep = format!("{}x{}", "$(".repeat(1000), ")".repeat(1000));
         let e = split_commands(&deep).unwrap_err();
         assert!(e.contains("nested"), "{e}");
+    }
+
+    /// A definition's body is commands, in all three syntaxes and with any compound
+    /// body; the name is a definition, not a command.
+    #[test]
+    fn function_bodies_are_commands() {
+        for (src, body, name) in [
+            ("function g { rm -f x; }; g", vec!["rm -f x", "g"], "g"),
+            ("function g() { rm -f x; }; g", vec!["rm -f x", "g"], "g"),
+            ("function g () ( rm -f x ); g", vec!["rm -f x", "g"], "g"),
+            ("g() { rm -f x; }", vec!["rm -f x"], "g"),
+            ("g ( ) ( rm -f x )", vec!["rm -f x"], "g"),
+            ("g() if true; then rm x; fi", vec!["true", "rm x"], "g"),
+            ("function g\n{\nrm x\n}", vec!["rm x"], "g"),
+            ("{ g() { rm x; }; }", vec!["rm x"], "g"),
+            (
+                "echo $(g() { rm x; }; g)",
+                vec!["echo $(g() { rm x; }; g)", "rm x", "g"],
+                "g",
+            ),
+        ] {
+            let script = parse(src).unwrap();
+            let got: Vec<String> = script.commands.iter().map(|w| w.join(" ")).collect();
+            assert_eq!(
+                sorted(got),
+                sorted(body.iter().map(|s| s.to_string()).collect()),
+                "{src:?}"
+            );
+            assert_eq!(script.defines, [name], "{src:?}");
+        }
+        assert!(parse("a=(1 2); echo a ()").unwrap().defines.is_empty());
+        assert!(parse("(echo a)").unwrap().defines.is_empty());
     }
 
     #[test]

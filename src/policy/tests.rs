@@ -122,6 +122,10 @@ fn rule_parsing() {
         ("Bash()", "empty"),
         ("Bash(a && b)", "one simple command"),
         ("Bash(echo 'x)", "cannot parse"),
+        ("Bash(f() { x; }:*)", "not a function definition"),
+        ("Bash(function f:*)", "not a function definition"),
+        ("Bash(for x:*)", "one simple command"),
+        ("Bash(if:*)", "one simple command"),
         ("ReadFile([)", "bad glob"),
     ] {
         let e = Rule::parse(bad, &known()).unwrap_err();
@@ -281,6 +285,10 @@ fn deny_prefix_blocks_rm_and_smuggling() {
         "cat <(rm x)",
         "if true; then rm x; fi",
         "cat <<EOF\n$(rm x)\nEOF",
+        "function g { rm -f x; }; g",
+        "function g() { rm -f x; }; g",
+        "g() ( rm -f x ); g",
+        "g() if true; then rm x; fi; g",
     ] {
         assert_eq!(
             bash(&s, smuggled).as_deref(),
@@ -330,6 +338,19 @@ fn allow_rules_must_cover_every_part() {
     }
     let e = bash(&s, "echo \"x").unwrap();
     assert!(e.contains("cannot be parsed"), "{e}");
+    // A definition makes a name run its body instead: even when every command of the body
+    // is allowed, an allow list cannot vouch for the name's later calls.
+    for defines in [
+        "function cargo { echo PWNED > y; }; cargo test",
+        "cargo() { echo hi; }; cargo test",
+        "function cargo() ( cargo test ); echo hi",
+    ] {
+        let e = bash(&s, defines).unwrap_or_else(|| panic!("{defines:?} allowed"));
+        assert!(
+            e.contains("defines `cargo` (a function)"),
+            "{defines:?}: {e}"
+        );
+    }
     // Deny beats allow.
     let s = settings(r#"{"permissions": {"allow": ["Bash"], "deny": ["Bash(git push:*)"]}}"#);
     assert_eq!(bash(&s, "git status"), None);
