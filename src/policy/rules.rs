@@ -240,9 +240,10 @@ pub(crate) fn check_rules(
                 // command starts. Rather than track each call, refuse any definition.
                 if let Some(name) = script.defines.first() {
                     return Some(format!(
-                        "denied by policy: the command defines `{name}` (a function), which \
-                         would run instead of any command of that name, so the allow rules \
-                         cannot vouch for it; write the commands out (allowed: {})",
+                        "denied by policy: the command defines `{name}` (a function or alias, \
+                         or a builtin swapped by `enable`), which would run instead of any \
+                         command of that name, so the allow rules cannot vouch for it; write \
+                         the commands out (allowed: {})",
                         listed()
                     ));
                 }

@@ -580,7 +580,7 @@ fn an_allow_list_refuses_a_function_standing_in_for_an_allowed_command() {
         ("Bash(cargo test:*)", "`echo PWNED` matches no allow rule"),
         (
             "Bash(cargo test:*),Bash(echo:*)",
-            "defines `cargo` (a function)",
+            "defines `cargo` (a function",
         ),
     ] {
         let r = Run::new(&[vec![
