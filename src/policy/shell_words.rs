@@ -201,12 +201,36 @@ struct ListState {
     pattern_next: bool,
 }
 
-/// Whether a command starts after `words` (only reserved words so far, or `for`, which
-/// `for ((…))` follows).
+/// `words` from the command word on: leading reserved words (not `esac`, which closes a
+/// `case`), `function NAME`, and `coproc` with the name of a compound one, skipped.
+fn command_part(words: &[String]) -> &[String] {
+    let mut k = 0;
+    while let Some(w) = words.get(k).map(String::as_str) {
+        k += match w {
+            "function" => 2,
+            "coproc"
+                if words
+                    .get(k + 2)
+                    .is_some_and(|w| COMPOUND_OPENERS.contains(&w.as_str())) =>
+            {
+                2
+            }
+            "coproc" => 1,
+            "esac" => break,
+            _ if RESERVED_PREFIXES.contains(&w) => 1,
+            _ => break,
+        };
+    }
+    &words[k.min(words.len())..]
+}
+
+/// Whether a command starts after `words` (or `for`'s `((…))`).
 fn starts_command(words: &[String]) -> bool {
-    words
-        .iter()
-        .all(|w| RESERVED_PREFIXES.contains(&w.as_str()) || w == "for")
+    match command_part(words) {
+        [] => true,
+        [w] => w == "for",
+        _ => false,
+    }
 }
 
 struct Heredoc {
@@ -393,12 +417,7 @@ impl Parser {
             return;
         }
         st.words.push(w);
-        let cmd: Vec<&str> = st
-            .words
-            .iter()
-            .map(String::as_str)
-            .skip_while(|w| RESERVED_PREFIXES.contains(w) && *w != "esac")
-            .collect();
+        let cmd: Vec<&str> = command_part(&st.words).iter().map(String::as_str).collect();
         match cmd.as_slice() {
             ["esac"] if st.open_cases > 0 => st.open_cases -= 1,
             ["case", _, "in"] => {
@@ -723,9 +742,19 @@ impl Parser {
         let start = self.i;
         match self.peek_at(1) {
             Some('(') if self.peek_at(2) == Some('(') => {
+                // Arithmetic when it closes as `))`; else, as bash reads it, a command
+                // substitution starting with a subshell (`$((a); b)`).
+                let (out, defines, heredocs) =
+                    (self.out.len(), self.defines.len(), self.heredocs.len());
                 self.i += 3;
                 self.nest()?;
-                self.arithmetic()?;
+                if self.arithmetic().is_err() {
+                    self.i = start + 2;
+                    self.out.truncate(out);
+                    self.defines.truncate(defines);
+                    self.heredocs.truncate(heredocs);
+                    self.parse_list(true)?;
+                }
                 self.depth -= 1;
             }
             Some('(') => {
@@ -1099,6 +1128,17 @@ mod tests {
         assert_eq!(sorted(cmds("(( $(rm x) ))")), ["(( $(rm x) ))", "rm x"]);
         // Not closed by `))`: nested subshells, as bash reads it.
         assert_eq!(cmds("((rm x) ; ls)"), ["rm x", "ls"]);
+        assert_eq!(sorted(cmds("echo \"$((rm x); ls)\"")).len(), 3);
+        // Where a body starts, too (found by the generator: `<<` hid the call after it).
+        assert_eq!(
+            cmds("function f { (( v = 1 << 2 )); }\nf"),
+            ["(( v = 1 << 2 ))", "f"]
+        );
+        assert_eq!(
+            cmds("coproc { (( v = 1 << 2 )); }\nrm x"),
+            ["(( v = 1 << 2 ))", "rm x"]
+        );
+        assert_eq!(cmds("coproc { case a in a) rm x;; esac; }"), ["rm x"]);
     }
 
     #[test]
