@@ -89,7 +89,7 @@ const SHELLS: &[&str] = &["bash", "sh", "dash", "ash", "ksh", "mksh", "zsh"];
 
 /// The code a command runs from its arguments, to be checked as commands too: `eval`'s
 /// words joined as bash joins them, a `trap`'s action, an alias's value, a shell's `-c`
-/// script. They are words as written (`eval "$x"` is the command `$x`, which only an
+/// script (behind a wrapper too). They are words as written (`eval "$x"` is the command `$x`, which only an
 /// allow list refuses). `alias` and `enable` (which swaps a builtin for another or loads
 /// one from a file) change what a name means, like a function: their names go to
 /// `defines`.
@@ -109,7 +109,6 @@ fn code_in(words: &[String], defines: &mut Vec<String>) -> Vec<String> {
     if args.first().is_some_and(|a| a == "--") {
         args = &args[1..];
     }
-    let base = name.rsplit('/').next().unwrap_or(name);
     match name.as_str() {
         "eval" => vec![args.join(" ")],
         "trap" if args.len() >= 2 && !args[0].starts_with('-') => vec![args[0].clone()],
@@ -125,8 +124,17 @@ fn code_in(words: &[String], defines: &mut Vec<String>) -> Vec<String> {
             defines.extend(args.iter().filter(|a| !a.starts_with('-')).cloned());
             Vec::new()
         }
-        _ if SHELLS.contains(&base) => {
-            let mut rest = words[k + 1..].iter();
+        _ => {
+            // A shell anywhere in the command, so that a wrapper before it (`sudo bash -c`,
+            // `env A=1 sh -c`) does not hide its script: as with deny rules' wrappers, this
+            // can find more than runs, never less.
+            let Some(j) = words[k..]
+                .iter()
+                .position(|w| SHELLS.contains(&w.rsplit('/').next().unwrap_or(w)))
+            else {
+                return Vec::new();
+            };
+            let mut rest = words[k + j + 1..].iter();
             rest.by_ref()
                 .find(|a| a.starts_with('-') && !a.starts_with("--") && a.contains('c'));
             rest.find(|a| !a.starts_with('-') && !a.starts_with('+'))
@@ -134,7 +142,6 @@ fn code_in(words: &[String], defines: &mut Vec<String>) -> Vec<String> {
                 .into_iter()
                 .collect()
         }
-        _ => Vec::new(),
     }
 }
 
@@ -1171,6 +1178,11 @@ mod tests {
             ["/bin/sh -ec -- rm x", "rm x"]
         );
         assert_eq!(cmds("bash script.sh"), ["bash script.sh"]);
+        assert_eq!(
+            cmds("sudo -u x bash -c 'rm x'"),
+            ["sudo -u x bash -c rm x", "rm x"]
+        );
+        assert_eq!(cmds("env A=1 sh -c 'rm x'"), ["env A=1 sh -c rm x", "rm x"]);
         let s = parse("alias ls='rm x' ll=ls; enable -n echo").unwrap();
         let got: Vec<String> = s.commands.iter().map(|w| w.join(" ")).collect();
         assert_eq!(got, ["alias ls=rm x ll=ls", "rm x", "ls", "enable -n echo"]);

@@ -299,6 +299,7 @@ fn deny_prefix_blocks_rm_and_smuggling() {
         "alias ls='rm x'",
         "bash -c 'rm x'",
         "sh -ec \"ls && rm x\"",
+        "sudo bash -c 'rm x'",
     ] {
         assert_eq!(
             bash(&s, smuggled).as_deref(),
