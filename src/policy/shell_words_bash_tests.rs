@@ -225,6 +225,20 @@ const CORPUS: &[&str] = &[
     "e\\\ncho continued",
     "$'\\x65cho' ansi",
     "trap 'echo trapped' EXIT; echo x",
+    // More corners: redirected and nested definitions, aliases, bodies run by input.
+    "g() { echo redirected; } > out.txt; g",
+    "function g\n{ echo next-line; }\ng",
+    "g() { cat <<EOF\n$(echo in-body)\nEOF\n}\ng",
+    "echo \"$(cat <<EOF\n$(echo hd-in-subst)\nEOF\n)\"",
+    "shopt -s expand_aliases\nalias al='echo aliased'\nal",
+    "select s in a b; do echo picked $s; break; done <<< 2",
+    "time { echo timed-group; }",
+    "! { echo negated; }",
+    "coproc NAME ( echo named ); wait",
+    "eval $'echo ansi-eval'",
+    "sh -c 'echo in-sh'",
+    "[[ a =~ (a|b) ]] && echo matched",
+    "case x in\n(x|y) echo paren;;\nesac",
 ];
 
 #[test]
