@@ -467,41 +467,63 @@ fn generated_scripts_are_followed_or_denied() {
         functions: 0,
         counters: 0,
     };
+    // Built first, in order, so that the seed alone decides every script; checked on a
+    // few threads, since bash's forks dominate the time.
+    let cases: Vec<(usize, String, String)> = (0..CASES)
+        .map(|case| {
+            let depth = 1 + gen_.rng.below(2);
+            let script = gen_.script(depth);
+            let chars: Vec<char> = script.chars().collect();
+            let at = gen_.rng.below(chars.len() + 1);
+            let (head, tail): (String, String) =
+                (chars[..at].iter().collect(), chars[at..].iter().collect());
+            let broken = match gen_.rng.below(5) {
+                0 => head,
+                k => format!("{head}{}{tail}", ["'", "\"", "$(", ")", "case "][k]),
+            };
+            (case, script, broken)
+        })
+        .collect();
     let rules = some_rules();
-    let (mut ran, mut unfollowed) = (0, 0);
-    let mut failures = Vec::new();
-    for case in 0..CASES {
-        let depth = 1 + gen_.rng.below(2);
-        let script = gen_.script(depth);
-        match check(&script, true) {
-            Ok(n) => ran += n,
-            Err(Failure::Unfollowed(e)) => {
-                failures.push(format!("case {case}: cannot follow {script:?}: {e}"))
+    let check_some = |cases: &[(usize, String, String)]| {
+        let (mut ran, mut unfollowed) = (0, 0);
+        let mut failures = Vec::new();
+        for (case, script, broken) in cases {
+            match check(script, true) {
+                Ok(n) => ran += n,
+                Err(Failure::Unfollowed(e)) => {
+                    failures.push(format!("case {case}: cannot follow {script:?}: {e}"))
+                }
+                Err(Failure::Missed(m)) => failures.push(format!("case {case}: {m}")),
             }
-            Err(Failure::Missed(m)) => failures.push(format!("case {case}: {m}")),
-        }
-        let chars: Vec<char> = script.chars().collect();
-        let at = gen_.rng.below(chars.len() + 1);
-        let (head, tail): (String, String) =
-            (chars[..at].iter().collect(), chars[at..].iter().collect());
-        let broken = match gen_.rng.below(5) {
-            0 => head,
-            k => format!("{head}{}{tail}", ["'", "\"", "$(", ")", "case "][k]),
-        };
-        match check(&broken, false) {
-            Ok(n) => ran += n,
-            Err(Failure::Unfollowed(e)) => {
-                unfollowed += 1;
-                for v in verdicts(&rules, &broken) {
-                    let denied = v.is_some_and(|r| r.contains("cannot be parsed"));
-                    if !denied {
-                        failures.push(format!("case {case}: {broken:?} ({e}) was not denied"));
+            match check(broken, false) {
+                Ok(n) => ran += n,
+                Err(Failure::Unfollowed(e)) => {
+                    unfollowed += 1;
+                    for v in verdicts(&rules, broken) {
+                        if !v.is_some_and(|r| r.contains("cannot be parsed")) {
+                            failures.push(format!("case {case}: {broken:?} ({e}) was not denied"));
+                        }
                     }
                 }
+                Err(Failure::Missed(m)) => failures.push(format!("case {case}, broken: {m}")),
             }
-            Err(Failure::Missed(m)) => failures.push(format!("case {case}, broken: {m}")),
         }
-    }
+        (ran, unfollowed, failures)
+    };
+    let (mut ran, mut unfollowed, mut failures) = (0, 0, Vec::new());
+    std::thread::scope(|scope| {
+        let parts: Vec<_> = cases
+            .chunks(CASES.div_ceil(4))
+            .map(|chunk| scope.spawn(|| check_some(chunk)))
+            .collect();
+        for part in parts {
+            let (r, u, f) = part.join().unwrap();
+            ran += r;
+            unfollowed += u;
+            failures.extend(f);
+        }
+    });
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert!(ran > CASES, "bash ran only {ran} commands");
     assert!(
