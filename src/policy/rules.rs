@@ -1,7 +1,8 @@
 //! Permission rules (SPEC §6): `Tool` or `Tool(specifier)`, and their verdict on a call's
 //! subject. A command subject is checked against every simple command of the command line,
-//! as `shell_words` splits it, wrappers looked through for deny rules. A path subject is
-//! matched as a glob relative to the workspace, against the path the call names
+//! as `shell_words` splits it (function bodies included), wrappers looked through for deny
+//! rules; under an allow list, a command line that defines a function is refused. A path
+//! subject is matched as a glob relative to the workspace, against the path the call names
 //! (lexically normalised, and again with symlinks resolved): deny when either form
 //! matches, allow only when both do.
 
@@ -301,8 +302,8 @@ fn deny_variants(words: &[String]) -> Vec<Vec<String>> {
         if !out.contains(&v) {
             out.push(v);
         }
-        // An option first (`-p` left by `time -p`, which the shell reads as a keyword)
-        // is as unknown as a wrapper's: the command may start at any later word.
+        // An option first (left by a keyword or wrapper the tokenizer does not know) is
+        // as unknown as a wrapper's: the command may start at any later word.
         if WRAPPERS.contains(&base) || base.starts_with('-') {
             starts.extend(start + 1..words.len());
         }
