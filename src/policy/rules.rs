@@ -1,7 +1,8 @@
 //! Permission rules (SPEC §6): `Tool` or `Tool(specifier)`, and their verdict on a call's
 //! subject. A command subject is checked against every simple command of the command line,
-//! as `shell_words` splits it, wrappers looked through for deny rules. A path subject is
-//! matched as a glob relative to the workspace, against the path the call names
+//! as `shell_words` splits it (function bodies included), wrappers looked through for deny
+//! rules; under an allow list, a command line that defines a function is refused. A path
+//! subject is matched as a glob relative to the workspace, against the path the call names
 //! (lexically normalised, and again with symlinks resolved): deny when either form
 //! matches, allow only when both do.
 
@@ -10,7 +11,7 @@ use std::path::{Component, Path, PathBuf};
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
 use super::Settings;
-use crate::policy::shell_words::split_commands;
+use crate::policy::shell_words::parse;
 use crate::tools::{KnownTool, Subject, SubjectKind};
 
 /// Wrapper commands looked through when checking deny rules (`nohup rm x` is `rm x`).
@@ -127,9 +128,17 @@ fn command_spec(s: &str, tool: &str) -> Result<Spec, String> {
         Some(b) => (b, true),
         None => (s, false),
     };
-    let mut cmds = split_commands(body).map_err(|e| format!("cannot parse the command: {e}"))?;
+    let script = parse(body).map_err(|e| format!("cannot parse the command: {e}"))?;
+    if !script.defines.is_empty() {
+        return Err(format!(
+            "a {tool} rule names a command, not a function definition"
+        ));
+    }
+    let mut cmds = script.commands;
     let words = match cmds.len() {
-        0 if prefix => Vec::new(), // `Bash(:*)`: every command
+        // `Bash(:*)`: every command. Not `Bash(for:*)` or `Bash(if:*)`, which leave no
+        // command word either but were never meant to match everything.
+        0 if prefix && body.trim().is_empty() => Vec::new(),
         1 => cmds.remove(0),
         _ => {
             return Err(format!(
@@ -199,7 +208,7 @@ pub(crate) fn check_rules(
     };
     match subject {
         Subject::Command(command) => {
-            let parts = match split_commands(command) {
+            let script = match parse(command) {
                 Ok(p) => p,
                 Err(e) => {
                     return Some(format!(
@@ -208,7 +217,8 @@ pub(crate) fn check_rules(
                     ));
                 }
             };
-            for part in &parts {
+            let parts = &script.commands;
+            for part in parts {
                 for variant in deny_variants(part) {
                     if let Some(r) = deny.iter().find(|r| r.matches_command(&variant)) {
                         return Some(format!("denied by policy: {}", r.text));
@@ -216,7 +226,7 @@ pub(crate) fn check_rules(
                 }
             }
             if !allow_all {
-                for part in &parts {
+                for part in parts {
                     if !allow.iter().any(|r| r.matches_command(part)) {
                         return Some(format!(
                             "denied by policy: `{}` matches no allow rule (allowed: {})",
@@ -224,6 +234,19 @@ pub(crate) fn check_rules(
                             listed()
                         ));
                     }
+                }
+                // Every command allowed, the body's too; but a defined name no longer
+                // means its command (after `cargo() { …; }`, `cargo test` runs the body),
+                // and an exported function (`export -f`) reaches every bash an allowed
+                // command starts. Rather than track each call, refuse any definition.
+                if let Some(name) = script.defines.first() {
+                    return Some(format!(
+                        "denied by policy: the command defines `{name}` (a function or alias, \
+                         or a builtin swapped by `enable`), which would run instead of any \
+                         command of that name, so the allow rules cannot vouch for it; write \
+                         the commands out (allowed: {})",
+                        listed()
+                    ));
                 }
             }
         }
@@ -279,8 +302,8 @@ fn deny_variants(words: &[String]) -> Vec<Vec<String>> {
         if !out.contains(&v) {
             out.push(v);
         }
-        // An option first (`-p` left by `time -p`, which the shell reads as a keyword)
-        // is as unknown as a wrapper's: the command may start at any later word.
+        // An option first (left by a keyword or wrapper the tokenizer does not know) is
+        // as unknown as a wrapper's: the command may start at any later word.
         if WRAPPERS.contains(&base) || base.starts_with('-') {
             starts.extend(start + 1..words.len());
         }

@@ -8,8 +8,13 @@
 //! continuations; the separators `&&`, `||`, `;`, `;;`, `|`, `|&`, `&` and newlines;
 //! command substitution `$( )` and backticks (also inside double quotes, `${ }` and
 //! arithmetic), subshells `( )`, process substitution `<( )` / `>( )`, redirections
-//! (dropped from the words, their targets still scanned), heredocs, comments. Words keep
-//! expansions literally (`$HOME` stays `$HOME`): a rule can match only what is written.
+//! (dropped from the words, their targets still scanned), heredocs, comments; function
+//! definitions (`function f`, `f()`: the body is commands, the name is recorded), `case`
+//! patterns (not commands), arithmetic commands `(( ))` (kept as a command of their own),
+//! `coproc` and `time -p` (the command after them), and code in arguments (`eval`,
+//! `trap`, `alias`, `sh -c`). Words keep expansions literally (`$HOME` stays `$HOME`): a
+//! rule can match only what is written. `shell_words_bash_tests` checks all of it against
+//! real bash.
 
 /// Deepest nesting of substitutions and subshells followed; a hostile command nested
 /// deeper is refused instead of overflowing the stack.
@@ -24,25 +29,155 @@ const RESERVED_PREFIXES: &[&str] = &[
 
 /// Reserved words whose command is not a command: `for x in a b` runs nothing itself
 /// (the substitutions in it are extracted on their own).
-const NON_COMMANDS: &[&str] = &["for", "select", "function", "case"];
+const NON_COMMANDS: &[&str] = &["for", "select", "case"];
 
-/// Splits `src` into simple commands, each a list of words (redirections removed,
-/// leading reserved words and `NAME=value` assignments stripped). Err: why it cannot be
-/// parsed (an unclosed quote or substitution, an unexpected `)`, nesting too deep).
-pub(crate) fn split_commands(src: &str) -> Result<Vec<Vec<String>>, String> {
-    let mut p = Parser::new(src, 0);
-    p.parse_list(false)?;
-    Ok(p.out.into_iter().filter_map(normalize).collect())
+/// What a command line would run: its simple commands, and the names it (re)defines as
+/// functions. A definition matters beyond its body: after `cargo() { …; }`, `cargo test`
+/// runs the body, not cargo, so the policy must know a name no longer means its command.
+#[derive(Debug, Default)]
+pub(crate) struct Script {
+    /// Each simple command's words (redirections removed, leading reserved words and
+    /// `NAME=value` assignments stripped). A function's body is here like any command.
+    pub(crate) commands: Vec<Vec<String>>,
+    /// Every name defined as a function or alias, or `enable`d, in order.
+    pub(crate) defines: Vec<String>,
 }
 
+/// Splits `src` into simple commands (see `Script::commands`); errors as `parse`.
+#[cfg(test)]
+pub(crate) fn split_commands(src: &str) -> Result<Vec<Vec<String>>, String> {
+    Ok(parse(src)?.commands)
+}
+
+/// The simple commands and function definitions of `src`. Err: why it cannot be parsed
+/// (an unclosed quote, substitution or `case`, an unexpected `)`, nesting too deep).
+pub(crate) fn parse(src: &str) -> Result<Script, String> {
+    parse_at(src, 0)
+}
+
+/// `parse` of a script nested `depth` levels deep (in substitutions, or in the code an
+/// `eval` runs).
+fn parse_at(src: &str, depth: usize) -> Result<Script, String> {
+    let mut p = Parser::new(src, depth);
+    p.parse_list(false)?;
+    let mut script = Script {
+        commands: Vec::new(),
+        defines: std::mem::take(&mut p.defines),
+    };
+    for raw in p.out {
+        let Some(words) = normalize(raw, &mut script.defines) else {
+            continue;
+        };
+        let code = code_in(&words, &mut script.defines);
+        script.commands.push(words);
+        for c in code {
+            if depth + 1 > MAX_NESTING {
+                return Err(format!(
+                    "nested more than {MAX_NESTING} levels deep (`eval`, substitutions)"
+                ));
+            }
+            let inner = parse_at(&c, depth + 1)?;
+            script.commands.extend(inner.commands);
+            script.defines.extend(inner.defines);
+        }
+    }
+    Ok(script)
+}
+
+/// Shells whose `-c` argument is a script (`bash -c 'rm x'` runs `rm x`).
+const SHELLS: &[&str] = &["bash", "sh", "dash", "ash", "ksh", "mksh", "zsh"];
+
+/// The code a command runs from its arguments, to be checked as commands too: `eval`'s
+/// words joined as bash joins them, a `trap`'s action, an alias's value, a shell's `-c`
+/// script (behind a wrapper too). They are words as written (`eval "$x"` is the command `$x`, which only an
+/// allow list refuses). `alias` and `enable` (which swaps a builtin for another or loads
+/// one from a file) change what a name means, like a function: their names go to
+/// `defines`.
+fn code_in(words: &[String], defines: &mut Vec<String>) -> Vec<String> {
+    let mut k = 0;
+    // `command` and `builtin` run the builtin named after them (`builtin eval …`).
+    while k < words.len() && matches!(words[k].as_str(), "command" | "builtin") {
+        k += 1;
+        while k < words.len() && words[k].starts_with('-') {
+            k += 1;
+        }
+    }
+    let Some(name) = words.get(k) else {
+        return Vec::new();
+    };
+    let mut args = &words[k + 1..];
+    if args.first().is_some_and(|a| a == "--") {
+        args = &args[1..];
+    }
+    match name.as_str() {
+        "eval" => vec![args.join(" ")],
+        "trap" if args.len() >= 2 && !args[0].starts_with('-') => vec![args[0].clone()],
+        "alias" => args
+            .iter()
+            .filter_map(|a| a.split_once('='))
+            .map(|(n, value)| {
+                defines.push(n.to_string());
+                value.to_string()
+            })
+            .collect(),
+        "enable" => {
+            defines.extend(args.iter().filter(|a| !a.starts_with('-')).cloned());
+            Vec::new()
+        }
+        _ => {
+            // A shell anywhere in the command, so that a wrapper before it (`sudo bash -c`,
+            // `env A=1 sh -c`) does not hide its script: as with deny rules' wrappers, this
+            // can find more than runs, never less.
+            let Some(j) = words[k..]
+                .iter()
+                .position(|w| SHELLS.contains(&w.rsplit('/').next().unwrap_or(w)))
+            else {
+                return Vec::new();
+            };
+            let mut rest = words[k + j + 1..].iter();
+            rest.by_ref()
+                .find(|a| a.starts_with('-') && !a.starts_with("--") && a.contains('c'));
+            rest.find(|a| !a.starts_with('-') && !a.starts_with('+'))
+                .cloned()
+                .into_iter()
+                .collect()
+        }
+    }
+}
+
+/// Words after which a `coproc NAME` is followed by a compound command (the name is not
+/// the command).
+const COMPOUND_OPENERS: &[&str] = &["{", "while", "until", "if", "for", "select", "case", "[["];
+
 /// Strips what is not the command itself from the front; `None` when nothing is left.
-fn normalize(mut words: Vec<String>) -> Option<Vec<String>> {
+/// `function NAME` is a definition: the name goes to `defines`, and what follows (the
+/// body's first command, after its `{` or `if` …) is a command like any other. `coproc`
+/// and its name, and `time -p`, go too: what they run is the command.
+fn normalize(mut words: Vec<String>, defines: &mut Vec<String>) -> Option<Vec<String>> {
     loop {
         let first = words.first()?;
         if NON_COMMANDS.contains(&first.as_str()) {
             return None;
         }
-        if RESERVED_PREFIXES.contains(&first.as_str()) || is_assignment(first) {
+        if first == "function" {
+            words.remove(0);
+            if !words.is_empty() {
+                defines.push(words.remove(0));
+            }
+        } else if first == "coproc" {
+            words.remove(0);
+            if words
+                .get(1)
+                .is_some_and(|w| COMPOUND_OPENERS.contains(&w.as_str()))
+            {
+                words.remove(0);
+            }
+        } else if first == "time" {
+            words.remove(0);
+            if words.first().is_some_and(|w| w == "-p") {
+                words.remove(0);
+            }
+        } else if RESERVED_PREFIXES.contains(&first.as_str()) || is_assignment(first) {
             words.remove(0);
         } else {
             return Some(words);
@@ -60,6 +195,51 @@ fn is_assignment(word: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '[' || c == ']')
 }
 
+/// The command being read by one `parse_list`, and its open `case`s.
+#[derive(Default)]
+struct ListState {
+    words: Vec<String>,
+    word: Option<String>,
+    /// The next word is a redirection target: scanned, then dropped.
+    target_next: bool,
+    /// `case`s opened in this list and not yet closed by `esac`.
+    open_cases: usize,
+    /// A `case` pattern is due (after `case x in`, `;;`, `;&`, `;;&`), not a command.
+    pattern_next: bool,
+}
+
+/// `words` from the command word on: leading reserved words (not `esac`, which closes a
+/// `case`), `function NAME`, and `coproc` with the name of a compound one, skipped.
+fn command_part(words: &[String]) -> &[String] {
+    let mut k = 0;
+    while let Some(w) = words.get(k).map(String::as_str) {
+        k += match w {
+            "function" => 2,
+            "coproc"
+                if words
+                    .get(k + 2)
+                    .is_some_and(|w| COMPOUND_OPENERS.contains(&w.as_str())) =>
+            {
+                2
+            }
+            "coproc" => 1,
+            "esac" => break,
+            _ if RESERVED_PREFIXES.contains(&w) => 1,
+            _ => break,
+        };
+    }
+    &words[k.min(words.len())..]
+}
+
+/// Whether a command starts after `words` (or `for`'s `((…))`).
+fn starts_command(words: &[String]) -> bool {
+    match command_part(words) {
+        [] => true,
+        [w] => w == "for",
+        _ => false,
+    }
+}
+
 struct Heredoc {
     delimiter: String,
     /// A quoted delimiter: the body is literal, no substitution runs in it.
@@ -74,6 +254,9 @@ struct Parser {
     depth: usize,
     /// Every simple command found, raw (before `normalize`).
     out: Vec<Vec<String>>,
+    /// Names defined with `NAME()` (those defined with `function NAME` are found by
+    /// `normalize`).
+    defines: Vec<String>,
     heredocs: Vec<Heredoc>,
 }
 
@@ -92,6 +275,7 @@ impl Parser {
             i: 0,
             depth,
             out: Vec::new(),
+            defines: Vec::new(),
             heredocs: Vec::new(),
         }
     }
@@ -116,57 +300,77 @@ impl Parser {
 
     /// Parses commands until the end of input, or (`in_parens`) the matching `)`.
     fn parse_list(&mut self, in_parens: bool) -> Result<(), String> {
-        let mut words: Vec<String> = Vec::new();
-        let mut word: Option<String> = None;
-        // The next word is a redirection target: scanned, then dropped.
-        let mut target_next = false;
-        let finish_word =
-            |word: &mut Option<String>, words: &mut Vec<String>, target_next: &mut bool| {
-                if let Some(w) = word.take() {
-                    if *target_next {
-                        *target_next = false;
-                    } else {
-                        words.push(w);
-                    }
-                }
-            };
+        let mut st = ListState::default();
         loop {
+            if st.pattern_next && st.word.is_none() && st.words.is_empty() {
+                st.pattern_next = false;
+                if self.case_pattern()? {
+                    st.open_cases -= 1;
+                }
+                continue;
+            }
             let Some(c) = self.peek() else {
                 if in_parens {
                     return Err("a `(` or `$(` is never closed".into());
                 }
-                finish_word(&mut word, &mut words, &mut target_next);
-                self.end_command(&mut words);
+                self.finish_word(&mut st);
+                self.end_command(&mut st.words);
+                if st.open_cases > 0 || st.pattern_next {
+                    return Err("a `case` is never closed by `esac`".into());
+                }
                 return Ok(());
             };
             match c {
                 ' ' | '\t' => {
-                    finish_word(&mut word, &mut words, &mut target_next);
+                    self.finish_word(&mut st);
                     self.i += 1;
                 }
                 '\n' => {
-                    finish_word(&mut word, &mut words, &mut target_next);
-                    self.end_command(&mut words);
+                    self.finish_word(&mut st);
+                    self.end_command(&mut st.words);
                     self.i += 1;
                     self.read_heredoc_bodies()?;
                 }
                 '&' if self.peek_at(1) == Some('>') => {
-                    finish_word(&mut word, &mut words, &mut target_next);
+                    self.finish_word(&mut st);
                     self.i += if self.peek_at(2) == Some('>') { 3 } else { 2 };
-                    target_next = true;
+                    st.target_next = true;
                 }
                 ';' | '&' | '|' => {
-                    finish_word(&mut word, &mut words, &mut target_next);
-                    self.end_command(&mut words);
+                    self.finish_word(&mut st);
+                    self.end_command(&mut st.words);
+                    let start = self.i;
                     self.i += 1;
                     while matches!(self.peek(), Some(';' | '&' | '|')) {
                         self.i += 1; // `&&`, `||`, `;;`, `|&`, `;;&`
                     }
+                    let op: String = self.s[start..self.i].iter().collect();
+                    // A `case` item ends: a pattern comes next, not a command.
+                    if st.open_cases > 0 && matches!(op.as_str(), ";;" | ";&" | ";;&") {
+                        st.pattern_next = true;
+                    }
                 }
                 '(' => {
-                    // A subshell, `f()`, an array `a=(…)`: the inside is checked as commands.
-                    finish_word(&mut word, &mut words, &mut target_next);
-                    self.end_command(&mut words);
+                    self.finish_word(&mut st);
+                    if st.pattern_next {
+                        continue; // `case x in(a)`: the pattern's `(`
+                    }
+                    if let Some(name) = self.function_name(&st.words) {
+                        // `NAME ()`: a definition, not a call; the body that follows
+                        // (`{ …; }`, `( … )`, `if …`) is parsed as commands.
+                        self.defines.push(name);
+                        st.words.clear();
+                        continue;
+                    }
+                    if self.peek_at(1) == Some('(')
+                        && starts_command(&st.words)
+                        && self.arithmetic_command()?
+                    {
+                        self.end_command(&mut st.words);
+                        continue;
+                    }
+                    // A subshell, an array `a=(…)`: the inside is checked as commands.
+                    self.end_command(&mut st.words);
                     self.i += 1;
                     self.nest()?;
                     self.parse_list(true)?;
@@ -176,33 +380,167 @@ impl Parser {
                     if !in_parens {
                         return Err("an unexpected `)`".into());
                     }
-                    finish_word(&mut word, &mut words, &mut target_next);
-                    self.end_command(&mut words);
+                    self.finish_word(&mut st);
+                    self.end_command(&mut st.words);
+                    if st.open_cases > 0 || st.pattern_next {
+                        return Err("a `case` is never closed by `esac`".into());
+                    }
                     self.i += 1;
                     return Ok(());
                 }
                 '<' | '>' => {
                     // A leading fd number (`2>`) or `{var}` belongs to the operator.
-                    if word.as_deref().is_some_and(|w| {
+                    if st.word.as_deref().is_some_and(|w| {
                         w.chars().all(|c| c.is_ascii_digit()) || w.starts_with('{')
                     }) {
-                        word = None;
+                        st.word = None;
                     } else {
-                        finish_word(&mut word, &mut words, &mut target_next);
+                        self.finish_word(&mut st);
                     }
-                    self.redirection(c, &mut target_next)?;
+                    self.redirection(c, &mut st.target_next)?;
                 }
-                '#' if word.is_none() => {
+                '#' if st.word.is_none() => {
                     while self.peek().is_some_and(|c| c != '\n') {
                         self.i += 1;
                     }
                 }
                 _ => {
-                    let w = word.get_or_insert_with(String::new);
+                    let w = st.word.get_or_insert_with(String::new);
                     self.word_piece(w)?;
                 }
             }
         }
+    }
+
+    /// Ends the word being read: a redirection's target is dropped, anything else joins
+    /// the command. `case WORD in` ends that command (a pattern follows), and `esac`
+    /// where a command starts closes a `case`.
+    fn finish_word(&mut self, st: &mut ListState) {
+        let Some(w) = st.word.take() else {
+            return;
+        };
+        if st.target_next {
+            st.target_next = false;
+            return;
+        }
+        st.words.push(w);
+        let cmd: Vec<&str> = command_part(&st.words).iter().map(String::as_str).collect();
+        match cmd.as_slice() {
+            ["esac"] if st.open_cases > 0 => st.open_cases -= 1,
+            ["case", _, "in"] => {
+                self.end_command(&mut st.words);
+                st.open_cases += 1;
+                st.pattern_next = true;
+            }
+            _ => {}
+        }
+    }
+
+    /// Where a `case` pattern is due: skips blanks, newlines and comments, then reads
+    /// `(a | b)` up to its `)` (substitutions in it are commands), or `esac`: then true.
+    fn case_pattern(&mut self) -> Result<bool, String> {
+        const UNCLOSED: &str = "a `case` is never closed by `esac`";
+        loop {
+            match self.peek() {
+                None => return Err(UNCLOSED.into()),
+                Some(' ' | '\t') => self.i += 1,
+                Some('\n') => {
+                    self.i += 1;
+                    self.read_heredoc_bodies()?;
+                }
+                Some('#') => {
+                    while self.peek().is_some_and(|c| c != '\n') {
+                        self.i += 1;
+                    }
+                }
+                Some(_) => break,
+            }
+        }
+        let esac: Vec<char> = "esac".chars().collect();
+        if self.s[self.i..].starts_with(&esac) && self.peek_at(4).is_none_or(is_meta) {
+            self.i += 4;
+            return Ok(true);
+        }
+        if self.peek() == Some('(') {
+            self.i += 1;
+        }
+        loop {
+            match self.peek() {
+                None => return Err(UNCLOSED.into()),
+                Some(')') => {
+                    self.i += 1;
+                    return Ok(false);
+                }
+                Some(' ' | '\t' | '|') => self.i += 1,
+                Some('(') => {
+                    return Err("a `case` pattern with `(` (extglob) is not followed".into());
+                }
+                Some(c) if is_meta(c) => {
+                    return Err(format!(
+                        "an unexpected `{}` in a `case` pattern",
+                        c.escape_default()
+                    ));
+                }
+                Some(_) => {
+                    let mut sink = String::new();
+                    self.word_piece(&mut sink)?;
+                }
+            }
+        }
+    }
+
+    /// At `((` where a command starts: an arithmetic command when the parentheses close
+    /// as `))`, as bash decides (`((a) ; b)` is two subshells). It runs nothing itself but
+    /// the substitutions in it; it is kept as a command `(( … ))` all the same, since a
+    /// variable in it may hold code (`a[$(…)]`), so an allow list refuses it unless named.
+    /// Read as arithmetic, `<<` is a shift, not a heredoc hiding the lines after it.
+    /// False (nothing consumed): a subshell.
+    fn arithmetic_command(&mut self) -> Result<bool, String> {
+        let (start, out, defines, heredocs) = (
+            self.i,
+            self.out.len(),
+            self.defines.len(),
+            self.heredocs.len(),
+        );
+        self.i += 2;
+        self.nest()?;
+        let r = self.arithmetic();
+        self.depth -= 1;
+        if r.is_err() {
+            self.i = start;
+            self.out.truncate(out);
+            self.defines.truncate(defines);
+            self.heredocs.truncate(heredocs);
+            return Ok(false);
+        }
+        let inner: String = self.s[start + 2..self.i - 2].iter().collect();
+        self.out
+            .push(vec!["((".into(), inner.trim().to_string(), "))".into()]);
+        Ok(true)
+    }
+
+    /// At `(`: the name when it opens the `()` of a definition (`f ()`, `function f()`,
+    /// after reserved words such as `{`), which is then skipped; else `None`.
+    fn function_name(&mut self, words: &[String]) -> Option<String> {
+        let mut k = 1;
+        while matches!(self.peek_at(k), Some(' ' | '\t')) {
+            k += 1;
+        }
+        if self.peek_at(k) != Some(')') {
+            return None;
+        }
+        let mut rest = words
+            .iter()
+            .skip_while(|w| RESERVED_PREFIXES.contains(&w.as_str()));
+        let mut name = rest.next()?;
+        if name == "function" {
+            name = rest.next()?;
+        }
+        if rest.next().is_some() || is_assignment(name) {
+            return None;
+        }
+        self.i += k + 1;
+        Some(name.clone())
     }
 
     fn end_command(&mut self, words: &mut Vec<String>) {
@@ -323,6 +661,7 @@ impl Parser {
                 let mut sink = String::new();
                 sub.double_quoted(&mut sink, false)?;
                 self.out.append(&mut sub.out);
+                self.defines.append(&mut sub.defines);
             }
         }
         Ok(())
@@ -410,9 +749,19 @@ impl Parser {
         let start = self.i;
         match self.peek_at(1) {
             Some('(') if self.peek_at(2) == Some('(') => {
+                // Arithmetic when it closes as `))`; else, as bash reads it, a command
+                // substitution starting with a subshell (`$((a); b)`).
+                let (out, defines, heredocs) =
+                    (self.out.len(), self.defines.len(), self.heredocs.len());
                 self.i += 3;
                 self.nest()?;
-                self.arithmetic()?;
+                if self.arithmetic().is_err() {
+                    self.i = start + 2;
+                    self.out.truncate(out);
+                    self.defines.truncate(defines);
+                    self.heredocs.truncate(heredocs);
+                    self.parse_list(true)?;
+                }
                 self.depth -= 1;
             }
             Some('(') => {
@@ -522,6 +871,7 @@ impl Parser {
         sub.nest()?;
         sub.parse_list(false)?;
         self.out.append(&mut sub.out);
+        self.defines.append(&mut sub.defines);
         w.extend(&self.s[start..self.i]);
         Ok(())
     }
@@ -582,6 +932,10 @@ impl Parser {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "shell_words_bash_tests.rs"]
+mod bash_tests;
 
 #[cfg(test)]
 mod tests {
@@ -704,6 +1058,138 @@ mod tests {
         let deep = format!("{}x{}", "$(".repeat(1000), ")".repeat(1000));
         let e = split_commands(&deep).unwrap_err();
         assert!(e.contains("nested"), "{e}");
+    }
+
+    /// A definition's body is commands, in all three syntaxes and with any compound
+    /// body; the name is a definition, not a command.
+    #[test]
+    fn function_bodies_are_commands() {
+        for (src, body, name) in [
+            ("function g { rm -f x; }; g", vec!["rm -f x", "g"], "g"),
+            ("function g() { rm -f x; }; g", vec!["rm -f x", "g"], "g"),
+            ("function g () ( rm -f x ); g", vec!["rm -f x", "g"], "g"),
+            ("g() { rm -f x; }", vec!["rm -f x"], "g"),
+            ("g ( ) ( rm -f x )", vec!["rm -f x"], "g"),
+            ("g() if true; then rm x; fi", vec!["true", "rm x"], "g"),
+            ("function g\n{\nrm x\n}", vec!["rm x"], "g"),
+            ("{ g() { rm x; }; }", vec!["rm x"], "g"),
+            (
+                "echo $(g() { rm x; }; g)",
+                vec!["echo $(g() { rm x; }; g)", "rm x", "g"],
+                "g",
+            ),
+        ] {
+            let script = parse(src).unwrap();
+            let got: Vec<String> = script.commands.iter().map(|w| w.join(" ")).collect();
+            assert_eq!(
+                sorted(got),
+                sorted(body.iter().map(|s| s.to_string()).collect()),
+                "{src:?}"
+            );
+            assert_eq!(script.defines, [name], "{src:?}");
+        }
+        assert!(parse("a=(1 2); echo a ()").unwrap().defines.is_empty());
+        assert!(parse("(echo a)").unwrap().defines.is_empty());
+    }
+
+    #[test]
+    fn case_patterns_are_not_commands_and_bodies_are() {
+        assert_eq!(
+            cmds("case $x in a|b) rm x;; (c) ls ;& *) echo $(pwd) ;;& esac; echo after"),
+            ["rm x", "ls", "pwd", "echo $(pwd)", "echo after"]
+        );
+        assert_eq!(cmds("case x in\n  x)\n    rm x\n    ;;\nesac"), ["rm x"]);
+        assert_eq!(cmds("case x in x) rm x\nesac\nls"), ["rm x", "ls"]);
+        assert_eq!(
+            cmds("case a in a) case b in b) rm x;; esac;; esac"),
+            ["rm x"]
+        );
+        assert_eq!(sorted(cmds("echo $(case x in x) rm x;; esac)")).len(), 2);
+        assert_eq!(
+            sorted(cmds("case $(rm x) in $(ls)) :;; esac")),
+            [":", "ls", "rm x"]
+        );
+        for bad in [
+            "case x in x) rm x;;",
+            "case x in",
+            "case x in @(a|b)) rm x;; esac",
+            "echo $(case x in x) rm x)",
+        ] {
+            assert!(split_commands(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    /// `((` where a command starts is arithmetic when it closes with `))`: `<<` in it
+    /// is a shift, not a heredoc swallowing the lines after it.
+    #[test]
+    fn arithmetic_commands() {
+        assert_eq!(cmds("(( x = 1 << 2 ))\nrm x"), ["(( x = 1 << 2 ))", "rm x"]);
+        assert_eq!(
+            cmds("while (( i < 2 )); do rm x; done"),
+            ["(( i < 2 ))", "rm x"]
+        );
+        assert_eq!(
+            cmds("for ((i=0; i<2; i++)); do rm x; done"),
+            ["(( i=0; i<2; i++ ))", "rm x"]
+        );
+        assert_eq!(sorted(cmds("(( $(rm x) ))")), ["(( $(rm x) ))", "rm x"]);
+        // Not closed by `))`: nested subshells, as bash reads it.
+        assert_eq!(cmds("((rm x) ; ls)"), ["rm x", "ls"]);
+        assert_eq!(sorted(cmds("echo \"$((rm x); ls)\"")).len(), 3);
+        // Where a body starts, too (found by the generator: `<<` hid the call after it).
+        assert_eq!(
+            cmds("function f { (( v = 1 << 2 )); }\nf"),
+            ["(( v = 1 << 2 ))", "f"]
+        );
+        assert_eq!(
+            cmds("coproc { (( v = 1 << 2 )); }\nrm x"),
+            ["(( v = 1 << 2 ))", "rm x"]
+        );
+        assert_eq!(cmds("coproc { case a in a) rm x;; esac; }"), ["rm x"]);
+    }
+
+    #[test]
+    fn coproc_and_time_run_their_command() {
+        assert_eq!(cmds("coproc rm x"), ["rm x"]);
+        assert_eq!(cmds("coproc NAME { rm x; }"), ["rm x"]);
+        assert_eq!(cmds("coproc ( rm x )"), ["rm x"]);
+        assert_eq!(cmds("time -p rm x"), ["rm x"]);
+        assert_eq!(cmds("time rm x | ls"), ["rm x", "ls"]);
+    }
+
+    /// Code in arguments is commands too: `eval`, `trap`, `alias`, a shell's `-c`.
+    #[test]
+    fn code_in_arguments_is_commands() {
+        assert_eq!(cmds("eval 'rm x; ls'"), ["eval rm x; ls", "rm x", "ls"]);
+        assert_eq!(
+            cmds("eval eval rm x"),
+            ["eval eval rm x", "eval rm x", "rm x"]
+        );
+        assert_eq!(
+            cmds("builtin eval -- \"rm x\""),
+            ["builtin eval -- rm x", "rm x"]
+        );
+        assert_eq!(cmds("eval \"$cmd\""), ["eval $cmd", "$cmd"]);
+        assert_eq!(cmds("trap 'rm x' EXIT"), ["trap rm x EXIT", "rm x"]);
+        assert_eq!(cmds("trap - EXIT"), ["trap - EXIT"]);
+        assert_eq!(cmds("bash -c 'rm x' argv0"), ["bash -c rm x argv0", "rm x"]);
+        assert_eq!(
+            cmds("/bin/sh -ec -- 'rm x'"),
+            ["/bin/sh -ec -- rm x", "rm x"]
+        );
+        assert_eq!(cmds("bash script.sh"), ["bash script.sh"]);
+        assert_eq!(
+            cmds("sudo -u x bash -c 'rm x'"),
+            ["sudo -u x bash -c rm x", "rm x"]
+        );
+        assert_eq!(cmds("env A=1 sh -c 'rm x'"), ["env A=1 sh -c rm x", "rm x"]);
+        let s = parse("alias ls='rm x' ll=ls; enable -n echo").unwrap();
+        let got: Vec<String> = s.commands.iter().map(|w| w.join(" ")).collect();
+        assert_eq!(got, ["alias ls=rm x ll=ls", "rm x", "ls", "enable -n echo"]);
+        assert_eq!(s.defines, ["ls", "ll", "echo"]);
+        assert!(split_commands("eval \"echo 'a\"").is_err());
+        let deep = format!("{}rm x", "eval ".repeat(100));
+        assert!(split_commands(&deep).unwrap_err().contains("nested"));
     }
 
     #[test]

@@ -123,6 +123,10 @@ fn rule_parsing() {
         ("Bash()", "empty"),
         ("Bash(a && b)", "one simple command"),
         ("Bash(echo 'x)", "cannot parse"),
+        ("Bash(f() { x; }:*)", "not a function definition"),
+        ("Bash(function f:*)", "not a function definition"),
+        ("Bash(for x:*)", "one simple command"),
+        ("Bash(if:*)", "one simple command"),
         ("ReadFile([)", "bad glob"),
     ] {
         let e = Rule::parse(bad, &known()).unwrap_err();
@@ -282,6 +286,21 @@ fn deny_prefix_blocks_rm_and_smuggling() {
         "cat <(rm x)",
         "if true; then rm x; fi",
         "cat <<EOF\n$(rm x)\nEOF",
+        "function g { rm -f x; }; g",
+        "function g() { rm -f x; }; g",
+        "g() ( rm -f x ); g",
+        "g() if true; then rm x; fi; g",
+        "case a in a) rm x;; esac",
+        "case a in (b) ls;; a) ls; rm x;; esac",
+        "(( 1 << 2 ))\nrm x",
+        "coproc NAME { rm x; }",
+        "eval 'rm x'",
+        "builtin eval \"ls; rm x\"",
+        "trap 'rm x' EXIT",
+        "alias ls='rm x'",
+        "bash -c 'rm x'",
+        "sh -ec \"ls && rm x\"",
+        "sudo bash -c 'rm x'",
     ] {
         assert_eq!(
             bash(&s, smuggled).as_deref(),
@@ -295,6 +314,8 @@ fn deny_prefix_blocks_rm_and_smuggling() {
         "echo 'rm x'",
         "rmdir x",
         "echo \"a ; rm x\"",
+        "case rm in rm) echo rm;; esac",
+        "(( rm = 1 ))",
     ] {
         assert_eq!(bash(&s, fine), None, "{fine:?}");
     }
@@ -331,6 +352,33 @@ fn allow_rules_must_cover_every_part() {
     }
     let e = bash(&s, "echo \"x").unwrap();
     assert!(e.contains("cannot be parsed"), "{e}");
+    // A definition makes a name run its body instead: even when every command of the body
+    // is allowed, an allow list cannot vouch for the name's later calls.
+    for defines in [
+        "function cargo { echo PWNED > y; }; cargo test",
+        "cargo() { echo hi; }; cargo test",
+        "function cargo() ( cargo test ); echo hi",
+    ] {
+        let e = bash(&s, defines).unwrap_or_else(|| panic!("{defines:?} allowed"));
+        assert!(
+            e.contains("defines `cargo` (a function"),
+            "{defines:?}: {e}"
+        );
+    }
+    // So does an alias, or a builtin `enable` swaps, even where `alias` is allowed.
+    let s2 = settings(
+        r#"{"permissions": {"allow": ["Bash(cargo test:*)", "Bash(alias:*)", "Bash(enable:*)", "Bash(shopt:*)"]}}"#,
+    );
+    for defines in [
+        "shopt -s expand_aliases\nalias cargo='cargo test'\ncargo test",
+        "enable -n cargo",
+    ] {
+        let e = bash(&s2, defines).unwrap_or_else(|| panic!("{defines:?} allowed"));
+        assert!(e.contains("defines `cargo`"), "{defines:?}: {e}");
+    }
+    // An arithmetic command may run code held in a variable: only a rule naming it allows it.
+    let e = bash(&s, "(( x ))").unwrap();
+    assert!(e.contains("`(( x ))` matches no allow rule"), "{e}");
     // Deny beats allow.
     let s = settings(r#"{"permissions": {"allow": ["Bash"], "deny": ["Bash(git push:*)"]}}"#);
     assert_eq!(bash(&s, "git status"), None);

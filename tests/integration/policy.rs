@@ -536,3 +536,68 @@ fn hook_message_reaches_the_next_request_and_cassettes_are_scrubbed() {
     assert!(!recorded.contains(SECRET), "the cassette leaks the secret");
     assert!(!out.stdout.contains(SECRET));
 }
+
+/// Issue 29: `function` hid its body from every rule. A deny rule now sees the body of a
+/// definition in each syntax, and the file the body would delete survives.
+#[test]
+fn deny_rules_see_function_bodies() {
+    let calls = [
+        "function g { rm -f victim; }; g",
+        "function g() { rm -f victim; }; g",
+        "g() ( rm -f victim ); g",
+        "g() if true; then rm -f victim; fi; g",
+    ];
+    let r = Run::new(&[calls
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (["t1", "t2", "t3", "t4"][i], "Bash", json!({"command": c})))
+        .collect()]);
+    std::fs::write(r.ws.join("victim"), "x").unwrap();
+    let (out, doc) = r.run(&["--disallowed-tools", "Bash(rm:*)"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        r.ws.join("victim").exists(),
+        "a function body deleted the file"
+    );
+    let results = tool_results(&doc);
+    assert_eq!(results.len(), calls.len());
+    for (call, (_, content, is_error)) in calls.iter().zip(&results) {
+        assert_eq!(content, "denied by policy: Bash(rm:*)", "{call}");
+        assert!(is_error, "{call}");
+    }
+    assert_eq!(
+        doc["permission_denials"].as_array().unwrap().len(),
+        calls.len()
+    );
+}
+
+/// Issue 29: under the allow list `Bash(cargo test:*)` (the README's strong form), a
+/// function named `cargo` ran in place of cargo. Its body is checked now, and even a body
+/// of allowed commands is refused: the name no longer means the command the rule names.
+#[test]
+fn an_allow_list_refuses_a_function_standing_in_for_an_allowed_command() {
+    for (rules, needle) in [
+        ("Bash(cargo test:*)", "`echo PWNED` matches no allow rule"),
+        (
+            "Bash(cargo test:*),Bash(echo:*)",
+            "defines `cargo` (a function",
+        ),
+    ] {
+        let r = Run::new(&[vec![
+            bash("t1", "function cargo { echo PWNED > y; }; cargo test"),
+            bash("t2", "cargo() { echo PWNED > y; }; cargo test"),
+        ]]);
+        let (out, doc) = r.run(&["--allowed-tools", rules]);
+        assert_eq!(out.status.code(), Some(0), "{rules}: {}", stderr(&out));
+        assert!(!r.ws.join("y").exists(), "{rules}: the function ran");
+        let results = tool_results(&doc);
+        assert_eq!(results.len(), 2, "{rules}");
+        for (id, content, is_error) in &results {
+            assert!(
+                *is_error && content.contains(needle),
+                "{rules} {id}: {content}"
+            );
+        }
+        assert_eq!(doc["permission_denials"].as_array().unwrap().len(), 2);
+    }
+}
