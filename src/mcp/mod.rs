@@ -241,6 +241,7 @@ pub(crate) fn start(specs: &[ServerSpec], opts: &Options) -> Result<Started, Str
                             spec.name, d.tool, d.exposed
                         )),
                         Ok(d) => {
+                            names::record_server(&d.exposed, &spec.name);
                             taken.push(d.exposed.clone());
                             defs.push(d);
                         }

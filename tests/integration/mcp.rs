@@ -936,3 +936,71 @@ fn an_http_call_over_mcp_timeout_is_an_error_and_cancelled() {
         .expect("the timed-out request is cancelled");
     assert_eq!(cancel["msg"]["body"]["params"]["requestId"], slow_id);
 }
+
+#[test]
+fn a_rule_for_server_s_does_not_cover_server_s_underscore() {
+    // `s_`'s tool `write_note` is `mcp__s___write_note`: it starts with `mcp__s__`.
+    let env = TestEnv::new(vec![]);
+    let cfg = write_config(
+        &env.out("mcp.json"),
+        json!({"s": stdio_entry(&[], json!({})), "s_": stdio_entry(&[], json!({}))}),
+    );
+    let listed = |flags: &[&str]| {
+        let mut args = vec!["tools", "--json", "--mcp-config", &cfg];
+        args.extend_from_slice(flags);
+        let out = env.run(&args);
+        out.assert_code(0);
+        let v = out.json();
+        let by_server = |server: &str| -> Vec<String> {
+            v["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|t| t["server"] == server)
+                .map(|t| t["name"].as_str().unwrap().to_string())
+                .collect()
+        };
+        (by_server("s"), by_server("s_"))
+    };
+    let (s, s_) = listed(&["--allowed-tools", "ReadFile,mcp__s"]);
+    assert!(s.contains(&"mcp__s__write_note".to_string()), "{s:?}");
+    assert!(s_.is_empty(), "mcp__s enables no tool of s_: {s_:?}");
+    let (s, s_) = listed(&["--allowed-tools", "mcp__s__*"]);
+    assert_eq!((s.len(), s_.len()), (10, 0), "{s:?} {s_:?}");
+    let (s, s_) = listed(&["--allow-mcp", "--disallowed-tools", "mcp__s"]);
+    assert!(s.is_empty(), "{s:?}");
+    assert!(
+        s_.contains(&"mcp__s___write_note".to_string()) && s_.len() == 10,
+        "mcp__s removes no tool of s_: {s_:?}"
+    );
+    let (s, s_) = listed(&["--allowed-tools", "mcp__s_"]);
+    assert_eq!((s.len(), s_.len()), (0, 10), "{s:?} {s_:?}");
+
+    // A settings rule and a hook matcher on `mcp__s` leave `s_`'s calls alone.
+    let blocked_by_hook = "hooked: s is off limits";
+    for settings in [
+        json!({"permissions": {"deny": ["mcp__s"]}}),
+        json!({"hooks": {"PreToolUse": [{"matcher": "mcp__s",
+            "command": format!("echo '{blocked_by_hook}' >&2; exit 2")}]}}),
+    ] {
+        let env = env_with_turns(vec![vec![
+            ("a", "mcp__s__echo", json!({"text": "a"})),
+            ("b", "mcp__s___echo", json!({"text": "b"})),
+        ]]);
+        let cfg = write_config(
+            &env.out("mcp.json"),
+            json!({"s": stdio_entry(&[], json!({})), "s_": stdio_entry(&[], json!({}))}),
+        );
+        let file = env.out("settings.json");
+        std::fs::write(&file, settings.to_string()).unwrap();
+        let s = file.to_str().unwrap();
+        env.run(&["run", "go", "--json", "--settings", s, "--mcp-config", &cfg])
+            .assert_code(0);
+        let r = results(&env);
+        assert!(
+            r[0].1 && (r[0].0 == "denied by policy: mcp__s" || r[0].0.contains(blocked_by_hook)),
+            "{settings}: {r:?}"
+        );
+        assert_eq!(r[1], ("echo: b".to_string(), false), "{settings}");
+    }
+}
