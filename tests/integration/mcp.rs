@@ -1004,3 +1004,78 @@ fn a_rule_for_server_s_does_not_cover_server_s_underscore() {
         assert_eq!(r[1], ("echo: b".to_string(), false), "{settings}");
     }
 }
+
+#[test]
+fn agent_tools_redacts_a_secret_a_server_puts_in_its_descriptions() {
+    let env = TestEnv::new(vec![]);
+    let token = "hx2-srv-token-5f0c9e1d7a";
+    let cfg = write_config(
+        &env.out("mcp.json"),
+        json!({"k": stdio_entry(&["--describe-env", "MY_SRV_KEY"],
+                                json!({"MY_SRV_KEY": "${HX2_SRV_TOKEN}"}))}),
+    );
+    for json_flag in [true, false] {
+        let mut args = vec!["tools", "--allow-mcp", "--mcp-config", &cfg];
+        if json_flag {
+            args.push("--json");
+        }
+        let mut cmd = env.command(&args);
+        cmd.env("HX2_SRV_TOKEN", token);
+        let out = env.spawn_command(cmd).wait();
+        out.assert_code(0).assert_no_secret();
+        assert!(
+            !out.stdout.contains(token),
+            "--json {json_flag}: {}",
+            out.stdout
+        );
+        assert!(!out.stderr.contains(token), "{}", out.stderr);
+        if json_flag {
+            let v = out.json();
+            let echo = v["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|t| t["name"] == "mcp__k__echo")
+                .unwrap();
+            assert_eq!(
+                echo["description"], "Echoes text. Uses MY_SRV_KEY=[REDACTED].",
+                "the server did describe its key"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_token_of_an_mcp_authorization_header_is_redacted_alone_too() {
+    // The variable's name does not mark it as a secret: only the header does.
+    let token = "mcp-http-cred-8d1e4b7c2a";
+    let env = env_with_turns(vec![vec![("e1", "mcp__h__echo", json!({"text": token}))]]);
+    let log = env.out("http-log.jsonl");
+    let server = HttpServer::start(log, &[]);
+    let cfg = write_config(
+        &env.out("mcp.json"),
+        json!({"h": {"type": "http", "url": server.url,
+                     "headers": {"Authorization": "Bearer ${MCP_HTTP_CRED}"}}}),
+    );
+    let out_file = env.out("t.json");
+    let mut cmd = env.command(&[
+        "run",
+        "go",
+        "--json",
+        "-o",
+        out_file.to_str().unwrap(),
+        "--mcp-config",
+        &cfg,
+    ]);
+    cmd.env("MCP_HTTP_CRED", token);
+    let out = env.spawn_command(cmd).wait();
+    out.assert_code(0).assert_no_secret();
+    // The server echoed the token alone (the model gets results as they are)...
+    assert_eq!(results(&env), [(format!("echo: {token}"), false)]);
+    // ...and the transcript, on stdout and in the -o file, never shows it.
+    assert!(!out.stdout.contains(token), "{}", out.stdout);
+    assert!(out.stdout.contains("echo: [REDACTED]"), "{}", out.stdout);
+    let saved = std::fs::read_to_string(&out_file).unwrap();
+    assert!(!saved.contains(token), "the -o file holds the token");
+    assert!(saved.contains("echo: [REDACTED]"), "{saved}");
+}
