@@ -52,8 +52,9 @@ pub(crate) struct ServerSpec {
     /// The file it was defined in, for messages.
     pub file: PathBuf,
     pub transport: Transport,
-    /// The values of the variables expanded into `env` and `headers` (`Bearer ${TOKEN}`:
-    /// the token), redacted as the whole values are.
+    /// The values of the variables expanded into `headers` (`Bearer ${TOKEN}`: the
+    /// token), redacted as the whole values are. Not `env`'s: `${HOME}/x` would hide
+    /// every path under HOME.
     pub expanded: Vec<String>,
 }
 
@@ -221,7 +222,7 @@ pub(crate) fn check_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// The transport, and the values of the variables expanded into `env` and `headers`.
+/// The transport, and the values of the variables expanded into `headers`.
 fn transport(
     raw: RawServer,
     var: &dyn Fn(&str) -> Option<String>,
@@ -270,7 +271,7 @@ fn transport(
                 env,
                 cwd: raw.cwd.map(PathBuf::from),
             };
-            Ok((stdio, expanded))
+            Ok((stdio, Vec::new()))
         }
         "http" | "streamable-http" | "streamableHttp" => {
             if raw.command.is_some() || !raw.args.is_empty() || !raw.env.is_empty() {
