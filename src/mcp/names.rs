@@ -1,6 +1,7 @@
 //! Tool names the model sees: `mcp__<server>__<tool>`, made to fit the APIs' rule
 //! (`[A-Za-z0-9_-]{1,64}`) deterministically, and the rule patterns (`mcp__server`,
-//! `mcp__server__*`, `mcp__server__tool`) that permission rules and hooks accept.
+//! `mcp__server__*`, `mcp__server__tool`) that permission rules and hooks accept, which
+//! name a server exactly (`mcp__s` is not a prefix of `s_`'s tools).
 
 use std::collections::BTreeMap;
 use std::sync::RwLock;
