@@ -36,6 +36,9 @@ pub fn main_with_args(args: impl IntoIterator<Item = OsString>) -> ExitCode {
             return ExitCode::from(code.clamp(0, 255) as u8);
         }
     };
+    // Before anything else (no thread exists yet): the key is then beyond the reach of a
+    // command the model runs, even one of the same user reading /proc.
+    util::secrets::hide_from_other_processes(&secrets_in_args(&cli.command));
     match cli.command {
         Command::Run(args) => commands::run::run_command(&args),
         Command::Tools(args) => commands::tools::tools_command(&args),
@@ -43,3 +46,17 @@ pub fn main_with_args(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         Command::Summary(args) => commands::summary::summary_command(&args),
     }
 }
+
+/// The credentials given on the command line (`--header` values whose names say so),
+/// which `/proc/PID/cmdline` would show to anyone.
+fn secrets_in_args(command: &Command) -> Vec<String> {
+    match command {
+        Command::Run(args) => {
+            crate::model::provider::http::Gateway::new(None, &args.request.headers, None)
+                .map(|g| g.secret_values())
+                .unwrap_or_default()
+        }
+        _ => Vec::new(),
+    }
+}
+

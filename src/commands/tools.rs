@@ -1,6 +1,7 @@
 //! `agent tools`: the enabled tools with their metadata, and the exact `tools` array the
 //! API is sent. The MCP servers of the configuration are started, so their tools are
-//! listed too (with their server and their own names).
+//! listed too (with their server and their own names). What a server says (a tool's
+//! description) is redacted as everywhere: it may echo a secret it was given.
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -42,7 +43,8 @@ pub(crate) fn tools_command(args: &ToolsArgs) -> ExitCode {
     let api = provider::anthropic::api_tools(&registry.to_api_format());
     if args.json {
         let doc = json!({"tools": tools, "api_tools": api});
-        output::print_stdout(&serde_json::to_string_pretty(&doc).unwrap_or_default());
+        let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
+        output::print_stdout(&output::redact(&text));
     } else {
         let mut s = String::from("Enabled tools:\n");
         let width = registry
@@ -78,7 +80,7 @@ pub(crate) fn tools_command(args: &ToolsArgs) -> ExitCode {
         }
         s.push_str("\nThe `tools` array sent to the API:\n");
         s.push_str(&serde_json::to_string_pretty(&api).unwrap_or_default());
-        output::print_stdout(&s);
+        output::print_stdout(&output::redact(&s));
     }
     drop(registry); // ends HTTP sessions
     process::kill_all_running(); // stdio MCP servers

@@ -52,6 +52,10 @@ pub(crate) struct ServerSpec {
     /// The file it was defined in, for messages.
     pub file: PathBuf,
     pub transport: Transport,
+    /// The values of the variables expanded into `headers` (`Bearer ${TOKEN}`: the
+    /// token), redacted as the whole values are. Not `env`'s: `${HOME}/x` would hide
+    /// every path under HOME.
+    pub expanded: Vec<String>,
 }
 
 impl ServerSpec {
@@ -62,6 +66,25 @@ impl ServerSpec {
             Transport::Stdio { env, .. } => env.iter().map(|(_, v)| v.clone()).collect(),
             Transport::Http { headers, .. } => headers.iter().map(|(_, v)| v.clone()).collect(),
         }
+    }
+
+    /// Everything to redact: `secret_values`, the last word of each header value (the
+    /// token of `Bearer xyz`, as `--header` does), and the expanded variables' values.
+    pub(crate) fn redacted_values(&self) -> Vec<String> {
+        let mut out = self.secret_values();
+        if let Transport::Http { headers, .. } = &self.transport {
+            out.extend(
+                headers
+                    .iter()
+                    .filter_map(|(_, v)| v.rsplit(' ').next())
+                    .filter(|w| !w.is_empty())
+                    .map(str::to_string),
+            );
+        }
+        out.extend(self.expanded.iter().cloned());
+        out.sort();
+        out.dedup();
+        out
     }
 }
 
@@ -164,11 +187,12 @@ pub(crate) fn parse(
         let at = |msg: String| format!("MCP configuration {shown}, server {name:?}: {msg}");
         check_name(name).map_err(at)?;
         let raw: RawServer = serde_json::from_value(raw.clone()).map_err(|e| at(e.to_string()))?;
-        let transport = transport(raw, var).map_err(at)?;
+        let (transport, expanded) = transport(raw, var).map_err(at)?;
         out.push(ServerSpec {
             name: name.clone(),
             file: file.to_path_buf(),
             transport,
+            expanded,
         });
     }
     Ok(out)
@@ -198,18 +222,25 @@ pub(crate) fn check_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn transport(raw: RawServer, var: &dyn Fn(&str) -> Option<String>) -> Result<Transport, String> {
+/// The transport, and the values of the variables expanded into `headers`.
+fn transport(
+    raw: RawServer,
+    var: &dyn Fn(&str) -> Option<String>,
+) -> Result<(Transport, Vec<String>), String> {
+    let mut expanded = Vec::new();
     let kind = raw.kind.as_deref().unwrap_or(match raw.url {
         Some(_) if raw.command.is_none() => "http",
         _ => "stdio",
     });
-    let strings = |what: &str, map: &Map<String, Value>| -> Result<Vec<(String, String)>, String> {
+    let mut strings = |what: &str,
+                       map: &Map<String, Value>|
+     -> Result<Vec<(String, String)>, String> {
         let mut v = Vec::new();
         for (k, val) in map {
             let Value::String(s) = val else {
                 return Err(format!("{what} {k:?} must be a string"));
             };
-            let s = expand(s, var).map_err(|e| format!("{what} {k:?}: {e}"))?;
+            let s = expand_into(s, var, &mut expanded).map_err(|e| format!("{what} {k:?}: {e}"))?;
             v.push((k.clone(), s));
         }
         Ok(v)
@@ -234,12 +265,13 @@ fn transport(raw: RawServer, var: &dyn Fn(&str) -> Option<String>) -> Result<Tra
                 .map_err(|e| format!("\"args\": {e}"))?;
             let mut env = strings("\"env\"", &raw.env)?;
             env.sort();
-            Ok(Transport::Stdio {
+            let stdio = Transport::Stdio {
                 command,
                 args,
                 env,
                 cwd: raw.cwd.map(PathBuf::from),
-            })
+            };
+            Ok((stdio, Vec::new()))
         }
         "http" | "streamable-http" | "streamableHttp" => {
             if raw.command.is_some() || !raw.args.is_empty() || !raw.env.is_empty() {
@@ -260,7 +292,7 @@ fn transport(raw: RawServer, var: &dyn Fn(&str) -> Option<String>) -> Result<Tra
                 ));
             }
             let headers = strings("header", &raw.headers)?;
-            Ok(Transport::Http { url, headers })
+            Ok((Transport::Http { url, headers }, expanded))
         }
         "sse" => Err(
             "\"type\": \"sse\" (the HTTP+SSE transport of 2024-11-05, deprecated) is \
@@ -277,6 +309,15 @@ fn transport(raw: RawServer, var: &dyn Fn(&str) -> Option<String>) -> Result<Tra
 /// Expands `${VAR}` and `${VAR:-default}` (the default is used when VAR is unset or
 /// empty) as Claude Code does. A `$` not followed by `{` is kept as it is.
 pub(crate) fn expand(text: &str, var: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+    expand_into(text, var, &mut Vec::new())
+}
+
+/// `expand`, adding the value of every variable it expands to `values`.
+fn expand_into(
+    text: &str,
+    var: &dyn Fn(&str) -> Option<String>,
+    values: &mut Vec<String>,
+) -> Result<String, String> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(i) = rest.find("${") {
@@ -294,7 +335,10 @@ pub(crate) fn expand(text: &str, var: &dyn Fn(&str) -> Option<String>) -> Result
             return Err(format!("\"${{{inner}}}\" does not name a variable"));
         }
         match (var(name).filter(|v| !v.is_empty()), default) {
-            (Some(v), _) => out.push_str(&v),
+            (Some(v), _) => {
+                out.push_str(&v);
+                values.push(v);
+            }
             (None, Some(d)) => out.push_str(d),
             (None, None) => {
                 return Err(format!(

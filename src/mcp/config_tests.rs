@@ -60,6 +60,22 @@ fn http_entry_with_headers() {
         }
     );
     assert_eq!(s.secret_values(), vec!["Bearer ghp_secretvalue123"]);
+    // The token alone is redacted too, as `--header`'s is.
+    assert_eq!(
+        s.redacted_values(),
+        vec!["Bearer ghp_secretvalue123", "ghp_secretvalue123"]
+    );
+    let s = one(
+        r#"{"mcpServers": {"api": {"type": "http", "url": "http://127.0.0.1:8/mcp",
+        "headers": {"X-Auth": "id=${GH_PAT};v=1"}}}}"#,
+    )
+    .unwrap();
+    assert!(
+        s.redacted_values()
+            .contains(&"ghp_secretvalue123".to_string()),
+        "an expanded variable is redacted wherever it sits: {:?}",
+        s.redacted_values()
+    );
 }
 
 #[test]

@@ -65,11 +65,12 @@ impl McpSettings {
         })
     }
 
-    /// Values to redact everywhere: the servers' `env` and `headers`.
+    /// Values to redact everywhere: the servers' `env` and `headers`, with the tokens in
+    /// them (see `ServerSpec::redacted_values`).
     pub(crate) fn secret_values(&self) -> Vec<String> {
         self.servers
             .iter()
-            .flat_map(|s| s.secret_values())
+            .flat_map(|s| s.redacted_values())
             .collect()
     }
 }
@@ -241,6 +242,7 @@ pub(crate) fn start(specs: &[ServerSpec], opts: &Options) -> Result<Started, Str
                             spec.name, d.tool, d.exposed
                         )),
                         Ok(d) => {
+                            names::record_server(&d.exposed, &spec.name);
                             taken.push(d.exposed.clone());
                             defs.push(d);
                         }

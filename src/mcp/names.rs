@@ -1,6 +1,10 @@
 //! Tool names the model sees: `mcp__<server>__<tool>`, made to fit the APIs' rule
 //! (`[A-Za-z0-9_-]{1,64}`) deterministically, and the rule patterns (`mcp__server`,
-//! `mcp__server__*`, `mcp__server__tool`) that permission rules and hooks accept.
+//! `mcp__server__*`, `mcp__server__tool`) that permission rules and hooks accept, which
+//! name a server exactly (`mcp__s` is not a prefix of `s_`'s tools).
+
+use std::collections::BTreeMap;
+use std::sync::RwLock;
 
 /// Longest tool name the APIs accept (Anthropic and OpenAI alike).
 pub(crate) const MAX_TOOL_NAME_CHARS: usize = 64;
@@ -43,21 +47,57 @@ fn fnv1a(bytes: &[u8]) -> u32 {
     h
 }
 
-/// Whether a rule or matcher pattern names the MCP tool the model knows as `exposed`:
-/// `mcp__server` and `mcp__server__*` name every tool of the server, `mcp__server__tool`
-/// one tool, by the name the model sees or by the server's own name for it (shortened
-/// the same way, so a rule may quote a long name in full).
+/// The server of each MCP tool name the run exposes, recorded as servers list their
+/// tools. Policy (rules, hook matchers) sees only a tool's name, and the name alone can be
+/// read two ways when a server name ends in `_`: `mcp__s___w` is the tool `w` of `s_` or
+/// the tool `_w` of `s`. Names are unique within a run (a clash is left out).
+static SERVERS: RwLock<BTreeMap<String, String>> = RwLock::new(BTreeMap::new());
+
+/// Records that `exposed` is a tool of `server` (a later run in the process overwrites).
+pub(crate) fn record_server(exposed: &str, server: &str) {
+    let mut map = SERVERS.write().unwrap_or_else(|e| e.into_inner());
+    map.insert(exposed.to_string(), server.to_string());
+}
+
+/// The server of an exposed name: as recorded, else (a name no server listed) the part
+/// before the first `__` after the prefix.
+fn server_of(exposed: &str) -> Option<String> {
+    let map = SERVERS.read().unwrap_or_else(|e| e.into_inner());
+    if let Some(s) = map.get(exposed) {
+        return Some(s.clone());
+    }
+    let rest = exposed.strip_prefix(PREFIX)?;
+    rest.split_once("__").map(|(s, _)| s.to_string())
+}
+
+/// Whether a rule or matcher pattern names the MCP tool the model knows as `exposed`
+/// (see `pattern_names`), its server looked up among the recorded ones.
 pub(crate) fn pattern_matches(pattern: &str, exposed: &str) -> bool {
+    if !pattern.starts_with(PREFIX) {
+        return false;
+    }
+    match server_of(exposed) {
+        Some(server) => pattern_names(pattern, &server, exposed),
+        None => pattern == exposed,
+    }
+}
+
+/// Whether a pattern names `exposed`, a tool of `server`: `mcp__server` and
+/// `mcp__server__*` name every tool of the server (its name matched exactly, never as a
+/// prefix: `mcp__s` does not cover `s_`), `mcp__server__tool` one tool, by the name the
+/// model sees or by the server's own name for it (shortened the same way, so a rule may
+/// quote a long name in full).
+pub(crate) fn pattern_names(pattern: &str, server: &str, exposed: &str) -> bool {
     let Some(rest) = pattern.strip_prefix(PREFIX) else {
         return false;
     };
-    if pattern == exposed {
+    if pattern == exposed || rest == server {
         return true;
     }
-    match rest.split_once("__") {
-        None => exposed.starts_with(&format!("{PREFIX}{rest}__")),
-        Some((server, "*")) => exposed.starts_with(&format!("{PREFIX}{server}__")),
-        Some((server, tool)) => tool_name(server, tool) == exposed,
+    match rest.strip_prefix(server).and_then(|r| r.strip_prefix("__")) {
+        Some("*") => true,
+        Some(tool) => tool_name(server, tool) == exposed,
+        None => false,
     }
 }
 
@@ -122,6 +162,33 @@ mod tests {
         assert!(pattern_matches("mcp__gh", &exposed));
         assert!(!pattern_matches(&format!("mcp__gh__{long}x"), &exposed));
         assert!(is_mcp_pattern("mcp__gh__*") && is_mcp_pattern("mcp__gh"));
+    }
+
+    #[test]
+    fn a_server_name_is_matched_exactly_not_as_a_prefix() {
+        // `mcp__s___w` reads as `s` + `_w` or `s_` + `w`: only the server decides.
+        let w = tool_name("s_", "w");
+        assert_eq!(w, tool_name("s", "_w"));
+        for p in ["mcp__s", "mcp__s__*", "mcp__s__w"] {
+            assert!(!pattern_names(p, "s_", &w), "{p} names no tool of s_");
+        }
+        for p in ["mcp__s_", "mcp__s___*", "mcp__s___w"] {
+            assert!(pattern_names(p, "s_", &w), "{p} names s_'s w");
+        }
+        let own = tool_name("s", "w");
+        assert!(pattern_names("mcp__s", "s", &own) && pattern_names("mcp__s__*", "s", &own));
+        assert!(!pattern_names("mcp__s_", "s", &own));
+        assert!(pattern_names("mcp__s__w", "s", &own) && !pattern_names("mcp__s__x", "s", &own));
+        // Policy sees only the name: the recorded server decides there.
+        let recorded = tool_name("rec_", "w");
+        assert!(
+            pattern_matches("mcp__rec", &recorded),
+            "unrecorded: read as rec + _w"
+        );
+        record_server(&recorded, "rec_");
+        assert!(!pattern_matches("mcp__rec", &recorded));
+        assert!(!pattern_matches("mcp__rec__*", &recorded));
+        assert!(pattern_matches("mcp__rec_", &recorded));
         assert!(!is_mcp_pattern("mcp__") && !is_mcp_pattern("Bash"));
     }
 }

@@ -128,7 +128,7 @@ pub(crate) fn register(
         .collect();
     for (server, defs) in &started.servers {
         for def in defs {
-            let named = |p: &String| names::pattern_matches(p, &def.exposed);
+            let named = |p: &String| names::pattern_names(p, &server.name, &def.exposed);
             unmatched.retain(|p| !named(p));
             let on = match &selection.allowed {
                 Some(list) => list.iter().any(named),

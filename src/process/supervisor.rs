@@ -109,6 +109,10 @@ fn supervised(parent: libc::pid_t, report: RawFd, hook: Hook) -> io::Result<()> 
         if libc::prctl(libc::PR_SET_PDEATHSIG, AGENT_GONE) == -1 {
             return Err(io::Error::last_os_error());
         }
+        // A copy of the agent's memory, key included: closed to the command (a process of
+        // the same user) as the agent's is. Inherited from the agent already; said again
+        // so that it holds whoever forked us. The command regains it at exec.
+        libc::prctl(libc::PR_SET_DUMPABLE, 0 as libc::c_ulong, 0, 0, 0);
         // The agent may have died before prctl took effect.
         if libc::getppid() != parent {
             return Err(io::Error::from_raw_os_error(libc::ESRCH));

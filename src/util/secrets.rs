@@ -1,6 +1,6 @@
-//! Secret handling: which environment variables child processes never see, and the
+//! Secret handling: which environment variables child processes never see, the
 //! redaction of known secret values from anything the run writes (transcript, logs,
-//! cassettes).
+//! cassettes), and hiding them from other processes of the user (`/proc`).
 
 /// Suffixes of variable names treated as secrets (SPEC §6).
 const SECRET_SUFFIXES: &[&str] = &["_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD"];
@@ -117,6 +117,172 @@ pub(crate) fn secret_values() -> Vec<String> {
         .filter(|(k, v)| is_secret_name(k) && v.len() >= MIN_REDACT_LEN)
         .map(|(_, v)| v)
         .collect()
+}
+
+/// Closes this process's secrets to other processes of the same user (Linux), as a
+/// command the model runs is one: the values of secret variables are moved out of the
+/// environment block the kernel laid out at exec (what `/proc/PID/environ` shows, for
+/// this process and for every supervisor forked from it) and zeroed there; each of
+/// `in_args` (a `--header` credential) is starred out where it shows in
+/// `/proc/PID/cmdline`; and the process is made non-dumpable, so that `/proc/PID/mem`,
+/// `environ`, `maps` and ptrace need root (forks inherit it; an exec'd command, which
+/// holds no key, regains it). Called in `main` as soon as the arguments are parsed,
+/// before anything else runs: it changes the environment, which takes a process of one
+/// thread. Best effort: what cannot be done is left as it was.
+pub(crate) fn hide_from_other_processes(in_args: &[String]) {
+    #[cfg(target_os = "linux")]
+    {
+        // First: once non-dumpable, an unprivileged process cannot open its own
+        // /proc/self/mem (it becomes root's), which the blocks are rewritten through.
+        proc_blocks::hide(in_args);
+        // SAFETY: prctl with integer arguments only.
+        unsafe {
+            libc::prctl(libc::PR_SET_DUMPABLE, 0 as libc::c_ulong, 0, 0, 0);
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = in_args;
+}
+
+/// The argument and environment blocks at the top of the initial stack, rewritten in
+/// place through /proc/self/mem: out of range addresses are an error there, never a
+/// fault, and no Rust reference points into those bytes (std keeps raw pointers only).
+#[cfg(target_os = "linux")]
+mod proc_blocks {
+    use std::ffi::{OsStr, OsString};
+    use std::fs::File;
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::FileExt;
+
+    use super::is_secret_name;
+
+    /// The byte the values in the argument block are overwritten with: not NUL, so the
+    /// arguments keep their number and places for `ps`.
+    const ARG_MASK: u8 = b'*';
+
+    pub(super) fn hide(in_args: &[String]) {
+        let secret: Vec<(OsString, OsString)> = std::env::vars_os()
+            .filter(|(k, _)| k.to_str().is_some_and(is_secret_name))
+            .collect();
+        if secret.is_empty() && in_args.iter().all(|a| a.is_empty()) {
+            return;
+        }
+        for (name, value) in &secret {
+            // A copy on the heap, which `getenv` and child environments then read: the
+            // old string stays in the block, unreferenced. Removed first so that a name
+            // given twice leaves no entry pointing into the block.
+            // SAFETY: no other thread exists yet (see `hide_from_other_processes`).
+            unsafe {
+                std::env::remove_var(name);
+                std::env::set_var(name, value);
+            }
+        }
+        let Some([arg_start, arg_end, env_start, env_end]) = stat_blocks() else {
+            return;
+        };
+        let Ok(mem) = File::options()
+            .read(true)
+            .write(true)
+            .open("/proc/self/mem")
+        else {
+            return;
+        };
+        // Rewritten only when it is exactly the arguments (else the fields were misread).
+        let expected: Vec<u8> = std::env::args_os()
+            .flat_map(|a| a.as_bytes().iter().copied().chain([0]).collect::<Vec<_>>())
+            .collect();
+        if let Some(args) = read(&mem, arg_start, arg_end).filter(|a| *a == expected) {
+            for value in in_args.iter().filter(|v| !v.is_empty()) {
+                for at in find_all(&args, value.as_bytes()) {
+                    let mask = vec![ARG_MASK; value.len()];
+                    let _ = mem.write_all_at(&mask, arg_start + at as u64);
+                }
+            }
+        }
+        if let Some(env) = read(&mem, env_start, env_end) {
+            let mut at = 0;
+            for entry in env.split(|&b| b == 0) {
+                if let Some(eq) = entry.iter().position(|&b| b == b'=') {
+                    let (name, value) = (OsStr::from_bytes(&entry[..eq]), &entry[eq + 1..]);
+                    // Only a value read from the environment above: anything else means
+                    // the block is not what it seems, and is left alone.
+                    let known = secret
+                        .iter()
+                        .any(|(k, v)| k.as_os_str() == name && v.as_bytes() == value);
+                    if known && !value.is_empty() {
+                        let offset = env_start + (at + eq + 1) as u64;
+                        let _ = mem.write_all_at(&vec![0; value.len()], offset);
+                    }
+                }
+                at += entry.len() + 1;
+            }
+        }
+        for (name, value) in &secret {
+            if std::env::var_os(name).as_ref() != Some(value) {
+                // SAFETY: as above, still one thread.
+                unsafe { std::env::set_var(name, value) };
+            }
+        }
+    }
+
+    /// `arg_start`, `arg_end`, `env_start`, `env_end`: fields 48 to 51 of
+    /// /proc/self/stat (Linux 3.5), counted after the `(comm)` field, which may hold
+    /// spaces and parentheses.
+    fn stat_blocks() -> Option<[u64; 4]> {
+        let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+        let after_comm = &stat[stat.rfind(')')? + 1..];
+        // The first field after comm is the 3rd, `state`.
+        let mut fields = after_comm.split_whitespace().skip(48 - 3);
+        let mut out = [0u64; 4];
+        for slot in &mut out {
+            *slot = fields.next()?.parse().ok()?;
+        }
+        let [a0, a1, e0, e1] = out;
+        (a0 < a1 && e0 < e1 && a1 - a0 <= MAX_BLOCK && e1 - e0 <= MAX_BLOCK).then_some(out)
+    }
+
+    /// More than the kernel ever lays out (`ARG_MAX` is a quarter of the stack limit).
+    const MAX_BLOCK: u64 = 64 << 20;
+
+    fn read(mem: &File, start: u64, end: u64) -> Option<Vec<u8>> {
+        let mut buf = vec![0u8; usize::try_from(end - start).ok()?];
+        mem.read_exact_at(&mut buf, start).ok()?;
+        Some(buf)
+    }
+
+    /// The offsets of every (non-overlapping) occurrence of `needle` in `hay`.
+    fn find_all(hay: &[u8], needle: &[u8]) -> Vec<usize> {
+        let mut out = Vec::new();
+        if needle.is_empty() {
+            return out;
+        }
+        let mut at = 0;
+        while let Some(i) = hay
+            .get(at..)
+            .and_then(|h| h.windows(needle.len()).position(|w| w == needle))
+        {
+            out.push(at + i);
+            at += i + needle.len();
+        }
+        out
+    }
+
+    #[cfg(test)]
+    mod tests {
+        #[test]
+        fn find_all_finds_each_occurrence() {
+            assert_eq!(super::find_all(b"abXabXab", b"ab"), vec![0, 3, 6]);
+            assert_eq!(super::find_all(b"aaaa", b"aa"), vec![0, 2]);
+            assert!(super::find_all(b"abc", b"abcd").is_empty());
+            assert!(super::find_all(b"abc", b"").is_empty());
+        }
+
+        #[test]
+        fn the_blocks_are_read_from_stat() {
+            let [a0, a1, e0, e1] = super::stat_blocks().expect("Linux 3.5 or later");
+            assert!(a0 < a1 && a1 <= e0 && e0 < e1, "{a0} {a1} {e0} {e1}");
+        }
+    }
 }
 
 #[cfg(test)]

@@ -31,6 +31,7 @@ mod limits;
 mod mcp;
 mod mock_selftest;
 mod openai;
+mod proc_secrets;
 mod prompt_input;
 mod real_servers;
 mod redaction;

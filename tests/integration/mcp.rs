@@ -936,3 +936,146 @@ fn an_http_call_over_mcp_timeout_is_an_error_and_cancelled() {
         .expect("the timed-out request is cancelled");
     assert_eq!(cancel["msg"]["body"]["params"]["requestId"], slow_id);
 }
+
+#[test]
+fn a_rule_for_server_s_does_not_cover_server_s_underscore() {
+    // `s_`'s tool `write_note` is `mcp__s___write_note`: it starts with `mcp__s__`.
+    let env = TestEnv::new(vec![]);
+    let cfg = write_config(
+        &env.out("mcp.json"),
+        json!({"s": stdio_entry(&[], json!({})), "s_": stdio_entry(&[], json!({}))}),
+    );
+    let listed = |flags: &[&str]| {
+        let mut args = vec!["tools", "--json", "--mcp-config", &cfg];
+        args.extend_from_slice(flags);
+        let out = env.run(&args);
+        out.assert_code(0);
+        let v = out.json();
+        let by_server = |server: &str| -> Vec<String> {
+            v["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|t| t["server"] == server)
+                .map(|t| t["name"].as_str().unwrap().to_string())
+                .collect()
+        };
+        (by_server("s"), by_server("s_"))
+    };
+    let (s, s_) = listed(&["--allowed-tools", "ReadFile,mcp__s"]);
+    assert!(s.contains(&"mcp__s__write_note".to_string()), "{s:?}");
+    assert!(s_.is_empty(), "mcp__s enables no tool of s_: {s_:?}");
+    let (s, s_) = listed(&["--allowed-tools", "mcp__s__*"]);
+    assert_eq!((s.len(), s_.len()), (10, 0), "{s:?} {s_:?}");
+    let (s, s_) = listed(&["--allow-mcp", "--disallowed-tools", "mcp__s"]);
+    assert!(s.is_empty(), "{s:?}");
+    assert!(
+        s_.contains(&"mcp__s___write_note".to_string()) && s_.len() == 10,
+        "mcp__s removes no tool of s_: {s_:?}"
+    );
+    let (s, s_) = listed(&["--allowed-tools", "mcp__s_"]);
+    assert_eq!((s.len(), s_.len()), (0, 10), "{s:?} {s_:?}");
+
+    // A settings rule and a hook matcher on `mcp__s` leave `s_`'s calls alone.
+    let blocked_by_hook = "hooked: s is off limits";
+    for settings in [
+        json!({"permissions": {"deny": ["mcp__s"]}}),
+        json!({"hooks": {"PreToolUse": [{"matcher": "mcp__s",
+            "command": format!("echo '{blocked_by_hook}' >&2; exit 2")}]}}),
+    ] {
+        let env = env_with_turns(vec![vec![
+            ("a", "mcp__s__echo", json!({"text": "a"})),
+            ("b", "mcp__s___echo", json!({"text": "b"})),
+        ]]);
+        let cfg = write_config(
+            &env.out("mcp.json"),
+            json!({"s": stdio_entry(&[], json!({})), "s_": stdio_entry(&[], json!({}))}),
+        );
+        let file = env.out("settings.json");
+        std::fs::write(&file, settings.to_string()).unwrap();
+        let s = file.to_str().unwrap();
+        env.run(&["run", "go", "--json", "--settings", s, "--mcp-config", &cfg])
+            .assert_code(0);
+        let r = results(&env);
+        assert!(
+            r[0].1 && (r[0].0 == "denied by policy: mcp__s" || r[0].0.contains(blocked_by_hook)),
+            "{settings}: {r:?}"
+        );
+        assert_eq!(r[1], ("echo: b".to_string(), false), "{settings}");
+    }
+}
+
+#[test]
+fn agent_tools_redacts_a_secret_a_server_puts_in_its_descriptions() {
+    let env = TestEnv::new(vec![]);
+    let token = "hx2-srv-token-5f0c9e1d7a";
+    let cfg = write_config(
+        &env.out("mcp.json"),
+        json!({"k": stdio_entry(&["--describe-env", "MY_SRV_KEY"],
+                                json!({"MY_SRV_KEY": "${HX2_SRV_TOKEN}"}))}),
+    );
+    for json_flag in [true, false] {
+        let mut args = vec!["tools", "--allow-mcp", "--mcp-config", &cfg];
+        if json_flag {
+            args.push("--json");
+        }
+        let mut cmd = env.command(&args);
+        cmd.env("HX2_SRV_TOKEN", token);
+        let out = env.spawn_command(cmd).wait();
+        out.assert_code(0).assert_no_secret();
+        assert!(
+            !out.stdout.contains(token),
+            "--json {json_flag}: {}",
+            out.stdout
+        );
+        assert!(!out.stderr.contains(token), "{}", out.stderr);
+        if json_flag {
+            let v = out.json();
+            let echo = v["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|t| t["name"] == "mcp__k__echo")
+                .unwrap();
+            assert_eq!(
+                echo["description"], "Echoes text. Uses MY_SRV_KEY=[REDACTED].",
+                "the server did describe its key"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_token_of_an_mcp_authorization_header_is_redacted_alone_too() {
+    // The variable's name does not mark it as a secret: only the header does.
+    let token = "mcp-http-cred-8d1e4b7c2a";
+    let env = env_with_turns(vec![vec![("e1", "mcp__h__echo", json!({"text": token}))]]);
+    let log = env.out("http-log.jsonl");
+    let server = HttpServer::start(log, &[]);
+    let cfg = write_config(
+        &env.out("mcp.json"),
+        json!({"h": {"type": "http", "url": server.url,
+                     "headers": {"Authorization": "Bearer ${MCP_HTTP_CRED}"}}}),
+    );
+    let out_file = env.out("t.json");
+    let mut cmd = env.command(&[
+        "run",
+        "go",
+        "--json",
+        "-o",
+        out_file.to_str().unwrap(),
+        "--mcp-config",
+        &cfg,
+    ]);
+    cmd.env("MCP_HTTP_CRED", token);
+    let out = env.spawn_command(cmd).wait();
+    out.assert_code(0).assert_no_secret();
+    // The server echoed the token alone (the model gets results as they are)...
+    assert_eq!(results(&env), [(format!("echo: {token}"), false)]);
+    // ...and the transcript, on stdout and in the -o file, never shows it.
+    assert!(!out.stdout.contains(token), "{}", out.stdout);
+    assert!(out.stdout.contains("echo: [REDACTED]"), "{}", out.stdout);
+    let saved = std::fs::read_to_string(&out_file).unwrap();
+    assert!(!saved.contains(token), "the -o file holds the token");
+    assert!(saved.contains("echo: [REDACTED]"), "{saved}");
+}

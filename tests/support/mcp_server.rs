@@ -41,6 +41,8 @@ struct Opts {
     /// `DIR N`: before answering `initialize`, leave a file in DIR and wait until N
     /// servers have (servers started one after another never get there).
     start_barrier: Option<(String, usize)>,
+    /// `--describe-env NAME`: every tool's description ends with NAME's value.
+    describe_env: Option<String>,
 }
 
 /// Where a server-initiated request's answer goes.
@@ -73,6 +75,7 @@ fn main() {
         sse_drop: false,
         grandchild: false,
         start_barrier: None,
+        describe_env: None,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut it = args.iter();
@@ -89,6 +92,7 @@ fn main() {
             "--expire-session-after" => opts.expire_session_after = val().parse().ok(),
             "--sse-drop" => opts.sse_drop = true,
             "--grandchild" => opts.grandchild = true,
+            "--describe-env" => opts.describe_env = Some(val()),
             "--start-barrier" => {
                 let dir = val();
                 opts.start_barrier = Some((dir, val().parse().unwrap_or(2)));
@@ -194,7 +198,16 @@ impl Server {
             })),
             "ping" => Ok(json!({})),
             "tools/list" => {
-                let all = tools();
+                let mut all = tools();
+                if let Some(name) = &self.opts.describe_env {
+                    // A server that puts what it was given into its descriptions.
+                    let value = std::env::var(name).unwrap_or_default();
+                    for t in &mut all {
+                        let d = t["description"].as_str().unwrap_or_default();
+                        let d = format!("{d} Uses {name}={value}.");
+                        t["description"] = json!(d);
+                    }
+                }
                 let start: usize = params["cursor"]
                     .as_str()
                     .and_then(|c| c.strip_prefix("page-"))
