@@ -292,7 +292,7 @@ impl Finisher {
             std::thread::sleep(limit);
             let msg = format!(
                 "the run exceeded --timeout {}",
-                humantime::format_duration(limit)
+                crate::util::duration::human(limit)
             );
             f.finish_and_exit(Status::Timeout, ErrorInfo::new("timeout", msg));
         });
