@@ -75,12 +75,46 @@ pub(crate) fn load(path: &Path) -> Result<Resumed, String> {
     let doc = if crate::record::journal::is_journal(&text) {
         crate::record::journal::read(&text)
     } else {
-        find_transcript(&text)
-            .and_then(|doc| crate::record::journal::follow(doc, dir, MAX_TRANSCRIPT_BYTES))
+        find_transcript(&text).and_then(|doc| follow_journal(doc, dir))
     }
     .map_err(|e| format!("--resume {shown}: {e}"))?;
     let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
     from_document(abs, &doc).map_err(|e| format!("--resume {shown}: {e}"))
+}
+
+/// The transcript a `running` `-o` file stands for, through its journal. Without the
+/// journal, the file is the run's first checkpoint: taken before the first turn, it holds
+/// no history of this run, so resuming it would lose every turn (or fail as a history
+/// without the task). A file that holds a history (a resumed run's) is resumed with a
+/// warning, as `agent summary` shows it.
+fn follow_journal(doc: Value, dir: &Path) -> Result<Value, String> {
+    use crate::record::journal::{Followed, follow_journal};
+    match follow_journal(doc, dir, MAX_TRANSCRIPT_BYTES)? {
+        Followed::Found(t) => Ok(t),
+        Followed::JournalMissing(doc, path) => {
+            let empty = doc["messages"].as_array().is_none_or(Vec::is_empty);
+            if empty {
+                return Err(missing_journal(&path));
+            }
+            crate::util::output::warn(&format!(
+                "the checkpoint's journal {} is missing: the run is resumed as it was at its \
+                 first checkpoint",
+                path.display()
+            ));
+            Ok(doc)
+        }
+    }
+}
+
+/// Why a `running` `-o` file without its journal cannot be resumed.
+fn missing_journal(path: &Path) -> String {
+    format!(
+        "the run's journal {} is missing. This file is a run that was still going (or was \
+         killed): it is only the run's first checkpoint, and the journal beside it holds \
+         every checkpoint after the first, so it must be kept beside the transcript (upload \
+         both as the artifact, e.g. `path: FILE*`)",
+        path.display()
+    )
 }
 
 /// The transcript object in a file: the document itself, a `run.finished` event, or the

@@ -322,3 +322,34 @@ fn runs_noted_at_once_are_all_in_the_index() {
     ids.sort();
     assert_eq!(ids.len(), threads * each, "{ids:?}");
 }
+
+/// The transcript of `transcript()` with its messages replaced.
+fn with_messages(messages: Value) -> Value {
+    let mut t = transcript("success", answer());
+    t["messages"] = messages;
+    t
+}
+
+/// A `running` -o file whose journal was not kept: the error says what the journal is.
+#[test]
+fn a_running_file_without_its_journal_names_the_missing_journal() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("t.json");
+    let mut stub = with_messages(json!([]));
+    stub["status"] = json!("running");
+    stub["journal"] = json!("t.json.journal");
+    std::fs::write(&f, stub.to_string()).unwrap();
+    let e = load(&f).unwrap_err();
+    let journal = dir.path().join("t.json.journal");
+    assert!(
+        e.contains(&format!("journal {} is missing", journal.display())),
+        "{e}"
+    );
+    assert!(e.contains("every checkpoint after the first"), "{e}");
+    assert!(e.contains("kept beside the transcript"), "{e}");
+    // A first checkpoint with a history (a resumed run's) is still resumed, warned.
+    let mut resumed = transcript("running", calling(&["toolu_b"]));
+    resumed["journal"] = json!("t.json.journal");
+    std::fs::write(&f, resumed.to_string()).unwrap();
+    assert_eq!(load(&f).unwrap().answered_calls, 1);
+}

@@ -34,6 +34,7 @@ mod prompt_input;
 mod real_servers;
 mod redaction;
 mod resume;
+mod resume_input;
 mod run_end;
 mod schema;
 mod session;
