@@ -85,6 +85,33 @@ fn a_journal_that_is_not_a_regular_file_beside_the_transcript_is_refused() {
     both_refuse(&env, &file, s(&big), "bytes, more than the");
 }
 
+/// A history the API answers 400 is refused when read, naming the message; nothing is
+/// sent.
+#[test]
+fn a_history_the_api_refuses_is_not_sent() {
+    let env = TestEnv::new(vec![Reply::turn(Turn::new().text("never sent"))]);
+    let file = env.out("t.json");
+    let mut t = running_stub("unused");
+    t["status"] = json!("success");
+    t["messages"] = json!([
+        {"role": "user", "content": [{"type": "text", "text": "the task"}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "done"}]},
+        {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_orphan", "content": "?"}]}
+    ]);
+    std::fs::write(&file, t.to_string()).unwrap();
+    let out = env.run(&["run", "--resume", s(&file), "go on"]);
+    out.assert_code(2);
+    assert!(
+        out.stderr
+            .contains("message 3 holds a tool_result for toolu_orphan"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains(s(&file)), "{}", out.stderr);
+    assert_eq!(env.server.request_count(), 0);
+}
+
 /// A killed run's `-o` file uploaded without its journal: `--resume` says the journal is
 /// missing and what it is, instead of "messages do not start with the user's task".
 #[test]
