@@ -320,7 +320,7 @@ fn read_journal_file(path: &Path, max_bytes: u64) -> Result<Option<String>, Stri
         } else if kind.is_socket() {
             "a socket"
         } else {
-            "not a regular file"
+            "a special file"
         };
         return Err(format!(
             "is {what}: a journal is a regular file, so it is not read"

@@ -18,7 +18,8 @@ use crate::model::protocol::{ContentBlock, Message, Role};
 const RESUMABLE_VERSION: u64 = 1;
 
 /// A transcript bigger than this is refused: the whole history is re-sent anyway, and a
-/// file this size is not a conversation any model context holds.
+/// file this size is not a conversation any model context holds. It bounds the journal a
+/// `running` file names too: the journal holds that same history, once.
 const MAX_TRANSCRIPT_BYTES: u64 = 512 * 1024 * 1024;
 
 /// `--continue`'s index, relative to the workspace root.
@@ -111,8 +112,8 @@ fn missing_journal(path: &Path) -> String {
     format!(
         "the run's journal {} is missing. This file is a run that was still going (or was \
          killed): it is only the run's first checkpoint, and the journal beside it holds \
-         every checkpoint after the first, so it must be kept beside the transcript (upload \
-         both as the artifact, e.g. `path: FILE*`)",
+         every checkpoint after the first, so it must be kept beside the transcript (e.g. \
+         uploaded with it as one artifact)",
         path.display()
     )
 }
