@@ -23,6 +23,7 @@ mod ci_log;
 mod ci_verify;
 mod cli;
 mod context;
+mod durations;
 mod fallback;
 mod faults;
 mod journal;
