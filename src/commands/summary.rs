@@ -33,8 +33,9 @@ const VERIFY_TAIL_CHARS: usize = 1_500;
 const DIFF_STAT_LINES: usize = 40;
 /// Files listed.
 const MAX_FILE_ROWS: usize = 100;
-/// Largest input read (a transcript, or a `--jsonl` capture with every event): far above
-/// any real run, and a bound on memory when stdin is something endless.
+/// Largest input read (a transcript, or a `--jsonl` capture with every event, or the
+/// journal a `running` transcript names): far above any real run, and a bound on memory
+/// when stdin is something endless.
 const MAX_INPUT_BYTES: u64 = 256 << 20;
 
 pub(crate) fn summary_command(args: &SummaryArgs) -> ExitCode {

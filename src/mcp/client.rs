@@ -39,7 +39,7 @@ impl std::fmt::Display for CallError {
         match self {
             CallError::Rpc { code, message } => write!(f, "error {code}: {message}"),
             CallError::Timeout(d) => {
-                write!(f, "no answer within {}", humantime::format_duration(*d))
+                write!(f, "no answer within {}", crate::util::duration::human(*d))
             }
             CallError::Dead(why) => write!(f, "the server is not running: {why}"),
             CallError::Transport(why) => f.write_str(why),

@@ -149,7 +149,7 @@ impl HookRunner {
         if out.timed_out {
             return HookVerdict::Failed(format!(
                 "{who} timed out after {}",
-                humantime::format_duration(hook.timeout)
+                crate::util::duration::human(hook.timeout)
             ));
         }
         if out.interrupted {

@@ -223,52 +223,126 @@ pub(crate) fn read(text: &str) -> Result<Value, String> {
     })
 }
 
+/// What a transcript document stands for, as `follow` finds it.
+pub(crate) enum Followed {
+    /// The transcript: the journal's last checkpoint, or the document itself.
+    Found(Value),
+    /// The document is a `running` `-o` file whose journal (this path) is not there: the
+    /// document is only the run's first checkpoint, written before the first turn.
+    JournalMissing(Value, PathBuf),
+}
+
 /// What a transcript document stands for. An `-o` file of a run still going (or killed)
 /// names its journal: the journal's last checkpoint, when the journal is there, belongs
 /// to the same run and holds one; otherwise the file itself, which is the run's first
-/// checkpoint. Any other document is itself. `dir` is where the file is; `max_bytes`
-/// bounds the journal read.
+/// checkpoint (with a warning when the journal is missing). Any other document is
+/// itself. `dir` is where the file is; `max_bytes` bounds the journal read.
 pub(crate) fn follow(doc: Value, dir: &Path, max_bytes: u64) -> Result<Value, String> {
-    let Some(name) = doc.get("journal").and_then(Value::as_str) else {
-        return Ok(doc);
-    };
-    if doc["status"] != "running" {
-        return Ok(doc);
-    }
-    let path = dir.join(name);
-    let text = match read_bounded(&path, max_bytes) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+    match follow_journal(doc, dir, max_bytes)? {
+        Followed::Found(t) => Ok(t),
+        Followed::JournalMissing(doc, path) => {
             crate::util::output::warn(&format!(
                 "the checkpoint's journal {} is missing: the run is shown as it was at its \
                  first checkpoint",
                 path.display()
             ));
-            return Ok(doc);
+            Ok(doc)
         }
+    }
+}
+
+/// `follow`, telling a missing journal apart. The journal is opened only as a regular
+/// file beside the document, named by a plain file name, bounded by `max_bytes`: the
+/// name comes from the file, which may be anyone's, and a FIFO, a device or a symlink
+/// to one must neither block the reader nor fill its memory.
+pub(crate) fn follow_journal(doc: Value, dir: &Path, max_bytes: u64) -> Result<Followed, String> {
+    let Some(name) = doc.get("journal").and_then(Value::as_str) else {
+        return Ok(Followed::Found(doc));
+    };
+    if doc["status"] != "running" {
+        return Ok(Followed::Found(doc));
+    }
+    if !is_plain_name(name) {
+        return Err(format!(
+            "it names its journal {name:?}, which is not a file name: a journal is always \
+             FILE{SUFFIX} beside the -o file FILE, so it is not read"
+        ));
+    }
+    let path = dir.join(name);
+    let text = match read_journal_file(&path, max_bytes) {
+        Ok(Some(t)) => t,
+        Ok(None) => return Ok(Followed::JournalMissing(doc, path)),
         Err(e) => return Err(format!("its journal {}: {e}", path.display())),
     };
     match rebuild(&text) {
-        Ok(Some(t)) if t.get("session_id") == doc.get("session_id") => Ok(t),
+        Ok(Some(t)) if t.get("session_id") == doc.get("session_id") => Ok(Followed::Found(t)),
         // Killed before the journal's first checkpoint, or before this run's journal
         // replaced an earlier run's: the file itself is the newest checkpoint.
-        Ok(_) => Ok(doc),
+        Ok(_) => Ok(Followed::Found(doc)),
         Err(e) => Err(format!("its journal {}: {e}", path.display())),
     }
 }
 
-fn read_bounded(path: &Path, max_bytes: u64) -> std::io::Result<String> {
+/// A name the writer could have given: one path component, not `.` or `..`.
+fn is_plain_name(name: &str) -> bool {
+    !name.is_empty() && name != "." && name != ".." && !name.contains(['/', '\0'])
+}
+
+/// The journal's text, or None when there is no file at `path`. Opened without following
+/// a symlink and without blocking (a FIFO opens at once, then is refused by its type);
+/// the size is checked on the open file before anything is read.
+fn read_journal_file(path: &Path, max_bytes: u64) -> Result<Option<String>, String> {
     use std::io::Read;
-    let mut bytes = Vec::new();
-    File::open(path)?
-        .take(max_bytes + 1)
-        .read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > max_bytes {
-        return Err(std::io::Error::other(format!(
-            "more than {max_bytes} bytes: not a journal"
-        )));
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path);
+    let file = match opened {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            return Err(
+                "is a symbolic link: a journal is a regular file, so it is not read".into(),
+            );
+        }
+        Err(e) => return Err(e.to_string()),
+    };
+    let meta = file.metadata().map_err(|e| e.to_string())?;
+    let kind = meta.file_type();
+    if !kind.is_file() {
+        let what = if kind.is_fifo() {
+            "a FIFO"
+        } else if kind.is_dir() {
+            "a directory"
+        } else if kind.is_char_device() || kind.is_block_device() {
+            "a device"
+        } else if kind.is_socket() {
+            "a socket"
+        } else {
+            "a special file"
+        };
+        return Err(format!(
+            "is {what}: a journal is a regular file, so it is not read"
+        ));
     }
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
+    let too_big = |n: u64| {
+        format!(
+            "is {n} bytes, more than the {max_bytes} a journal read here may have: not a journal"
+        )
+    };
+    if meta.len() > max_bytes {
+        return Err(too_big(meta.len()));
+    }
+    // The file may grow after the check: the read is bounded too.
+    let mut bytes = Vec::new();
+    file.take(max_bytes + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| e.to_string())?;
+    if bytes.len() as u64 > max_bytes {
+        return Err(too_big(bytes.len() as u64));
+    }
+    Ok(Some(String::from_utf8_lossy(&bytes).into_owned()))
 }
 
 #[cfg(test)]

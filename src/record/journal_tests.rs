@@ -219,3 +219,27 @@ fn follow_takes_the_journal_of_the_same_run_else_the_file() {
             .contains("not a journal")
     );
 }
+
+/// Only a plain name beside the document is followed, and only a regular file is read.
+#[test]
+fn follow_reads_only_a_regular_file_beside_the_document() {
+    let d = tempfile::tempdir().unwrap();
+    let r = record();
+    let stub = |name: &str| -> Value {
+        serde_json::from_str(&r.to_json_journaled(name, &|s| s.to_string())).unwrap()
+    };
+    for name in ["", ".", "..", "../t.json.journal", "/etc/passwd", "a/b"] {
+        let e = follow(stub(name), d.path(), 1 << 20).unwrap_err();
+        assert!(e.contains("which is not a file name"), "{name}: {e}");
+    }
+    std::fs::create_dir(d.path().join("dir.journal")).unwrap();
+    let e = follow(stub("dir.journal"), d.path(), 1 << 20).unwrap_err();
+    assert!(e.contains("is a directory"), "{e}");
+    std::os::unix::fs::symlink("/dev/null", d.path().join("null.journal")).unwrap();
+    let e = follow(stub("null.journal"), d.path(), 1 << 20).unwrap_err();
+    assert!(e.contains("is a symbolic link"), "{e}");
+    let missing = follow_journal(stub("gone.journal"), d.path(), 1 << 20).unwrap();
+    assert!(
+        matches!(missing, Followed::JournalMissing(_, ref p) if p == &d.path().join("gone.journal"))
+    );
+}

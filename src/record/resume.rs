@@ -18,7 +18,8 @@ use crate::model::protocol::{ContentBlock, Message, Role};
 const RESUMABLE_VERSION: u64 = 1;
 
 /// A transcript bigger than this is refused: the whole history is re-sent anyway, and a
-/// file this size is not a conversation any model context holds.
+/// file this size is not a conversation any model context holds. It bounds the journal a
+/// `running` file names too: the journal holds that same history, once.
 const MAX_TRANSCRIPT_BYTES: u64 = 512 * 1024 * 1024;
 
 /// `--continue`'s index, relative to the workspace root.
@@ -75,12 +76,46 @@ pub(crate) fn load(path: &Path) -> Result<Resumed, String> {
     let doc = if crate::record::journal::is_journal(&text) {
         crate::record::journal::read(&text)
     } else {
-        find_transcript(&text)
-            .and_then(|doc| crate::record::journal::follow(doc, dir, MAX_TRANSCRIPT_BYTES))
+        find_transcript(&text).and_then(|doc| follow_journal(doc, dir))
     }
     .map_err(|e| format!("--resume {shown}: {e}"))?;
     let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
     from_document(abs, &doc).map_err(|e| format!("--resume {shown}: {e}"))
+}
+
+/// The transcript a `running` `-o` file stands for, through its journal. Without the
+/// journal, the file is the run's first checkpoint: taken before the first turn, it holds
+/// no history of this run, so resuming it would lose every turn (or fail as a history
+/// without the task). A file that holds a history (a resumed run's) is resumed with a
+/// warning, as `agent summary` shows it.
+fn follow_journal(doc: Value, dir: &Path) -> Result<Value, String> {
+    use crate::record::journal::{Followed, follow_journal};
+    match follow_journal(doc, dir, MAX_TRANSCRIPT_BYTES)? {
+        Followed::Found(t) => Ok(t),
+        Followed::JournalMissing(doc, path) => {
+            let empty = doc["messages"].as_array().is_none_or(Vec::is_empty);
+            if empty {
+                return Err(missing_journal(&path));
+            }
+            crate::util::output::warn(&format!(
+                "the checkpoint's journal {} is missing: the run is resumed as it was at its \
+                 first checkpoint",
+                path.display()
+            ));
+            Ok(doc)
+        }
+    }
+}
+
+/// Why a `running` `-o` file without its journal cannot be resumed.
+fn missing_journal(path: &Path) -> String {
+    format!(
+        "the run's journal {} is missing. This file is a run that was still going (or was \
+         killed): it is only the run's first checkpoint, and the journal beside it holds \
+         every checkpoint after the first, so it must be kept beside the transcript (e.g. \
+         uploaded with it as one artifact)",
+        path.display()
+    )
 }
 
 /// The transcript object in a file: the document itself, a `run.finished` event, or the
@@ -178,6 +213,8 @@ fn from_document(path: PathBuf, doc: &Value) -> Result<Resumed, String> {
         .to_string();
     let unfinished = unfinished_call_ids(obj.get("tool_calls"));
     let answered_calls = answer_open_calls(&mut messages, &status, &unfinished);
+    check_tool_pairing(&messages)
+        .map_err(|e| format!("its history is one the API refuses: {e}"))?;
     Ok(Resumed {
         path,
         session_id: obj
@@ -267,6 +304,90 @@ fn answer_open_calls(
         });
     }
     n
+}
+
+/// The API's rules for tool calls in a history, checked before anything is sent (a
+/// history that breaks one is answered 400, on every retry): each `tool_use` id is used
+/// once; each `tool_use`, in an assistant message, is answered in the next message, a
+/// user message; each `tool_result` answers a `tool_use` of the message just before it,
+/// once. Checked after the last message's calls were answered (`answer_open_calls`), so
+/// only a damaged or hand-made history fails. Messages are numbered from 1.
+fn check_tool_pairing(messages: &[Message]) -> Result<(), String> {
+    let mut first_use: std::collections::HashMap<&str, usize> = Default::default();
+    for (i, m) in messages.iter().enumerate() {
+        let n = i + 1;
+        let called = tool_use_ids(m);
+        for id in &called {
+            if m.role != Role::Assistant {
+                return Err(format!(
+                    "message {n} is the user's, yet holds a tool_use ({id})"
+                ));
+            }
+            if let Some(k) = first_use.insert(id, n) {
+                return Err(format!(
+                    "message {n} holds a tool_use with the id {id}, which message {k} used \
+                     already (ids must be unique)"
+                ));
+            }
+        }
+        let asked: HashSet<&str> = match i.checked_sub(1).map(|p| &messages[p]) {
+            Some(prev) if prev.role == Role::Assistant => tool_use_ids(prev).into_iter().collect(),
+            _ => HashSet::new(),
+        };
+        let mut answered = HashSet::new();
+        for b in &m.content {
+            let ContentBlock::ToolResult {
+                tool_use_id: id, ..
+            } = b
+            else {
+                continue;
+            };
+            if m.role != Role::User {
+                return Err(format!(
+                    "message {n} is the model's, yet holds a tool_result (for {id})"
+                ));
+            }
+            if !asked.contains(id.as_str()) {
+                return Err(format!(
+                    "message {n} holds a tool_result for {id}, which answers no tool_use of \
+                     the message before it"
+                ));
+            }
+            if !answered.insert(id.as_str()) {
+                return Err(format!("message {n} answers the tool_use {id} twice"));
+            }
+        }
+        if i > 0
+            && let Some(id) = tool_use_ids(&messages[i - 1])
+                .into_iter()
+                .find(|id| !answered.contains(id))
+        {
+            return Err(format!(
+                "message {i} holds a tool_use ({id}) that message {n} does not answer"
+            ));
+        }
+    }
+    if let Some(id) = messages
+        .last()
+        .and_then(|m| tool_use_ids(m).first().copied())
+    {
+        return Err(format!(
+            "message {} holds a tool_use ({id}) that no message answers",
+            messages.len()
+        ));
+    }
+    Ok(())
+}
+
+/// The ids of a message's `tool_use` blocks, in order.
+fn tool_use_ids(m: &Message) -> Vec<&str> {
+    m.content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::ToolUse { id, .. } => Some(id.as_str()),
+            _ => None,
+        })
+        .collect()
 }
 
 /// An assistant message with no text and no tool call (empty, or thinking only).

@@ -322,3 +322,148 @@ fn runs_noted_at_once_are_all_in_the_index() {
     ids.sort();
     assert_eq!(ids.len(), threads * each, "{ids:?}");
 }
+
+/// The transcript of `transcript()` with its messages replaced.
+fn with_messages(messages: Value) -> Value {
+    let mut t = transcript("success", answer());
+    t["messages"] = messages;
+    t
+}
+
+fn user_text(text: &str) -> Value {
+    json!({"role": "user", "content": [{"type": "text", "text": text}]})
+}
+
+fn results(ids: &[&str]) -> Value {
+    let content: Vec<Value> = ids
+        .iter()
+        .map(|id| json!({"type": "tool_result", "tool_use_id": id, "content": "ok"}))
+        .collect();
+    json!({"role": "user", "content": content})
+}
+
+fn refusal(messages: Value) -> String {
+    let e = parse(&with_messages(messages)).unwrap_err();
+    assert!(e.starts_with("its history is one the API refuses: "), "{e}");
+    e
+}
+
+#[test]
+fn an_orphan_tool_result_is_refused_naming_its_message() {
+    // After a plain answer: nothing asked for it.
+    let e = refusal(json!([user_text("go"), answer(), results(&["toolu_x"])]));
+    assert!(
+        e.contains("message 3 holds a tool_result for toolu_x, which answers no tool_use"),
+        "{e}"
+    );
+    // Two user messages in a row: the result is not after its call.
+    let e = refusal(json!([
+        user_text("go"),
+        calling(&["toolu_a"]),
+        results(&["toolu_a"]),
+        results(&["toolu_a"]),
+        answer()
+    ]));
+    assert!(
+        e.contains("message 4 holds a tool_result for toolu_a"),
+        "{e}"
+    );
+    // One call answered twice in one message.
+    let e = refusal(json!([
+        user_text("go"),
+        calling(&["toolu_a"]),
+        results(&["toolu_a", "toolu_a"]),
+        answer()
+    ]));
+    assert!(
+        e.contains("message 3 answers the tool_use toolu_a twice"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_call_unanswered_in_mid_history_is_refused_naming_its_message() {
+    // The next message answers only one of the two calls.
+    let e = refusal(json!([
+        user_text("go"),
+        calling(&["toolu_a", "toolu_b"]),
+        results(&["toolu_a"]),
+        answer()
+    ]));
+    assert!(
+        e.contains("message 2 holds a tool_use (toolu_b) that message 3 does not answer"),
+        "{e}"
+    );
+    // The next message is the model's again.
+    let e = refusal(json!([
+        user_text("go"),
+        calling(&["toolu_a"]),
+        answer(),
+        user_text("more")
+    ]));
+    assert!(
+        e.contains("message 2 holds a tool_use (toolu_a) that message 3 does not answer"),
+        "{e}"
+    );
+    // A call in the last message is still answered, as before.
+    let r = parse(&with_messages(json!([
+        user_text("go"),
+        calling(&["toolu_a"])
+    ])))
+    .unwrap();
+    assert_eq!(r.answered_calls, 1);
+}
+
+#[test]
+fn a_tool_use_id_used_twice_is_refused_naming_both_messages() {
+    let e = refusal(json!([
+        user_text("go"),
+        calling(&["toolu_a"]),
+        results(&["toolu_a"]),
+        calling(&["toolu_a"]),
+        results(&["toolu_a"]),
+        answer()
+    ]));
+    assert!(
+        e.contains("message 4 holds a tool_use with the id toolu_a, which message 2 used"),
+        "{e}"
+    );
+    // Twice in the last message: answering both would not make it valid.
+    let e = refusal(json!([user_text("go"), calling(&["toolu_a", "toolu_a"])]));
+    assert!(
+        e.contains("message 2 holds a tool_use with the id toolu_a, which message 2"),
+        "{e}"
+    );
+    // A call in a user message.
+    let mut wrong = calling(&["toolu_u"]);
+    wrong["role"] = json!("user");
+    let e = refusal(json!([wrong, answer()]));
+    assert!(
+        e.contains("message 1 is the user's, yet holds a tool_use (toolu_u)"),
+        "{e}"
+    );
+}
+
+/// A `running` -o file whose journal was not kept: the error says what the journal is.
+#[test]
+fn a_running_file_without_its_journal_names_the_missing_journal() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("t.json");
+    let mut stub = with_messages(json!([]));
+    stub["status"] = json!("running");
+    stub["journal"] = json!("t.json.journal");
+    std::fs::write(&f, stub.to_string()).unwrap();
+    let e = load(&f).unwrap_err();
+    let journal = dir.path().join("t.json.journal");
+    assert!(
+        e.contains(&format!("journal {} is missing", journal.display())),
+        "{e}"
+    );
+    assert!(e.contains("every checkpoint after the first"), "{e}");
+    assert!(e.contains("kept beside the transcript"), "{e}");
+    // A first checkpoint with a history (a resumed run's) is still resumed, warned.
+    let mut resumed = transcript("running", calling(&["toolu_b"]));
+    resumed["journal"] = json!("t.json.journal");
+    std::fs::write(&f, resumed.to_string()).unwrap();
+    assert_eq!(load(&f).unwrap().answered_calls, 1);
+}

@@ -44,7 +44,7 @@ impl Finisher {
             std::thread::sleep(limit);
             let msg = format!(
                 "the run exceeded --timeout {}",
-                humantime::format_duration(limit)
+                crate::util::duration::human(limit)
             );
             f.finish_and_exit(Outcome::fail(ErrorKind::Timeout, msg));
         });

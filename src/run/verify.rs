@@ -118,7 +118,7 @@ impl Verifier {
         let why = if out.timed_out {
             format!(
                 "timed out after {}",
-                humantime::format_duration(spec.timeout)
+                crate::util::duration::human(spec.timeout)
             )
         } else if out.interrupted {
             "was stopped because the run is ending".to_string()

@@ -104,7 +104,7 @@ impl Default for Bash {
     }
 }
 
-/// "2 minutes", "90 seconds", "1m 30s 500ms": how the description states the default.
+/// "2 minutes", "90 seconds", "1m 31s": how the description states the default.
 fn describe_default(d: Duration) -> String {
     let s = d.as_secs();
     match (s, d.subsec_nanos()) {
@@ -236,12 +236,12 @@ fn render(out: &CommandOutput, timeout: Duration, max_secs: u64) -> ToolResult {
         .with_meta("full_output_path", path)
 }
 
-/// "5 seconds" for whole seconds, humantime's "1s 500ms" otherwise.
+/// "5 seconds" for whole seconds, rounded otherwise ("1s 500ms", `util::duration`).
 fn describe(d: Duration) -> String {
     match (d.as_secs(), d.subsec_nanos()) {
         (1, 0) => "1 second".to_string(),
         (s, 0) => format!("{s} seconds"),
-        _ => humantime::format_duration(d).to_string(),
+        _ => crate::util::duration::human(d),
     }
 }
 

@@ -1,4 +1,5 @@
 //! Utilities every layer may use: the stdout/stderr writers and secret redaction.
 
+pub(crate) mod duration;
 pub(crate) mod output;
 pub(crate) mod secrets;

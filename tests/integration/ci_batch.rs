@@ -312,3 +312,68 @@ fn bad_args_stop_the_batch_before_any_workspace_is_copied() {
         assert_eq!(env.server.request_count(), 0);
     }
 }
+
+/// Each shard's summary carries its tasks file's SHA-256; `merge` refuses shards of two
+/// different files (shard 1/2 of A and 2/2 of B), naming both, and writes nothing. An
+/// older summary without the digest merges only when it names the same file.
+#[test]
+fn merge_refuses_shards_of_different_tasks_files() {
+    let env = TestEnv::new(replies(TASKS));
+    let a = tasks_file(&env);
+    let b_text = env.read(&a).replace("do task", "do another task");
+    env.write("b.jsonl", &b_text);
+    let (one, two) = (env.out("a-1"), env.out("b-2"));
+    for (file, shard, dir) in [(a.as_str(), "1/2", &one), ("b.jsonl", "2/2", &two)] {
+        let out = env.run(&[
+            "batch",
+            file,
+            "--out",
+            dir.to_str().unwrap(),
+            "--shard",
+            shard,
+        ]);
+        out.assert_code(0);
+    }
+    let s1 = read_json(&one.join("summary.json"));
+    let digest = s1["tasks_sha256"].as_str().unwrap();
+    assert_eq!(digest.len(), 64, "{s1}");
+    let b_digest = read_json(&two.join("summary.json"))["tasks_sha256"].clone();
+    assert_ne!(b_digest, s1["tasks_sha256"]);
+
+    let merged = env.out("merged");
+    let merge = |dirs: [&Path; 2]| {
+        env.run(&[
+            "batch",
+            "merge",
+            merged.to_str().unwrap(),
+            dirs[0].to_str().unwrap(),
+            dirs[1].to_str().unwrap(),
+        ])
+    };
+    let out = merge([&one, &two]);
+    out.assert_code(2);
+    for needle in [
+        "ran different tasks files",
+        "\"tasks.jsonl\"",
+        "\"b.jsonl\"",
+        digest,
+        b_digest.as_str().unwrap(),
+    ] {
+        assert!(out.stderr.contains(needle), "{needle}: {}", out.stderr);
+    }
+    assert!(!merged.exists(), "nothing written");
+
+    // An older shard 2/2 (no digest): accepted only when it names the same file.
+    let mut old = read_json(&two.join("summary.json"));
+    old.as_object_mut().unwrap().remove("tasks_sha256");
+    std::fs::write(two.join("summary.json"), old.to_string()).unwrap();
+    let out = merge([&one, &two]);
+    out.assert_code(2);
+    assert!(out.stderr.contains("no digest"), "{}", out.stderr);
+    old["tasks_file"] = s1["tasks_file"].clone();
+    std::fs::write(two.join("summary.json"), old.to_string()).unwrap();
+    merge([&one, &two]).assert_code(0);
+    let m = read_json(&merged.join("summary.json"));
+    assert_eq!(m["tasks_sha256"], s1["tasks_sha256"]);
+    assert_eq!(m["tasks_file"], s1["tasks_file"]);
+}

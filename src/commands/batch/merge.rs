@@ -5,8 +5,8 @@
 //!
 //! It refuses (exit 2, writing nothing) a DIR without a summary.json, the same id with
 //! different results in two DIRs (the same result twice is kept once: a re-uploaded
-//! shard), shards of different totals, and missing shards when the shard totals say how
-//! many there should be.
+//! shard), shards of different tasks files (`same_tasks_file`), shards of different
+//! totals, and missing shards when the shard totals say how many there should be.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -62,6 +62,7 @@ pub(crate) fn merge(dirs: &[PathBuf]) -> Result<Merged, String> {
         .iter()
         .map(|d| read_dir(d))
         .collect::<Result<Vec<_>, _>>()?;
+    let tasks_sha256 = same_tasks_file(&shards)?;
     // Shards: every DIR that ran a shard must agree on the total, and all of them must
     // be here.
     let mut totals = BTreeSet::new();
@@ -141,6 +142,7 @@ pub(crate) fn merge(dirs: &[PathBuf]) -> Result<Merged, String> {
             .map(|s| s.summary["tasks_file"].clone())
             .unwrap_or(Value::Null),
     );
+    doc.insert("tasks_sha256".into(), tasks_sha256);
     doc.insert("shard".into(), Value::Null);
     doc.insert("shards".into(), shard_info);
     doc.insert(
@@ -174,6 +176,43 @@ pub(crate) fn merge(dirs: &[PathBuf]) -> Result<Merged, String> {
     );
     doc.insert("tasks".into(), json!(outcomes));
     Ok(Merged { rows, doc })
+}
+
+/// Every DIR ran one tasks file: two summaries' `tasks_sha256` agree, and a summary
+/// without one (an older agent's) names the same `tasks_file` as the others. The digest
+/// decides when both have one: the same file may sit at another path on another
+/// machine. Returns the digest, or null when no summary has one.
+fn same_tasks_file(shards: &[ShardDir]) -> Result<Value, String> {
+    let digest = |s: &ShardDir| s.summary["tasks_sha256"].as_str().map(str::to_string);
+    let ran = |s: &ShardDir| {
+        let file = match s.summary["tasks_file"].as_str() {
+            Some(f) => format!("{f:?}"),
+            None => "an unnamed tasks file".to_string(),
+        };
+        match digest(s) {
+            Some(d) => format!("{} ran {file} (sha256 {d})", s.dir.display()),
+            None => format!("{} ran {file} (no digest: an older agent)", s.dir.display()),
+        }
+    };
+    for (i, a) in shards.iter().enumerate() {
+        for b in &shards[..i] {
+            let same = match (digest(a), digest(b)) {
+                (Some(x), Some(y)) => x == y,
+                _ => a.summary["tasks_file"] == b.summary["tasks_file"],
+            };
+            if !same {
+                return Err(format!(
+                    "the directories ran different tasks files: {} and {}: not one batch",
+                    ran(b),
+                    ran(a)
+                ));
+            }
+        }
+    }
+    Ok(shards
+        .iter()
+        .find_map(digest)
+        .map_or(Value::Null, Value::String))
 }
 
 fn repeat_number(id: &str) -> u64 {

@@ -113,6 +113,9 @@ pub(crate) struct RunSpec {
 #[derive(Debug)]
 pub(crate) struct Plan {
     pub tasks_file: PathBuf,
+    /// The tasks file's SHA-256 (lowercase hex, as `sha256sum` prints it): in each
+    /// shard's summary, so that `merge` can tell shards of different files apart.
+    pub tasks_sha256: String,
     pub out: PathBuf,
     pub parallel: usize,
     pub shard: Option<(usize, usize)>,
@@ -238,6 +241,7 @@ impl Plan {
             .map_err(|e| format!("--out {}: {e}", out.display()))?;
         Ok(Plan {
             tasks_file: tasks_file.clone(),
+            tasks_sha256: sha256_hex(text.as_bytes()),
             out,
             parallel: args.parallel,
             shard,
@@ -249,6 +253,19 @@ impl Plan {
             runs,
         })
     }
+}
+
+/// `bytes`' SHA-256 in lowercase hex.
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    let digest = ring::digest::digest(&ring::digest::SHA256, bytes);
+    digest
+        .as_ref()
+        .iter()
+        .fold(String::with_capacity(64), |mut hex, b| {
+            let _ = write!(hex, "{b:02x}");
+            hex
+        })
 }
 
 fn resolve_workspace(base: &Path, task: &Task) -> Result<PathBuf, String> {

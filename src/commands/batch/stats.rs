@@ -24,6 +24,7 @@ pub(crate) fn batch_summary(plan: &Plan, outcomes: &[TaskOutcome], wall: Duratio
         "tasks_file".into(),
         json!(plan.tasks_file.display().to_string()),
     );
+    doc.insert("tasks_sha256".into(), json!(plan.tasks_sha256));
     doc.insert(
         "shard".into(),
         json!(plan.shard.map(|(i, n)| json!({"index": i, "count": n}))),

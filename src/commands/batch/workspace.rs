@@ -143,7 +143,7 @@ pub(crate) fn run_setup(command: &str, cwd: &Path, spill_dir: &Path) -> Result<S
     let why = if out.timed_out {
         format!(
             "timed out after {}",
-            humantime::format_duration(SETUP_TIMEOUT)
+            crate::util::duration::human(SETUP_TIMEOUT)
         )
     } else if out.interrupted {
         "was stopped because the batch is ending".to_string()

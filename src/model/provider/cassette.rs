@@ -92,6 +92,9 @@ pub(crate) struct CassetteWriter {
     provider: String,
     /// Values that must never reach the file (the API key), replaced if ever present.
     secrets: Vec<String>,
+    /// A turn could not be recorded safely: the cassette ends before it, so a replay
+    /// never answers a request with a later turn's response.
+    stopped: bool,
 }
 
 impl CassetteWriter {
@@ -110,6 +113,7 @@ impl CassetteWriter {
             turns: 0,
             provider: provider.to_string(),
             secrets,
+            stopped: false,
         };
         w.write_line(&Line::Header {
             format: CASSETTE_FORMAT,
@@ -127,8 +131,13 @@ impl CassetteWriter {
     ///
     /// A secret the model echoed may be split across several deltas, where redacting
     /// the raw text cannot see it. So the turn is decoded first; if any secret is in it,
-    /// the line holds the redacted turn re-encoded as a canonical Anthropic stream.
+    /// the line holds the redacted turn re-encoded as a canonical Anthropic stream. A
+    /// turn that does not decode again cannot be checked that way: with secrets to keep
+    /// out, it is not recorded (with a warning), and neither is any turn after it.
     pub(crate) fn append(&mut self, request: &TurnRequest<'_>, sse: &[u8]) -> std::io::Result<()> {
+        if self.stopped {
+            return Ok(());
+        }
         self.turns += 1;
         let raw = String::from_utf8_lossy(sse).into_owned();
         let (sse, encoding) = match decode(&self.provider, &raw) {
@@ -136,7 +145,18 @@ impl CassetteWriter {
                 encode_anthropic(&self.redacted(turn)),
                 Some("anthropic".to_string()),
             ),
-            _ => (raw, None),
+            Ok(_) => (raw, None),
+            Err(e) if self.has_secrets() => {
+                self.stopped = true;
+                crate::util::output::warn(&format!(
+                    "--record: turn {} does not decode again ({e}), so a secret split across \
+                     its deltas could not be removed: the cassette ends before it (a replay \
+                     runs the turns before it, then stops with \"the cassette ran out\")",
+                    self.turns
+                ));
+                return Ok(());
+            }
+            Err(_) => (raw, None),
         };
         let line = Line::Turn {
             index: self.turns,
@@ -145,6 +165,13 @@ impl CassetteWriter {
             encoding,
         };
         self.write_line(&line)
+    }
+
+    /// Whether any secret is one redaction replaces (very short values are not).
+    fn has_secrets(&self) -> bool {
+        self.secrets
+            .iter()
+            .any(|s| crate::util::secrets::redact(s, &self.secrets) != *s)
     }
 
     fn holds_secret(&self, turn: &Turn) -> bool {
@@ -555,6 +582,46 @@ event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
         let sse = SSE_TOOL.replace("/rec/ws", secret);
         w.append(&request(&[]), sse.as_bytes()).unwrap();
         assert!(!std::fs::read_to_string(&path).unwrap().contains(secret));
+    }
+
+    /// A stream that does not decode again (here: cut before its end) with a secret
+    /// split across two deltas: redacting the line cannot see it, so the turn, and the
+    /// turns after it, are not recorded.
+    #[test]
+    fn an_undecodable_turn_with_a_split_secret_is_not_recorded() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.jsonl");
+        let secret = "sk-ant-secret-value-123";
+        let mut w = CassetteWriter::create(
+            &path,
+            "anthropic",
+            "m",
+            Path::new("/w"),
+            &[],
+            "sess-4",
+            vec![secret.into()],
+        )
+        .unwrap();
+        let split = SSE_TOOL
+            .replace("/rec/ws/a", "sk-ant-secret")
+            .replace(".txt", "-value-123");
+        let cut = &split[..split.find("event: message_stop").unwrap()];
+        assert!(
+            decode("anthropic", cut).is_err(),
+            "the test needs an undecodable turn"
+        );
+        w.append(&request(&[]), cut.as_bytes()).unwrap();
+        w.append(&request(&[]), SSE_TOOL.as_bytes()).unwrap();
+        drop(w);
+        let written = std::fs::read_to_string(&path).unwrap();
+        assert!(!written.contains("sk-ant-secret"), "{written}");
+        assert_eq!(written.lines().count(), 1, "only the header: {written}");
+        // Without secrets there is nothing to remove: the raw stream is kept.
+        let mut w =
+            CassetteWriter::create(&path, "anthropic", "m", Path::new("/w"), &[], "s", vec![])
+                .unwrap();
+        w.append(&request(&[]), cut.as_bytes()).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap().lines().count(), 2);
     }
 
     #[test]

@@ -168,7 +168,7 @@ pub(crate) fn http_agent(idle_timeout: Duration) -> ureq::Agent {
 fn idle_message(idle_timeout: Duration) -> String {
     format!(
         "the stream was silent for longer than the idle timeout ({})",
-        humantime::format_duration(idle_timeout)
+        crate::util::duration::human(idle_timeout)
     )
 }
 
