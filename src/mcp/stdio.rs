@@ -3,8 +3,8 @@
 //! newline-delimited JSON-RPC on stdin/stdout. Three threads per server: a supervisor
 //! that spawns the child and waits for it (the parent-death signal follows the spawning
 //! thread, so it must live as long as the child), a reader that routes stdout lines to
-//! the waiting callers, and a stderr reader that logs with -v (redacted by `output`).
-//! A server that exits is dead for the rest of the run: pending and later calls fail at
+//! the waiting callers, and a stderr reader that logs with -v (redacted by `output`),
+//! a line at most `STDERR_LINE_BYTES` long. A server that exits is dead for the rest of the run: pending and later calls fail at
 //! once with the reason.
 
 use std::collections::HashMap;
@@ -29,6 +29,12 @@ const EXIT_STATUS_WAIT: Duration = Duration::from_millis(500);
 /// How long `close` lets a server exit on its own after its stdin closes (the spec's
 /// shutdown) before killing its group.
 const CLOSE_GRACE: Duration = Duration::from_millis(500);
+/// Longest stderr line held, in bytes: a traceback's line fits many times over; a line
+/// longer than this is logged cut with a marker, and the rest of it is discarded up to
+/// its newline, so a server writing without newlines cannot grow the agent.
+const STDERR_LINE_BYTES: usize = 8 * 1024;
+/// Bytes read from stderr at a time.
+const STDERR_CHUNK_BYTES: usize = 8 * 1024;
 /// Last stderr lines kept to explain a server's death (a traceback's last lines, `npx`'s
 /// "command not found").
 const STDERR_TAIL_LINES: usize = 5;
@@ -314,21 +320,47 @@ fn route(msg: Value, shared: &Arc<Shared>) {
     }
 }
 
-fn log_stderr(stderr: impl Read, shared: &Shared) {
-    let reader = BufReader::new(stderr);
-    for line in reader.split(b'\n') {
-        let Ok(line) = line else { break };
-        let text = String::from_utf8_lossy(&line);
-        let text = super::clip(text.trim_end(), STDERR_LOG_CHARS);
-        crate::util::output::debug(&format!("mcp {} stderr: {text}", shared.name));
-        if !text.trim().is_empty() {
-            let mut tail = shared.stderr_tail.lock().unwrap_or_else(|p| p.into_inner());
-            if tail.0.len() == STDERR_TAIL_LINES {
-                tail.0.pop_front();
+/// Logs the server's stderr line by line, read in bounded chunks: a line over
+/// `STDERR_LINE_BYTES` is logged cut, with a marker, and the rest of it is discarded up
+/// to its newline.
+fn log_stderr(mut stderr: impl Read, shared: &Shared) {
+    let mut chunk = vec![0u8; STDERR_CHUNK_BYTES];
+    let mut line: Vec<u8> = Vec::new();
+    // The current line was cut: what follows is discarded until its newline.
+    let mut cut = false;
+    loop {
+        let n = match stderr.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        };
+        let mut rest = &chunk[..n];
+        loop {
+            let end = memchr::memchr(b'\n', rest);
+            let part = &rest[..end.unwrap_or(rest.len())];
+            if !cut {
+                let room = STDERR_LINE_BYTES - line.len();
+                if part.len() > room {
+                    line.extend_from_slice(&part[..room]);
+                    log_line(&line, true, shared);
+                    line.clear();
+                    cut = true;
+                } else {
+                    line.extend_from_slice(part);
+                }
             }
-            tail.0
-                .push_back(super::clip(text.trim(), STDERR_TAIL_LINE_CHARS));
+            let Some(end) = end else { break };
+            if !cut {
+                log_line(&line, false, shared);
+            }
+            line.clear();
+            cut = false;
+            rest = &rest[end + 1..];
         }
+    }
+    if !line.is_empty() && !cut {
+        log_line(&line, false, shared);
     }
     shared
         .stderr_tail
@@ -336,6 +368,27 @@ fn log_stderr(stderr: impl Read, shared: &Shared) {
         .unwrap_or_else(|p| p.into_inner())
         .1 = true;
     shared.stderr_closed.notify_all();
+}
+
+/// Logs one stderr line (with -v) and keeps it among the last lines.
+fn log_line(line: &[u8], cut: bool, shared: &Shared) {
+    let text = String::from_utf8_lossy(line);
+    let mut text = super::clip(text.trim_end(), STDERR_LOG_CHARS);
+    if cut {
+        text.push_str(&format!(
+            " [line cut at {} KiB; the rest of it is discarded]",
+            STDERR_LINE_BYTES / 1024
+        ));
+    }
+    crate::util::output::debug(&format!("mcp {} stderr: {text}", shared.name));
+    if !text.trim().is_empty() {
+        let mut tail = shared.stderr_tail.lock().unwrap_or_else(|p| p.into_inner());
+        if tail.0.len() == STDERR_TAIL_LINES {
+            tail.0.pop_front();
+        }
+        tail.0
+            .push_back(super::clip(text.trim(), STDERR_TAIL_LINE_CHARS));
+    }
 }
 
 /// Characters of one stderr line quoted in a death notice.

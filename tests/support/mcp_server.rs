@@ -5,8 +5,9 @@
 //! the middle of a call (`crash`), server-to-client requests with ids 0 and a string
 //! (`ask`), non-text content (`picture`), and a name over 64 characters. `tools/list` is
 //! paginated (`--page-size`). Every message received is appended to `--log FILE` as a
-//! JSON line, so tests can check what the client sent. Built as a `[[bin]]` (DESIGN.md
-//! says why); it uses only std and serde_json.
+//! JSON line, so tests can check what the client sent. Misbehaviours on request: a flood
+//! of stderr with no newline before answering `initialize` (`--flood-stderr MIB`).
+//! Built as a `[[bin]]` (DESIGN.md says why); it uses only std and serde_json.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -41,6 +42,8 @@ struct Opts {
     /// `DIR N`: before answering `initialize`, leave a file in DIR and wait until N
     /// servers have (servers started one after another never get there).
     start_barrier: Option<(String, usize)>,
+    /// MiB of stderr written as one line before `initialize` is answered.
+    flood_stderr: u64,
 }
 
 /// Where a server-initiated request's answer goes.
@@ -73,6 +76,7 @@ fn main() {
         sse_drop: false,
         grandchild: false,
         start_barrier: None,
+        flood_stderr: 0,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut it = args.iter();
@@ -89,6 +93,7 @@ fn main() {
             "--expire-session-after" => opts.expire_session_after = val().parse().ok(),
             "--sse-drop" => opts.sse_drop = true,
             "--grandchild" => opts.grandchild = true,
+            "--flood-stderr" => opts.flood_stderr = val().parse().unwrap_or(1),
             "--start-barrier" => {
                 let dir = val();
                 opts.start_barrier = Some((dir, val().parse().unwrap_or(2)));
@@ -185,6 +190,9 @@ impl Server {
                     -32603,
                     "the other servers did not start at the same time".into(),
                 ))
+            }
+            "initialize" if self.opts.flood_stderr > 0 && !flood_stderr(self.opts.flood_stderr) => {
+                Err((-32603, "stderr could not be written".into()))
             }
             "initialize" => Ok(json!({
                 "protocolVersion": self.opts.protocol.clone()
@@ -296,6 +304,17 @@ impl Server {
             other => Err((-32602, format!("Unknown tool: {other}"))),
         }
     }
+}
+
+/// Writes `mib` MiB of `x` to stderr, a MiB at a time and with no newline, then a
+/// newline and a line the client must log whole. Returns once the client read it (the
+/// pipe holds 64 KiB).
+fn flood_stderr(mib: u64) -> bool {
+    let chunk = vec![b'x'; 1 << 20];
+    let mut err = std::io::stderr().lock();
+    (0..mib).all(|_| err.write_all(&chunk).is_ok())
+        && writeln!(err, "\nafter the flood").is_ok()
+        && err.flush().is_ok()
 }
 
 /// Leaves this server's mark and waits (bounded) until `n` servers have left theirs.
