@@ -158,7 +158,9 @@ impl Server {
             )
             .map_err(|e| match e {
                 CallError::Rpc { .. } => format!("MCP server {:?} answered with {e}", self.name),
-                CallError::Timeout(_) => format!("MCP server {:?}: {e} (--mcp-timeout)", self.name),
+                CallError::Timeout(_) | CallError::Stalled(_) => {
+                    format!("MCP server {:?}: {e} (--mcp-timeout)", self.name)
+                }
                 _ => format!("MCP server {:?}: {e}", self.name),
             })
     }

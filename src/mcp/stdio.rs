@@ -1,20 +1,24 @@
 //! The stdio transport: the server is a child process (own session and process group,
 //! registered with `process` so every way out of the run kills it) speaking
-//! newline-delimited JSON-RPC on stdin/stdout. Three threads per server: a supervisor
+//! newline-delimited JSON-RPC on stdin/stdout. Four threads per server: a supervisor
 //! that spawns the child and waits for it (the parent-death signal follows the spawning
-//! thread, so it must live as long as the child), a reader that routes stdout lines to
+//! thread, so it must live as long as the child), a writer that owns stdin and writes
+//! the queued messages (so a server that stops reading blocks only it, and a caller
+//! waits for its write no longer than its timeout), a reader that routes stdout lines to
 //! the waiting callers, and a stderr reader that logs with -v (redacted by `output`),
-//! a line at most `STDERR_LINE_BYTES` long. A server that exits is dead for the rest of the run: pending and later calls fail at
-//! once with the reason.
+//! a line at most `STDERR_LINE_BYTES` long. A server that exits, or does not read a
+//! request within the call's timeout (it is then stopped: a half-written message breaks
+//! the framing), is dead for the rest of the run: pending and later calls fail at once
+//! with the reason; the -v log then says it was our kill.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
 use std::process::{ChildStdin, Command, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{self, RecvTimeoutError, SyncSender};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, SyncSender};
 use std::sync::{Arc, Condvar, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
@@ -29,6 +33,9 @@ const EXIT_STATUS_WAIT: Duration = Duration::from_millis(500);
 /// How long `close` lets a server exit on its own after its stdin closes (the spec's
 /// shutdown) before killing its group.
 const CLOSE_GRACE: Duration = Duration::from_millis(500);
+/// Replies to the server's own requests (ping, refusals) queued while it does not read
+/// its input: more are dropped, so a server that asks without reading cannot grow us.
+const MAX_QUEUED_REPLIES: usize = 64;
 /// Longest stderr line held, in bytes: a traceback's line fits many times over; a line
 /// longer than this is logged cut with a marker, and the rest of it is discarded up to
 /// its newline, so a server writing without newlines cannot grow the agent.
@@ -61,6 +68,23 @@ struct State {
     dead: Option<String>,
 }
 
+/// A message for the writer thread; `written` hears how its write went.
+struct Outgoing {
+    line: Vec<u8>,
+    written: Option<SyncSender<Result<(), String>>>,
+    /// A reply to the server's own request (counted in `queued_replies`).
+    reply: bool,
+}
+
+/// How far the child's end has come.
+#[derive(Default)]
+struct Exit {
+    /// The process has been waited for (its group may still hold others).
+    ended: bool,
+    /// How it ended, for messages: set once its death notice is complete.
+    how: Option<String>,
+}
+
 struct Shared {
     name: String,
     /// The server's process group (its pid), once spawned.
@@ -69,10 +93,15 @@ struct Shared {
     stderr_tail: Mutex<(std::collections::VecDeque<String>, bool)>,
     stderr_closed: Condvar,
     state: Mutex<State>,
-    stdin: Mutex<Option<ChildStdin>>,
-    /// How the child ended, once it has.
-    exit: Mutex<Option<String>>,
+    /// The writer thread's queue; `None` once stdin is to be closed (dropping the last
+    /// sender ends the writer, which closes stdin after the messages already queued).
+    outbox: Mutex<Option<Sender<Outgoing>>>,
+    queued_replies: AtomicUsize,
+    exit: Mutex<Exit>,
     exited: Condvar,
+    /// The last signal the agent sent the group and why, so that the log does not
+    /// blame the server for our kill.
+    sent: Mutex<Option<(libc::c_int, &'static str)>>,
 }
 
 impl Shared {
@@ -103,28 +132,112 @@ impl Shared {
         }
         drop(st);
         // Nothing can be written any more; closing stdin lets a live server see EOF.
-        self.stdin.lock().unwrap_or_else(|p| p.into_inner()).take();
+        self.close_stdin();
     }
 
-    fn write(&self, msg: &Value) -> Result<(), String> {
-        let mut line = msg.to_string();
-        line.push('\n');
-        let mut stdin = self.stdin.lock().unwrap_or_else(|p| p.into_inner());
-        let Some(w) = stdin.as_mut() else {
-            return Err("its stdin is closed".into());
+    /// Drops the writer's queue: it writes what is queued, then closes stdin.
+    fn close_stdin(&self) {
+        self.outbox.lock().unwrap_or_else(|p| p.into_inner()).take();
+    }
+
+    /// Queues one message for the writer; with `ack`, the receiver hears when it has
+    /// been written (or failed).
+    fn enqueue(
+        &self,
+        msg: &Value,
+        ack: bool,
+        reply: bool,
+    ) -> Result<Option<Receiver<Result<(), String>>>, String> {
+        let mut line = msg.to_string().into_bytes();
+        line.push(b'\n');
+        let (written, rx) = match ack {
+            true => {
+                let (tx, rx) = mpsc::sync_channel(1);
+                (Some(tx), Some(rx))
+            }
+            false => (None, None),
         };
-        w.write_all(line.as_bytes())
-            .and_then(|()| w.flush())
-            .map_err(|e| format!("cannot write to it: {e}"))
+        let outbox = self.outbox.lock().unwrap_or_else(|p| p.into_inner());
+        let queue = outbox.as_ref().ok_or("its stdin is closed")?;
+        queue
+            .send(Outgoing {
+                line,
+                written,
+                reply,
+            })
+            .map_err(|_| "its stdin is closed".to_string())?;
+        Ok(rx)
     }
 
+    /// Queues the answer to one of the server's requests, unless too many wait already.
+    fn reply(&self, msg: &Value) {
+        if self.queued_replies.fetch_add(1, Ordering::SeqCst) >= MAX_QUEUED_REPLIES {
+            self.queued_replies.fetch_sub(1, Ordering::SeqCst);
+            crate::util::output::debug(&format!(
+                "mcp {}: an answer to its request dropped: it does not read its input",
+                self.name
+            ));
+        } else if self.enqueue(msg, false, true).is_err() {
+            self.queued_replies.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    /// How the child ended, waiting up to `wait` for its death notice.
     fn exit_status(&self, wait: Duration) -> Option<String> {
         let guard = self.exit.lock().unwrap_or_else(|p| p.into_inner());
         let (guard, _) = self
             .exited
-            .wait_timeout_while(guard, wait, |e| e.is_none())
+            .wait_timeout_while(guard, wait, |e| e.how.is_none())
             .unwrap_or_else(|p| p.into_inner());
-        guard.clone()
+        guard.how.clone()
+    }
+
+    /// Whether the child has been waited for, waiting up to `wait`.
+    fn ended(&self, wait: Duration) -> bool {
+        let guard = self.exit.lock().unwrap_or_else(|p| p.into_inner());
+        let (guard, _) = self
+            .exited
+            .wait_timeout_while(guard, wait, |e| !e.ended)
+            .unwrap_or_else(|p| p.into_inner());
+        guard.ended
+    }
+
+    /// Sends `sig` to the server's group, noting it (and `why`) for the log; false when
+    /// the server has already ended (its pid may no longer be its own).
+    fn signal(&self, sig: libc::c_int, why: &'static str) -> bool {
+        let exit = self.exit.lock().unwrap_or_else(|p| p.into_inner());
+        if exit.ended {
+            return false;
+        }
+        let pid = *self.pid.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(pid) = pid
+            .and_then(|p| libc::pid_t::try_from(p).ok())
+            .filter(|p| *p > 1)
+        else {
+            return false;
+        };
+        *self.sent.lock().unwrap_or_else(|p| p.into_inner()) = Some((sig, why));
+        // SAFETY: killpg on the group the server leads; it has not been waited for
+        // (checked with `exit` held, which the supervisor takes to note the end), so
+        // the id is still its own.
+        unsafe {
+            libc::killpg(pid, sig);
+        }
+        true
+    }
+
+    /// A request could not be written within its timeout: the server does not read its
+    /// input, and a half-written line would break every later message. It is dead, and
+    /// killed (its stdin cannot be closed while the writer is blocked on it).
+    fn stalled(&self, timeout: Duration) {
+        self.die(format!(
+            "it stopped reading its input (a request could not be written within {})",
+            humantime::format_duration(timeout)
+        ));
+        self.signal(
+            libc::SIGKILL,
+            "because it stopped reading its input during a call",
+        );
     }
 }
 
@@ -142,9 +255,11 @@ impl StdioTransport {
             stderr_tail: Mutex::new((std::collections::VecDeque::new(), false)),
             stderr_closed: Condvar::new(),
             state: Mutex::new(State::default()),
-            stdin: Mutex::new(None),
-            exit: Mutex::new(None),
+            outbox: Mutex::new(None),
+            queued_replies: AtomicUsize::new(0),
+            exit: Mutex::new(Exit::default()),
             exited: Condvar::new(),
+            sent: Mutex::new(None),
         });
         let (started_tx, started_rx) = mpsc::channel();
         let sup = shared.clone();
@@ -152,9 +267,16 @@ impl StdioTransport {
             .name(format!("mcp-{}", launch.name))
             .spawn(move || supervise(launch, sup, started_tx))
             .map_err(|e| format!("cannot start a thread: {e}"))?;
-        let (stdout, stderr) = started_rx
+        let (stdin, stdout, stderr) = started_rx
             .recv()
             .map_err(|_| "the supervisor thread ended".to_string())??;
+        let (queue_tx, queue_rx) = mpsc::channel();
+        *shared.outbox.lock().unwrap_or_else(|p| p.into_inner()) = Some(queue_tx);
+        let writer = shared.clone();
+        std::thread::Builder::new()
+            .name("mcp-stdin".into())
+            .spawn(move || write_messages(stdin, queue_rx, &writer))
+            .map_err(|e| format!("cannot start a thread: {e}"))?;
         let reader = shared.clone();
         std::thread::Builder::new()
             .name("mcp-stdout".into())
@@ -172,7 +294,11 @@ impl StdioTransport {
     }
 }
 
-type Pipes = (std::process::ChildStdout, std::process::ChildStderr);
+type Pipes = (
+    ChildStdin,
+    std::process::ChildStdout,
+    std::process::ChildStderr,
+);
 
 /// Spawns the child, hands its pipes over, then waits for it for its whole life.
 fn supervise(launch: Launch, shared: Arc<Shared>, started: mpsc::Sender<Result<Pipes, String>>) {
@@ -200,19 +326,32 @@ fn supervise(launch: Launch, shared: Arc<Shared>, started: mpsc::Sender<Result<P
         let _ = started.send(Err("the child has no pipes".into()));
         return;
     };
-    *shared.stdin.lock().unwrap_or_else(|p| p.into_inner()) = Some(stdin);
     *shared.pid.lock().unwrap_or_else(|p| p.into_inner()) = Some(group.pgid() as u32);
-    let _ = started.send(Ok((stdout, stderr)));
+    let _ = started.send(Ok((stdin, stdout, stderr)));
     let status = group.wait(&mut child);
+    shared.exit.lock().unwrap_or_else(|p| p.into_inner()).ended = true;
+    shared.exited.notify_all();
     // Let the stderr reader note the last lines before the reason is written.
     let tail = shared.stderr_tail.lock().unwrap_or_else(|p| p.into_inner());
     let _ = shared
         .stderr_closed
         .wait_timeout_while(tail, STDERR_SETTLE, |t| !t.1);
+    let sent = *shared.sent.lock().unwrap_or_else(|p| p.into_inner());
     let how = match status {
         Ok(s) => match (s.code(), std::os::unix::process::ExitStatusExt::signal(&s)) {
             (Some(c), _) => format!("it exited with status {c}"),
-            (None, Some(sig)) => format!("it was killed by signal {sig}"),
+            // Ours: the log must not blame the server for it.
+            (None, Some(sig)) => match sent.filter(|(ours, _)| *ours == sig) {
+                Some((_, why)) => format!(
+                    "it was killed by signal {sig}, the {} the agent sent {why}",
+                    if sig == libc::SIGKILL {
+                        "SIGKILL"
+                    } else {
+                        "SIGTERM"
+                    }
+                ),
+                None => format!("it was killed by signal {sig}"),
+            },
             _ => "it exited".to_string(),
         },
         Err(e) => format!("it could not be waited for: {e}"),
@@ -221,8 +360,29 @@ fn supervise(launch: Launch, shared: Arc<Shared>, started: mpsc::Sender<Result<P
     crate::util::output::debug(&format!("mcp {}: {how}", shared.name));
     // Dead first: whoever waits for the exit status then finds the full reason.
     shared.die(how.clone());
-    *shared.exit.lock().unwrap_or_else(|p| p.into_inner()) = Some(how);
+    shared.exit.lock().unwrap_or_else(|p| p.into_inner()).how = Some(how);
     shared.exited.notify_all();
+}
+
+/// Owns the server's stdin: writes each queued message whole, telling its sender how it
+/// went; ends (closing stdin) when the queue is dropped or a write fails.
+fn write_messages(mut stdin: ChildStdin, queue: Receiver<Outgoing>, shared: &Shared) {
+    for out in queue {
+        if out.reply {
+            shared.queued_replies.fetch_sub(1, Ordering::SeqCst);
+        }
+        let written = stdin
+            .write_all(&out.line)
+            .and_then(|()| stdin.flush())
+            .map_err(|e| format!("cannot write to it: {e}"));
+        let failed = written.is_err();
+        if let Some(tx) = out.written {
+            let _ = tx.try_send(written);
+        }
+        if failed {
+            break;
+        }
+    }
 }
 
 /// A command with a `/` is relative to the server's working directory; a bare name is
@@ -301,13 +461,9 @@ fn route(msg: Value, shared: &Arc<Shared>) {
                     "ok"
                 }
             ));
-            // Not from this thread: a server blocked writing to us could not read it.
-            let s = shared.clone();
-            let _ = std::thread::Builder::new()
-                .name("mcp-reply".into())
-                .spawn(move || {
-                    let _ = s.write(&reply);
-                });
+            // Queued, never written from this thread: a server blocked writing to us
+            // could not read it.
+            shared.reply(&reply);
         }
         Incoming::Notification { method, params } => crate::util::output::debug(&format!(
             "mcp {}: {}",
@@ -399,6 +555,7 @@ const STDERR_LOG_CHARS: usize = 2_000;
 
 impl Transport for StdioTransport {
     fn request(&self, method: &str, params: Value, timeout: Duration) -> Result<Value, CallError> {
+        let start = Instant::now();
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = mpsc::sync_channel(1);
         {
@@ -408,17 +565,30 @@ impl Transport for StdioTransport {
             }
             st.pending.insert(id, tx);
         }
-        if let Err(e) = self
-            .shared
-            .write(&client::request_message(id, method, params))
-        {
+        let msg = client::request_message(id, method, params);
+        // The write counts against the timeout: a server that stops reading fills the
+        // pipe, and the write would block for ever.
+        let written = match self.shared.enqueue(&msg, true, false) {
+            Ok(Some(ack)) => match ack.recv_timeout(timeout) {
+                Ok(r) => r,
+                Err(RecvTimeoutError::Disconnected) => Err("its stdin is closed".into()),
+                Err(RecvTimeoutError::Timeout) => {
+                    self.shared.lock().pending.remove(&id);
+                    self.shared.stalled(timeout);
+                    return Err(CallError::Stalled(timeout));
+                }
+            },
+            Ok(None) => Ok(()),
+            Err(e) => Err(e),
+        };
+        if let Err(e) = written {
             self.shared.lock().pending.remove(&id);
             // A closed pipe means the server is exiting: say how it ended.
             self.shared.exit_status(EXIT_STATUS_WAIT);
             let why = self.shared.lock().dead.clone().unwrap_or(e);
             return Err(CallError::Dead(why));
         }
-        match rx.recv_timeout(timeout) {
+        match rx.recv_timeout(timeout.saturating_sub(start.elapsed())) {
             Ok(reply) => reply,
             Err(RecvTimeoutError::Timeout) => {
                 self.shared.lock().pending.remove(&id);
@@ -436,33 +606,22 @@ impl Transport for StdioTransport {
 
     /// The spec's shutdown: close stdin, give the server a moment, then kill its group.
     fn close(&self) {
-        self.shared
-            .stdin
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
-        if self.shared.exit_status(CLOSE_GRACE).is_some() {
+        self.shared.close_stdin();
+        if self.shared.ended(CLOSE_GRACE) {
             return;
         }
-        let pid = *self.shared.pid.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(pid) = pid
-            .and_then(|p| libc::pid_t::try_from(p).ok())
-            .filter(|p| *p > 1)
-        {
-            // SAFETY: killpg on the group the server leads; its supervisor has not reaped
-            // it (no exit status yet), so the id is still its own.
-            unsafe {
-                libc::killpg(pid, libc::SIGKILL);
-            }
-        }
+        self.shared
+            .signal(libc::SIGKILL, "as it did not exit when its stdin closed");
     }
 
     fn notify(&self, method: &str, params: Value) -> Result<(), CallError> {
         if let Some(why) = self.shared.lock().dead.clone() {
             return Err(CallError::Dead(why));
         }
+        // Queued, not waited for: ordered before any later message, and bounded by it.
         self.shared
-            .write(&client::notification_message(method, params))
+            .enqueue(&client::notification_message(method, params), false, false)
+            .map(drop)
             .map_err(CallError::Dead)
     }
 }

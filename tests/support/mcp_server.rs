@@ -6,8 +6,8 @@
 //! (`ask`), non-text content (`picture`), and a name over 64 characters. `tools/list` is
 //! paginated (`--page-size`). Every message received is appended to `--log FILE` as a
 //! JSON line, so tests can check what the client sent. Misbehaviours on request: a flood
-//! of stderr with no newline before answering `initialize` (`--flood-stderr MIB`).
-//! Built as a `[[bin]]` (DESIGN.md says why); it uses only std and serde_json.
+//! of stderr with no newline before answering `initialize` (`--flood-stderr MIB`), and
+//! no more reading of stdin after the handshake (`--stop-reading`). Built as a `[[bin]]` (DESIGN.md says why); it uses only std and serde_json.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -44,6 +44,9 @@ struct Opts {
     start_barrier: Option<(String, usize)>,
     /// MiB of stderr written as one line before `initialize` is answered.
     flood_stderr: u64,
+    /// stdio: read nothing more from stdin once the last `tools/list` page is asked for
+    /// (a server whose input loop is stuck), so the client's writes fill the pipe.
+    stop_reading: bool,
 }
 
 /// Where a server-initiated request's answer goes.
@@ -77,6 +80,7 @@ fn main() {
         grandchild: false,
         start_barrier: None,
         flood_stderr: 0,
+        stop_reading: false,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut it = args.iter();
@@ -93,6 +97,7 @@ fn main() {
             "--expire-session-after" => opts.expire_session_after = val().parse().ok(),
             "--sse-drop" => opts.sse_drop = true,
             "--grandchild" => opts.grandchild = true,
+            "--stop-reading" => opts.stop_reading = true,
             "--flood-stderr" => opts.flood_stderr = val().parse().unwrap_or(1),
             "--start-barrier" => {
                 let dir = val();
@@ -378,6 +383,13 @@ fn serve_stdio(server: Arc<Server>) {
             continue;
         };
         server.log("stdio", &msg);
+        let page_start = msg["params"]["cursor"]
+            .as_str()
+            .and_then(|c| c.strip_prefix("page-"))
+            .and_then(|n| n.parse::<usize>().ok())
+            .unwrap_or(0);
+        let last_page =
+            msg["method"] == "tools/list" && page_start + server.opts.page_size >= tools().len();
         if msg.get("method").is_none() {
             server.answered(&msg);
             continue;
@@ -392,6 +404,11 @@ fn serve_stdio(server: Arc<Server>) {
             let reply = answer(&msg, s.handle(&msg, &send));
             write_stdout(&s, &reply);
         });
+        if last_page && server.opts.stop_reading {
+            loop {
+                std::thread::park(); // stdin is never read again
+            }
+        }
     }
 }
 

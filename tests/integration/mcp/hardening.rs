@@ -1,4 +1,5 @@
-//! MCP servers that misbehave: a stderr line with no end.
+//! MCP servers that misbehave: a stderr line with no end, a server that stops reading
+//! its stdin.
 
 use std::process::Command;
 use std::time::Duration;
@@ -79,5 +80,43 @@ fn a_stderr_line_with_no_newline_is_cut_and_memory_stays_bounded() {
     assert!(
         out.stderr.len() < 1 << 20,
         "the rest of the line is discarded"
+    );
+}
+
+#[test]
+fn a_server_that_stops_reading_stdin_fails_the_call_within_mcp_timeout() {
+    // Four times a pipe's 64 KiB buffer: the write blocks as with the 1 MiB,
+    // which a debug build takes some 30 s to stream through the mock and the decoder.
+    let big = "y".repeat(256 << 10);
+    let env = env_with_turns(vec![
+        vec![("e1", "mcp__t__echo", json!({"text": big}))],
+        vec![("e2", "mcp__t__echo", json!({"text": "again"}))],
+    ]);
+    let cfg = config(&env, &["--stop-reading"]);
+    let out = env.run(&[
+        "run",
+        "go",
+        "--json",
+        "--mcp-timeout",
+        "2s",
+        "--mcp-config",
+        &cfg,
+    ]);
+    out.assert_code(0);
+    let r = results(&env);
+    assert_eq!(r.len(), 2, "{r:?}");
+    assert!(r[0].1, "{r:?}");
+    assert!(
+        r[0].0.contains("MCP server \"t\"")
+            && r[0].0.contains("does not read its input")
+            && r[0].0.contains("--mcp-timeout"),
+        "{}",
+        r[0].0
+    );
+    assert!(r[1].1, "{r:?}");
+    assert!(
+        r[1].0.contains("MCP server \"t\"") && r[1].0.contains("not running"),
+        "the server is broken for the rest of the run: {}",
+        r[1].0
     );
 }
