@@ -64,8 +64,10 @@ pub(crate) trait Transport: Send + Sync {
     fn notify(&self, method: &str, params: Value) -> Result<(), CallError>;
     /// The revision agreed in `initialize` (HTTP sends it on every later request).
     fn set_protocol_version(&self, _version: &str) {}
-    /// Ends the connection (HTTP: deletes the session; stdio: the run kills the process).
-    fn close(&self) {}
+    /// Ends the connection once, bounded: requests still in flight are cancelled with
+    /// `why`, then HTTP deletes the session and stdio closes stdin, then SIGTERM, then
+    /// SIGKILL (the spec's shutdown). Later calls do nothing.
+    fn close(&self, _why: &str) {}
 }
 
 /// A message from the server, classified.

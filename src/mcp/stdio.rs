@@ -9,13 +9,15 @@
 //! a line at most `STDERR_LINE_BYTES` long. A server that exits, or does not read a
 //! request within the call's timeout (it is then stopped: a half-written message breaks
 //! the framing), is dead for the rest of the run: pending and later calls fail at once
-//! with the reason; the -v log then says it was our kill.
+//! with the reason. `close` is the spec's shutdown: calls in flight are cancelled, stdin
+//! is closed, then the group gets SIGTERM, then SIGKILL; the -v log says which of ours
+//! ended it.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
 use std::process::{ChildStdin, Command, Stdio};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, SyncSender};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -31,8 +33,14 @@ const MAX_LINE_BYTES: u64 = 64 * 1024 * 1024;
 /// the error can say how the server ended.
 const EXIT_STATUS_WAIT: Duration = Duration::from_millis(500);
 /// How long `close` lets a server exit on its own after its stdin closes (the spec's
-/// shutdown) before killing its group.
+/// shutdown) before sending its group SIGTERM.
 const CLOSE_GRACE: Duration = Duration::from_millis(500);
+/// How long `close` lets a server exit after SIGTERM before SIGKILL: servers clean up
+/// in milliseconds; the run is ending and `CLOSE_GRACE` was already spent.
+const TERM_GRACE: Duration = Duration::from_millis(500);
+/// How long `close` waits for a SIGKILLed server's exit to be noted (the kernel delivers
+/// it at once), so that the -v log has how it ended.
+const KILL_WAIT: Duration = Duration::from_millis(250);
 /// Replies to the server's own requests (ping, refusals) queued while it does not read
 /// its input: more are dropped, so a server that asks without reading cannot grow us.
 const MAX_QUEUED_REPLIES: usize = 64;
@@ -61,9 +69,16 @@ pub(crate) struct Launch {
 
 type Reply = Result<Value, CallError>;
 
+/// A request waiting for its answer.
+struct Pending {
+    reply: SyncSender<Reply>,
+    /// Not `initialize`, which the spec forbids cancelling.
+    cancellable: bool,
+}
+
 #[derive(Default)]
 struct State {
-    pending: HashMap<u64, SyncSender<Reply>>,
+    pending: HashMap<u64, Pending>,
     /// Set once: why the server can no longer answer.
     dead: Option<String>,
 }
@@ -102,6 +117,8 @@ struct Shared {
     /// The last signal the agent sent the group and why, so that the log does not
     /// blame the server for our kill.
     sent: Mutex<Option<(libc::c_int, &'static str)>>,
+    /// `close` has run.
+    closed: AtomicBool,
 }
 
 impl Shared {
@@ -127,8 +144,8 @@ impl Shared {
         };
         let mut st = self.lock();
         let why = st.dead.get_or_insert(why).clone();
-        for (_, tx) in st.pending.drain() {
-            let _ = tx.try_send(Err(CallError::Dead(why.clone())));
+        for (_, p) in st.pending.drain() {
+            let _ = p.reply.try_send(Err(CallError::Dead(why.clone())));
         }
         drop(st);
         // Nothing can be written any more; closing stdin lets a live server see EOF.
@@ -260,6 +277,7 @@ impl StdioTransport {
             exit: Mutex::new(Exit::default()),
             exited: Condvar::new(),
             sent: Mutex::new(None),
+            closed: AtomicBool::new(false),
         });
         let (started_tx, started_rx) = mpsc::channel();
         let sup = shared.clone();
@@ -440,10 +458,10 @@ fn read_messages(stdout: impl Read, shared: Arc<Shared>) {
 fn route(msg: Value, shared: &Arc<Shared>) {
     match client::classify(msg) {
         Incoming::Response { id, outcome } => {
-            let tx = id.and_then(|id| shared.lock().pending.remove(&id));
-            match tx {
-                Some(tx) => {
-                    let _ = tx.try_send(outcome);
+            let pending = id.and_then(|id| shared.lock().pending.remove(&id));
+            match pending {
+                Some(p) => {
+                    let _ = p.reply.try_send(outcome);
                 }
                 None => crate::util::output::debug(&format!(
                     "mcp {}: an answer to no pending request (id {id:?}) ignored",
@@ -563,7 +581,14 @@ impl Transport for StdioTransport {
             if let Some(why) = &st.dead {
                 return Err(CallError::Dead(why.clone()));
             }
-            st.pending.insert(id, tx);
+            let cancellable = method != "initialize";
+            st.pending.insert(
+                id,
+                Pending {
+                    reply: tx,
+                    cancellable,
+                },
+            );
         }
         let msg = client::request_message(id, method, params);
         // The write counts against the timeout: a server that stops reading fills the
@@ -604,14 +629,46 @@ impl Transport for StdioTransport {
         }
     }
 
-    /// The spec's shutdown: close stdin, give the server a moment, then kill its group.
-    fn close(&self) {
-        self.shared.close_stdin();
-        if self.shared.ended(CLOSE_GRACE) {
+    /// The spec's shutdown: the calls in flight are cancelled, stdin is closed (after
+    /// the cancellations are written), then the group gets SIGTERM, then SIGKILL, each
+    /// after a short grace.
+    fn close(&self, why: &str) {
+        if self.shared.closed.swap(true, Ordering::SeqCst) {
             return;
         }
-        self.shared
-            .signal(libc::SIGKILL, "as it did not exit when its stdin closed");
+        let running: Vec<u64> = {
+            let st = self.shared.lock();
+            let mut ids: Vec<u64> = st
+                .pending
+                .iter()
+                .filter(|(_, p)| p.cancellable)
+                .map(|(id, _)| *id)
+                .collect();
+            ids.sort_unstable();
+            ids
+        };
+        for id in running {
+            let _ = self.notify(
+                "notifications/cancelled",
+                json!({"requestId": id, "reason": why}),
+            );
+        }
+        self.shared.close_stdin();
+        let ended = self.shared.ended(CLOSE_GRACE)
+            || !self.shared.signal(
+                libc::SIGTERM,
+                "at the end of the run (it outlived its stdin's end)",
+            )
+            || self.shared.ended(TERM_GRACE)
+            || !self.shared.signal(
+                libc::SIGKILL,
+                "at the end of the run (it outlived its stdin's end and SIGTERM)",
+            )
+            || self.shared.ended(KILL_WAIT);
+        if ended {
+            // So that the -v log says how it ended before the run goes on to exit.
+            self.shared.exit_status(KILL_WAIT);
+        }
     }
 
     fn notify(&self, method: &str, params: Value) -> Result<(), CallError> {

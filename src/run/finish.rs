@@ -149,6 +149,8 @@ impl Finisher {
         self.cancelled.store(true, Ordering::SeqCst);
         // Before the kill: a killed call would otherwise finish and leave the list.
         self.in_flight.settle(&mut lock(&self.record));
+        // MCP servers end gracefully first; the kill-all is the backstop.
+        crate::mcp::shutdown_all(&format!("the agent run ended ({})", status.as_str()));
         process::kill_all_running();
         let orphans = process::kill_orphans();
         if orphans > 0 {

@@ -4,10 +4,12 @@
 //! (`write_note`), non-destructive but writable (`slow`), `isError` (`fail`), a crash in
 //! the middle of a call (`crash`), server-to-client requests with ids 0 and a string
 //! (`ask`), non-text content (`picture`), and a name over 64 characters. `tools/list` is
-//! paginated (`--page-size`). Every message received is appended to `--log FILE` as a
-//! JSON line, so tests can check what the client sent. Misbehaviours on request: a flood
-//! of stderr with no newline before answering `initialize` (`--flood-stderr MIB`), and
-//! no more reading of stdin after the handshake (`--stop-reading`). Built as a `[[bin]]` (DESIGN.md says why); it uses only std and serde_json.
+//! paginated (`--page-size`). Every message received is appended to `--log FILE` as a JSON line (and stdin's end as
+//! `eof`), so tests can check what the client sent. Misbehaviours on request: a flood of
+//! stderr with no newline before answering `initialize` (`--flood-stderr MIB`), stop
+//! reading stdin after the handshake (`--stop-reading`), outlive stdin's end
+//! (`--on-eof ignore`) and SIGTERM too (`--on-eof ignore-term`). Built as a `[[bin]]`
+//! (DESIGN.md says why); it uses only std, serde_json and libc (to ignore SIGTERM).
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -42,11 +44,23 @@ struct Opts {
     /// `DIR N`: before answering `initialize`, leave a file in DIR and wait until N
     /// servers have (servers started one after another never get there).
     start_barrier: Option<(String, usize)>,
-    /// MiB of stderr written as one line before `initialize` is answered.
-    flood_stderr: u64,
     /// stdio: read nothing more from stdin once the last `tools/list` page is asked for
     /// (a server whose input loop is stuck), so the client's writes fill the pipe.
     stop_reading: bool,
+    /// stdio: what to do when stdin ends (the spec's shutdown), after logging `eof`.
+    on_eof: OnEof,
+    /// MiB of stderr written as one line before `initialize` is answered.
+    flood_stderr: u64,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum OnEof {
+    /// Exit 0, as a server should.
+    Exit,
+    /// Keep running (SIGTERM still ends it).
+    Ignore,
+    /// Keep running and ignore SIGTERM: only SIGKILL ends it.
+    IgnoreTerm,
 }
 
 /// Where a server-initiated request's answer goes.
@@ -79,8 +93,9 @@ fn main() {
         sse_drop: false,
         grandchild: false,
         start_barrier: None,
-        flood_stderr: 0,
         stop_reading: false,
+        on_eof: OnEof::Exit,
+        flood_stderr: 0,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut it = args.iter();
@@ -99,6 +114,13 @@ fn main() {
             "--grandchild" => opts.grandchild = true,
             "--stop-reading" => opts.stop_reading = true,
             "--flood-stderr" => opts.flood_stderr = val().parse().unwrap_or(1),
+            "--on-eof" => {
+                opts.on_eof = match val().as_str() {
+                    "ignore" => OnEof::Ignore,
+                    "ignore-term" => OnEof::IgnoreTerm,
+                    _ => OnEof::Exit,
+                }
+            }
             "--start-barrier" => {
                 let dir = val();
                 opts.start_barrier = Some((dir, val().parse().unwrap_or(2)));
@@ -117,6 +139,12 @@ fn main() {
         "mcp-test-server starting, secret={}",
         std::env::var("MCP_TEST_SECRET").unwrap_or_default()
     );
+    if opts.on_eof == OnEof::IgnoreTerm {
+        // SAFETY: setting a signal's disposition to SIG_IGN installs no handler code.
+        unsafe {
+            libc::signal(libc::SIGTERM, libc::SIG_IGN);
+        }
+    }
     if opts.crash_on_start {
         eprintln!("crashing on start as asked");
         std::process::exit(7);
@@ -408,6 +436,12 @@ fn serve_stdio(server: Arc<Server>) {
             loop {
                 std::thread::park(); // stdin is never read again
             }
+        }
+    }
+    server.log("eof", &Value::Null);
+    if server.opts.on_eof != OnEof::Exit {
+        loop {
+            std::thread::park(); // outlives stdin's end; only a signal ends it
         }
     }
 }

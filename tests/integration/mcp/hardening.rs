@@ -1,14 +1,20 @@
-//! MCP servers that misbehave: a stderr line with no end, a server that stops reading
-//! its stdin.
+//! MCP servers that misbehave, and the ways out of a run: a stderr line with no end, a
+//! server that stops reading its stdin, the cancellation and session end HTTP servers
+//! get on `--timeout` and SIGTERM, and the spec's shutdown of stdio servers (stdin
+//! closed, then SIGTERM, then SIGKILL) on every way out.
 
 use std::process::Command;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use serde_json::json;
+use serde_json::{Value, json};
 
-use super::{config, env_with_turns, results};
-use crate::support::RunOutput;
+use super::mcp_support::{HttpServer, read_log, write_config};
+use super::{alive, config, env_with_turns, logged_pid, results};
+use crate::support::{RunOutput, Running, TestEnv};
 
+/// Longest wait for the test server to log something a run has set in motion; far
+/// longer than it takes, so only a broken run reaches it.
+const LOG_WAIT: Duration = Duration::from_secs(30);
 /// A run that takes longer than this is hung (as `TestEnv`'s own guard).
 const RUN_LIMIT: Duration = Duration::from_secs(60);
 
@@ -119,4 +125,187 @@ fn a_server_that_stops_reading_stdin_fails_the_call_within_mcp_timeout() {
         "the server is broken for the rest of the run: {}",
         r[1].0
     );
+}
+
+/// Waits until the server's log has an entry `pred` accepts (the run got that far).
+fn wait_for_log(log: &std::path::Path, pred: impl Fn(&Value) -> bool) {
+    let deadline = Instant::now() + LOG_WAIT;
+    while !read_log(log).iter().any(&pred) {
+        assert!(Instant::now() < deadline, "the server never logged it");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// How a run is stopped while a call runs.
+#[derive(Clone, Copy, Debug)]
+enum Way {
+    Timeout,
+    Sigterm,
+}
+
+/// Runs `go` with a 60 s `slow` call of server `name` and stops it `way`; `is_call`
+/// tells the logged call, so SIGTERM waits for it.
+fn stop_run(
+    env: &TestEnv,
+    cfg: &str,
+    way: Way,
+    log: &std::path::Path,
+    is_call: impl Fn(&Value) -> bool,
+) -> RunOutput {
+    let mut args = vec![
+        "run",
+        "go",
+        "--json",
+        "-v",
+        "--allow-mcp",
+        "--mcp-config",
+        cfg,
+    ];
+    match way {
+        Way::Timeout => {
+            args.extend(["--timeout", "2s"]);
+            let out = env.run(&args);
+            out.assert_code(124);
+            out
+        }
+        Way::Sigterm => {
+            let run: Running = env.spawn(&args);
+            wait_for_log(log, is_call);
+            run.signal(libc::SIGTERM);
+            let out = run.wait();
+            out.assert_code(130);
+            out
+        }
+    }
+}
+
+#[test]
+fn http_servers_get_the_cancellation_and_the_session_delete_on_timeout_and_sigterm() {
+    for way in [Way::Timeout, Way::Sigterm] {
+        let env = env_with_turns(vec![vec![("s1", "mcp__h__slow", json!({"ms": 60_000}))]]);
+        let server = HttpServer::start(env.out("http-log.jsonl"), &[]);
+        let cfg = write_config(
+            &env.out("mcp.json"),
+            json!({"h": {"type": "http", "url": server.url}}),
+        );
+        let is_call = |e: &Value| e["msg"]["body"]["params"]["name"] == "slow";
+        stop_run(&env, &cfg, way, &server.log, is_call);
+        let log = read_log(&server.log);
+        let slow_id = log
+            .iter()
+            .find(|e| is_call(e))
+            .map(|e| e["msg"]["body"]["id"].clone())
+            .unwrap();
+        let cancel = log
+            .iter()
+            .position(|e| e["msg"]["body"]["method"] == "notifications/cancelled")
+            .unwrap_or_else(|| panic!("{way:?}: no cancellation: {log:?}"));
+        assert_eq!(
+            log[cancel]["msg"]["body"]["params"]["requestId"], slow_id,
+            "{way:?}"
+        );
+        assert_eq!(
+            log[cancel]["msg"]["headers"]["session"],
+            "test-session-7f3a"
+        );
+        let delete = log
+            .iter()
+            .position(|e| e["what"] == "http-delete" && e["msg"]["session"] == "test-session-7f3a")
+            .unwrap_or_else(|| panic!("{way:?}: the session is not deleted: {log:?}"));
+        assert!(
+            cancel < delete,
+            "{way:?}: the call is cancelled, then the session ends"
+        );
+    }
+}
+
+/// The `-v` line that says how server `t` ended.
+fn end_line(stderr: &str) -> String {
+    stderr
+        .lines()
+        .find(|l| l.contains("mcp t: ") && (l.contains("exited") || l.contains("signal")))
+        .unwrap_or_else(|| panic!("no line on how the server ended: {stderr}"))
+        .to_string()
+}
+
+#[test]
+fn stdio_servers_see_stdin_close_and_exit_on_their_own_on_every_way_out() {
+    // The normal end.
+    let env = env_with_turns(vec![vec![("e1", "mcp__t__echo", json!({"text": "x"}))]]);
+    let log = env.out("log.jsonl");
+    let cfg = config(&env, &["--log", log.to_str().unwrap()]);
+    let out = env.run(&["run", "go", "--json", "-v", "--mcp-config", &cfg]);
+    out.assert_code(0);
+    assert!(
+        read_log(&log).iter().any(|e| e["what"] == "eof"),
+        "the server saw its stdin close"
+    );
+    let line = end_line(&out.stderr);
+    assert!(line.contains("exited with status 0"), "{line}");
+    assert!(!out.stderr.contains("signal 9"), "{}", out.stderr);
+
+    // --timeout and SIGTERM with a call running: it is cancelled, then stdin closes.
+    for way in [Way::Timeout, Way::Sigterm] {
+        let env = env_with_turns(vec![vec![("s1", "mcp__t__slow", json!({"ms": 60_000}))]]);
+        let log = env.out("log.jsonl");
+        let cfg = config(&env, &["--log", log.to_str().unwrap()]);
+        let is_call = |e: &Value| e["msg"]["params"]["name"] == "slow";
+        let out = stop_run(&env, &cfg, way, &log, is_call);
+        let entries = read_log(&log);
+        let slow_id = entries
+            .iter()
+            .find(|e| is_call(e))
+            .map(|e| e["msg"]["id"].clone())
+            .unwrap();
+        let cancel = entries
+            .iter()
+            .position(|e| e["msg"]["method"] == "notifications/cancelled")
+            .unwrap_or_else(|| panic!("{way:?}: no cancellation: {entries:?}"));
+        assert_eq!(entries[cancel]["msg"]["params"]["requestId"], slow_id);
+        let eof = entries
+            .iter()
+            .position(|e| e["what"] == "eof")
+            .unwrap_or_else(|| panic!("{way:?}: stdin never closed: {entries:?}"));
+        assert!(cancel < eof, "{way:?}");
+        let line = end_line(&out.stderr);
+        assert!(line.contains("exited with status 0"), "{way:?}: {line}");
+        assert!(!alive(logged_pid(&log, "pid")));
+    }
+}
+
+#[test]
+fn a_server_that_outlives_stdin_gets_sigterm_then_sigkill_and_no_blame() {
+    // Ignores stdin's end: SIGTERM ends it.
+    let env = env_with_turns(vec![]);
+    let log = env.out("log.jsonl");
+    let cfg = config(
+        &env,
+        &["--log", log.to_str().unwrap(), "--on-eof", "ignore"],
+    );
+    let out = env.run(&["run", "go", "--json", "-v", "--mcp-config", &cfg]);
+    out.assert_code(0);
+    assert!(read_log(&log).iter().any(|e| e["what"] == "eof"));
+    let line = end_line(&out.stderr);
+    assert!(
+        line.contains("signal 15") && line.contains("the agent sent"),
+        "{line}"
+    );
+    assert!(!alive(logged_pid(&log, "pid")));
+
+    // Ignores SIGTERM too: SIGKILL ends it, and the run does not wait for it longer.
+    let env = env_with_turns(vec![]);
+    let log = env.out("log.jsonl");
+    let cfg = config(
+        &env,
+        &["--log", log.to_str().unwrap(), "--on-eof", "ignore-term"],
+    );
+    let out = env.run(&["run", "go", "--json", "-v", "--mcp-config", &cfg]);
+    out.assert_code(0);
+    assert!(read_log(&log).iter().any(|e| e["what"] == "eof"));
+    let line = end_line(&out.stderr);
+    assert!(
+        line.contains("signal 9") && line.contains("the agent sent"),
+        "the kill is ours, not the server's fault: {line}"
+    );
+    assert!(!alive(logged_pid(&log, "pid")));
 }
