@@ -499,9 +499,7 @@ fn route(msg: Value, shared: &Arc<Shared>) {
 /// to its newline.
 fn log_stderr(mut stderr: impl Read, shared: &Shared) {
     let mut chunk = vec![0u8; STDERR_CHUNK_BYTES];
-    let mut line: Vec<u8> = Vec::new();
-    // The current line was cut: what follows is discarded until its newline.
-    let mut cut = false;
+    let mut lines = CappedLines::new(STDERR_LINE_BYTES);
     loop {
         let n = match stderr.read(&mut chunk) {
             Ok(0) => break,
@@ -509,39 +507,68 @@ fn log_stderr(mut stderr: impl Read, shared: &Shared) {
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(_) => break,
         };
-        let mut rest = &chunk[..n];
-        loop {
-            let end = memchr::memchr(b'\n', rest);
-            let part = &rest[..end.unwrap_or(rest.len())];
-            if !cut {
-                let room = STDERR_LINE_BYTES - line.len();
-                if part.len() > room {
-                    line.extend_from_slice(&part[..room]);
-                    log_line(&line, true, shared);
-                    line.clear();
-                    cut = true;
-                } else {
-                    line.extend_from_slice(part);
-                }
-            }
-            let Some(end) = end else { break };
-            if !cut {
-                log_line(&line, false, shared);
-            }
-            line.clear();
-            cut = false;
-            rest = &rest[end + 1..];
-        }
+        lines.push(&chunk[..n], &mut |line, cut| log_line(line, cut, shared));
     }
-    if !line.is_empty() && !cut {
-        log_line(&line, false, shared);
-    }
+    lines.finish(&mut |line, cut| log_line(line, cut, shared));
     shared
         .stderr_tail
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .1 = true;
     shared.stderr_closed.notify_all();
+}
+
+/// Splits a byte stream into lines of at most `cap` bytes: a longer line is handed
+/// over cut (`true`) as soon as it passes the cap, and the rest of it is discarded up
+/// to its newline. Never holds more than `cap` bytes.
+struct CappedLines {
+    cap: usize,
+    line: Vec<u8>,
+    /// The current line was cut: what follows is discarded until its newline.
+    cut: bool,
+}
+
+impl CappedLines {
+    fn new(cap: usize) -> Self {
+        CappedLines {
+            cap,
+            line: Vec::new(),
+            cut: false,
+        }
+    }
+
+    fn push(&mut self, mut bytes: &[u8], emit: &mut dyn FnMut(&[u8], bool)) {
+        loop {
+            let end = memchr::memchr(b'\n', bytes);
+            let part = &bytes[..end.unwrap_or(bytes.len())];
+            if !self.cut {
+                let room = self.cap - self.line.len();
+                if part.len() > room {
+                    self.line.extend_from_slice(&part[..room]);
+                    emit(&self.line, true);
+                    self.line.clear();
+                    self.cut = true;
+                } else {
+                    self.line.extend_from_slice(part);
+                }
+            }
+            let Some(end) = end else { return };
+            if !self.cut {
+                emit(&self.line, false);
+            }
+            self.line.clear();
+            self.cut = false;
+            bytes = &bytes[end + 1..];
+        }
+    }
+
+    /// The last line, if the stream ended without its newline.
+    fn finish(&mut self, emit: &mut dyn FnMut(&[u8], bool)) {
+        if !self.line.is_empty() && !self.cut {
+            emit(&self.line, false);
+        }
+        self.line.clear();
+    }
 }
 
 /// Logs one stderr line (with -v) and keeps it among the last lines.
@@ -680,5 +707,47 @@ impl Transport for StdioTransport {
             .enqueue(&client::notification_message(method, params), false, false)
             .map(drop)
             .map_err(CallError::Dead)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CappedLines;
+
+    /// The lines `CappedLines` hands over for `chunks`, as (text, cut).
+    fn split(cap: usize, chunks: &[&str]) -> Vec<(String, bool)> {
+        let mut got = Vec::new();
+        let mut lines = CappedLines::new(cap);
+        let mut emit = |l: &[u8], cut: bool| got.push((String::from_utf8_lossy(l).into(), cut));
+        for c in chunks {
+            lines.push(c.as_bytes(), &mut emit);
+        }
+        lines.finish(&mut emit);
+        got
+    }
+
+    #[test]
+    fn lines_are_split_across_chunks_and_cut_at_the_cap() {
+        let line = |s: &str, cut| (s.to_string(), cut);
+        assert_eq!(
+            split(4, &["ab", "c\nde", "\n\n"]),
+            [line("abc", false), line("de", false), line("", false)]
+        );
+        assert_eq!(
+            split(4, &["abcd\n"]),
+            [line("abcd", false)],
+            "exactly the cap"
+        );
+        assert_eq!(
+            split(4, &["abcdef", "gh", "ij\nk"]),
+            [line("abcd", true), line("k", false)],
+            "cut once, the rest discarded up to the newline"
+        );
+        assert_eq!(split(4, &["abcdefgh"]), [line("abcd", true)]);
+        assert_eq!(
+            split(4, &["ab"]),
+            [line("ab", false)],
+            "no newline at the end"
+        );
     }
 }
