@@ -473,13 +473,12 @@ impl Transport for HttpTransport {
             .clone();
         std::thread::scope(|scope| {
             for id in running {
-                scope.spawn(move || {
-                    let msg = client::notification_message(
-                        "notifications/cancelled",
-                        serde_json::json!({"requestId": id, "reason": why}),
-                    );
-                    let _ = self.post(&msg, CLOSE_TIMEOUT / 2);
-                });
+                let msg = client::notification_message(
+                    "notifications/cancelled",
+                    serde_json::json!({"requestId": id, "reason": why}),
+                );
+                let cancel = move || drop(self.post(&msg, CLOSE_TIMEOUT / 2));
+                let _ = std::thread::Builder::new().spawn_scoped(scope, cancel);
             }
         });
         if self.session().is_none() {
