@@ -59,4 +59,3 @@ fn secrets_in_args(command: &Command) -> Vec<String> {
         _ => Vec::new(),
     }
 }
-

@@ -82,8 +82,8 @@ pub(crate) fn tools_command(args: &ToolsArgs) -> ExitCode {
         s.push_str(&serde_json::to_string_pretty(&api).unwrap_or_default());
         output::print_stdout(&output::redact(&s));
     }
-    drop(registry); // ends HTTP sessions
-    process::kill_all_running(); // stdio MCP servers
+    mcp::shutdown_all("agent tools is done"); // HTTP sessions end, stdio servers exit
+    process::kill_all_running(); // the backstop
     ExitCode::SUCCESS
 }
 

@@ -28,6 +28,9 @@ pub(crate) enum CallError {
     Rpc { code: i64, message: String },
     /// No answer within the bound.
     Timeout(Duration),
+    /// The request could not even be sent within the bound: the server does not read
+    /// what it is sent (stdio). It is stopped, as a half-written message breaks framing.
+    Stalled(Duration),
     /// The server is gone (exited, closed its output, refused the connection).
     Dead(String),
     /// Anything else on the way (HTTP status, malformed answer).
@@ -41,6 +44,12 @@ impl std::fmt::Display for CallError {
             CallError::Timeout(d) => {
                 write!(f, "no answer within {}", crate::util::duration::human(*d))
             }
+            CallError::Stalled(d) => write!(
+                f,
+                "it does not read its input: the request could not be written within {}; \
+                 the server is stopped",
+                humantime::format_duration(*d)
+            ),
             CallError::Dead(why) => write!(f, "the server is not running: {why}"),
             CallError::Transport(why) => f.write_str(why),
         }
@@ -55,8 +64,10 @@ pub(crate) trait Transport: Send + Sync {
     fn notify(&self, method: &str, params: Value) -> Result<(), CallError>;
     /// The revision agreed in `initialize` (HTTP sends it on every later request).
     fn set_protocol_version(&self, _version: &str) {}
-    /// Ends the connection (HTTP: deletes the session; stdio: the run kills the process).
-    fn close(&self) {}
+    /// Ends the connection once, bounded: requests still in flight are cancelled with
+    /// `why`, then HTTP deletes the session and stdio closes stdin, then SIGTERM, then
+    /// SIGKILL (the spec's shutdown). Later calls do nothing.
+    fn close(&self, _why: &str) {}
 }
 
 /// A message from the server, classified.
@@ -166,7 +177,9 @@ pub(crate) fn describe_notification(method: &str, params: &Value) -> String {
 /// A failed start-up step; a timeout names the flag that bounds start-up.
 fn step_error(step: &str, e: CallError) -> String {
     match e {
-        CallError::Timeout(_) => format!("{step}: {e} (--mcp-startup-timeout)"),
+        CallError::Timeout(_) | CallError::Stalled(_) => {
+            format!("{step}: {e} (--mcp-startup-timeout)")
+        }
         e => format!("{step}: {e}"),
     }
 }

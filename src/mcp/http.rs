@@ -4,11 +4,12 @@
 //! server's own requests and notifications before the response. The session id the
 //! server assigns at `initialize` and the agreed protocol version go on every later
 //! request; redirects are never followed, so headers (tokens) reach only the configured
-//! URL. The session is deleted when the run ends.
+//! URL. When the run ends (every way out), requests still in flight get
+//! `notifications/cancelled` and then the session is deleted, all within `CLOSE_TIMEOUT`.
 
 use std::io::{BufReader, Read};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -25,8 +26,9 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 const NOTIFY_TIMEOUT: Duration = Duration::from_secs(10);
 /// Bytes of an error response read to quote from it.
 const ERROR_BODY_BYTES: u64 = 64 * 1024;
-/// Bound of the DELETE that ends the session: the run is finishing and must not wait.
-const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
+/// Bound of `close`, the cancellations and the DELETE that ends the session together:
+/// the run is finishing and must not wait (a loopback or LAN server answers in ms).
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(1);
 /// Characters of an error body quoted in a message.
 const ERROR_BODY_CHARS: usize = 300;
 /// Resumptions (GET with Last-Event-ID) of one request's stream before giving up.
@@ -47,6 +49,11 @@ pub(crate) struct HttpTransport {
     /// The `initialize` params, to start a new session when the server ends one.
     init_params: Mutex<Option<Value>>,
     next_id: AtomicU64,
+    /// The ids of the requests awaiting their answer (not `initialize`, which the spec
+    /// forbids cancelling), for `close` to cancel.
+    in_flight: Mutex<Vec<u64>>,
+    /// `close` has run.
+    closed: AtomicBool,
 }
 
 impl HttpTransport {
@@ -68,6 +75,8 @@ impl HttpTransport {
             protocol: Mutex::new(None),
             init_params: Mutex::new(None),
             next_id: AtomicU64::new(0),
+            in_flight: Mutex::new(Vec::new()),
+            closed: AtomicBool::new(false),
         }
     }
 
@@ -412,7 +421,20 @@ impl Transport for HttpTransport {
             *self.init_params.lock().unwrap_or_else(|p| p.into_inner()) = Some(params.clone());
         }
         let msg = client::request_message(id, method, params);
+        let cancellable = method != "initialize";
+        if cancellable {
+            self.in_flight
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(id);
+        }
         let outcome = self.exchange(&msg, id, method, timeout);
+        if cancellable {
+            self.in_flight
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .retain(|i| *i != id);
+        }
         if let Err(CallError::Timeout(_)) = &outcome
             && method != "initialize"
         {
@@ -437,15 +459,40 @@ impl Transport for HttpTransport {
         *self.protocol.lock().unwrap_or_else(|p| p.into_inner()) = Some(version.to_string());
     }
 
-    fn close(&self) {
+    /// The calls in flight are cancelled (in parallel, within half the bound), then the
+    /// session is deleted within what is left of `CLOSE_TIMEOUT`.
+    fn close(&self, why: &str) {
+        if self.closed.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let deadline = Instant::now() + CLOSE_TIMEOUT;
+        let running = self
+            .in_flight
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        std::thread::scope(|scope| {
+            for id in running {
+                let msg = client::notification_message(
+                    "notifications/cancelled",
+                    serde_json::json!({"requestId": id, "reason": why}),
+                );
+                let cancel = move || drop(self.post(&msg, CLOSE_TIMEOUT / 2));
+                let _ = std::thread::Builder::new().spawn_scoped(scope, cancel);
+            }
+        });
         if self.session().is_none() {
+            return;
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
             return;
         }
         let req = self
             .agent
             .delete(&self.url)
             .config()
-            .timeout_global(Some(CLOSE_TIMEOUT))
+            .timeout_global(Some(left))
             .build();
         let _ = self.with_session(req).call();
     }

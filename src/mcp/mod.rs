@@ -3,7 +3,8 @@
 //! runs the handshake and lists the tools; each listed tool becomes an `McpTool` in the
 //! same registry, so dispatch, scheduler, policy, hooks, limits and the transcript treat
 //! it like a built-in tool. A server that fails to start is reported (and its tools are
-//! absent) unless `--strict-mcp` makes that fatal.
+//! absent) unless `--strict-mcp` makes that fatal. Every way out of a run ends every
+//! server the run started (`shutdown_all`, before the process registry's kill-all).
 
 pub(crate) mod client;
 pub(crate) mod config;
@@ -13,7 +14,7 @@ pub(crate) mod names;
 mod stdio;
 pub(crate) mod tool;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -139,7 +140,7 @@ impl ToolDef {
 /// A connected server.
 pub(crate) struct Server {
     pub name: String,
-    transport: Box<dyn Transport>,
+    transport: Arc<dyn Transport>,
     call_timeout: Duration,
 }
 
@@ -159,7 +160,9 @@ impl Server {
             )
             .map_err(|e| match e {
                 CallError::Rpc { .. } => format!("MCP server {:?} answered with {e}", self.name),
-                CallError::Timeout(_) => format!("MCP server {:?}: {e} (--mcp-timeout)", self.name),
+                CallError::Timeout(_) | CallError::Stalled(_) => {
+                    format!("MCP server {:?}: {e} (--mcp-timeout)", self.name)
+                }
                 _ => format!("MCP server {:?}: {e}", self.name),
             })
     }
@@ -167,7 +170,50 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        self.transport.close();
+        self.transport.close("the client is done with the server");
+    }
+}
+
+/// Every transport the run created, connected or still starting, for `shutdown_all`.
+static LIVE: Mutex<Vec<Weak<dyn Transport>>> = Mutex::new(Vec::new());
+
+/// Longest wait for all servers to end together (each bounds its own steps, about a
+/// second; see `stdio` and `http`): one stuck past it is left to the process registry's
+/// kill-all, which follows on every way out.
+const SHUTDOWN_LIMIT: Duration = Duration::from_secs(2);
+
+/// Ends every server of the run, in parallel, bounded by `SHUTDOWN_LIMIT`: calls in
+/// flight are cancelled (`why` is the reason sent), HTTP sessions are deleted, stdio
+/// servers get the spec's shutdown (stdin closed, then SIGTERM, then SIGKILL). For every
+/// way out of `agent run` and for `agent tools`, before `process::kill_all_running`.
+pub(crate) fn shutdown_all(why: &str) {
+    let live: Vec<Arc<dyn Transport>> =
+        std::mem::take(&mut *LIVE.lock().unwrap_or_else(|p| p.into_inner()))
+            .iter()
+            .filter_map(Weak::upgrade)
+            .collect();
+    if live.is_empty() {
+        return;
+    }
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    let mut started = 0;
+    for t in live {
+        let (done, why) = (done_tx.clone(), why.to_string());
+        let spawned = std::thread::Builder::new()
+            .name("mcp-shutdown".into())
+            .spawn(move || {
+                t.close(&why);
+                let _ = done.send(());
+            });
+        started += usize::from(spawned.is_ok());
+    }
+    let deadline = Instant::now() + SHUTDOWN_LIMIT;
+    for _ in 0..started {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if done_rx.recv_timeout(left).is_err() {
+            crate::util::output::debug("mcp: a server did not end in time; it is killed");
+            return;
+        }
     }
 }
 
@@ -282,7 +328,7 @@ pub(crate) fn start(specs: &[ServerSpec], opts: &Options) -> Result<Started, Str
 /// Connects to one server and runs the handshake within the start-up bound.
 fn connect(spec: &ServerSpec, opts: &Options) -> Result<(Server, client::Handshake), String> {
     let deadline = Instant::now() + opts.startup_timeout;
-    let transport: Box<dyn Transport> = match &spec.transport {
+    let transport: Arc<dyn Transport> = match &spec.transport {
         Spec::Stdio {
             command,
             args,
@@ -303,7 +349,7 @@ fn connect(spec: &ServerSpec, opts: &Options) -> Result<(Server, client::Handsha
             if !cwd.is_dir() {
                 return Err(format!("\"cwd\" {}: not a directory", cwd.display()));
             }
-            Box::new(stdio::StdioTransport::spawn(stdio::Launch {
+            Arc::new(stdio::StdioTransport::spawn(stdio::Launch {
                 name: spec.name.clone(),
                 command: command.clone(),
                 args: args.clone(),
@@ -312,10 +358,14 @@ fn connect(spec: &ServerSpec, opts: &Options) -> Result<(Server, client::Handsha
             })?)
         }
         Spec::Http { url, headers } => {
-            Box::new(http::HttpTransport::new(&spec.name, url, headers.clone()))
+            Arc::new(http::HttpTransport::new(&spec.name, url, headers.clone()))
         }
     };
-    let hs = client::handshake(transport.as_ref(), deadline).inspect_err(|_| transport.close())?;
+    LIVE.lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push(Arc::downgrade(&transport));
+    let hs = client::handshake(transport.as_ref(), deadline)
+        .inspect_err(|_| transport.close("the start-up failed"))?;
     Ok((
         Server {
             name: spec.name.clone(),

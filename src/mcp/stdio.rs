@@ -1,20 +1,26 @@
 //! The stdio transport: the server is a child process (own session and process group,
 //! registered with `process` so every way out of the run kills it) speaking
-//! newline-delimited JSON-RPC on stdin/stdout. Three threads per server: a supervisor
+//! newline-delimited JSON-RPC on stdin/stdout. Four threads per server: a supervisor
 //! that spawns the child and waits for it (the parent-death signal follows the spawning
-//! thread, so it must live as long as the child), a reader that routes stdout lines to
-//! the waiting callers, and a stderr reader that logs with -v (redacted by `output`).
-//! A server that exits is dead for the rest of the run: pending and later calls fail at
-//! once with the reason.
+//! thread, so it must live as long as the child), a writer that owns stdin and writes
+//! the queued messages (so a server that stops reading blocks only it, and a caller
+//! waits for its write no longer than its timeout), a reader that routes stdout lines to
+//! the waiting callers, and a stderr reader that logs with -v (redacted by `output`),
+//! a line at most `STDERR_LINE_BYTES` long. A server that exits, or does not read a
+//! request within the call's timeout (it is then stopped: a half-written message breaks
+//! the framing), is dead for the rest of the run: pending and later calls fail at once
+//! with the reason. `close` is the spec's shutdown: calls in flight are cancelled, stdin
+//! is closed, then the group gets SIGTERM, then SIGKILL; the -v log says which of ours
+//! ended it.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
 use std::process::{ChildStdin, Command, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{self, RecvTimeoutError, SyncSender};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, SyncSender};
 use std::sync::{Arc, Condvar, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
@@ -27,8 +33,23 @@ const MAX_LINE_BYTES: u64 = 64 * 1024 * 1024;
 /// the error can say how the server ended.
 const EXIT_STATUS_WAIT: Duration = Duration::from_millis(500);
 /// How long `close` lets a server exit on its own after its stdin closes (the spec's
-/// shutdown) before killing its group.
+/// shutdown) before sending its group SIGTERM.
 const CLOSE_GRACE: Duration = Duration::from_millis(500);
+/// How long `close` lets a server exit after SIGTERM before SIGKILL: servers clean up
+/// in milliseconds; the run is ending and `CLOSE_GRACE` was already spent.
+const TERM_GRACE: Duration = Duration::from_millis(500);
+/// How long `close` waits for a SIGKILLed server's exit to be noted (the kernel delivers
+/// it at once), so that the -v log has how it ended.
+const KILL_WAIT: Duration = Duration::from_millis(250);
+/// Replies to the server's own requests (ping, refusals) queued while it does not read
+/// its input: more are dropped, so a server that asks without reading cannot grow us.
+const MAX_QUEUED_REPLIES: usize = 64;
+/// Longest stderr line held, in bytes: a traceback's line fits many times over; a line
+/// longer than this is logged cut with a marker, and the rest of it is discarded up to
+/// its newline, so a server writing without newlines cannot grow the agent.
+const STDERR_LINE_BYTES: usize = 8 * 1024;
+/// Bytes read from stderr at a time.
+const STDERR_CHUNK_BYTES: usize = 8 * 1024;
 /// Last stderr lines kept to explain a server's death (a traceback's last lines, `npx`'s
 /// "command not found").
 const STDERR_TAIL_LINES: usize = 5;
@@ -48,11 +69,35 @@ pub(crate) struct Launch {
 
 type Reply = Result<Value, CallError>;
 
+/// A request waiting for its answer.
+struct Pending {
+    reply: SyncSender<Reply>,
+    /// Not `initialize`, which the spec forbids cancelling.
+    cancellable: bool,
+}
+
 #[derive(Default)]
 struct State {
-    pending: HashMap<u64, SyncSender<Reply>>,
+    pending: HashMap<u64, Pending>,
     /// Set once: why the server can no longer answer.
     dead: Option<String>,
+}
+
+/// A message for the writer thread; `written` hears how its write went.
+struct Outgoing {
+    line: Vec<u8>,
+    written: Option<SyncSender<Result<(), String>>>,
+    /// A reply to the server's own request (counted in `queued_replies`).
+    reply: bool,
+}
+
+/// How far the child's end has come.
+#[derive(Default)]
+struct Exit {
+    /// The process has been waited for (its group may still hold others).
+    ended: bool,
+    /// How it ended, for messages: set once its death notice is complete.
+    how: Option<String>,
 }
 
 struct Shared {
@@ -63,10 +108,17 @@ struct Shared {
     stderr_tail: Mutex<(std::collections::VecDeque<String>, bool)>,
     stderr_closed: Condvar,
     state: Mutex<State>,
-    stdin: Mutex<Option<ChildStdin>>,
-    /// How the child ended, once it has.
-    exit: Mutex<Option<String>>,
+    /// The writer thread's queue; `None` once stdin is to be closed (dropping the last
+    /// sender ends the writer, which closes stdin after the messages already queued).
+    outbox: Mutex<Option<Sender<Outgoing>>>,
+    queued_replies: AtomicUsize,
+    exit: Mutex<Exit>,
     exited: Condvar,
+    /// The last signal the agent sent the group and why, so that the log does not
+    /// blame the server for our kill.
+    sent: Mutex<Option<(libc::c_int, &'static str)>>,
+    /// `close` has run.
+    closed: AtomicBool,
 }
 
 impl Shared {
@@ -92,33 +144,117 @@ impl Shared {
         };
         let mut st = self.lock();
         let why = st.dead.get_or_insert(why).clone();
-        for (_, tx) in st.pending.drain() {
-            let _ = tx.try_send(Err(CallError::Dead(why.clone())));
+        for (_, p) in st.pending.drain() {
+            let _ = p.reply.try_send(Err(CallError::Dead(why.clone())));
         }
         drop(st);
         // Nothing can be written any more; closing stdin lets a live server see EOF.
-        self.stdin.lock().unwrap_or_else(|p| p.into_inner()).take();
+        self.close_stdin();
     }
 
-    fn write(&self, msg: &Value) -> Result<(), String> {
-        let mut line = msg.to_string();
-        line.push('\n');
-        let mut stdin = self.stdin.lock().unwrap_or_else(|p| p.into_inner());
-        let Some(w) = stdin.as_mut() else {
-            return Err("its stdin is closed".into());
+    /// Drops the writer's queue: it writes what is queued, then closes stdin.
+    fn close_stdin(&self) {
+        self.outbox.lock().unwrap_or_else(|p| p.into_inner()).take();
+    }
+
+    /// Queues one message for the writer; with `ack`, the receiver hears when it has
+    /// been written (or failed).
+    fn enqueue(
+        &self,
+        msg: &Value,
+        ack: bool,
+        reply: bool,
+    ) -> Result<Option<Receiver<Result<(), String>>>, String> {
+        let mut line = msg.to_string().into_bytes();
+        line.push(b'\n');
+        let (written, rx) = match ack {
+            true => {
+                let (tx, rx) = mpsc::sync_channel(1);
+                (Some(tx), Some(rx))
+            }
+            false => (None, None),
         };
-        w.write_all(line.as_bytes())
-            .and_then(|()| w.flush())
-            .map_err(|e| format!("cannot write to it: {e}"))
+        let outbox = self.outbox.lock().unwrap_or_else(|p| p.into_inner());
+        let queue = outbox.as_ref().ok_or("its stdin is closed")?;
+        queue
+            .send(Outgoing {
+                line,
+                written,
+                reply,
+            })
+            .map_err(|_| "its stdin is closed".to_string())?;
+        Ok(rx)
     }
 
+    /// Queues the answer to one of the server's requests, unless too many wait already.
+    fn reply(&self, msg: &Value) {
+        if self.queued_replies.fetch_add(1, Ordering::SeqCst) >= MAX_QUEUED_REPLIES {
+            self.queued_replies.fetch_sub(1, Ordering::SeqCst);
+            crate::util::output::debug(&format!(
+                "mcp {}: an answer to its request dropped: it does not read its input",
+                self.name
+            ));
+        } else if self.enqueue(msg, false, true).is_err() {
+            self.queued_replies.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    /// How the child ended, waiting up to `wait` for its death notice.
     fn exit_status(&self, wait: Duration) -> Option<String> {
         let guard = self.exit.lock().unwrap_or_else(|p| p.into_inner());
         let (guard, _) = self
             .exited
-            .wait_timeout_while(guard, wait, |e| e.is_none())
+            .wait_timeout_while(guard, wait, |e| e.how.is_none())
             .unwrap_or_else(|p| p.into_inner());
-        guard.clone()
+        guard.how.clone()
+    }
+
+    /// Whether the child has been waited for, waiting up to `wait`.
+    fn ended(&self, wait: Duration) -> bool {
+        let guard = self.exit.lock().unwrap_or_else(|p| p.into_inner());
+        let (guard, _) = self
+            .exited
+            .wait_timeout_while(guard, wait, |e| !e.ended)
+            .unwrap_or_else(|p| p.into_inner());
+        guard.ended
+    }
+
+    /// Sends `sig` to the server's group, noting it (and `why`) for the log; false when
+    /// the server has already ended (its pid may no longer be its own).
+    fn signal(&self, sig: libc::c_int, why: &'static str) -> bool {
+        let exit = self.exit.lock().unwrap_or_else(|p| p.into_inner());
+        if exit.ended {
+            return false;
+        }
+        let pid = *self.pid.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(pid) = pid
+            .and_then(|p| libc::pid_t::try_from(p).ok())
+            .filter(|p| *p > 1)
+        else {
+            return false;
+        };
+        *self.sent.lock().unwrap_or_else(|p| p.into_inner()) = Some((sig, why));
+        // SAFETY: killpg on the group the server leads; it has not been waited for
+        // (checked with `exit` held, which the supervisor takes to note the end), so
+        // the id is still its own.
+        unsafe {
+            libc::killpg(pid, sig);
+        }
+        true
+    }
+
+    /// A request could not be written within its timeout: the server does not read its
+    /// input, and a half-written line would break every later message. It is dead, and
+    /// killed (its stdin cannot be closed while the writer is blocked on it).
+    fn stalled(&self, timeout: Duration) {
+        self.die(format!(
+            "it stopped reading its input (a request could not be written within {})",
+            humantime::format_duration(timeout)
+        ));
+        self.signal(
+            libc::SIGKILL,
+            "because it stopped reading its input during a call",
+        );
     }
 }
 
@@ -136,9 +272,12 @@ impl StdioTransport {
             stderr_tail: Mutex::new((std::collections::VecDeque::new(), false)),
             stderr_closed: Condvar::new(),
             state: Mutex::new(State::default()),
-            stdin: Mutex::new(None),
-            exit: Mutex::new(None),
+            outbox: Mutex::new(None),
+            queued_replies: AtomicUsize::new(0),
+            exit: Mutex::new(Exit::default()),
             exited: Condvar::new(),
+            sent: Mutex::new(None),
+            closed: AtomicBool::new(false),
         });
         let (started_tx, started_rx) = mpsc::channel();
         let sup = shared.clone();
@@ -146,9 +285,16 @@ impl StdioTransport {
             .name(format!("mcp-{}", launch.name))
             .spawn(move || supervise(launch, sup, started_tx))
             .map_err(|e| format!("cannot start a thread: {e}"))?;
-        let (stdout, stderr) = started_rx
+        let (stdin, stdout, stderr) = started_rx
             .recv()
             .map_err(|_| "the supervisor thread ended".to_string())??;
+        let (queue_tx, queue_rx) = mpsc::channel();
+        *shared.outbox.lock().unwrap_or_else(|p| p.into_inner()) = Some(queue_tx);
+        let writer = shared.clone();
+        std::thread::Builder::new()
+            .name("mcp-stdin".into())
+            .spawn(move || write_messages(stdin, queue_rx, &writer))
+            .map_err(|e| format!("cannot start a thread: {e}"))?;
         let reader = shared.clone();
         std::thread::Builder::new()
             .name("mcp-stdout".into())
@@ -166,7 +312,11 @@ impl StdioTransport {
     }
 }
 
-type Pipes = (std::process::ChildStdout, std::process::ChildStderr);
+type Pipes = (
+    ChildStdin,
+    std::process::ChildStdout,
+    std::process::ChildStderr,
+);
 
 /// Spawns the child, hands its pipes over, then waits for it for its whole life.
 fn supervise(launch: Launch, shared: Arc<Shared>, started: mpsc::Sender<Result<Pipes, String>>) {
@@ -194,19 +344,32 @@ fn supervise(launch: Launch, shared: Arc<Shared>, started: mpsc::Sender<Result<P
         let _ = started.send(Err("the child has no pipes".into()));
         return;
     };
-    *shared.stdin.lock().unwrap_or_else(|p| p.into_inner()) = Some(stdin);
     *shared.pid.lock().unwrap_or_else(|p| p.into_inner()) = Some(group.pgid() as u32);
-    let _ = started.send(Ok((stdout, stderr)));
+    let _ = started.send(Ok((stdin, stdout, stderr)));
     let status = group.wait(&mut child);
+    shared.exit.lock().unwrap_or_else(|p| p.into_inner()).ended = true;
+    shared.exited.notify_all();
     // Let the stderr reader note the last lines before the reason is written.
     let tail = shared.stderr_tail.lock().unwrap_or_else(|p| p.into_inner());
     let _ = shared
         .stderr_closed
         .wait_timeout_while(tail, STDERR_SETTLE, |t| !t.1);
+    let sent = *shared.sent.lock().unwrap_or_else(|p| p.into_inner());
     let how = match status {
         Ok(s) => match (s.code(), std::os::unix::process::ExitStatusExt::signal(&s)) {
             (Some(c), _) => format!("it exited with status {c}"),
-            (None, Some(sig)) => format!("it was killed by signal {sig}"),
+            // Ours: the log must not blame the server for it.
+            (None, Some(sig)) => match sent.filter(|(ours, _)| *ours == sig) {
+                Some((_, why)) => format!(
+                    "it was killed by signal {sig}, the {} the agent sent {why}",
+                    if sig == libc::SIGKILL {
+                        "SIGKILL"
+                    } else {
+                        "SIGTERM"
+                    }
+                ),
+                None => format!("it was killed by signal {sig}"),
+            },
             _ => "it exited".to_string(),
         },
         Err(e) => format!("it could not be waited for: {e}"),
@@ -215,8 +378,29 @@ fn supervise(launch: Launch, shared: Arc<Shared>, started: mpsc::Sender<Result<P
     crate::util::output::debug(&format!("mcp {}: {how}", shared.name));
     // Dead first: whoever waits for the exit status then finds the full reason.
     shared.die(how.clone());
-    *shared.exit.lock().unwrap_or_else(|p| p.into_inner()) = Some(how);
+    shared.exit.lock().unwrap_or_else(|p| p.into_inner()).how = Some(how);
     shared.exited.notify_all();
+}
+
+/// Owns the server's stdin: writes each queued message whole, telling its sender how it
+/// went; ends (closing stdin) when the queue is dropped or a write fails.
+fn write_messages(mut stdin: ChildStdin, queue: Receiver<Outgoing>, shared: &Shared) {
+    for out in queue {
+        if out.reply {
+            shared.queued_replies.fetch_sub(1, Ordering::SeqCst);
+        }
+        let written = stdin
+            .write_all(&out.line)
+            .and_then(|()| stdin.flush())
+            .map_err(|e| format!("cannot write to it: {e}"));
+        let failed = written.is_err();
+        if let Some(tx) = out.written {
+            let _ = tx.try_send(written);
+        }
+        if failed {
+            break;
+        }
+    }
 }
 
 /// A command with a `/` is relative to the server's working directory; a bare name is
@@ -274,10 +458,10 @@ fn read_messages(stdout: impl Read, shared: Arc<Shared>) {
 fn route(msg: Value, shared: &Arc<Shared>) {
     match client::classify(msg) {
         Incoming::Response { id, outcome } => {
-            let tx = id.and_then(|id| shared.lock().pending.remove(&id));
-            match tx {
-                Some(tx) => {
-                    let _ = tx.try_send(outcome);
+            let pending = id.and_then(|id| shared.lock().pending.remove(&id));
+            match pending {
+                Some(p) => {
+                    let _ = p.reply.try_send(outcome);
                 }
                 None => crate::util::output::debug(&format!(
                     "mcp {}: an answer to no pending request (id {id:?}) ignored",
@@ -295,13 +479,9 @@ fn route(msg: Value, shared: &Arc<Shared>) {
                     "ok"
                 }
             ));
-            // Not from this thread: a server blocked writing to us could not read it.
-            let s = shared.clone();
-            let _ = std::thread::Builder::new()
-                .name("mcp-reply".into())
-                .spawn(move || {
-                    let _ = s.write(&reply);
-                });
+            // Queued, never written from this thread: a server blocked writing to us
+            // could not read it.
+            shared.reply(&reply);
         }
         Incoming::Notification { method, params } => crate::util::output::debug(&format!(
             "mcp {}: {}",
@@ -314,28 +494,102 @@ fn route(msg: Value, shared: &Arc<Shared>) {
     }
 }
 
-fn log_stderr(stderr: impl Read, shared: &Shared) {
-    let reader = BufReader::new(stderr);
-    for line in reader.split(b'\n') {
-        let Ok(line) = line else { break };
-        let text = String::from_utf8_lossy(&line);
-        let text = super::clip(text.trim_end(), STDERR_LOG_CHARS);
-        crate::util::output::debug(&format!("mcp {} stderr: {text}", shared.name));
-        if !text.trim().is_empty() {
-            let mut tail = shared.stderr_tail.lock().unwrap_or_else(|p| p.into_inner());
-            if tail.0.len() == STDERR_TAIL_LINES {
-                tail.0.pop_front();
-            }
-            tail.0
-                .push_back(super::clip(text.trim(), STDERR_TAIL_LINE_CHARS));
-        }
+/// Logs the server's stderr line by line, read in bounded chunks: a line over
+/// `STDERR_LINE_BYTES` is logged cut, with a marker, and the rest of it is discarded up
+/// to its newline.
+fn log_stderr(mut stderr: impl Read, shared: &Shared) {
+    let mut chunk = vec![0u8; STDERR_CHUNK_BYTES];
+    let mut lines = CappedLines::new(STDERR_LINE_BYTES);
+    loop {
+        let n = match stderr.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        };
+        lines.push(&chunk[..n], &mut |line, cut| log_line(line, cut, shared));
     }
+    lines.finish(&mut |line, cut| log_line(line, cut, shared));
     shared
         .stderr_tail
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .1 = true;
     shared.stderr_closed.notify_all();
+}
+
+/// Splits a byte stream into lines of at most `cap` bytes: a longer line is handed
+/// over cut (`true`) as soon as it passes the cap, and the rest of it is discarded up
+/// to its newline. Never holds more than `cap` bytes.
+struct CappedLines {
+    cap: usize,
+    line: Vec<u8>,
+    /// The current line was cut: what follows is discarded until its newline.
+    cut: bool,
+}
+
+impl CappedLines {
+    fn new(cap: usize) -> Self {
+        CappedLines {
+            cap,
+            line: Vec::new(),
+            cut: false,
+        }
+    }
+
+    fn push(&mut self, mut bytes: &[u8], emit: &mut dyn FnMut(&[u8], bool)) {
+        loop {
+            let end = memchr::memchr(b'\n', bytes);
+            let part = &bytes[..end.unwrap_or(bytes.len())];
+            if !self.cut {
+                let room = self.cap - self.line.len();
+                if part.len() > room {
+                    self.line.extend_from_slice(&part[..room]);
+                    emit(&self.line, true);
+                    self.line.clear();
+                    self.cut = true;
+                } else {
+                    self.line.extend_from_slice(part);
+                }
+            }
+            let Some(end) = end else { return };
+            if !self.cut {
+                emit(&self.line, false);
+            }
+            self.line.clear();
+            self.cut = false;
+            bytes = &bytes[end + 1..];
+        }
+    }
+
+    /// The last line, if the stream ended without its newline.
+    fn finish(&mut self, emit: &mut dyn FnMut(&[u8], bool)) {
+        if !self.line.is_empty() && !self.cut {
+            emit(&self.line, false);
+        }
+        self.line.clear();
+    }
+}
+
+/// Logs one stderr line (with -v) and keeps it among the last lines.
+fn log_line(line: &[u8], cut: bool, shared: &Shared) {
+    let text = String::from_utf8_lossy(line);
+    let mut text = super::clip(text.trim_end(), STDERR_LOG_CHARS);
+    if cut {
+        text.push_str(&format!(
+            " [line cut at {} KiB; the rest of it is discarded]",
+            STDERR_LINE_BYTES / 1024
+        ));
+    }
+    crate::util::output::debug(&format!("mcp {} stderr: {text}", shared.name));
+    if !text.trim().is_empty() {
+        let mut tail = shared.stderr_tail.lock().unwrap_or_else(|p| p.into_inner());
+        if tail.0.len() == STDERR_TAIL_LINES {
+            tail.0.pop_front();
+        }
+        tail.0
+            .push_back(super::clip(text.trim(), STDERR_TAIL_LINE_CHARS));
+    }
 }
 
 /// Characters of one stderr line quoted in a death notice.
@@ -346,6 +600,7 @@ const STDERR_LOG_CHARS: usize = 2_000;
 
 impl Transport for StdioTransport {
     fn request(&self, method: &str, params: Value, timeout: Duration) -> Result<Value, CallError> {
+        let start = Instant::now();
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = mpsc::sync_channel(1);
         {
@@ -353,19 +608,39 @@ impl Transport for StdioTransport {
             if let Some(why) = &st.dead {
                 return Err(CallError::Dead(why.clone()));
             }
-            st.pending.insert(id, tx);
+            let cancellable = method != "initialize";
+            st.pending.insert(
+                id,
+                Pending {
+                    reply: tx,
+                    cancellable,
+                },
+            );
         }
-        if let Err(e) = self
-            .shared
-            .write(&client::request_message(id, method, params))
-        {
+        let msg = client::request_message(id, method, params);
+        // The write counts against the timeout: a server that stops reading fills the
+        // pipe, and the write would block for ever.
+        let written = match self.shared.enqueue(&msg, true, false) {
+            Ok(Some(ack)) => match ack.recv_timeout(timeout) {
+                Ok(r) => r,
+                Err(RecvTimeoutError::Disconnected) => Err("its stdin is closed".into()),
+                Err(RecvTimeoutError::Timeout) => {
+                    self.shared.lock().pending.remove(&id);
+                    self.shared.stalled(timeout);
+                    return Err(CallError::Stalled(timeout));
+                }
+            },
+            Ok(None) => Ok(()),
+            Err(e) => Err(e),
+        };
+        if let Err(e) = written {
             self.shared.lock().pending.remove(&id);
             // A closed pipe means the server is exiting: say how it ended.
             self.shared.exit_status(EXIT_STATUS_WAIT);
             let why = self.shared.lock().dead.clone().unwrap_or(e);
             return Err(CallError::Dead(why));
         }
-        match rx.recv_timeout(timeout) {
+        match rx.recv_timeout(timeout.saturating_sub(start.elapsed())) {
             Ok(reply) => reply,
             Err(RecvTimeoutError::Timeout) => {
                 self.shared.lock().pending.remove(&id);
@@ -381,26 +656,45 @@ impl Transport for StdioTransport {
         }
     }
 
-    /// The spec's shutdown: close stdin, give the server a moment, then kill its group.
-    fn close(&self) {
-        self.shared
-            .stdin
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
-        if self.shared.exit_status(CLOSE_GRACE).is_some() {
+    /// The spec's shutdown: the calls in flight are cancelled, stdin is closed (after
+    /// the cancellations are written), then the group gets SIGTERM, then SIGKILL, each
+    /// after a short grace.
+    fn close(&self, why: &str) {
+        if self.shared.closed.swap(true, Ordering::SeqCst) {
             return;
         }
-        let pid = *self.shared.pid.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(pid) = pid
-            .and_then(|p| libc::pid_t::try_from(p).ok())
-            .filter(|p| *p > 1)
-        {
-            // SAFETY: killpg on the group the server leads; its supervisor has not reaped
-            // it (no exit status yet), so the id is still its own.
-            unsafe {
-                libc::killpg(pid, libc::SIGKILL);
-            }
+        let running: Vec<u64> = {
+            let st = self.shared.lock();
+            let mut ids: Vec<u64> = st
+                .pending
+                .iter()
+                .filter(|(_, p)| p.cancellable)
+                .map(|(id, _)| *id)
+                .collect();
+            ids.sort_unstable();
+            ids
+        };
+        for id in running {
+            let _ = self.notify(
+                "notifications/cancelled",
+                json!({"requestId": id, "reason": why}),
+            );
+        }
+        self.shared.close_stdin();
+        let ended = self.shared.ended(CLOSE_GRACE)
+            || !self.shared.signal(
+                libc::SIGTERM,
+                "at the end of the run (it outlived its stdin's end)",
+            )
+            || self.shared.ended(TERM_GRACE)
+            || !self.shared.signal(
+                libc::SIGKILL,
+                "at the end of the run (it outlived its stdin's end and SIGTERM)",
+            )
+            || self.shared.ended(KILL_WAIT);
+        if ended {
+            // So that the -v log says how it ended before the run goes on to exit.
+            self.shared.exit_status(KILL_WAIT);
         }
     }
 
@@ -408,8 +702,52 @@ impl Transport for StdioTransport {
         if let Some(why) = self.shared.lock().dead.clone() {
             return Err(CallError::Dead(why));
         }
+        // Queued, not waited for: ordered before any later message, and bounded by it.
         self.shared
-            .write(&client::notification_message(method, params))
+            .enqueue(&client::notification_message(method, params), false, false)
+            .map(drop)
             .map_err(CallError::Dead)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CappedLines;
+
+    /// The lines `CappedLines` hands over for `chunks`, as (text, cut).
+    fn split(cap: usize, chunks: &[&str]) -> Vec<(String, bool)> {
+        let mut got = Vec::new();
+        let mut lines = CappedLines::new(cap);
+        let mut emit = |l: &[u8], cut: bool| got.push((String::from_utf8_lossy(l).into(), cut));
+        for c in chunks {
+            lines.push(c.as_bytes(), &mut emit);
+        }
+        lines.finish(&mut emit);
+        got
+    }
+
+    #[test]
+    fn lines_are_split_across_chunks_and_cut_at_the_cap() {
+        let line = |s: &str, cut| (s.to_string(), cut);
+        assert_eq!(
+            split(4, &["ab", "c\nde", "\n\n"]),
+            [line("abc", false), line("de", false), line("", false)]
+        );
+        assert_eq!(
+            split(4, &["abcd\n"]),
+            [line("abcd", false)],
+            "exactly the cap"
+        );
+        assert_eq!(
+            split(4, &["abcdef", "gh", "ij\nk"]),
+            [line("abcd", true), line("k", false)],
+            "cut once, the rest discarded up to the newline"
+        );
+        assert_eq!(split(4, &["abcdefgh"]), [line("abcd", true)]);
+        assert_eq!(
+            split(4, &["ab"]),
+            [line("ab", false)],
+            "no newline at the end"
+        );
     }
 }

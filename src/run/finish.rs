@@ -139,7 +139,7 @@ impl Finisher {
             }
             *done = true;
         }
-        self.close_record();
+        self.close_record(status);
         let (doc, text, summary) = {
             let r = lock(&self.record);
             (
@@ -174,10 +174,12 @@ impl Finisher {
 
     /// The end of the record: stops the loop, lists the calls still running, kills the
     /// run's processes, and adds the workspace scan, `git diff --stat` and the spill dir.
-    fn close_record(&self) {
+    fn close_record(&self, status: Status) {
         self.cancelled.store(true, Ordering::SeqCst);
         // Before the kill: a killed call would otherwise finish and leave the list.
         self.in_flight.settle(&mut lock(&self.record));
+        // MCP servers end gracefully first; the kill-all is the backstop.
+        crate::mcp::shutdown_all(&format!("the agent run ended ({})", status.as_str()));
         process::kill_all_running();
         let orphans = process::kill_orphans();
         if orphans > 0 {

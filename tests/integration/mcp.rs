@@ -7,6 +7,8 @@ use serde_json::{Value, json};
 #[path = "../support/mcp.rs"]
 mod mcp_support;
 
+mod hardening;
+
 use crate::support::{Reply, TestEnv, turn_text, turn_tools};
 use mcp_support::{HttpServer, logged_methods, read_log, stdio_entry, write_config};
 

@@ -4,9 +4,12 @@
 //! (`write_note`), non-destructive but writable (`slow`), `isError` (`fail`), a crash in
 //! the middle of a call (`crash`), server-to-client requests with ids 0 and a string
 //! (`ask`), non-text content (`picture`), and a name over 64 characters. `tools/list` is
-//! paginated (`--page-size`). Every message received is appended to `--log FILE` as a
-//! JSON line, so tests can check what the client sent. Built as a `[[bin]]` (DESIGN.md
-//! says why); it uses only std and serde_json.
+//! paginated (`--page-size`). Every message received is appended to `--log FILE` as a JSON line (and stdin's end as
+//! `eof`), so tests can check what the client sent. Misbehaviours on request: a flood of
+//! stderr with no newline before answering `initialize` (`--flood-stderr MIB`), stop
+//! reading stdin after the handshake (`--stop-reading`), outlive stdin's end
+//! (`--on-eof ignore`) and SIGTERM too (`--on-eof ignore-term`). Built as a `[[bin]]`
+//! (DESIGN.md says why); it uses only std, serde_json and libc (to ignore SIGTERM).
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -43,6 +46,23 @@ struct Opts {
     start_barrier: Option<(String, usize)>,
     /// `--describe-env NAME`: every tool's description ends with NAME's value.
     describe_env: Option<String>,
+    /// stdio: read nothing more from stdin once the last `tools/list` page is asked for
+    /// (a server whose input loop is stuck), so the client's writes fill the pipe.
+    stop_reading: bool,
+    /// stdio: what to do when stdin ends (the spec's shutdown), after logging `eof`.
+    on_eof: OnEof,
+    /// MiB of stderr written as one line before `initialize` is answered.
+    flood_stderr: u64,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum OnEof {
+    /// Exit 0, as a server should.
+    Exit,
+    /// Keep running (SIGTERM still ends it).
+    Ignore,
+    /// Keep running and ignore SIGTERM: only SIGKILL ends it.
+    IgnoreTerm,
 }
 
 /// Where a server-initiated request's answer goes.
@@ -76,6 +96,9 @@ fn main() {
         grandchild: false,
         start_barrier: None,
         describe_env: None,
+        stop_reading: false,
+        on_eof: OnEof::Exit,
+        flood_stderr: 0,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut it = args.iter();
@@ -93,6 +116,15 @@ fn main() {
             "--sse-drop" => opts.sse_drop = true,
             "--grandchild" => opts.grandchild = true,
             "--describe-env" => opts.describe_env = Some(val()),
+            "--stop-reading" => opts.stop_reading = true,
+            "--flood-stderr" => opts.flood_stderr = val().parse().unwrap_or(1),
+            "--on-eof" => {
+                opts.on_eof = match val().as_str() {
+                    "ignore" => OnEof::Ignore,
+                    "ignore-term" => OnEof::IgnoreTerm,
+                    _ => OnEof::Exit,
+                }
+            }
             "--start-barrier" => {
                 let dir = val();
                 opts.start_barrier = Some((dir, val().parse().unwrap_or(2)));
@@ -111,6 +143,12 @@ fn main() {
         "mcp-test-server starting, secret={}",
         std::env::var("MCP_TEST_SECRET").unwrap_or_default()
     );
+    if opts.on_eof == OnEof::IgnoreTerm {
+        // SAFETY: setting a signal's disposition to SIG_IGN installs no handler code.
+        unsafe {
+            libc::signal(libc::SIGTERM, libc::SIG_IGN);
+        }
+    }
     if opts.crash_on_start {
         eprintln!("crashing on start as asked");
         std::process::exit(7);
@@ -189,6 +227,9 @@ impl Server {
                     -32603,
                     "the other servers did not start at the same time".into(),
                 ))
+            }
+            "initialize" if self.opts.flood_stderr > 0 && !flood_stderr(self.opts.flood_stderr) => {
+                Err((-32603, "stderr could not be written".into()))
             }
             "initialize" => Ok(json!({
                 "protocolVersion": self.opts.protocol.clone()
@@ -311,6 +352,17 @@ impl Server {
     }
 }
 
+/// Writes `mib` MiB of `x` to stderr, a MiB at a time and with no newline, then a
+/// newline and a line the client must log whole. Returns once the client read it (the
+/// pipe holds 64 KiB).
+fn flood_stderr(mib: u64) -> bool {
+    let chunk = vec![b'x'; 1 << 20];
+    let mut err = std::io::stderr().lock();
+    (0..mib).all(|_| err.write_all(&chunk).is_ok())
+        && writeln!(err, "\nafter the flood").is_ok()
+        && err.flush().is_ok()
+}
+
 /// Leaves this server's mark and waits (bounded) until `n` servers have left theirs.
 fn start_barrier(opts: &Opts) -> bool {
     let Some((dir, n)) = &opts.start_barrier else {
@@ -372,6 +424,13 @@ fn serve_stdio(server: Arc<Server>) {
             continue;
         };
         server.log("stdio", &msg);
+        let page_start = msg["params"]["cursor"]
+            .as_str()
+            .and_then(|c| c.strip_prefix("page-"))
+            .and_then(|n| n.parse::<usize>().ok())
+            .unwrap_or(0);
+        let last_page =
+            msg["method"] == "tools/list" && page_start + server.opts.page_size >= tools().len();
         if msg.get("method").is_none() {
             server.answered(&msg);
             continue;
@@ -386,6 +445,17 @@ fn serve_stdio(server: Arc<Server>) {
             let reply = answer(&msg, s.handle(&msg, &send));
             write_stdout(&s, &reply);
         });
+        if last_page && server.opts.stop_reading {
+            loop {
+                std::thread::park(); // stdin is never read again
+            }
+        }
+    }
+    server.log("eof", &Value::Null);
+    if server.opts.on_eof != OnEof::Exit {
+        loop {
+            std::thread::park(); // outlives stdin's end; only a signal ends it
+        }
     }
 }
 
