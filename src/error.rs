@@ -3,13 +3,13 @@
 
 /// A failure that ends the command.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Error {
+pub(crate) enum Error {
     /// A bad flag, variable or file named on the command line: exit 2, before any request.
     Usage(String),
 }
 
 impl Error {
-    pub fn exit_code(&self) -> u8 {
+    pub(crate) fn exit_code(&self) -> u8 {
         match self {
             Error::Usage(_) => 2,
         }

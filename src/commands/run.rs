@@ -1,6 +1,7 @@
 //! `agent run`: builds the run from the config (provider, tools, policy, CI features),
 //! runs the agent loop and hands the outcome to the `Finisher`.
 
+use crate::util::sync::Locked;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
@@ -14,7 +15,7 @@ use crate::model::provider::Provider;
 use crate::model::provider::cassette::{CassetteWriter, ReplayProvider};
 use crate::model::provider::http::{HttpConfig, HttpProvider, Recorder};
 use crate::policy::PolicyGate;
-use crate::record::{InFlight, RunRecord, lock};
+use crate::record::{InFlight, RunRecord};
 use crate::run::agent::{Agent, RunHandle};
 use crate::run::finish::Finisher;
 use crate::run::signals::{FINISHER, watch_signals};
@@ -76,8 +77,8 @@ pub(crate) fn run_command(args: &RunArgs) -> ExitCode {
             .map(|s| s.to_string())
             .collect(),
     )));
-    lock(&record).record_mcp_servers(mcp_reports);
-    let session_id = lock(&record).session_id().to_string();
+    record.locked().record_mcp_servers(mcp_reports);
+    let session_id = record.locked().session_id().to_string();
     let mut provider = match make_provider(&config, &registry, &session_id) {
         Ok(p) => p,
         Err(e) => return output::usage_failure(&e),
@@ -95,11 +96,11 @@ pub(crate) fn run_command(args: &RunArgs) -> ExitCode {
         config.tools().on_deny(),
     );
     if let Some(r) = config.session().resume() {
-        note_resumed(&mut lock(&record), r);
+        note_resumed(&mut record.locked(), r);
     }
     // Before the workspace scan below: the index is not a change the run made.
     if let Some(out) = config.output().output_file() {
-        let id = lock(&record).session_id().to_string();
+        let id = record.locked().session_id().to_string();
         if let Err(e) = crate::record::resume::note_in_index(config.workspace(), out, &id) {
             output::warn(&format!(
                 "cannot note the run in {} for --continue: {e}",
@@ -108,7 +109,7 @@ pub(crate) fn run_command(args: &RunArgs) -> ExitCode {
         }
     }
     let events = Arc::new(if config.output().jsonl() {
-        events::Events::stdout(lock(&record).started())
+        events::Events::stdout(record.locked().started())
     } else {
         events::Events::disabled()
     });

@@ -189,12 +189,11 @@ fn fenced(lang: &str, body: &str) -> String {
 }
 
 pub(crate) fn cut(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        return s.to_string();
+    // `max` in all: one character of it is the marker.
+    match crate::util::text::truncate(s, max) {
+        (kept, 0) => kept.to_string(),
+        _ => crate::util::text::ellipsis(s, max.saturating_sub(1)),
     }
-    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
-    out.push('…');
-    out
 }
 
 fn tail_lines(s: &str, lines: usize, chars: usize) -> String {

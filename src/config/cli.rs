@@ -13,13 +13,13 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
     version,
     about = "A non-interactive coding agent for CI and scripts"
 )]
-pub struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     pub command: Command,
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Run a task to completion and print the answer (or the transcript with --json).
     Run(Box<RunArgs>),
     /// List the enabled tools and the exact `tools` array sent to the API.
@@ -32,7 +32,7 @@ pub enum Command {
 
 /// Which API the model is reached through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ProviderKind {
+pub(crate) enum ProviderKind {
     /// The Anthropic Messages API.
     Anthropic,
     /// An OpenAI-compatible chat-completions server (OpenAI, vLLM, llama.cpp, Ollama).
@@ -41,7 +41,7 @@ pub enum ProviderKind {
 
 impl ProviderKind {
     /// The name used on the command line and in cassette headers.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             ProviderKind::Anthropic => "anthropic",
             ProviderKind::Openai => "openai",
@@ -51,7 +51,7 @@ impl ProviderKind {
 
 /// What `--on-deny` asks for when a call is denied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
-pub enum OnDeny {
+pub(crate) enum OnDeny {
     /// The model gets the denial as an error result and the run goes on.
     #[default]
     Feedback,
@@ -61,7 +61,7 @@ pub enum OnDeny {
 
 /// `--sandbox`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
-pub enum SandboxMode {
+pub(crate) enum SandboxMode {
     /// No confinement.
     #[default]
     Off,
@@ -95,7 +95,7 @@ pub(crate) mod heading {
 /// Which tools are enabled (SPEC §6). Shared by `run` and `tools`.
 #[derive(Debug, Clone, Args)]
 #[command(next_help_heading = heading::TOOLS)]
-pub struct ToolArgs {
+pub(crate) struct ToolArgs {
     /// Enable the file-writing tools (WriteFile, EditFile).
     #[arg(long)]
     pub allow_write: bool,
@@ -123,7 +123,7 @@ pub struct ToolArgs {
 /// `agent run`'s flags. Declared in the order of the `--help` sections (clap shows a
 /// section where its first flag is declared); the groups are flattened below.
 #[derive(Debug, Args)]
-pub struct RunArgs {
+pub(crate) struct RunArgs {
     /// The task. `-` (or no PROMPT with stdin not a terminal) reads it from stdin.
     pub prompt: Option<String>,
     /// Read the task from FILE.
@@ -230,7 +230,7 @@ pub struct RunArgs {
 /// MCP servers as tool sources (shared by `run` and `tools`).
 #[derive(Debug, Clone, Args)]
 #[command(next_help_heading = heading::MCP)]
-pub struct McpArgs {
+pub(crate) struct McpArgs {
     /// Start the MCP servers of FILE (repeatable).
     ///
     /// FILE has Claude Code's `{"mcpServers": …}` shape. Read after the workspace's
@@ -254,7 +254,7 @@ pub struct McpArgs {
 /// The context window: its size and when old tool results are cleared.
 #[derive(Debug, Clone, Default, Args)]
 #[command(next_help_heading = heading::CONTEXT)]
-pub struct ContextArgs {
+pub(crate) struct ContextArgs {
     /// The model's context window in tokens (default: from the model's name).
     ///
     /// Needed for an unknown model on an OpenAI-compatible server, else learned from its
@@ -272,7 +272,7 @@ pub struct ContextArgs {
 /// What shapes each API request beyond the model, the prompt and the messages.
 #[derive(Debug, Clone, Default, Args)]
 #[command(next_help_heading = heading::MODEL)]
-pub struct RequestArgs {
+pub(crate) struct RequestArgs {
     /// Send `tool_choice` with the tools (default: none sent).
     ///
     /// Some local servers (llama-cpp-python) ignore tools unless it is set.
@@ -302,7 +302,7 @@ pub struct RequestArgs {
 
 /// `--effort`: the portable reasoning level.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Effort {
+pub(crate) enum Effort {
     Low,
     Medium,
     High,
@@ -310,7 +310,7 @@ pub enum Effort {
 
 impl Effort {
     /// The name on the command line, which is also OpenAI's `reasoning_effort` value.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Effort::Low => "low",
             Effort::Medium => "medium",
@@ -321,7 +321,7 @@ impl Effort {
 
 /// `--tool-choice`: whether the model may, must or must not call a tool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ToolChoice {
+pub(crate) enum ToolChoice {
     Auto,
     Required,
     None,
@@ -334,7 +334,7 @@ const DEFAULT_MAX_SCHEMA_RETRIES: u32 = 3;
 /// Structured output and resuming a conversation (README "Structured output", "Resume").
 #[derive(Debug, Clone, Args)]
 #[command(next_help_heading = heading::CONTEXT)]
-pub struct SessionArgs {
+pub(crate) struct SessionArgs {
     /// The final answer must be valid against this JSON Schema.
     ///
     /// The schema is a FILE, or inline JSON starting with `{`. The answer is printed as
@@ -359,7 +359,7 @@ pub struct SessionArgs {
 /// The CI features of SPEC §9: verification, live events, budgets.
 #[derive(Debug, Clone, Args)]
 #[command(next_help_heading = heading::CI)]
-pub struct CiArgs {
+pub(crate) struct CiArgs {
     /// After the model stops, run CMD; while it fails, the model fixes it.
     ///
     /// CMD runs in the workspace; while it fails, its output goes back to the model
@@ -393,7 +393,7 @@ pub struct CiArgs {
 
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
-pub struct BatchArgs {
+pub(crate) struct BatchArgs {
     #[command(subcommand)]
     pub action: Option<BatchAction>,
     /// The tasks: one JSON object per line, {"id", "prompt", "workspace"?, "args"?,
@@ -433,7 +433,7 @@ pub struct BatchArgs {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum BatchAction {
+pub(crate) enum BatchAction {
     /// Combine the output directories of several shards into OUT/summary.json.
     Merge(BatchMergeArgs),
     /// Render a batch's summary.json: pass rate, pass@k, cost, tokens, turns, durations.
@@ -441,7 +441,7 @@ pub enum BatchAction {
 }
 
 #[derive(Debug, Args)]
-pub struct BatchMergeArgs {
+pub(crate) struct BatchMergeArgs {
     /// The merged directory (summary.json, and every task's transcript and log).
     pub out: PathBuf,
     /// The shards' --out directories.
@@ -450,7 +450,7 @@ pub struct BatchMergeArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct BatchReportArgs {
+pub(crate) struct BatchReportArgs {
     /// A batch's --out directory (or a merged one).
     pub dir: PathBuf,
     /// Markdown (for $GITHUB_STEP_SUMMARY) or JSON.
@@ -460,13 +460,13 @@ pub struct BatchReportArgs {
 
 /// `agent batch report --format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ReportFormat {
+pub(crate) enum ReportFormat {
     Md,
     Json,
 }
 
 #[derive(Debug, Args)]
-pub struct SummaryArgs {
+pub(crate) struct SummaryArgs {
     /// A transcript written by `agent run -o FILE` (or --json), a --jsonl capture (its
     /// run.finished event), or `-` to read either from stdin.
     pub transcript: PathBuf,
@@ -478,7 +478,7 @@ pub struct SummaryArgs {
 /// Permission rules, hooks, the Bash sandbox and the child environment (SPEC §6).
 #[derive(Debug, Clone, Default, Args)]
 #[command(next_help_heading = heading::TOOLS)]
-pub struct SecurityArgs {
+pub(crate) struct SecurityArgs {
     /// Read permission rules and hooks from FILE or inline JSON too (repeatable).
     ///
     /// Inline JSON is a value starting with `{`. Read after the project's
@@ -515,7 +515,7 @@ pub struct SecurityArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct ToolsArgs {
+pub(crate) struct ToolsArgs {
     /// Print JSON: the tools with their metadata and the exact API `tools` array.
     #[arg(long)]
     pub json: bool,
@@ -529,43 +529,5 @@ pub struct ToolsArgs {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use clap::CommandFactory;
-
-    fn run_command() -> clap::Command {
-        let mut cli = Cli::command();
-        cli.build();
-        match cli.find_subcommand("run") {
-            Some(run) => run.clone(),
-            None => panic!("no run subcommand"),
-        }
-    }
-
-    /// Every `agent run` flag sits in one of the sections, and the sections come in
-    /// `heading::ALL`'s order; `-h` gets one line per flag (the rest is `--help`'s).
-    #[test]
-    fn run_flags_are_in_sections_in_order_with_a_one_line_summary() {
-        let run = run_command();
-        let mut seen: Vec<&str> = Vec::new();
-        for arg in run.get_arguments() {
-            let id = arg.get_long().unwrap_or(arg.get_id().as_str());
-            if arg.is_positional() || id == "help" {
-                continue;
-            }
-            let heading = arg.get_help_heading();
-            assert!(
-                heading.is_some_and(|h| heading::ALL.contains(&h)),
-                "--{id} is in no section: {heading:?}"
-            );
-            let heading = heading.unwrap_or_default();
-            if !seen.contains(&heading) {
-                seen.push(heading);
-            }
-            let short = arg.get_help().map(|h| h.to_string()).unwrap_or_default();
-            assert!(!short.is_empty(), "--{id} has no help");
-            assert!(!short.contains('\n'), "--{id}'s -h text is not one line");
-        }
-        assert_eq!(seen, heading::ALL);
-    }
-}
+#[path = "cli_tests.rs"]
+mod tests;

@@ -171,7 +171,10 @@ pub(crate) fn describe_notification(method: &str, params: &Value) -> String {
         ),
         _ => params.to_string(),
     };
-    format!("{method} {}", super::clip(&detail, NOTIFICATION_LOG_CHARS))
+    format!(
+        "{method} {}",
+        crate::util::text::ellipsis(&detail, NOTIFICATION_LOG_CHARS)
+    )
 }
 
 /// A failed start-up step; a timeout names the flag that bounds start-up.

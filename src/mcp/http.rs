@@ -7,6 +7,7 @@
 //! URL. When the run ends (every way out), requests still in flight get
 //! `notifications/cancelled` and then the session is deleted, all within `CLOSE_TIMEOUT`.
 
+use crate::util::sync::Locked;
 use std::io::{BufReader, Read};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -81,10 +82,7 @@ impl HttpTransport {
     }
 
     fn session(&self) -> Option<String> {
-        self.session
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.session.locked().clone()
     }
 
     /// POSTs one message; returns the response (status checked) for the caller to read.
@@ -109,12 +107,8 @@ impl HttpTransport {
             "mcp {}: the server ended the session; starting a new one",
             self.name
         ));
-        let params = self
-            .init_params
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
-        *self.session.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        let params = self.init_params.locked().clone();
+        *self.session.locked() = None;
         self.request("initialize", params.unwrap_or(Value::Null), timeout)?;
         self.notify("notifications/initialized", Value::Null)
     }
@@ -128,11 +122,7 @@ impl HttpTransport {
         if let Some(s) = self.session() {
             req = req.header("Mcp-Session-Id", s.as_str());
         }
-        let protocol = self
-            .protocol
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
+        let protocol = self.protocol.locked().clone();
         if let Some(v) = protocol {
             req = req.header("MCP-Protocol-Version", v.as_str());
         }
@@ -189,7 +179,7 @@ impl HttpTransport {
         };
         Err(CallError::Transport(format!(
             "HTTP {status}{hint}: {}",
-            super::clip(body.trim(), ERROR_BODY_CHARS)
+            crate::util::text::ellipsis(body.trim(), ERROR_BODY_CHARS)
         )))
     }
 
@@ -360,7 +350,7 @@ impl HttpTransport {
         if method == "initialize"
             && let Some(s) = header(&resp, "mcp-session-id")
         {
-            *self.session.lock().unwrap_or_else(|p| p.into_inner()) = Some(s);
+            *self.session.locked() = Some(s);
         }
         let kind = header(&resp, "content-type").unwrap_or_default();
         let body = resp.into_body().into_reader().take(MAX_BODY_BYTES);
@@ -418,22 +408,16 @@ impl Transport for HttpTransport {
     fn request(&self, method: &str, params: Value, timeout: Duration) -> Result<Value, CallError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         if method == "initialize" {
-            *self.init_params.lock().unwrap_or_else(|p| p.into_inner()) = Some(params.clone());
+            *self.init_params.locked() = Some(params.clone());
         }
         let msg = client::request_message(id, method, params);
         let cancellable = method != "initialize";
         if cancellable {
-            self.in_flight
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .push(id);
+            self.in_flight.locked().push(id);
         }
         let outcome = self.exchange(&msg, id, method, timeout);
         if cancellable {
-            self.in_flight
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .retain(|i| *i != id);
+            self.in_flight.locked().retain(|i| *i != id);
         }
         if let Err(CallError::Timeout(_)) = &outcome
             && method != "initialize"
@@ -456,7 +440,7 @@ impl Transport for HttpTransport {
     }
 
     fn set_protocol_version(&self, version: &str) {
-        *self.protocol.lock().unwrap_or_else(|p| p.into_inner()) = Some(version.to_string());
+        *self.protocol.locked() = Some(version.to_string());
     }
 
     /// The calls in flight are cancelled (in parallel, within half the bound), then the
@@ -466,11 +450,7 @@ impl Transport for HttpTransport {
             return;
         }
         let deadline = Instant::now() + CLOSE_TIMEOUT;
-        let running = self
-            .in_flight
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
+        let running = self.in_flight.locked().clone();
         std::thread::scope(|scope| {
             for id in running {
                 let msg = client::notification_message(

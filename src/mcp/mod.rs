@@ -6,6 +6,7 @@
 //! absent) unless `--strict-mcp` makes that fatal. Every way out of a run ends every
 //! server the run started (`shutdown_all`, before the process registry's kill-all).
 
+use crate::util::sync::Locked;
 pub(crate) mod client;
 pub(crate) mod config;
 pub(crate) mod content;
@@ -25,7 +26,7 @@ use config::{ServerSpec, Transport as Spec};
 
 /// The validated MCP part of a run's configuration.
 #[derive(Debug, Clone, Default)]
-pub struct McpSettings {
+pub(crate) struct McpSettings {
     pub(crate) servers: Vec<ServerSpec>,
     pub(crate) call_timeout: Duration,
     pub(crate) startup_timeout: Duration,
@@ -187,11 +188,10 @@ const SHUTDOWN_LIMIT: Duration = Duration::from_secs(2);
 /// servers get the spec's shutdown (stdin closed, then SIGTERM, then SIGKILL). For every
 /// way out of `agent run` and for `agent tools`, before `process::kill_all_running`.
 pub(crate) fn shutdown_all(why: &str) {
-    let live: Vec<Arc<dyn Transport>> =
-        std::mem::take(&mut *LIVE.lock().unwrap_or_else(|p| p.into_inner()))
-            .iter()
-            .filter_map(Weak::upgrade)
-            .collect();
+    let live: Vec<Arc<dyn Transport>> = std::mem::take(&mut *LIVE.locked())
+        .iter()
+        .filter_map(Weak::upgrade)
+        .collect();
     if live.is_empty() {
         return;
     }
@@ -219,7 +219,7 @@ pub(crate) fn shutdown_all(why: &str) {
 
 /// What the transcript says about one server (`mcp_servers`).
 #[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct ServerReport {
+pub(crate) struct ServerReport {
     pub name: String,
     pub transport: &'static str,
     /// "connected" or "failed".
@@ -361,9 +361,7 @@ fn connect(spec: &ServerSpec, opts: &Options) -> Result<(Server, client::Handsha
             Arc::new(http::HttpTransport::new(&spec.name, url, headers.clone()))
         }
     };
-    LIVE.lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .push(Arc::downgrade(&transport));
+    LIVE.locked().push(Arc::downgrade(&transport));
     let hs = client::handshake(transport.as_ref(), deadline)
         .inspect_err(|_| transport.close("the start-up failed"))?;
     Ok((
@@ -376,54 +374,6 @@ fn connect(spec: &ServerSpec, opts: &Options) -> Result<(Server, client::Handsha
     ))
 }
 
-/// At most `max` characters of `text`, with `…` when cut.
-pub(crate) fn clip(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((i, _)) => format!("{}…", &text[..i]),
-        None => text.to_string(),
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn annotations_map_onto_tool_flags() {
-        let ro = ToolDef::parse(
-            "s",
-            &json!({"name": "r", "annotations": {"readOnlyHint": true,
-                                              "destructiveHint": true}}),
-        )
-        .unwrap();
-        assert!(ro.read_only && !ro.destructive);
-        let nd = ToolDef::parse(
-            "s",
-            &json!({"name": "w", "annotations":
-                                              {"destructiveHint": false}}),
-        )
-        .unwrap();
-        assert!(!nd.read_only && !nd.destructive);
-        let dflt =
-            ToolDef::parse("s", &json!({"name": "w", "annotations": {"title": "W"}})).unwrap();
-        assert!(
-            !dflt.read_only && dflt.destructive,
-            "destructiveHint defaults to true"
-        );
-        let bare = ToolDef::parse("s", &json!({"name": "b"})).unwrap();
-        assert!(!bare.read_only && bare.destructive);
-        assert_eq!(bare.exposed, "mcp__s__b");
-        assert_eq!(
-            bare.input_schema,
-            json!({"type": "object", "properties": {}})
-        );
-        assert!(bare.description.contains("MCP server s"));
-        assert!(ToolDef::parse("s", &json!({"description": "x"})).is_err());
-    }
-
-    #[test]
-    fn clip_counts_characters() {
-        assert_eq!(clip("héllo", 2), "hé…");
-        assert_eq!(clip("abc", 3), "abc");
-    }
-}
+#[path = "mod_tests.rs"]
+mod tests;

@@ -13,7 +13,7 @@ use crate::model::protocol::{Message, StopReason, Usage};
 /// be had (malformed JSON, cut off by `max_tokens`): the call then gets an error result
 /// quoting that message and the history carries `input: {}`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct PendingCall {
+pub(crate) struct PendingCall {
     pub id: String,
     pub name: String,
     pub input: Result<Value, String>,
@@ -21,7 +21,7 @@ pub struct PendingCall {
 
 /// One complete assistant turn.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Turn {
+pub(crate) struct Turn {
     pub id: String,
     pub model: String,
     /// The assistant message to append to the history (tool_use inputs are `{}` where the
@@ -36,7 +36,7 @@ pub struct Turn {
 
 /// Things the loop hears about while a turn streams in.
 #[derive(Debug)]
-pub enum StreamNotice<'a> {
+pub(crate) enum StreamNotice<'a> {
     /// A piece of assistant text.
     TextDelta(&'a str),
     /// A tool call is complete (Anthropic: its `content_block_stop` arrived).

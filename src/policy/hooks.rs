@@ -50,7 +50,7 @@ enum TimeoutValue {
 
 /// One hook command and the tools it applies to.
 #[derive(Debug, Clone)]
-pub struct Hook {
+pub(crate) struct Hook {
     /// `None`: every tool (`*`).
     pub tools: Option<Vec<String>>,
     pub command: String,

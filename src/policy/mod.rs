@@ -22,9 +22,9 @@ use crate::error::Error;
 use crate::tools::gate::{Denial, Gate, GateCall};
 use crate::tools::{KnownTool, ToolContext, ToolResult};
 use crate::util::output;
-pub use hooks::Hook;
+pub(crate) use hooks::Hook;
 use hooks::{HookRunner, HookVerdict, HooksSection};
-pub use rules::Rule;
+pub(crate) use rules::Rule;
 pub(crate) use rules::check_rules;
 
 #[derive(Debug, Default, Deserialize)]
@@ -38,7 +38,7 @@ struct PermissionsSection {
 
 /// The merged settings of a run.
 #[derive(Debug, Clone, Default)]
-pub struct Settings {
+pub(crate) struct Settings {
     pub allow: Vec<Rule>,
     pub deny: Vec<Rule>,
     pub pre_tool_use: Vec<Hook>,
@@ -50,7 +50,7 @@ impl Settings {
     /// tool (enabled or not): a rule or matcher naming another is a usage error.
     /// Rules given on the command line (`--allowed-tools` / `--disallowed-tools` rules),
     /// parsed and checked exactly as a settings file's; `flag` names them in errors.
-    pub fn add_rules(
+    pub(crate) fn add_rules(
         &mut self,
         flag: &str,
         allow: bool,
@@ -68,7 +68,10 @@ impl Settings {
         Ok(())
     }
 
-    pub fn from_files(files: &SettingsFiles, known: &[KnownTool]) -> Result<Settings, Error> {
+    pub(crate) fn from_files(
+        files: &SettingsFiles,
+        known: &[KnownTool],
+    ) -> Result<Settings, Error> {
         let mut settings = Settings::default();
         for (label, v) in files.sections("permissions") {
             let err = |msg: String| Error::Usage(format!("{label}: {msg}"));
@@ -101,7 +104,7 @@ impl Settings {
 }
 
 /// Hooks and rules as the dispatcher's `Gate` (SPEC §5, §6).
-pub struct PolicyGate {
+pub(crate) struct PolicyGate {
     settings: Settings,
     runner: HookRunner,
     on_deny: OnDeny,
@@ -110,7 +113,7 @@ pub struct PolicyGate {
 impl PolicyGate {
     /// `ctx` gives the workspace, the hooks' environment (the same as Bash's) and the
     /// spill directory for long hook output.
-    pub fn new(settings: Settings, ctx: &ToolContext, on_deny: OnDeny) -> Self {
+    pub(crate) fn new(settings: Settings, ctx: &ToolContext, on_deny: OnDeny) -> Self {
         PolicyGate {
             settings,
             runner: HookRunner {
@@ -198,4 +201,5 @@ impl Gate for PolicyGate {
 }
 
 #[cfg(test)]
+#[path = "mod_tests.rs"]
 mod tests;

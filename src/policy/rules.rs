@@ -47,7 +47,7 @@ pub(super) fn check_tool(name: &str, known: &[KnownTool]) -> Result<SubjectKind,
 
 /// One permission rule, `Tool` or `Tool(specifier)`.
 #[derive(Debug, Clone)]
-pub struct Rule {
+pub(crate) struct Rule {
     /// As written, for messages (`Bash(rm:*)`).
     pub text: String,
     pub tool: String,

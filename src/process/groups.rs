@@ -1,6 +1,7 @@
 //! The process groups of running commands (killed as one on timeout, signal or the end
 //! of the run) and the orphans that escaped them, which the agent adopts and kills.
 
+use crate::util::sync::Locked;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
@@ -41,7 +42,7 @@ impl ProcessRegistry {
 
     pub(super) fn lock(&self) -> MutexGuard<'_, RegistryState> {
         // A panic elsewhere must not stop us from killing children.
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        self.state.locked()
     }
 
     pub(super) fn is_closed(&self) -> bool {
@@ -109,7 +110,7 @@ const ORPHAN_KILL_ROUNDS: usize = 8;
 static SUPERVISORS: Mutex<Vec<libc::pid_t>> = Mutex::new(Vec::new());
 
 fn supervisors() -> MutexGuard<'static, Vec<libc::pid_t>> {
-    SUPERVISORS.lock().unwrap_or_else(|e| e.into_inner())
+    SUPERVISORS.locked()
 }
 
 /// Waits for a supervisor that said it is leaving (nothing was left below it, so it
@@ -117,7 +118,7 @@ fn supervisors() -> MutexGuard<'static, Vec<libc::pid_t>> {
 /// reaping races it and the list never holds a pid that was reaped.
 #[cfg(target_os = "linux")]
 pub(super) fn reap_supervisor(pid: libc::pid_t) {
-    let _spawning = SPAWNING.lock().unwrap_or_else(|e| e.into_inner());
+    let _spawning = SPAWNING.locked();
     let mut sups = supervisors();
     if let Some(i) = sups.iter().position(|&p| p == pid) {
         sups.swap_remove(i);
@@ -142,7 +143,7 @@ pub(super) fn add_supervisor(pid: libc::pid_t) {
 /// child here or below a supervisor, is one that escaped its group. Returns how many of
 /// those there were.
 pub(crate) fn kill_orphans() -> usize {
-    let _spawning = SPAWNING.lock().unwrap_or_else(|e| e.into_inner());
+    let _spawning = SPAWNING.locked();
     let commands = REGISTRY.known();
     let waited = |pid| commands.iter().any(|r| r.waited == pid);
     let in_a_group = |pgid| commands.iter().any(|r| r.pgid == pgid);
@@ -289,7 +290,7 @@ static ADOPTING: AtomicBool = AtomicBool::new(false);
 /// them. Live ones are left for `kill_orphans` at the end; registered commands are left
 /// to their own runner's wait.
 pub(super) fn reap_strays(registry: &ProcessRegistry) {
-    let _spawning = SPAWNING.lock().unwrap_or_else(|e| e.into_inner());
+    let _spawning = SPAWNING.locked();
     let mut sups = supervisors();
     sups.retain(|&pid| {
         let mut status = 0;

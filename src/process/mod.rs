@@ -14,6 +14,7 @@
 //! Every live group is listed in a registry, so `kill_all_running` (SIGINT, SIGTERM,
 //! `--timeout`) can stop them all.
 
+use crate::util::sync::Locked;
 use std::io::{self, Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::PermissionsExt;
@@ -391,6 +392,7 @@ fn wait_for_report(
     match report.read_exact(&mut raw) {
         Ok(()) => {
             let (code, flag) = raw.split_at(supervisor::STATUS_BYTES - 1);
+            #[expect(clippy::expect_used, reason = "split_at gave exactly a c_int's bytes")]
             let code = libc::c_int::from_ne_bytes(code.try_into().expect("a c_int's bytes"));
             Ok(Some((
                 ExitStatus::from_raw(code),
@@ -422,7 +424,7 @@ fn start<'r>(
     unsafe {
         cmd.pre_exec(move || supervisor::child_setup(parent, report, hook.as_deref()));
     }
-    let _spawning = SPAWNING.lock().unwrap_or_else(|e| e.into_inner());
+    let _spawning = SPAWNING.locked();
     let spawned = cmd.spawn();
     drop(report_w);
     let mut child = spawned?;
@@ -478,4 +480,5 @@ fn is_executable(p: &Path) -> bool {
 }
 
 #[cfg(test)]
+#[path = "mod_tests.rs"]
 mod tests;

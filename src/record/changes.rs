@@ -55,7 +55,7 @@ impl Stat {
 
 /// The workspace's files at one moment.
 #[derive(Debug, Clone, Default)]
-pub struct Snapshot {
+pub(crate) struct Snapshot {
     files: HashMap<String, Stat>,
     /// False when the walk hit `MAX_SNAPSHOT_FILES`: such a snapshot is not compared.
     complete: bool,
@@ -64,7 +64,7 @@ pub struct Snapshot {
 impl Snapshot {
     /// Walks `root`; paths in `exclude` (absolute, e.g. the `-o` file or the spill
     /// directory) and everything under them are left out.
-    pub fn take(root: &Path, exclude: &[PathBuf]) -> Snapshot {
+    pub(crate) fn take(root: &Path, exclude: &[PathBuf]) -> Snapshot {
         let count = AtomicUsize::new(0);
         let excluded: Vec<String> = exclude
             .iter()
@@ -94,7 +94,7 @@ impl Snapshot {
     }
 
     /// Path → `created` | `modified` | `deleted` between `self` (before) and `after`.
-    pub fn diff(&self, after: &Snapshot) -> BTreeMap<String, &'static str> {
+    pub(crate) fn diff(&self, after: &Snapshot) -> BTreeMap<String, &'static str> {
         let mut out = BTreeMap::new();
         for (path, stat) in &after.files {
             match self.files.get(path) {
@@ -118,14 +118,14 @@ impl Snapshot {
 
 /// The start of the run: the first snapshot and what the scans must leave out.
 #[derive(Debug, Clone)]
-pub struct Baseline {
+pub(crate) struct Baseline {
     root: PathBuf,
     exclude: Vec<PathBuf>,
     before: Snapshot,
 }
 
 impl Baseline {
-    pub fn take(root: &Path, exclude: Vec<PathBuf>) -> Baseline {
+    pub(crate) fn take(root: &Path, exclude: Vec<PathBuf>) -> Baseline {
         let before = Snapshot::take(root, &exclude);
         Baseline {
             root: root.to_path_buf(),
@@ -169,7 +169,7 @@ fn merge(files_changed: &mut BTreeMap<String, String>, before: &Snapshot, after:
 /// `git diff --stat` in the workspace, or None outside a git work tree (or when git is
 /// missing or fails). Runs through the Bash machinery (scrubbed env, timeout,
 /// truncation), when the run ends: after the run's own commands were killed.
-pub fn git_diff_stat(ctx: &ToolContext) -> Option<String> {
+pub(crate) fn git_diff_stat(ctx: &ToolContext) -> Option<String> {
     // Spawning git costs milliseconds; most workspaces outside git are plain to see.
     if !ctx.workspace.ancestors().any(|d| d.join(".git").exists()) {
         return None;
@@ -190,164 +190,5 @@ pub fn git_diff_stat(ctx: &ToolContext) -> Option<String> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::record::RunRecord;
-    use serde_json::json;
-
-    fn write(root: &Path, rel: &str, text: &str) {
-        let p = root.join(rel);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, text).unwrap();
-    }
-
-    fn changes(r: &RunRecord) -> Vec<String> {
-        r.files_changed()
-            .iter()
-            .map(|(p, c)| format!("{p}:{c}"))
-            .collect()
-    }
-
-    /// Sets a file's mtime into the past, so a rewrite is visible whatever the
-    /// filesystem's timestamp granularity.
-    fn age(root: &Path, rel: &str) {
-        let f = std::fs::File::options()
-            .write(true)
-            .open(root.join(rel))
-            .unwrap();
-        f.set_modified(SystemTime::now() - Duration::from_secs(3600))
-            .unwrap();
-    }
-
-    #[test]
-    fn scan_sees_what_bash_did() {
-        let d = tempfile::tempdir().unwrap();
-        let root = d.path().canonicalize().unwrap();
-        write(&root, "keep.txt", "same");
-        write(&root, "gone.txt", "x");
-        write(&root, "edited.txt", "abc");
-        write(&root, "target/debug/out", "build");
-        write(&root, ".gitignore", "ignored/\n");
-        write(&root, "ignored/a", "1");
-        age(&root, "edited.txt");
-        let base = Baseline::take(&root, vec![root.join("transcript.json")]);
-        std::fs::remove_file(root.join("gone.txt")).unwrap(); // Bash rm
-        write(&root, "edited.txt", "abd"); // sed -i: same size, new mtime
-        write(&root, "new/file.rs", "fn x() {}"); // touch / redirect
-        write(&root, "target/debug/out2", "build"); // skipped dir
-        write(&root, "ignored/b", "2"); // .gitignore'd
-        write(&root, "transcript.json", "{}"); // the run's own -o file
-        let mut r = RunRecord::new("m", root.clone(), vec![]);
-        r.record_workspace_scan(&base);
-        assert_eq!(
-            changes(&r),
-            vec![
-                "edited.txt:modified",
-                "gone.txt:deleted",
-                "new/file.rs:created"
-            ]
-        );
-    }
-
-    #[test]
-    fn an_edit_whose_mtime_was_restored_is_seen() {
-        let d = tempfile::tempdir().unwrap();
-        let root = d.path().canonicalize().unwrap();
-        write(&root, "a.txt", "abc\n");
-        write(&root, "ref", "");
-        let then = SystemTime::UNIX_EPOCH + Duration::from_secs(1_600_000_000);
-        for f in ["a.txt", "ref"] {
-            let f = std::fs::File::options()
-                .write(true)
-                .open(root.join(f))
-                .unwrap();
-            f.set_modified(then).unwrap();
-        }
-        let base = Baseline::take(&root, vec![]);
-        // Same size, same mtime afterwards: only ctime and the inode tell.
-        let ok = std::process::Command::new("sh")
-            .args(["-c", "sed -i s/b/d/ a.txt && touch -r ref a.txt"])
-            .current_dir(&root)
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok);
-        assert_eq!(
-            std::fs::read_to_string(root.join("a.txt")).unwrap(),
-            "adc\n"
-        );
-        let mut r = RunRecord::new("m", root.clone(), vec![]);
-        r.record_workspace_scan(&base);
-        assert_eq!(changes(&r), vec!["a.txt:modified"]);
-    }
-
-    #[test]
-    fn tools_and_scan_merge() {
-        let d = tempfile::tempdir().unwrap();
-        let root = d.path().canonicalize().unwrap();
-        write(&root, "a.txt", "a");
-        write(&root, "b.txt", "b");
-        let base = Baseline::take(&root, vec![]);
-        let mut r = RunRecord::new("m", root.clone(), vec![]);
-        let note = |r: &mut RunRecord, p: &str, c: &str| {
-            r.note_file_change(json!({"path": p, "change": c}).as_object().unwrap())
-        };
-        // WriteFile created tmp.txt, Bash removed it: no net change.
-        note(&mut r, "tmp.txt", "created");
-        // EditFile modified a.txt within the same mtime tick, same size: the tool stands.
-        note(&mut r, "a.txt", "modified");
-        // WriteFile created c.txt, which stays.
-        note(&mut r, "c.txt", "created");
-        write(&root, "c.txt", "c");
-        // The tool reported an ignored file it deleted; the scans never saw it.
-        note(&mut r, "ignored.log", "deleted");
-        // Bash deleted b.txt.
-        std::fs::remove_file(root.join("b.txt")).unwrap();
-        r.record_workspace_scan(&base);
-        assert_eq!(
-            changes(&r),
-            vec![
-                "a.txt:modified",
-                "b.txt:deleted",
-                "c.txt:created",
-                "ignored.log:deleted"
-            ]
-        );
-    }
-
-    #[test]
-    fn an_incomplete_snapshot_changes_nothing() {
-        let mut files = BTreeMap::new();
-        let before = Snapshot::default();
-        let mut after = Snapshot::default();
-        after.files.insert(
-            "x".into(),
-            Stat {
-                size: 1,
-                ..Stat::default()
-            },
-        );
-        merge(&mut files, &before, &after);
-        assert!(files.is_empty());
-    }
-
-    #[test]
-    fn git_diff_stat_in_and_outside_a_repository() {
-        let d = tempfile::tempdir().unwrap();
-        let root = d.path().canonicalize().unwrap();
-        let ctx = crate::tools::test_support::ctx(&root);
-        let git = crate::tools::test_support::git;
-        assert_eq!(git_diff_stat(&ctx), None, "not a repository");
-        git(&root, &["init", "-q"]);
-        write(&root, "f.txt", "one\n");
-        git(&root, &["add", "f.txt"]);
-        git(&root, &["commit", "-q", "-m", "init"]);
-        assert_eq!(git_diff_stat(&ctx).as_deref(), Some(""), "clean tree");
-        write(&root, "f.txt", "one\ntwo\n");
-        let stat = git_diff_stat(&ctx).unwrap();
-        assert!(
-            stat.contains("f.txt") && stat.contains("1 insertion"),
-            "{stat}"
-        );
-    }
-}
+#[path = "changes_tests.rs"]
+mod tests;

@@ -25,6 +25,7 @@ pub(crate) fn serialisations() -> u64 {
 }
 
 /// The one place a history message is turned into JSON.
+#[expect(clippy::expect_used, reason = "the fallback is a constant, valid JSON")]
 fn encode(message: &Message) -> Box<RawValue> {
     // A Message is strings, numbers and JSON values: serialising it cannot fail.
     serde_json::value::to_raw_value(message).unwrap_or_else(|_| {
@@ -44,7 +45,7 @@ const BREAKPOINT: &str = ",\"cache_control\":{\"type\":\"ephemeral\"}";
 /// a turn, for old results only when a clearing happens, and once per entry for the
 /// OpenAI form. Holding both doubled the history's memory.
 #[derive(Debug)]
-pub struct Entry {
+pub(crate) struct Entry {
     role: Role,
     /// Compact JSON in the Anthropic wire form, which is also the transcript's form.
     json: Box<RawValue>,
@@ -76,7 +77,7 @@ thread_local! {
 }
 
 impl Entry {
-    pub fn new(message: Message) -> Arc<Entry> {
+    pub(crate) fn new(message: Message) -> Arc<Entry> {
         let (json, record) = match api_form(&message) {
             Some(api) => (encode(&api), Some(encode(&message))),
             None => (encode(&message), None),
@@ -116,7 +117,7 @@ impl Entry {
     /// The message, parsed from the stored JSON (the whole form, unsigned thinking
     /// included). Our own serialisation of a `Message` parses back to an equal one
     /// (`float_roundtrip` keeps every float's digits).
-    pub fn message(&self) -> Message {
+    pub(crate) fn message(&self) -> Message {
         #[cfg(test)]
         PARSED_HERE.with(|c| c.set(c.get() + 1));
         let full = self.record.as_deref().unwrap_or(&self.json).get();
@@ -128,17 +129,17 @@ impl Entry {
     }
 
     /// Who sent the message, without parsing it.
-    pub fn role(&self) -> Role {
+    pub(crate) fn role(&self) -> Role {
         self.role
     }
 
     /// The message as sent to the Anthropic API.
-    pub fn json(&self) -> &str {
+    pub(crate) fn json(&self) -> &str {
         self.json.get()
     }
 
     /// The message as the transcript shows it (secrets redacted).
-    pub fn transcript_json(&self) -> &str {
+    pub(crate) fn transcript_json(&self) -> &str {
         self.transcript_raw().get()
     }
 
@@ -150,7 +151,7 @@ impl Entry {
     }
 
     /// A provider's own encoding of this message, computed on first use and kept.
-    pub fn wire(&self, encode: impl FnOnce(&Message) -> String) -> &str {
+    pub(crate) fn wire(&self, encode: impl FnOnce(&Message) -> String) -> &str {
         self.wire
             .get_or_init(|| encode(&self.message()).into_boxed_str())
     }
@@ -182,7 +183,7 @@ impl Serialize for Entry {
 
 /// Where a request's bytes go: its own (brackets, separators, the breakpoint) and the
 /// history's stored JSON, which a request body may borrow rather than copy.
-pub trait BodySink<'a> {
+pub(crate) trait BodySink<'a> {
     fn own(&mut self, bytes: &[u8]);
     fn history(&mut self, bytes: &'a [u8]);
 }
@@ -200,7 +201,7 @@ impl<'a> BodySink<'a> for Vec<u8> {
 /// Appends `entries` as a JSON array of Anthropic messages, with the prompt-cache
 /// breakpoint on the newest message's last block when `breakpoint` is set (and the
 /// block can carry one). Nothing is serialised: the stored JSON goes to `out` as it is.
-pub fn write_messages<'a>(
+pub(crate) fn write_messages<'a>(
     entries: &'a [Arc<Entry>],
     breakpoint: bool,
     out: &mut impl BodySink<'a>,
@@ -241,7 +242,7 @@ fn block_type(b: &ContentBlock) -> &'static str {
 /// replaced by cleared copies. Clearing only ever grows, so once the cache has been
 /// rebuilt after a clearing, later requests share its prefix again.
 #[derive(Debug, Default)]
-pub struct History {
+pub(crate) struct History {
     sent: Vec<Arc<Entry>>,
     /// (message, block) of every cleared result.
     cleared: BTreeSet<(usize, usize)>,
@@ -249,17 +250,17 @@ pub struct History {
 }
 
 impl History {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         History::default()
     }
 
-    pub fn push(&mut self, entry: Arc<Entry>) {
+    pub(crate) fn push(&mut self, entry: Arc<Entry>) {
         self.bytes += entry.json().len() + 1;
         self.sent.push(entry);
     }
 
     /// Takes the newest message back out (an empty answer that must not be re-sent).
-    pub fn pop(&mut self) -> Option<Arc<Entry>> {
+    pub(crate) fn pop(&mut self) -> Option<Arc<Entry>> {
         let e = self.sent.pop()?;
         self.bytes -= e.json().len() + 1;
         let n = self.sent.len();
@@ -267,24 +268,24 @@ impl History {
         Some(e)
     }
 
-    pub fn entries(&self) -> &[Arc<Entry>] {
+    pub(crate) fn entries(&self) -> &[Arc<Entry>] {
         &self.sent
     }
 
     /// The newest message, parsed (once a turn; see [`Entry::message`]).
-    pub fn last(&self) -> Option<Message> {
+    pub(crate) fn last(&self) -> Option<Message> {
         self.sent.last().map(|e| e.message())
     }
 
     /// Bytes of the messages array as sent.
-    pub fn json_bytes(&self) -> usize {
+    pub(crate) fn json_bytes(&self) -> usize {
         self.bytes + 1
     }
 
     /// Tool results that clearing may replace, oldest first: not yet cleared, big
     /// enough to be worth it, and not in the last `KEEP_RECENT_TURNS` messages of
     /// tool results.
-    pub fn clearable(&self) -> Vec<ResultSlot> {
+    pub(crate) fn clearable(&self) -> Vec<ResultSlot> {
         let result_messages: Vec<usize> = self
             .sent
             .iter()
@@ -310,7 +311,7 @@ impl History {
 
     /// Replaces the planned results' content with the placeholder (each changed message
     /// is copied and serialised once more). Returns how many results were cleared.
-    pub fn apply(&mut self, plan: &ClearPlan) -> usize {
+    pub(crate) fn apply(&mut self, plan: &ClearPlan) -> usize {
         let mut cleared = 0;
         let mut i = 0;
         while i < plan.slots.len() {

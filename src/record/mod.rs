@@ -14,5 +14,5 @@ pub(crate) mod session;
 
 pub(crate) use record::{
     DenialRecord, InFlight, RunRecord, TRANSCRIPT_VERSION, ToolCallRecord, VerificationRecord,
-    lock, message_text,
+    message_text, says_nothing,
 };

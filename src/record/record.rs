@@ -1,6 +1,7 @@
 //! The run's record (`RunRecord`): everything the run has done so far, kept up to date
 //! as the run goes. Its JSON form (SPEC §7) is `render.rs`; how a run ended, `outcome.rs`.
 
+use crate::util::sync::Locked;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -443,6 +444,17 @@ impl RunRecord {
     }
 }
 
+/// An assistant message with no text and no tool call (empty, or thinking only): not
+/// an answer, and not worth keeping at the end of a history.
+pub(crate) fn says_nothing(m: &crate::model::protocol::Message) -> bool {
+    m.role == crate::model::protocol::Role::Assistant
+        && !m.content.iter().any(|b| match b {
+            ContentBlock::Text { text } => !text.trim().is_empty(),
+            ContentBlock::ToolUse { .. } => true,
+            _ => false,
+        })
+}
+
 /// The text blocks of a message, joined.
 pub(crate) fn message_text(m: &crate::model::protocol::Message) -> String {
     m.content
@@ -452,11 +464,6 @@ pub(crate) fn message_text(m: &crate::model::protocol::Message) -> String {
             _ => None,
         })
         .collect()
-}
-
-/// Locks the record even if a panicking thread poisoned it: the record is plain data.
-pub(crate) fn lock(record: &Mutex<RunRecord>) -> std::sync::MutexGuard<'_, RunRecord> {
-    record.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Tool calls that started and have not finished. A run that ends while some still run
@@ -482,20 +489,17 @@ impl InFlight {
             started: Instant::now(),
             turn,
         };
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).push(call);
+        self.0.locked().push(call);
     }
 
     pub(crate) fn end(&self, id: &str) {
-        self.0
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .retain(|c| c.id != id);
+        self.0.locked().retain(|c| c.id != id);
     }
 
     /// Adds the calls still running to `record.tool_calls`, marked `unfinished` (batch 0:
     /// their batch never completed).
     pub(crate) fn settle(&self, record: &mut RunRecord) {
-        let calls = std::mem::take(&mut *self.0.lock().unwrap_or_else(|p| p.into_inner()));
+        let calls = std::mem::take(&mut *self.0.locked());
         for c in calls {
             if record.tool_calls.iter().any(|t| t.id == c.id) {
                 continue;
@@ -523,75 +527,5 @@ impl InFlight {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::record::outcome::Status;
-    use serde_json::json;
-
-    #[test]
-    fn each_response_is_priced_by_its_own_model() {
-        let mut r = RunRecord::new("claude-sonnet-4-5", PathBuf::from("/w"), vec![]);
-        let prices = Prices::default();
-        let million_in = Usage {
-            input_tokens: 1_000_000,
-            ..Usage::default()
-        };
-        r.add_response("claude-sonnet-4-5", &million_in, &prices, true);
-        r.add_response("claude-haiku-4-5", &million_in, &prices, true);
-        r.add_response("claude-haiku-4-5", &million_in, &prices, false);
-        // Sonnet 3 $/MTok once, Haiku 1 $/MTok twice: not 9 (all at one price).
-        assert_eq!(r.cost_usd, Some(5.0));
-        assert_eq!(r.usage.input_tokens, 3_000_000);
-        let v: Value = serde_json::from_str(&r.to_json(Status::Success, None)).unwrap();
-        assert_eq!(
-            v["models_used"],
-            json!([{"model": "claude-sonnet-4-5", "turns": 1, "cost_usd": 3.0},
-                   {"model": "claude-haiku-4-5", "turns": 1, "cost_usd": 2.0}])
-        );
-        assert_eq!(r.unpriced_model(), None);
-        r.add_response("local-model", &million_in, &prices, true);
-        assert_eq!(
-            r.cost_usd, None,
-            "one unpriced model makes the total unknown"
-        );
-        assert_eq!(r.unpriced_model(), Some("local-model"));
-        assert_eq!(
-            r.models_used[0].cost_usd,
-            Some(3.0),
-            "the others keep theirs"
-        );
-    }
-
-    #[test]
-    fn costs_add_up_without_float_noise() {
-        let mut r = RunRecord::new("claude-haiku-4-5", PathBuf::from("/w"), vec![]);
-        let hundred_in = Usage {
-            input_tokens: 100,
-            ..Usage::default()
-        };
-        for _ in 0..3 {
-            r.add_response("claude-haiku-4-5", &hundred_in, &Prices::default(), true);
-        }
-        // 0.0001 three times is 0.00030000000000000003 in floats.
-        let v: Value = serde_json::from_str(&r.to_json(Status::Success, None)).unwrap();
-        assert_eq!(v["cost_usd"].to_string(), "0.0003");
-        assert_eq!(v["models_used"][0]["cost_usd"].to_string(), "0.0003");
-    }
-
-    #[test]
-    fn file_changes_merge() {
-        let mut r = RunRecord::new("m", PathBuf::from("/w"), vec![]);
-        let meta = |p: &str, c: &str| json!({"path": p, "change": c}).as_object().unwrap().clone();
-        r.note_file_change(&meta("a", "created"));
-        r.note_file_change(&meta("a", "modified"));
-        r.note_file_change(&meta("b", "modified"));
-        r.note_file_change(&meta("c", "created"));
-        r.note_file_change(&meta("c", "deleted"));
-        let v: Vec<_> = r
-            .files_changed
-            .iter()
-            .map(|(p, c)| format!("{p}:{c}"))
-            .collect();
-        assert_eq!(v, vec!["a:created", "b:modified"]);
-    }
-}
+#[path = "record_tests.rs"]
+mod tests;

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::model::protocol::{ContentBlock, Message, Role};
+use crate::record::says_nothing;
 
 /// The transcript version this agent writes and resumes.
 const RESUMABLE_VERSION: u64 = 1;
@@ -30,7 +31,7 @@ const MAX_INDEX_ENTRIES: usize = 20;
 
 /// A transcript read for resuming.
 #[derive(Debug, Clone)]
-pub struct Resumed {
+pub(crate) struct Resumed {
     /// The file, made absolute.
     pub path: PathBuf,
     pub session_id: Option<String>,
@@ -49,7 +50,7 @@ pub struct Resumed {
 
 impl Resumed {
     /// The transcript's `resumed_from` object.
-    pub fn resumed_from(&self) -> Value {
+    pub(crate) fn resumed_from(&self) -> Value {
         json!({"path": self.path.display().to_string(), "session_id": self.session_id,
                "num_turns": self.num_turns, "status": self.status,
                "usage": self.usage, "cost_usd": self.cost_usd})
@@ -388,16 +389,6 @@ fn tool_use_ids(m: &Message) -> Vec<&str> {
             _ => None,
         })
         .collect()
-}
-
-/// An assistant message with no text and no tool call (empty, or thinking only).
-fn says_nothing(m: &Message) -> bool {
-    m.role == Role::Assistant
-        && !m.content.iter().any(|b| match b {
-            ContentBlock::Text { text } => !text.trim().is_empty(),
-            ContentBlock::ToolUse { .. } => true,
-            _ => false,
-        })
 }
 
 /// Appends the new prompt: to the last user message (after its tool results) when the

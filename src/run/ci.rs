@@ -4,6 +4,7 @@
 //! dispatcher's `Watch`, so tool events happen on the dispatching thread,
 //! early-started calls included. The logic lives in `events`, `verify` and `budget`.
 
+use crate::util::sync::Locked;
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -13,8 +14,8 @@ use serde_json::json;
 use crate::config::Config;
 use crate::model::provider::StreamNotice;
 use crate::model::turn::{PendingCall, Turn};
+use crate::record::RunRecord;
 use crate::record::outcome::{ErrorKind, Outcome};
-use crate::record::{RunRecord, lock};
 use crate::run::budget::Budget;
 use crate::run::events::Events;
 use crate::run::verify::{Verdict, Verifier};
@@ -25,7 +26,7 @@ use crate::tools::dispatch::{CallOutcome, Watch};
 /// (the transcript has the call; the model saw the result).
 const EVENT_CONTENT_CHARS: usize = 1_000;
 
-pub struct CiRun {
+pub(crate) struct CiRun {
     pub events: Arc<Events>,
     pub verifier: Option<Verifier>,
     pub budget: Budget,
@@ -34,7 +35,7 @@ pub struct CiRun {
 }
 
 impl CiRun {
-    pub fn new(config: &Config, events: Arc<Events>) -> Self {
+    pub(crate) fn new(config: &Config, events: Arc<Events>) -> Self {
         CiRun {
             events,
             verifier: config.ci().verify().cloned().map(Verifier::new),
@@ -45,7 +46,7 @@ impl CiRun {
 
     /// No events, no verification, no budget.
     #[cfg(test)]
-    pub fn off() -> Self {
+    pub(crate) fn off() -> Self {
         CiRun {
             events: Arc::new(Events::disabled()),
             verifier: None,
@@ -55,11 +56,11 @@ impl CiRun {
     }
 
     /// `run.started`, then `mcp.started` per MCP server.
-    pub fn run_started(&self, config: &Config, record: &Mutex<RunRecord>) {
+    pub(crate) fn run_started(&self, config: &Config, record: &Mutex<RunRecord>) {
         // Built under the lock, written without it: a stdout nobody reads must not keep
         // the record (which the finisher needs) locked.
         let (fields, servers) = {
-            let r = lock(record);
+            let r = record.locked();
             let fields = json!({"model": r.model(), "workspace": r.workspace().display().to_string(),
                    "tools": r.tools(), "prompt": config.session().prompt(), "max_turns": config.session().max_turns(),
                    "verify": config.ci().verify().map(|v| &v.command),
@@ -80,9 +81,13 @@ impl CiRun {
 
     /// Before each request: a used-up budget ends the run (status `budget`); otherwise
     /// `turn.started`.
-    pub fn before_request(&self, turn_no: u32, record: &Mutex<RunRecord>) -> Option<Outcome> {
+    pub(crate) fn before_request(
+        &self,
+        turn_no: u32,
+        record: &Mutex<RunRecord>,
+    ) -> Option<Outcome> {
         let (calls, cost, turns, model) = {
-            let r = lock(record);
+            let r = record.locked();
             let unpriced = r.unpriced_model().unwrap_or(r.model()).to_string();
             (r.tool_calls().len(), r.cost_usd(), r.num_turns(), unpriced)
         };
@@ -109,13 +114,13 @@ impl CiRun {
     }
 
     /// The turn being streamed or executed.
-    pub fn turn(&self) -> u32 {
+    pub(crate) fn turn(&self) -> u32 {
         self.turn.load(Ordering::Relaxed)
     }
 
     /// What the stream tells the loop: retries become `retry` events, the switch to
     /// `--fallback-model` a `model.fallback` event.
-    pub fn on_notice(&self, notice: &StreamNotice<'_>) {
+    pub(crate) fn on_notice(&self, notice: &StreamNotice<'_>) {
         let turn = self.turn.load(Ordering::Relaxed);
         match notice {
             StreamNotice::Retry {
@@ -139,7 +144,7 @@ impl CiRun {
     /// when no tool will run for it — `turn.finished`.
     /// `message_json` is the turn's message as the history stored it (not serialised
     /// again for the event).
-    pub fn after_turn(
+    pub(crate) fn after_turn(
         &self,
         turn_no: u32,
         turn: &Turn,
@@ -148,7 +153,7 @@ impl CiRun {
         runs_tools: bool,
     ) {
         // Copied out first: the lock must not be held while the event is written.
-        let model = lock(record).model().to_string();
+        let model = record.locked().model().to_string();
         self.events.emit_raw(
             "assistant.message",
             json!({"turn": turn_no, "model": model, "stop_reason": turn.stop_reason.as_str(),
@@ -162,9 +167,9 @@ impl CiRun {
     }
 
     /// The turn's tool calls were answered (or none will run): `turn.finished`.
-    pub fn turn_finished(&self, turn_no: u32, record: &Mutex<RunRecord>) {
+    pub(crate) fn turn_finished(&self, turn_no: u32, record: &Mutex<RunRecord>) {
         let fields = {
-            let r = lock(record);
+            let r = record.locked();
             let calls = r.tool_calls().iter().filter(|c| c.turn == turn_no).count();
             json!({"turn": turn_no, "model": r.model(), "stop_reason": r.stop_reason(),
                    "tool_calls": calls, "usage": r.usage(), "cost_usd": r.cost_usd(),
@@ -174,7 +179,7 @@ impl CiRun {
     }
 
     /// The model stopped: run `--verify` if given.
-    pub fn after_stop(
+    pub(crate) fn after_stop(
         &self,
         ctx: &ToolContext,
         record: &Mutex<RunRecord>,
@@ -206,7 +211,7 @@ impl Watch for CiRun {
         }
         // Redacted before the cut: a cut through a secret would leave its prefix.
         let content = crate::util::output::redact(&outcome.result.content);
-        let shown: String = content.chars().take(EVENT_CONTENT_CHARS).collect();
+        let (shown, _) = crate::util::text::truncate(&content, EVENT_CONTENT_CHARS);
         self.events.emit(
             "tool.finished",
             json!({"turn": self.turn.load(Ordering::Relaxed), "id": call.id,

@@ -70,7 +70,7 @@ pub(crate) const CONTEXT_1M_BETA: &str = "context-1m-2025-08-07";
 
 /// `--context-window`, `--compact-at` and `--context-1m`, validated.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ContextSettings {
+pub(crate) struct ContextSettings {
     pub window: Option<u64>,
     pub compact_at: f64,
     pub context_1m: bool,
@@ -88,7 +88,7 @@ impl Default for ContextSettings {
 
 impl ContextSettings {
     /// The flags, or a message naming the bad one (exit 2).
-    pub fn from_args(args: &crate::config::cli::ContextArgs) -> Result<Self, String> {
+    pub(crate) fn from_args(args: &crate::config::cli::ContextArgs) -> Result<Self, String> {
         if args.context_window == Some(0) {
             return Err("--context-window must be a number of tokens above 0".into());
         }
@@ -144,6 +144,10 @@ pub(crate) struct Overflow {
 }
 
 fn numbers(re: &'static OnceLock<Regex>, pattern: &str, text: &str) -> Option<u64> {
+    #[expect(
+        clippy::expect_used,
+        reason = "the patterns are constants, checked by the tests"
+    )]
     let re = re.get_or_init(|| Regex::new(pattern).expect("a valid constant pattern"));
     re.captures(text)?.get(1)?.as_str().parse().ok()
 }
@@ -378,7 +382,7 @@ pub(crate) fn nothing_to_clear(sizes: &str, what: &str) -> String {
 
 /// One clearing, as the transcript and the `context.cleared` event record it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-pub struct Clearing {
+pub(crate) struct Clearing {
     /// The turn whose request is the first to carry the cleared history.
     pub turn: u32,
     pub results_cleared: usize,

@@ -8,13 +8,14 @@
 //! never interleave and `seq` follows the order on stdout. After `run.finished` nothing
 //! more is written. Writing goes through `output::print_stdout` (the only stdout writer).
 
+use crate::util::sync::Locked;
 use std::sync::Mutex;
 use std::time::Instant;
 
 use serde_json::{Map, Value};
 
 /// The version of the event schema; fields are only ever added within a version.
-pub const EVENTS_VERSION: u32 = 1;
+pub(crate) const EVENTS_VERSION: u32 = 1;
 
 type WriteLine = Box<dyn FnMut(&str) + Send>;
 
@@ -25,14 +26,14 @@ struct Sink {
 }
 
 /// The event stream of one run; a disabled one (no `--jsonl`) does nothing.
-pub struct Events {
+pub(crate) struct Events {
     sink: Option<Mutex<Sink>>,
     start: Instant,
 }
 
 impl Events {
     /// No events (the run prints text or one JSON document instead).
-    pub fn disabled() -> Self {
+    pub(crate) fn disabled() -> Self {
         Events {
             sink: None,
             start: Instant::now(),
@@ -40,7 +41,7 @@ impl Events {
     }
 
     /// Events on stdout, secrets redacted.
-    pub fn stdout(start: Instant) -> Self {
+    pub(crate) fn stdout(start: Instant) -> Self {
         Events::to_writer(
             start,
             Box::new(|line| {
@@ -61,25 +62,25 @@ impl Events {
         }
     }
 
-    pub fn enabled(&self) -> bool {
+    pub(crate) fn enabled(&self) -> bool {
         self.sink.is_some()
     }
 
     /// Writes one event; `fields` is a JSON object of the event's own fields.
-    pub fn emit(&self, kind: &str, fields: Value) {
+    pub(crate) fn emit(&self, kind: &str, fields: Value) {
         self.write(kind, fields, false);
     }
 
     /// Writes one event with `raw` (already JSON, e.g. a history message's stored
     /// bytes) spliced in as the field `key`, after the others.
-    pub fn emit_raw(&self, kind: &str, fields: Value, key: &str, raw: &str) {
+    pub(crate) fn emit_raw(&self, kind: &str, fields: Value, key: &str, raw: &str) {
         self.write_with(kind, fields, Some((key, raw)), false);
     }
 
     /// Writes `run.finished` (the last event) and closes the stream. `transcript` is the
     /// transcript's one-line JSON, spliced in as it is so its key order (`version` first)
     /// survives.
-    pub fn finish(&self, fields: Value, transcript: &str) {
+    pub(crate) fn finish(&self, fields: Value, transcript: &str) {
         self.write_with(
             "run.finished",
             fields,
@@ -94,7 +95,7 @@ impl Events {
 
     fn write_with(&self, kind: &str, fields: Value, raw: Option<(&str, &str)>, last: bool) {
         let Some(sink) = &self.sink else { return };
-        let mut s = sink.lock().unwrap_or_else(|p| p.into_inner());
+        let mut s = sink.locked();
         if s.closed {
             return;
         }
@@ -138,92 +139,5 @@ fn render(kind: &str, seq: u64, elapsed_ms: u64, fields: Value) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-    use std::sync::{Arc, Barrier};
-
-    fn collecting() -> (Events, Arc<Mutex<Vec<String>>>) {
-        let lines = Arc::new(Mutex::new(Vec::new()));
-        let l = lines.clone();
-        let ev = Events::to_writer(
-            Instant::now(),
-            Box::new(move |s| l.lock().unwrap().push(s.to_string())),
-        );
-        (ev, lines)
-    }
-
-    #[test]
-    fn common_fields_first_then_the_event_fields() {
-        let (ev, lines) = collecting();
-        ev.emit("turn.started", json!({"turn": 1, "type": "ignored"}));
-        ev.finish(
-            json!({"status": "success"}),
-            r#"{"version":1,"status":"success"}"#,
-        );
-        ev.emit("late", json!({})); // after run.finished: dropped
-        let lines = lines.lock().unwrap();
-        assert_eq!(lines.len(), 2);
-        assert!(
-            lines[0].starts_with(r#"{"version":1,"type":"turn.started","seq":1,"elapsed_ms":"#),
-            "{}",
-            lines[0]
-        );
-        let v: Value = serde_json::from_str(&lines[0]).unwrap();
-        assert_eq!(v["turn"], 1);
-        assert_eq!(v["type"], "turn.started");
-        let v: Value = serde_json::from_str(&lines[1]).unwrap();
-        assert_eq!(
-            (v["type"].as_str(), v["seq"].as_u64()),
-            (Some("run.finished"), Some(2))
-        );
-        // The transcript is spliced in as written: its key order survives.
-        assert!(lines[1].ends_with(r#","transcript":{"version":1,"status":"success"}}"#));
-    }
-
-    #[test]
-    fn disabled_writes_nothing() {
-        let ev = Events::disabled();
-        assert!(!ev.enabled());
-        ev.emit("x", json!({})); // no sink: a no-op
-    }
-
-    #[test]
-    fn concurrent_emitters_get_whole_lines_and_consecutive_seq() {
-        let (ev, lines) = collecting();
-        let ev = Arc::new(ev);
-        let threads = 8;
-        let barrier = Arc::new(Barrier::new(threads));
-        let handles: Vec<_> = (0..threads)
-            .map(|t| {
-                let (ev, barrier) = (ev.clone(), barrier.clone());
-                std::thread::spawn(move || {
-                    barrier.wait();
-                    for i in 0..50 {
-                        ev.emit(
-                            "tool.started",
-                            json!({"thread": t, "i": i, "pad": "x".repeat(500)}),
-                        );
-                    }
-                })
-            })
-            .collect();
-        for h in handles {
-            h.join().unwrap();
-        }
-        let lines = lines.lock().unwrap();
-        assert_eq!(lines.len(), threads * 50);
-        for (n, l) in lines.iter().enumerate() {
-            let v: Value = serde_json::from_str(l).unwrap();
-            assert_eq!(v["seq"], (n + 1) as u64, "seq follows the output order");
-        }
-    }
-
-    #[test]
-    fn kinds_and_keys_are_escaped() {
-        let line = render("a\"b", 1, 0, json!({"k\"": "v\n"}));
-        let v: Value = serde_json::from_str(&line).unwrap();
-        assert_eq!(v["type"], "a\"b");
-        assert_eq!(v["k\""], "v\n");
-    }
-}
+#[path = "events_tests.rs"]
+mod tests;

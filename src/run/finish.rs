@@ -5,6 +5,7 @@
 //! It also writes the `-o` checkpoints while the run goes (the first whole, the rest to
 //! the journal, `journal.rs`), so that none lands after the final transcript.
 
+use crate::util::sync::Locked;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -13,7 +14,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::record::outcome::{Outcome, Status};
-use crate::record::{InFlight, RunRecord, lock};
+use crate::record::{InFlight, RunRecord};
 use crate::tools::ToolContext;
 use crate::{process, record::changes, record::journal, run::events, util::output};
 
@@ -65,23 +66,25 @@ impl Finisher {
     /// journal (`journal.rs`), so it costs what changed, not the whole history.
     pub(crate) fn checkpoint(&self) {
         // Held while writing, so that a checkpoint can never land after the final write.
-        let done = self.done.lock().unwrap_or_else(|p| p.into_inner());
+        let done = self.done.locked();
         if *done {
             return;
         }
         let Some(path) = &self.output_file else {
             return;
         };
-        let mut state = self.checkpoints.lock().unwrap_or_else(|p| p.into_inner());
+        let mut state = self.checkpoints.locked();
         let written = match &mut *state {
             Checkpoints::Journal(j) => {
-                let pending = j.prepare(&lock(&self.record), &output::redact);
+                let pending = j.prepare(&self.record.locked(), &output::redact);
                 j.write(pending)
                     .map_err(|e| format!("cannot append to {}: {e}", j.path().display()))
             }
             Checkpoints::Rewrite => {
                 let doc =
-                    lock(&self.record).to_json_redacted(Status::Running, None, &output::redact);
+                    self.record
+                        .locked()
+                        .to_json_redacted(Status::Running, None, &output::redact);
                 output::write_file_atomic_unsynced(path, doc.as_bytes())
                     .map_err(|e| format!("cannot write -o {}: {e}", path.display()))
             }
@@ -102,7 +105,7 @@ impl Finisher {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         let (doc, session_id) = {
-            let r = lock(&self.record);
+            let r = self.record.locked();
             (
                 r.to_json_journaled(&name, &output::redact),
                 r.session_id().to_string(),
@@ -111,7 +114,7 @@ impl Finisher {
         output::write_file_atomic_unsynced(path, doc.as_bytes())
             .map_err(|e| format!("cannot write -o {}: {e}", path.display()))?;
         let created = journal::Journal::create(&journal_path, &session_id).and_then(|mut j| {
-            let pending = j.prepare(&lock(&self.record), &output::redact);
+            let pending = j.prepare(&self.record.locked(), &output::redact);
             j.write(pending).map(|()| j)
         });
         match created {
@@ -133,7 +136,7 @@ impl Finisher {
     pub(crate) fn finish(&self, outcome: &Outcome, bounded: bool) -> Option<u8> {
         let (status, error) = (outcome.status, outcome.error.as_ref());
         {
-            let mut done = self.done.lock().unwrap_or_else(|p| p.into_inner());
+            let mut done = self.done.locked();
             if *done {
                 return None;
             }
@@ -141,7 +144,7 @@ impl Finisher {
         }
         self.close_record(status);
         let (doc, text, summary) = {
-            let r = lock(&self.record);
+            let r = self.record.locked();
             (
                 r.to_json_redacted(status, error, &output::redact),
                 output::redact(&r.final_text()),
@@ -156,7 +159,7 @@ impl Finisher {
         let line = self
             .events
             .enabled()
-            .then(|| lock(&self.record).to_json_line(status, error));
+            .then(|| self.record.locked().to_json_line(status, error));
         if let Some(e) = error {
             self.report_error(status, &e.message);
         }
@@ -177,7 +180,7 @@ impl Finisher {
     fn close_record(&self, status: Status) {
         self.cancelled.store(true, Ordering::SeqCst);
         // Before the kill: a killed call would otherwise finish and leave the list.
-        self.in_flight.settle(&mut lock(&self.record));
+        self.in_flight.settle(&mut self.record.locked());
         // MCP servers end gracefully first; the kill-all is the backstop.
         crate::mcp::shutdown_all(&format!("the agent run ended ({})", status.as_str()));
         process::kill_all_running();
@@ -189,13 +192,15 @@ impl Finisher {
         }
         output::progress_done();
         if let Some(b) = &self.baseline {
-            lock(&self.record).record_workspace_scan(b);
+            self.record.locked().record_workspace_scan(b);
         }
         let diff_stat = changes::git_diff_stat(&self.ctx);
-        lock(&self.record).record_diff_stat(diff_stat);
+        self.record.locked().record_diff_stat(diff_stat);
         let spill = &self.ctx.spill_dir;
         if self.keep_spill {
-            lock(&self.record).record_spill_dir(spill.is_dir().then(|| spill.clone()));
+            self.record
+                .locked()
+                .record_spill_dir(spill.is_dir().then(|| spill.clone()));
         } else if let Err(e) = std::fs::remove_dir_all(spill)
             && e.kind() != std::io::ErrorKind::NotFound
         {
@@ -265,7 +270,7 @@ impl Finisher {
 
     /// After the final transcript is in place, its journal is only a copy.
     fn remove_journal(&self) {
-        let state = self.checkpoints.lock().unwrap_or_else(|p| p.into_inner());
+        let state = self.checkpoints.locked();
         if let Checkpoints::Journal(j) = &*state
             && let Err(e) = std::fs::remove_file(j.path())
             && e.kind() != std::io::ErrorKind::NotFound

@@ -43,7 +43,7 @@ one.";
 
 /// A compiled `--output-schema`. Cheap to clone (the validator is shared).
 #[derive(Clone)]
-pub struct OutputSchema {
+pub(crate) struct OutputSchema {
     schema: Value,
     validator: Arc<jsonschema::Validator>,
 }

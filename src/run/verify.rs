@@ -5,6 +5,7 @@
 //! `verify_failed` (exit 4). "Fix the tests" then means the tests pass, not that the
 //! model says so. Every round is recorded in the transcript's `verifications`.
 
+use crate::util::sync::Locked;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -12,7 +13,7 @@ use serde_json::json;
 
 use crate::model::protocol::Message;
 use crate::process::{self, CommandSpec};
-use crate::record::{RunRecord, VerificationRecord, lock};
+use crate::record::{RunRecord, VerificationRecord};
 use crate::run::events::Events;
 use crate::tools::ToolContext;
 
@@ -22,7 +23,7 @@ pub(crate) const VERIFY_TAIL_CHARS: usize = 2_000;
 
 /// The `--verify` settings of a run.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct VerifySpec {
+pub(crate) struct VerifySpec {
     pub command: String,
     /// Failed rounds before the run ends with `verify_failed` (at least 1).
     pub max_rounds: u32,
@@ -31,7 +32,7 @@ pub struct VerifySpec {
 
 /// What the loop does after a verification.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// The command passed: the run is a success.
     Passed,
     /// It failed and rounds remain: send this user message and continue the loop.
@@ -41,13 +42,13 @@ pub enum Verdict {
 }
 
 /// Runs the verification rounds of one run.
-pub struct Verifier {
+pub(crate) struct Verifier {
     spec: VerifySpec,
     failures: Mutex<u32>,
 }
 
 impl Verifier {
-    pub fn new(spec: VerifySpec) -> Self {
+    pub(crate) fn new(spec: VerifySpec) -> Self {
         Verifier {
             spec,
             failures: Mutex::new(0),
@@ -56,7 +57,7 @@ impl Verifier {
 
     /// Runs the command once, records the round and decides. `turns_left`: whether the
     /// loop may make another request (`--max-turns`), so a failure can still be fixed.
-    pub fn verify(
+    pub(crate) fn verify(
         &self,
         ctx: &ToolContext,
         events: &Events,
@@ -67,7 +68,7 @@ impl Verifier {
         let ran = self.run_once(ctx);
         let passed = ran.exit_code == Some(0) && !ran.timed_out;
         let duration_ms = ran.duration.as_millis() as u64;
-        let round = lock(record).record_verification(VerificationRecord {
+        let round = record.locked().record_verification(VerificationRecord {
             round: 0, // set by the record
             command: spec.command.clone(),
             exit_code: ran.exit_code,
@@ -142,7 +143,7 @@ impl Verifier {
     fn failed(&self, ran: &Round, turns_left: bool) -> Verdict {
         let (spec, why) = (&self.spec, &ran.why);
         let failures = {
-            let mut f = self.failures.lock().unwrap_or_else(|p| p.into_inner());
+            let mut f = self.failures.locked();
             *f += 1;
             *f
         };
@@ -194,114 +195,5 @@ pub(crate) fn tail(text: &str, max: usize) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::model::protocol::ContentBlock;
-    use std::path::PathBuf;
-
-    fn setup(
-        cmd: &str,
-        rounds: u32,
-    ) -> (Verifier, ToolContext, Mutex<RunRecord>, tempfile::TempDir) {
-        let dir = tempfile::tempdir().unwrap();
-        let ctx = crate::tools::test_support::ctx(dir.path());
-        let v = Verifier::new(VerifySpec {
-            command: cmd.into(),
-            max_rounds: rounds,
-            timeout: Duration::from_secs(30),
-        });
-        let rec = Mutex::new(RunRecord::new("m", PathBuf::from("/w"), vec![]));
-        (v, ctx, rec, dir)
-    }
-
-    fn text(m: &Message) -> String {
-        match &m.content[0] {
-            ContentBlock::Text { text } => text.clone(),
-            other => panic!("{other:?}"),
-        }
-    }
-
-    #[test]
-    fn passing_command_is_recorded() {
-        let (v, ctx, rec, _d) = setup("echo ok; test -d .", 3);
-        assert_eq!(
-            v.verify(&ctx, &Events::disabled(), &rec, true),
-            Verdict::Passed
-        );
-        let r = rec.into_inner().unwrap();
-        assert_eq!(r.verifications().len(), 1);
-        let x = &r.verifications()[0];
-        assert_eq!((x.round, x.exit_code, x.passed), (1, Some(0), true));
-        assert_eq!(x.output_tail, "ok\n");
-    }
-
-    #[test]
-    fn failure_goes_back_then_gives_up_after_max_rounds() {
-        let (v, ctx, rec, _d) = setup("echo 'test foo failed' >&2; exit 3", 2);
-        let ev = Events::disabled();
-        let Verdict::Retry(m) = v.verify(&ctx, &ev, &rec, true) else {
-            panic!("first failure must go back to the model")
-        };
-        let t = text(&m);
-        assert!(t.starts_with("The verification command `echo"), "{t}");
-        assert!(t.contains("failed (exit 3)"), "{t}");
-        assert!(t.contains("<output>test foo failed</output>"), "{t}");
-        assert!(t.contains("round 1 of 2"), "{t}");
-        match v.verify(&ctx, &ev, &rec, true) {
-            Verdict::Failed(msg) => assert!(msg.contains("after 2 rounds"), "{msg}"),
-            other => panic!("{other:?}"),
-        }
-        let r = rec.into_inner().unwrap();
-        let rounds: Vec<_> = r
-            .verifications()
-            .iter()
-            .map(|x| (x.round, x.exit_code, x.passed))
-            .collect();
-        assert_eq!(rounds, vec![(1, Some(3), false), (2, Some(3), false)]);
-    }
-
-    #[test]
-    fn no_turn_left_ends_at_once() {
-        let (v, ctx, rec, _d) = setup("false", 3);
-        match v.verify(&ctx, &Events::disabled(), &rec, false) {
-            Verdict::Failed(msg) => assert!(msg.contains("--max-turns"), "{msg}"),
-            other => panic!("{other:?}"),
-        }
-    }
-
-    #[test]
-    fn timeout_fails_the_round() {
-        let (mut v, ctx, rec, _d) = setup("sleep 5", 3);
-        v.spec.timeout = Duration::from_millis(200);
-        let Verdict::Retry(m) = v.verify(&ctx, &Events::disabled(), &rec, true) else {
-            panic!()
-        };
-        assert!(text(&m).contains("timed out after 200ms"), "{}", text(&m));
-        let r = rec.into_inner().unwrap();
-        assert!(r.verifications()[0].timed_out && !r.verifications()[0].passed);
-    }
-
-    #[test]
-    fn secrets_are_not_in_the_environment() {
-        let (v, mut ctx, rec, _d) = setup("test -z \"$MY_API_KEY\" && test \"$KEEP\" = yes", 1);
-        ctx.child_env = std::sync::Arc::new(crate::util::secrets::scrubbed_env(
-            vec![
-                ("PATH".to_string(), std::env::var("PATH").unwrap()),
-                ("MY_API_KEY".to_string(), "sekret-value".to_string()),
-                ("KEEP".to_string(), "yes".to_string()),
-            ]
-            .into_iter(),
-            &[],
-        ));
-        assert_eq!(
-            v.verify(&ctx, &Events::disabled(), &rec, true),
-            Verdict::Passed
-        );
-    }
-
-    #[test]
-    fn tail_keeps_the_end_on_char_boundaries() {
-        assert_eq!(tail("abc", 5), "abc");
-        assert_eq!(tail("aéécd", 3), "écd");
-    }
-}
+#[path = "verify_tests.rs"]
+mod tests;

@@ -8,13 +8,13 @@ use super::{Subject, Tool, ToolResult};
 
 /// Why a call was refused before it ran.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Denial {
+pub(crate) struct Denial {
     /// The message the model gets (e.g. `denied by policy: Bash(rm:*)`).
     pub reason: String,
 }
 
 /// One valid call as a gate sees it.
-pub struct GateCall<'a> {
+pub(crate) struct GateCall<'a> {
     pub tool: &'a dyn Tool,
     pub id: &'a str,
     /// The input as the model sent it (hooks get it verbatim).
@@ -24,7 +24,7 @@ pub struct GateCall<'a> {
 }
 
 /// The default lets everything through.
-pub trait Gate: Send + Sync {
+pub(crate) trait Gate: Send + Sync {
     /// Runs after the input is known to be valid, before the tool executes.
     fn before(&self, _call: &GateCall<'_>) -> Result<(), Denial> {
         Ok(())
@@ -39,6 +39,6 @@ pub trait Gate: Send + Sync {
 
 /// The gate that allows every call of an enabled tool (the loop's and dispatch's tests).
 #[cfg(test)]
-pub struct OpenGate;
+pub(crate) struct OpenGate;
 #[cfg(test)]
 impl Gate for OpenGate {}

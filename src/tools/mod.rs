@@ -29,14 +29,14 @@ pub(crate) const DEFAULT_MAX_RESULT_CHARS: usize = 30_000; // ~7.5k tokens: enou
 
 /// What the tool reports. `metadata` is for the transcript only, never sent to the model.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct ToolResult {
+pub(crate) struct ToolResult {
     pub content: String,
     pub is_error: bool,
     pub metadata: Map<String, Value>,
 }
 
 impl ToolResult {
-    pub fn ok(content: impl Into<String>) -> Self {
+    pub(crate) fn ok(content: impl Into<String>) -> Self {
         ToolResult {
             content: content.into(),
             is_error: false,
@@ -44,7 +44,7 @@ impl ToolResult {
         }
     }
 
-    pub fn error(content: impl Into<String>) -> Self {
+    pub(crate) fn error(content: impl Into<String>) -> Self {
         ToolResult {
             content: content.into(),
             is_error: true,
@@ -52,7 +52,7 @@ impl ToolResult {
         }
     }
 
-    pub fn with_meta(mut self, key: &str, value: impl Into<Value>) -> Self {
+    pub(crate) fn with_meta(mut self, key: &str, value: impl Into<Value>) -> Self {
         self.metadata.insert(key.to_string(), value.into());
         self
     }
@@ -61,17 +61,17 @@ impl ToolResult {
 /// A tool's failure. `Failed` is reported to the model and the run goes on; `Fatal` is a
 /// system failure (the workspace vanished) that ends the run.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ToolError {
+pub(crate) enum ToolError {
     Failed(String),
     Fatal(String),
 }
 
 impl ToolError {
-    pub fn failed(msg: impl Into<String>) -> Self {
+    pub(crate) fn failed(msg: impl Into<String>) -> Self {
         ToolError::Failed(msg.into())
     }
 
-    pub fn message(&self) -> &str {
+    pub(crate) fn message(&self) -> &str {
         match self {
             ToolError::Failed(m) | ToolError::Fatal(m) => m,
         }
@@ -86,7 +86,7 @@ impl std::fmt::Display for ToolError {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Category {
+pub(crate) enum Category {
     File,
     Shell,
     Search,
@@ -97,7 +97,7 @@ pub enum Category {
 }
 
 impl Category {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Category::File => "file",
             Category::Shell => "shell",
@@ -110,7 +110,7 @@ impl Category {
 
 /// Everything a tool may know about the run. Cheap to share across rayon workers.
 #[derive(Debug, Clone)]
-pub struct ToolContext {
+pub(crate) struct ToolContext {
     /// Canonical workspace root: every file tool is confined to it.
     pub workspace: PathBuf,
     /// Canonical `--add-dir` directories: further roots, confined the same way.
@@ -126,7 +126,7 @@ pub struct ToolContext {
 /// What a permission rule's specifier (`Tool(spec)`) is matched against, as the tool says:
 /// policy never reads a tool's input fields itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SubjectKind {
+pub(crate) enum SubjectKind {
     /// Rules name the tool only; `Tool(spec)` is refused when the settings are read.
     Nothing,
     /// A shell command line: `Tool(git status)`, `Tool(cargo test:*)`.
@@ -137,7 +137,7 @@ pub enum SubjectKind {
 
 /// What one call's rules are matched against.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Subject {
+pub(crate) enum Subject {
     Nothing,
     /// The command line as the model wrote it.
     Command(String),
@@ -148,7 +148,7 @@ pub enum Subject {
 /// A tool as the settings see it: the name rules and hook matchers use, and what a rule's
 /// specifier means for it. Dynamic tools (MCP) are listed the same way.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KnownTool {
+pub(crate) struct KnownTool {
     pub name: String,
     pub subject: SubjectKind,
 }
@@ -156,7 +156,7 @@ pub struct KnownTool {
 /// The object-safe interface every tool presents to the registry, dispatch and policy
 /// (SPEC §4). Built-in tools implement `TypedTool` and get this through the blanket
 /// impl below; a tool known only at run time (an MCP server's) may implement it directly.
-pub trait Tool: Send + Sync {
+pub(crate) trait Tool: Send + Sync {
     fn name(&self) -> &str;
     /// Written for the model: when to use it, when not, constraints, what it returns.
     fn description(&self) -> &str;
@@ -185,7 +185,7 @@ pub trait Tool: Send + Sync {
 }
 
 /// One call whose input is parsed and valid.
-pub trait PreparedCall {
+pub(crate) trait PreparedCall {
     fn subject(&self) -> Subject;
     fn execute(&self, ctx: &ToolContext) -> Result<ToolResult, ToolError>;
 }
@@ -239,7 +239,7 @@ impl Traits {
 /// A tool with a typed input, the way built-in tools are written: serde parses the input
 /// once into `Input`, `validate` checks what the schema cannot, `subject` says what rules
 /// are matched against, `execute` runs.
-pub trait TypedTool: Send + Sync {
+pub(crate) trait TypedTool: Send + Sync {
     type Input: DeserializeOwned + 'static;
     /// What kind of tool it is, usually one of the presets on [`Traits`].
     const TRAITS: Traits;

@@ -12,7 +12,7 @@ use super::{Category, KnownTool, Tool};
 /// Which tools a run enables, from the command line (SPEC §2, §6), and what the built-in
 /// tools are told about the run.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ToolSelection {
+pub(crate) struct ToolSelection {
     pub allow_write: bool,
     pub allow_bash: bool,
     /// `--allowed-tools`: when given, exactly these tools are enabled (naming a write tool
@@ -46,23 +46,23 @@ impl Default for ToolSelection {
 
 /// Holds every known tool and which of them are enabled, in registration order.
 #[derive(Default)]
-pub struct Registry {
+pub(crate) struct Registry {
     tools: Vec<(Arc<dyn Tool>, bool)>,
 }
 
 impl Registry {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Registry { tools: Vec::new() }
     }
 
     /// Registers a tool, enabled. A tool with the same name replaces the earlier one.
-    pub fn register(&mut self, tool: Arc<dyn Tool>) {
+    pub(crate) fn register(&mut self, tool: Arc<dyn Tool>) {
         self.tools.retain(|(t, _)| t.name() != tool.name());
         self.tools.push((tool, true));
     }
 
     /// Enables or disables a tool by name; false if no such tool is registered.
-    pub fn set_enabled(&mut self, name: &str, enabled: bool) -> bool {
+    pub(crate) fn set_enabled(&mut self, name: &str, enabled: bool) -> bool {
         match self.tools.iter_mut().find(|(t, _)| t.name() == name) {
             Some(entry) => {
                 entry.1 = enabled;
@@ -73,7 +73,7 @@ impl Registry {
     }
 
     /// An enabled tool by name.
-    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+    pub(crate) fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
         self.tools
             .iter()
             .find(|(t, on)| *on && t.name() == name)
@@ -82,7 +82,7 @@ impl Registry {
 
     /// The enabled tools, sorted by name so that the API's `tools` array (and with it the
     /// prompt cache key) does not depend on registration order.
-    pub fn enabled(&self) -> Vec<&Arc<dyn Tool>> {
+    pub(crate) fn enabled(&self) -> Vec<&Arc<dyn Tool>> {
         let mut v: Vec<_> = self
             .tools
             .iter()
@@ -93,17 +93,17 @@ impl Registry {
         v
     }
 
-    pub fn enabled_names(&self) -> Vec<&str> {
+    pub(crate) fn enabled_names(&self) -> Vec<&str> {
         self.enabled().iter().map(|t| t.name()).collect()
     }
 
     /// Every registered tool's name, enabled or not.
-    pub fn all_names(&self) -> Vec<&str> {
+    pub(crate) fn all_names(&self) -> Vec<&str> {
         self.tools.iter().map(|(t, _)| t.name()).collect()
     }
 
     /// Every registered tool as the settings name it (enabled or not).
-    pub fn known(&self) -> Vec<KnownTool> {
+    pub(crate) fn known(&self) -> Vec<KnownTool> {
         self.tools
             .iter()
             .map(|(t, _)| KnownTool {
@@ -116,14 +116,14 @@ impl Registry {
     /// Whether an enabled tool may change files without reporting each change itself
     /// (a shell, a tool of unknown effect): then the run must scan the workspace to know
     /// what it changed.
-    pub fn may_change_files_unrecorded(&self) -> bool {
+    pub(crate) fn may_change_files_unrecorded(&self) -> bool {
         self.enabled()
             .iter()
             .any(|t| !t.is_read_only() && !t.records_changes())
     }
 
     /// The `tools` array of the Messages API request.
-    pub fn to_api_format(&self) -> Vec<Value> {
+    pub(crate) fn to_api_format(&self) -> Vec<Value> {
         self.enabled()
             .iter()
             .map(|t| {
@@ -135,7 +135,7 @@ impl Registry {
 
     /// The registry of built-in tools, enabled as `selection` says. Unknown names in the
     /// selection are the caller's to reject (config does, with exit 2).
-    pub fn builtin(selection: &ToolSelection) -> Self {
+    pub(crate) fn builtin(selection: &ToolSelection) -> Self {
         let mut r = Registry::new();
         r.register(Arc::new(super::read_file::ReadFile));
         r.register(Arc::new(super::glob::Glob));
@@ -177,178 +177,5 @@ fn default_on(tool: &dyn Tool, sel: &ToolSelection) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn default_is_read_tools() {
-        let r = Registry::builtin(&ToolSelection::default());
-        assert_eq!(r.enabled_names(), vec!["Glob", "Grep", "ReadFile"]);
-    }
-
-    #[test]
-    fn full_auto_is_all_six() {
-        let sel = ToolSelection {
-            allow_write: true,
-            allow_bash: true,
-            ..Default::default()
-        };
-        let r = Registry::builtin(&sel);
-        assert_eq!(
-            r.enabled_names(),
-            vec!["Bash", "EditFile", "Glob", "Grep", "ReadFile", "WriteFile"]
-        );
-    }
-
-    #[test]
-    fn write_only_and_bash_only() {
-        let w = Registry::builtin(&ToolSelection {
-            allow_write: true,
-            ..Default::default()
-        });
-        assert_eq!(
-            w.enabled_names(),
-            vec!["EditFile", "Glob", "Grep", "ReadFile", "WriteFile"]
-        );
-        let b = Registry::builtin(&ToolSelection {
-            allow_bash: true,
-            ..Default::default()
-        });
-        assert_eq!(b.enabled_names(), vec!["Bash", "Glob", "Grep", "ReadFile"]);
-    }
-
-    #[test]
-    fn allowed_and_disallowed_refine() {
-        let sel = ToolSelection {
-            allowed: Some(vec!["ReadFile".into(), "Bash".into()]),
-            disallowed: vec!["Bash".into()],
-            ..Default::default()
-        };
-        let r = Registry::builtin(&sel);
-        assert_eq!(r.enabled_names(), vec!["ReadFile"]);
-        assert!(r.get("Bash").is_none());
-        assert!(r.get("ReadFile").is_some());
-    }
-
-    #[test]
-    fn api_format_has_name_description_schema() {
-        let r = Registry::builtin(&ToolSelection::default());
-        let api = r.to_api_format();
-        assert_eq!(api.len(), 3);
-        for t in &api {
-            assert!(t["name"].is_string());
-            assert!(t["description"].as_str().is_some_and(|d| d.len() > 40));
-            assert_eq!(t["input_schema"]["type"], "object");
-        }
-    }
-
-    #[test]
-    fn enable_disable_by_name() {
-        let mut r = Registry::builtin(&ToolSelection::default());
-        assert!(r.set_enabled("Bash", true));
-        assert!(r.get("Bash").is_some());
-        assert!(r.set_enabled("Bash", false));
-        assert!(r.get("Bash").is_none());
-        assert!(!r.set_enabled("Nope", true));
-    }
-
-    /// A tool defined here: what enables it is its category and flags, not its name.
-    struct Probe {
-        name: &'static str,
-        category: Category,
-        read_only: bool,
-        destructive: bool,
-        records: bool,
-    }
-    impl crate::tools::TypedTool for Probe {
-        type Input = Value;
-        const TRAITS: crate::tools::Traits = crate::tools::test_support::TEST_TRAITS;
-        fn name(&self) -> &str {
-            self.name
-        }
-        fn description(&self) -> &str {
-            "probe"
-        }
-        fn input_schema(&self) -> Value {
-            json!({"type": "object"})
-        }
-        fn is_read_only(&self) -> bool {
-            self.read_only
-        }
-        fn is_destructive(&self) -> bool {
-            self.destructive
-        }
-        fn category(&self) -> Category {
-            self.category
-        }
-        fn records_changes(&self) -> bool {
-            self.records
-        }
-        fn execute(
-            &self,
-            _: &crate::tools::ToolContext,
-            _: &Value,
-        ) -> Result<crate::tools::ToolResult, crate::tools::ToolError> {
-            unreachable!()
-        }
-    }
-
-    fn probes(sel: &ToolSelection) -> Registry {
-        let mut r = Registry::new();
-        for (name, category, read_only, destructive, records) in [
-            ("Look", Category::Search, true, false, false),
-            ("Put", Category::File, false, false, true),
-            ("Zap", Category::File, false, true, false),
-            ("Sh", Category::Shell, false, true, false),
-        ] {
-            r.register(Arc::new(Probe {
-                name,
-                category,
-                read_only,
-                destructive,
-                records,
-            }));
-        }
-        r.apply(sel);
-        r
-    }
-
-    #[test]
-    fn enabling_follows_category_and_flags() {
-        let none = probes(&ToolSelection::default());
-        assert_eq!(none.enabled_names(), ["Look"]);
-        assert!(!none.may_change_files_unrecorded());
-        let write = probes(&ToolSelection {
-            allow_write: true,
-            ..Default::default()
-        });
-        assert_eq!(write.enabled_names(), ["Look", "Put"]);
-        assert!(
-            !write.may_change_files_unrecorded(),
-            "Put records its changes"
-        );
-        let bash = probes(&ToolSelection {
-            allow_bash: true,
-            ..Default::default()
-        });
-        assert_eq!(bash.enabled_names(), ["Look", "Sh"]);
-        assert!(bash.may_change_files_unrecorded());
-        let zap = probes(&ToolSelection {
-            allowed: Some(vec!["Zap".into()]),
-            ..Default::default()
-        });
-        assert_eq!(zap.enabled_names(), ["Zap"]);
-        assert!(zap.may_change_files_unrecorded());
-    }
-
-    #[test]
-    fn only_a_shell_makes_the_builtins_scan() {
-        let mut sel = ToolSelection {
-            allow_write: true,
-            ..Default::default()
-        };
-        assert!(!Registry::builtin(&sel).may_change_files_unrecorded());
-        sel.allow_bash = true;
-        assert!(Registry::builtin(&sel).may_change_files_unrecorded());
-    }
-}
+#[path = "registry_tests.rs"]
+mod tests;

@@ -2,6 +2,8 @@
 //! concurrency-safe calls is one batch run in parallel; every other call is a batch of
 //! its own, run alone, in order. Results come back in the model's order.
 
+use crate::util::sync::Locked;
+use crate::util::sync::Unpoisoned;
 use std::ops::Range;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, mpsc};
 use std::thread::Scope;
@@ -17,13 +19,13 @@ const MAX_PARALLEL_TOOLS: usize = 10;
 
 /// A call's outcome with the batch it ran in (numbered across the whole run, from 1).
 #[derive(Debug, Clone)]
-pub struct Scheduled {
+pub(crate) struct Scheduled {
     pub outcome: CallOutcome,
     pub batch: u32,
 }
 
 /// Splits `n` calls into batches: `safe(i)` calls that are adjacent share a batch.
-pub fn partition(n: usize, safe: impl Fn(usize) -> bool) -> Vec<Range<usize>> {
+pub(crate) fn partition(n: usize, safe: impl Fn(usize) -> bool) -> Vec<Range<usize>> {
     let mut batches: Vec<Range<usize>> = Vec::new();
     let mut prev_safe = false;
     for i in 0..n {
@@ -52,7 +54,7 @@ pub(crate) fn pool() -> Option<&'static rayon::ThreadPool> {
 /// Runs the calls batch by batch; `next_batch` is the run-wide batch counter. `early`
 /// holds the outcomes of the turn's leading concurrency-safe calls, already run while the
 /// response streamed (see `EarlyStart`); they form the turn's first batch.
-pub fn run_calls(
+pub(crate) fn run_calls(
     calls: &[PendingCall],
     dispatcher: &Dispatcher<'_>,
     next_batch: &mut u32,
@@ -110,7 +112,7 @@ pub fn run_calls(
 /// The first call that is not safe closes the run: it and everything after it wait for
 /// the end of the response, so batch semantics hold. When an attempt fails and is
 /// retried, what started early is discarded (read-only calls, so nothing to undo).
-pub struct EarlyStart<'w, 'scope, 'env> {
+pub(crate) struct EarlyStart<'w, 'scope, 'env> {
     enabled: bool,
     accepting: bool,
     /// This attempt's number (run-wide); results of older attempts are ignored.
@@ -122,7 +124,7 @@ pub struct EarlyStart<'w, 'scope, 'env> {
 
 impl<'w, 'scope, 'env> EarlyStart<'w, 'scope, 'env> {
     /// `enabled: false` runs nothing early (the last allowed turn runs no tools at all).
-    pub fn new(enabled: bool, workers: &'w EarlyWorkers<'scope, 'env>) -> Self {
+    pub(crate) fn new(enabled: bool, workers: &'w EarlyWorkers<'scope, 'env>) -> Self {
         EarlyStart {
             enabled,
             accepting: enabled,
@@ -133,7 +135,7 @@ impl<'w, 'scope, 'env> EarlyStart<'w, 'scope, 'env> {
     }
 
     /// A new attempt's response begins: forget the previous attempt's calls.
-    pub fn restart(&mut self) {
+    pub(crate) fn restart(&mut self) {
         self.attempt = self.workers.results.next_attempt();
         self.accepting = self.enabled;
         self.started.clear();
@@ -142,7 +144,7 @@ impl<'w, 'scope, 'env> EarlyStart<'w, 'scope, 'env> {
     /// A tool_use block completed: start it now if it continues the leading safe run,
     /// on one of the run's early workers. When no thread can be had, the call, and the
     /// rest of the turn, run after the response.
-    pub fn offer(&mut self, call: &PendingCall, dispatcher: &'env Dispatcher<'env>) {
+    pub(crate) fn offer(&mut self, call: &PendingCall, dispatcher: &'env Dispatcher<'env>) {
         if !self.accepting {
             return;
         }
@@ -167,14 +169,11 @@ impl<'w, 'scope, 'env> EarlyStart<'w, 'scope, 'env> {
     /// After the response: waits for every early call still running, then returns the
     /// outcomes of the turn's leading calls that were started early, in order. Anything
     /// else that ran is dropped.
-    pub fn take(self, calls: &[PendingCall]) -> Vec<CallOutcome> {
+    pub(crate) fn take(self, calls: &[PendingCall]) -> Vec<CallOutcome> {
         let results = &self.workers.results;
         let mut state = results.lock();
         while state.running > 0 {
-            state = results
-                .finished
-                .wait(state)
-                .unwrap_or_else(|p| p.into_inner());
+            state = results.finished.wait(state).unpoisoned();
         }
         let mut outcomes = std::mem::take(&mut state.outcomes);
         drop(state);
@@ -198,7 +197,7 @@ impl<'w, 'scope, 'env> EarlyStart<'w, 'scope, 'env> {
 /// only when none is idle, so a turn's early calls still all run at once. A thread
 /// spawned per call cost as much as a small call itself; a rayon pool's idle workers
 /// spin after every job (strace counted ~90 `sched_yield` per turn of one early read).
-pub struct EarlyWorkers<'scope, 'env> {
+pub(crate) struct EarlyWorkers<'scope, 'env> {
     scope: &'scope Scope<'scope, 'env>,
     idle: Arc<Mutex<Idle<'env>>>,
     results: Arc<EarlyResults>,
@@ -218,7 +217,7 @@ struct Idle<'env> {
 }
 
 impl<'scope, 'env> EarlyWorkers<'scope, 'env> {
-    pub fn new(scope: &'scope Scope<'scope, 'env>) -> Self {
+    pub(crate) fn new(scope: &'scope Scope<'scope, 'env>) -> Self {
         EarlyWorkers {
             scope,
             idle: Arc::new(Mutex::new(Idle {
@@ -232,12 +231,7 @@ impl<'scope, 'env> EarlyWorkers<'scope, 'env> {
     /// Runs `job` on an idle worker, or on a new one; false (the job dropped unrun) when
     /// no thread can be made.
     fn run(&self, job: Job<'env>) -> bool {
-        let idle = self
-            .idle
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .ready
-            .pop();
+        let idle = self.idle.locked().ready.pop();
         idle.or_else(|| self.spawn())
             .is_some_and(|worker| worker.send(Some(job)).is_ok())
     }
@@ -251,7 +245,7 @@ impl<'scope, 'env> EarlyWorkers<'scope, 'env> {
             .spawn_scoped(self.scope, move || {
                 while let Ok(Some(job)) = jobs.recv() {
                     let finished = job();
-                    let mut idle = idle.lock().unwrap_or_else(|p| p.into_inner());
+                    let mut idle = idle.locked();
                     if idle.closed {
                         return;
                     }
@@ -268,7 +262,7 @@ impl<'scope, 'env> EarlyWorkers<'scope, 'env> {
 impl Drop for EarlyWorkers<'_, '_> {
     /// Idle workers end now, busy ones after their call; the scope then joins them.
     fn drop(&mut self) {
-        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        let mut idle = self.idle.locked();
         idle.closed = true;
         for worker in idle.ready.drain(..) {
             let _ = worker.send(None);
@@ -294,7 +288,7 @@ struct EarlyState {
 
 impl EarlyResults {
     fn lock(&self) -> MutexGuard<'_, EarlyState> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        self.state.locked()
     }
 
     fn next_attempt(&self) -> u32 {
@@ -323,144 +317,5 @@ impl Drop for Running {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::tools::gate::OpenGate;
-    use crate::tools::registry::Registry;
-    use crate::tools::test_support::FnTool;
-    use crate::tools::{Tool, ToolContext, ToolResult};
-    use serde_json::{Value, json};
-    use std::sync::{Arc, Barrier, Mutex};
-    use std::time::Instant;
-
-    #[test]
-    fn partition_example_from_spec() {
-        // [read A, read B, glob, bash, read C] → [A, B, glob], [bash], [C]
-        let safe = [true, true, true, false, true];
-        assert_eq!(partition(5, |i| safe[i]), vec![0..3, 3..4, 4..5]);
-    }
-
-    #[test]
-    fn partition_edges() {
-        assert_eq!(partition(0, |_| true), Vec::<Range<usize>>::new());
-        assert_eq!(partition(3, |_| false), vec![0..1, 1..2, 2..3]);
-        assert_eq!(partition(3, |_| true), vec![0..3]);
-        let safe = [false, true, true, false, false, true];
-        assert_eq!(
-            partition(6, |i| safe[i]),
-            vec![0..1, 1..3, 3..4, 4..5, 5..6]
-        );
-    }
-
-    /// A safe tool that waits on a barrier: the batch completes only if every call of
-    /// it is running at the same time.
-    fn meet(barrier: Arc<Barrier>, log: Arc<Mutex<Vec<String>>>) -> Arc<dyn Tool> {
-        FnTool::safe("Meet", move |input: &Value| {
-            let tag = input["tag"].as_str().unwrap_or("").to_string();
-            log.lock().unwrap().push(format!("start {tag}"));
-            barrier.wait();
-            log.lock().unwrap().push(format!("end {tag}"));
-            ToolResult::ok(tag)
-        })
-    }
-
-    /// An unsafe tool that records when it ran.
-    fn solo(log: Arc<Mutex<Vec<String>>>) -> Arc<dyn Tool> {
-        FnTool::unsafe_("Solo", move |input: &Value| {
-            let tag = input["tag"].as_str().unwrap_or("").to_string();
-            log.lock().unwrap().push(format!("solo {tag}"));
-            ToolResult::ok(tag)
-        })
-    }
-
-    /// Two early calls of a turn meet at a barrier (so they run at once, on two workers),
-    /// and every later turn's calls run on the same two threads: none is spawned per call.
-    #[test]
-    fn early_calls_run_at_once_on_workers_kept_between_turns() {
-        // Meets a second call at a barrier and notes the thread it ran on.
-        let barrier = Barrier::new(2);
-        let threads = Arc::new(Mutex::new(Vec::new()));
-        let ran_on = threads.clone();
-        let mut reg = Registry::new();
-        reg.register(FnTool::safe("Pair", move |input: &Value| {
-            barrier.wait();
-            ran_on.lock().unwrap().push(std::thread::current().id());
-            ToolResult::ok(input["tag"].as_str().unwrap_or(""))
-        }));
-        let dir = tempfile::tempdir().unwrap();
-        let ctx = ToolContext::for_workspace(dir.path().to_path_buf());
-        let d = Dispatcher::new(&reg, &ctx, &OpenGate, Instant::now(), None);
-        let calls = vec![call("1", "Pair", "a"), call("2", "Pair", "b")];
-        let mut threads_per_turn = Vec::new();
-        std::thread::scope(|scope| {
-            let workers = EarlyWorkers::new(scope);
-            for _ in 0..3 {
-                let mut early = EarlyStart::new(true, &workers);
-                early.restart();
-                for c in &calls {
-                    early.offer(c, &d);
-                }
-                let out: Vec<_> = early
-                    .take(&calls)
-                    .into_iter()
-                    .map(|o| o.result.content)
-                    .collect();
-                assert_eq!(out, vec!["a", "b"]);
-                let mut threads = std::mem::take(&mut *threads.lock().unwrap());
-                threads.sort_by_key(|t| format!("{t:?}"));
-                threads_per_turn.push(threads);
-            }
-        });
-        assert_ne!(threads_per_turn[0][0], threads_per_turn[0][1]);
-        assert_eq!(threads_per_turn[1], threads_per_turn[0]);
-        assert_eq!(threads_per_turn[2], threads_per_turn[0]);
-    }
-
-    fn call(id: &str, name: &str, tag: &str) -> PendingCall {
-        PendingCall {
-            id: id.into(),
-            name: name.into(),
-            input: Ok(json!({"tag": tag})),
-        }
-    }
-
-    #[test]
-    fn safe_calls_run_at_once_and_writes_split_batches() {
-        let log = Arc::new(Mutex::new(Vec::new()));
-        // Two safe batches of 3 and 2: each barrier only opens when its whole batch runs.
-        let mut reg = Registry::new();
-        reg.register(meet(Arc::new(Barrier::new(3)), log.clone()));
-        reg.register(solo(log.clone()));
-        let dir = tempfile::tempdir().unwrap();
-        let ctx = ToolContext::for_workspace(dir.path().to_path_buf());
-        let d = Dispatcher::new(&reg, &ctx, &OpenGate, Instant::now(), None);
-        let calls = vec![
-            call("1", "Meet", "a"),
-            call("2", "Meet", "b"),
-            call("3", "Meet", "c"),
-            call("4", "Solo", "w"),
-            call("5", "Meet", "d"),
-            call("6", "Meet", "e"),
-            call("7", "Meet", "f"),
-        ];
-        let mut next = 4; // batches continue across turns
-        let out = run_calls(&calls, &d, &mut next, Vec::new());
-        let contents: Vec<_> = out
-            .iter()
-            .map(|s| s.outcome.result.content.as_str())
-            .collect();
-        assert_eq!(contents, vec!["a", "b", "c", "w", "d", "e", "f"]);
-        let batches: Vec<_> = out.iter().map(|s| s.batch).collect();
-        assert_eq!(batches, vec![5, 5, 5, 6, 7, 7, 7]);
-        assert_eq!(next, 7);
-        // The write ran after every call of the first batch ended, before the second began.
-        let log = log.lock().unwrap();
-        let pos = |s: &str| log.iter().position(|x| x == s).unwrap();
-        for t in ["a", "b", "c"] {
-            assert!(pos(&format!("end {t}")) < pos("solo w"));
-        }
-        for t in ["d", "e", "f"] {
-            assert!(pos("solo w") < pos(&format!("start {t}")));
-        }
-    }
-}
+#[path = "scheduler_tests.rs"]
+mod tests;

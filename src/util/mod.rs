@@ -3,3 +3,5 @@
 pub(crate) mod duration;
 pub(crate) mod output;
 pub(crate) mod secrets;
+pub(crate) mod sync;
+pub(crate) mod text;

@@ -3,6 +3,7 @@
 //! only when stderr is a terminal.
 #![allow(clippy::print_stdout)]
 
+use crate::util::sync::Locked;
 use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
@@ -19,7 +20,7 @@ static BAR: Mutex<Option<ProgressBar>> = Mutex::new(None);
 
 /// How much goes to stderr: `-q`, the default, `-v`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verbosity {
+pub(crate) enum Verbosity {
     Quiet,
     Normal,
     Verbose,
@@ -37,7 +38,7 @@ const FALLBACK_COLUMNS: u16 = 80;
 const FALLBACK_ROWS: u16 = 20;
 
 /// Sets the log level and the secret values to redact from everything written.
-pub fn init(verbosity: Verbosity, secrets: Vec<String>) {
+pub(crate) fn init(verbosity: Verbosity, secrets: Vec<String>) {
     let level = match verbosity {
         Verbosity::Quiet => 0,
         Verbosity::Normal => 1,
@@ -63,12 +64,12 @@ pub fn init(verbosity: Verbosity, secrets: Vec<String>) {
 }
 
 /// The secret values given to `init` (for redaction over a stream).
-pub fn secrets() -> &'static [String] {
+pub(crate) fn secrets() -> &'static [String] {
     SECRETS.get().map(Vec::as_slice).unwrap_or(&[])
 }
 
 /// Removes every known secret value from `text`.
-pub fn redact(text: &str) -> String {
+pub(crate) fn redact(text: &str) -> String {
     match SECRETS.get() {
         Some(s) if !s.is_empty() => crate::util::secrets::redact(text, s),
         _ => text.to_string(),
@@ -88,7 +89,7 @@ fn emit(min_level: u8, prefix: &str, msg: &str) {
 }
 
 /// Always shown (also with -q).
-pub fn error(msg: &str) {
+pub(crate) fn error(msg: &str) {
     emit(0, "error: ", msg);
 }
 
@@ -99,45 +100,45 @@ pub(crate) fn usage_failure(e: &crate::error::Error) -> std::process::ExitCode {
 }
 
 /// Shown unless -q.
-pub fn warn(msg: &str) {
+pub(crate) fn warn(msg: &str) {
     emit(1, "warning: ", msg);
 }
 
 /// Shown unless -q.
-pub fn info(msg: &str) {
+pub(crate) fn info(msg: &str) {
     emit(1, "", msg);
 }
 
 /// Whether -v logging is on (to skip building messages nobody will see).
-pub fn debug_enabled() -> bool {
+pub(crate) fn debug_enabled() -> bool {
     LEVEL.load(Ordering::Relaxed) >= 2
 }
 
 /// Shown with -v.
-pub fn debug(msg: &str) {
+pub(crate) fn debug(msg: &str) {
     emit(2, "", msg);
 }
 
 /// Whether a spinner is drawn (stderr is a terminal and not -q): callers skip building
 /// messages nobody will see.
-pub fn progress_enabled() -> bool {
+pub(crate) fn progress_enabled() -> bool {
     BAR.lock().map(|b| b.is_some()).unwrap_or(false)
 }
 
 /// Updates the spinner's message (a no-op when stderr is not a terminal).
-pub fn progress(msg: &str) {
+pub(crate) fn progress(msg: &str) {
     if let Some(b) = BAR.lock().ok().and_then(|b| b.clone()) {
         b.set_message(redact(msg));
     }
 }
 
 /// Whether plain progress lines are printed (stderr is not a terminal, no -q or -v).
-pub fn steps_enabled() -> bool {
+pub(crate) fn steps_enabled() -> bool {
     PLAIN.load(Ordering::Relaxed)
 }
 
 /// One plain progress line (a turn, a tool call) for a log that is not a terminal.
-pub fn step(msg: &str) {
+pub(crate) fn step(msg: &str) {
     if steps_enabled() {
         emit(1, "", msg);
     }
@@ -145,7 +146,7 @@ pub fn step(msg: &str) {
 
 /// A GitHub Actions workflow command (`::error::…`) on stderr, as it is (no `agent: `
 /// prefix, which would hide it from the runner), secrets redacted. Shown also with -q.
-pub fn workflow_command(line: &str) {
+pub(crate) fn workflow_command(line: &str) {
     let line = redact(line);
     let bar = BAR.lock().ok().and_then(|b| b.clone());
     match bar {
@@ -155,7 +156,7 @@ pub fn workflow_command(line: &str) {
 }
 
 /// Removes the spinner before the final lines.
-pub fn progress_done() {
+pub(crate) fn progress_done() {
     if let Some(b) = BAR.lock().ok().and_then(|mut b| b.take()) {
         b.finish_and_clear();
     }
@@ -183,10 +184,7 @@ struct StderrTerm {
 
 impl StderrTerm {
     fn put(&self, bytes: &[u8]) -> std::io::Result<()> {
-        self.pending
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .extend_from_slice(bytes);
+        self.pending.locked().extend_from_slice(bytes);
         Ok(())
     }
 
@@ -252,7 +250,7 @@ impl TermLike for StderrTerm {
     }
 
     fn flush(&self) -> std::io::Result<()> {
-        let bytes = std::mem::take(&mut *self.pending.lock().unwrap_or_else(|p| p.into_inner()));
+        let bytes = std::mem::take(&mut *self.pending.locked());
         let mut err = std::io::stderr().lock();
         err.write_all(&bytes)?;
         err.flush()
@@ -261,7 +259,7 @@ impl TermLike for StderrTerm {
 
 /// Writes the run's stdout payload. A closed stdout (`| head`) is not an error; any other
 /// failure (a full disk) is reported and returned, so that the run does not exit 0.
-pub fn print_stdout(text: &str) -> bool {
+pub(crate) fn print_stdout(text: &str) -> bool {
     let mut out = std::io::stdout().lock();
     let r = out.write_all(text.as_bytes()).and_then(|()| {
         if text.ends_with('\n') {
@@ -282,7 +280,7 @@ pub fn print_stdout(text: &str) -> bool {
 
 /// Writes `bytes` to `path` atomically: a temp file beside it, then a rename, so that a
 /// reader (or a SIGKILL) never sees half a file.
-pub fn write_file_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+pub(crate) fn write_file_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     replace_file(path, bytes, true)
 }
 
@@ -290,7 +288,7 @@ pub fn write_file_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// old or the new file whole (the rename is atomic and the page cache outlives the
 /// process); only a power loss could lose the newest. For the per-turn `-o` checkpoints
 /// on a long history the fsync cost a third as much CPU as the write itself.
-pub fn write_file_atomic_unsynced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+pub(crate) fn write_file_atomic_unsynced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     replace_file(path, bytes, false)
 }
 
@@ -319,28 +317,5 @@ fn replace_file(path: &Path, bytes: &[u8], sync: bool) -> std::io::Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn atomic_write_replaces() {
-        let d = tempfile::tempdir().unwrap();
-        let p = d.path().join("t.json");
-        write_file_atomic(&p, b"one").unwrap();
-        write_file_atomic(&p, b"two").unwrap();
-        assert_eq!(std::fs::read_to_string(&p).unwrap(), "two");
-        write_file_atomic_unsynced(&p, b"three").unwrap();
-        assert_eq!(std::fs::read_to_string(&p).unwrap(), "three");
-        assert_eq!(
-            std::fs::read_dir(d.path()).unwrap().count(),
-            1,
-            "no temp file left"
-        );
-    }
-
-    #[test]
-    fn atomic_write_fails_cleanly() {
-        let p = Path::new("/definitely/not/a/dir/t.json");
-        assert!(write_file_atomic(p, b"x").is_err());
-    }
-}
+#[path = "output_tests.rs"]
+mod tests;

@@ -32,7 +32,7 @@ fn read_turn(n: usize, file: &str) -> Reply {
 /// names a journal of the same run that holds a whole checkpoint; then the messages, tool
 /// calls and last checkpoint of the journal's lines up to its last whole checkpoint line.
 /// Panics unless the file is valid JSON and every whole line of the journal is JSON.
-pub fn read_checkpoint(out: &Path) -> Value {
+pub(crate) fn read_checkpoint(out: &Path) -> Value {
     let file = read_json(out);
     let Some(name) = file["journal"]
         .as_str()

@@ -1,6 +1,9 @@
 //! The integration tests: the built `agent` binary driven as a user would, against the
 //! loopback mock Anthropic server of `tests/support`.
 
+// Tests and their support code assert with unwrap/expect: a panic is the failure report.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod policy;
 mod process_tree;
 mod provider_gateway;

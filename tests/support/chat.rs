@@ -8,13 +8,13 @@ use super::sse::{Block, Turn, Usage};
 use serde_json::{Value, json};
 
 /// Model id the mock claims in every chunk.
-pub const CHAT_MODEL: &str = "mock-model";
+pub(crate) const CHAT_MODEL: &str = "mock-model";
 /// Tool arguments are cut into fragments of this many chars, as servers stream them.
 const ARGUMENT_FRAGMENT_CHARS: usize = 4;
 
 /// One chunk frame with these `choices` and `usage` (`null` on all but the last chunk,
 /// as OpenAI sends it with `stream_options.include_usage`).
-pub fn chunk(choices: Value, usage: Value) -> String {
+pub(crate) fn chunk(choices: Value, usage: Value) -> String {
     let c = json!({"id": "chatcmpl-mock", "object": "chat.completion.chunk",
                    "created": 1_760_000_000, "model": CHAT_MODEL,
                    "system_fingerprint": "fp_mock", "choices": choices, "usage": usage});
@@ -22,7 +22,7 @@ pub fn chunk(choices: Value, usage: Value) -> String {
 }
 
 /// A chunk whose one choice carries `delta` (and a finish reason, on the last).
-pub fn delta(d: Value, finish: Option<&str>) -> String {
+pub(crate) fn delta(d: Value, finish: Option<&str>) -> String {
     chunk(
         json!([{"index": 0, "delta": d, "logprobs": null, "finish_reason": finish}]),
         Value::Null,
@@ -31,7 +31,7 @@ pub fn delta(d: Value, finish: Option<&str>) -> String {
 
 /// The usage chunk: no choices, the counts of the whole response. OpenAI's
 /// `prompt_tokens` includes cached tokens, Anthropic's `input_tokens` does not.
-pub fn usage_chunk(usage: &Usage) -> String {
+pub(crate) fn usage_chunk(usage: &Usage) -> String {
     let prompt = usage.input + usage.cache_read + usage.cache_creation;
     chunk(
         json!([]),
@@ -41,28 +41,28 @@ pub fn usage_chunk(usage: &Usage) -> String {
     )
 }
 
-pub fn done() -> String {
+pub(crate) fn done() -> String {
     "data: [DONE]\n\n".to_string()
 }
 
 /// A keep-alive comment, as llama-cpp-python's server writes it between chunks.
-pub fn ping() -> String {
+pub(crate) fn ping() -> String {
     ": ping - 2026-01-01 00:00:00.000000+00:00\n\n".to_string()
 }
 
 /// A mid-stream error, the shape OpenAI-compatible servers send inside a 200 stream.
-pub fn error_chunk(kind: &str, message: &str) -> String {
+pub(crate) fn error_chunk(kind: &str, message: &str) -> String {
     let e = json!({"error": {"message": message, "type": kind, "param": null, "code": null}});
     format!("data: {e}\n\n")
 }
 
 /// An error body in OpenAI's shape.
-pub fn error_body(kind: &str, message: &str) -> String {
+pub(crate) fn error_body(kind: &str, message: &str) -> String {
     json!({"error": {"message": message, "type": kind, "param": null, "code": null}}).to_string()
 }
 
 /// Anthropic's stop reason in OpenAI's vocabulary.
-pub fn finish_reason(stop_reason: &str) -> &str {
+pub(crate) fn finish_reason(stop_reason: &str) -> &str {
     match stop_reason {
         "end_turn" | "stop_sequence" => "stop",
         "tool_use" => "tool_calls",
@@ -102,7 +102,7 @@ fn tool_call(index: usize, id: &str, name: &str, raw: &str) -> Vec<String> {
 }
 
 /// Every frame of `turn` before its finish: the role delta and the content.
-pub fn body_frames(turn: &Turn) -> Vec<String> {
+pub(crate) fn body_frames(turn: &Turn) -> Vec<String> {
     // Servers open with `content: ""` before text and `content: null` before tool calls.
     let first_is_text = matches!(turn.blocks.first(), Some(Block::Text(_)));
     let content = if first_is_text {
@@ -140,7 +140,7 @@ pub fn body_frames(turn: &Turn) -> Vec<String> {
 }
 
 /// The whole stream of `turn`: content, finish delta, usage chunk, `[DONE]`.
-pub fn frames(turn: &Turn) -> Vec<String> {
+pub(crate) fn frames(turn: &Turn) -> Vec<String> {
     let mut frames = body_frames(turn);
     let stop = turn.get_stop_reason();
     frames.push(delta(json!({}), Some(finish_reason(&stop))));

@@ -8,7 +8,7 @@ use serde_json::Value;
 use std::collections::HashSet;
 
 /// The API version SPEC §3.1 requires.
-pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+pub(crate) const ANTHROPIC_VERSION: &str = "2023-06-01";
 
 /// The value of header `name` (lower-case).
 fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
@@ -61,7 +61,7 @@ fn messages_of<'a>(body: &'a Value, v: &mut Vec<String>) -> Option<&'a [Value]> 
 }
 
 /// Checks the request line and headers. `headers` are (lower-case name, value).
-pub fn check_head(method: &str, path: &str, headers: &[(String, String)]) -> Vec<String> {
+pub(crate) fn check_head(method: &str, path: &str, headers: &[(String, String)]) -> Vec<String> {
     let mut v = Vec::new();
     let get = |name: &str| header(headers, name);
     check_post_json(method, headers, &mut v);
@@ -83,7 +83,7 @@ pub fn check_head(method: &str, path: &str, headers: &[(String, String)]) -> Vec
 
 /// Checks the JSON body: stream/model/max_tokens, non-empty content, tool blocks, tools
 /// array, and the pairing invariant.
-pub fn check_body(body: &Value) -> Vec<String> {
+pub(crate) fn check_body(body: &Value) -> Vec<String> {
     let mut v = Vec::new();
     if !check_stream_and_model(body, &mut v) {
         return v;
@@ -353,7 +353,7 @@ fn compact(b: &Value) -> String {
 /// Checks the request line and headers of a chat-completions request. A key, when
 /// sent, goes as `authorization: Bearer`; the Anthropic header must never reach this
 /// server (it would hand one provider's key to another).
-pub fn check_chat_head(method: &str, headers: &[(String, String)]) -> Vec<String> {
+pub(crate) fn check_chat_head(method: &str, headers: &[(String, String)]) -> Vec<String> {
     let mut v = Vec::new();
     let get = |name: &str| header(headers, name);
     check_post_json(method, headers, &mut v);
@@ -370,7 +370,7 @@ pub fn check_chat_head(method: &str, headers: &[(String, String)]) -> Vec<String
 
 /// Checks a chat-completions body: stream/model, messages and their roles, the tools
 /// array, and the pairing of tool calls with tool messages.
-pub fn check_chat_body(body: &Value) -> Vec<String> {
+pub(crate) fn check_chat_body(body: &Value) -> Vec<String> {
     let mut v = Vec::new();
     if !check_stream_and_model(body, &mut v) {
         return v;

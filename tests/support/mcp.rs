@@ -8,23 +8,23 @@ use std::process::{Child, Command, Stdio};
 use serde_json::{Value, json};
 
 /// The test server's executable (a `[[bin]]` of this package).
-pub fn server_bin() -> &'static str {
+pub(super) fn server_bin() -> &'static str {
     env!("CARGO_BIN_EXE_mcp-test-server")
 }
 
 /// A stdio server entry as Claude Code writes it.
-pub fn stdio_entry(args: &[&str], env: Value) -> Value {
+pub(super) fn stdio_entry(args: &[&str], env: Value) -> Value {
     json!({"type": "stdio", "command": server_bin(), "args": args, "env": env})
 }
 
 /// Writes `{"mcpServers": servers}` to `path` and returns it as a string.
-pub fn write_config(path: &Path, servers: Value) -> String {
+pub(super) fn write_config(path: &Path, servers: Value) -> String {
     std::fs::write(path, json!({"mcpServers": servers}).to_string()).unwrap();
     path.to_str().unwrap().to_string()
 }
 
 /// Every message the server logged (`--log FILE`), in order.
-pub fn read_log(path: &Path) -> Vec<Value> {
+pub(super) fn read_log(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
         .unwrap_or_default()
         .lines()
@@ -33,7 +33,7 @@ pub fn read_log(path: &Path) -> Vec<Value> {
 }
 
 /// The JSON-RPC methods of the logged messages.
-pub fn logged_methods(log: &[Value]) -> Vec<String> {
+pub(super) fn logged_methods(log: &[Value]) -> Vec<String> {
     log.iter()
         .filter_map(|e| {
             let m = if e["what"] == "http" {
@@ -47,14 +47,14 @@ pub fn logged_methods(log: &[Value]) -> Vec<String> {
 }
 
 /// The test server on a loopback port (streamable HTTP); killed when dropped.
-pub struct HttpServer {
+pub(super) struct HttpServer {
     child: Child,
     pub url: String,
     pub log: PathBuf,
 }
 
 impl HttpServer {
-    pub fn start(log: PathBuf, extra: &[&str]) -> HttpServer {
+    pub(super) fn start(log: PathBuf, extra: &[&str]) -> HttpServer {
         let mut child = Command::new(server_bin())
             .args(["--http", "127.0.0.1:0", "--log", log.to_str().unwrap()])
             .args(extra)

@@ -11,6 +11,9 @@
 //! (`--on-eof ignore`) and SIGTERM too (`--on-eof ignore-term`). Built as a `[[bin]]`
 //! (DESIGN.md says why); it uses only std, serde_json and libc (to ignore SIGTERM).
 
+// A test fixture: a panic is a test failure, reported by the test that started it.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};

@@ -29,7 +29,7 @@ const WAIT_LIMIT: Duration = Duration::from_secs(30);
 
 /// The wire format of a request, and so of its reply.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Wire {
+pub(crate) enum Wire {
     /// `POST /v1/messages`: SSE events, `x-api-key`.
     Anthropic,
     /// `POST …/chat/completions`: `data:` chunks, `authorization: Bearer`.
@@ -39,7 +39,7 @@ pub enum Wire {
 impl Wire {
     /// The wire a request path speaks: chat completions by its suffix (any base path,
     /// as gateways add prefixes), else the Messages API.
-    pub fn of_path(path: &str) -> Wire {
+    pub(crate) fn of_path(path: &str) -> Wire {
         if path.trim_end_matches('/').ends_with("/chat/completions") {
             Wire::OpenAi
         } else {
@@ -48,7 +48,7 @@ impl Wire {
     }
 
     /// A keep-alive ping in this wire: an `event: ping` frame, or an SSE comment.
-    pub fn ping(self) -> String {
+    pub(crate) fn ping(self) -> String {
         match self {
             Wire::Anthropic => sse::ping(),
             Wire::OpenAi => chat::ping(),
@@ -56,7 +56,7 @@ impl Wire {
     }
 
     /// An API error body in this wire's shape.
-    pub fn error_body(self, kind: &str, message: &str) -> String {
+    pub(crate) fn error_body(self, kind: &str, message: &str) -> String {
         match self {
             Wire::Anthropic => {
                 serde_json::json!({"type": "error", "error": {"type": kind, "message": message}})
@@ -67,7 +67,7 @@ impl Wire {
     }
 
     /// A mid-stream error frame in this wire.
-    pub fn error_frame(self, kind: &str, message: &str) -> String {
+    pub(crate) fn error_frame(self, kind: &str, message: &str) -> String {
         match self {
             Wire::Anthropic => sse::error_event(kind, message),
             Wire::OpenAi => chat::error_chunk(kind, message),
@@ -75,7 +75,7 @@ impl Wire {
     }
 
     /// `(every frame, how many of them come before the stop)` of `turn` in this wire.
-    pub fn render(self, turn: &Turn) -> (Vec<String>, usize) {
+    pub(crate) fn render(self, turn: &Turn) -> (Vec<String>, usize) {
         let (body, all) = match self {
             Wire::Anthropic => (turn.body_frames(), turn.frames()),
             Wire::OpenAi => (chat::body_frames(turn), chat::frames(turn)),
@@ -94,7 +94,7 @@ impl Wire {
 
 /// How an SSE body is cut into HTTP chunks.
 #[derive(Clone, Copy, Debug)]
-pub struct SseOpts {
+pub(crate) struct SseOpts {
     /// Chunk sizes are drawn from 1..=max_chunk bytes.
     pub max_chunk: usize,
     /// Interleave pings (after the second frame and every fourth one), as the real APIs
@@ -116,7 +116,7 @@ impl Default for SseOpts {
 
 /// What goes wrong with a scripted turn.
 #[derive(Clone, Debug)]
-pub enum Fault {
+pub(crate) enum Fault {
     /// 200, the first `n` frames, then the socket closes without the chunked terminator.
     DropAfter(usize),
     /// The same, after all of the turn's content but before its stop (`message_delta` or
@@ -133,7 +133,7 @@ pub enum Fault {
 /// are sent as given; `Turn`, `Error` and `Silent` are rendered in the wire format of the
 /// request they answer, so one script serves either provider.
 #[derive(Clone, Debug)]
-pub enum Reply {
+pub(crate) enum Reply {
     /// A complete 200 SSE stream of these frames (default `SseOpts`).
     Sse(Vec<String>),
     /// The same with explicit chunking options.
@@ -179,7 +179,7 @@ impl Reply {
     /// A recorded stream from `tests/fixtures/servers/NAME`, replayed byte for byte as a
     /// 200 event stream (cut into chunks, but with no pings added: the recording has its
     /// own).
-    pub fn recorded(name: &str) -> Reply {
+    pub(crate) fn recorded(name: &str) -> Reply {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/fixtures/servers")
             .join(name);
@@ -195,7 +195,7 @@ impl Reply {
     }
 
     /// A model turn, rendered in the wire of the request it answers.
-    pub fn turn(turn: Turn) -> Reply {
+    pub(crate) fn turn(turn: Turn) -> Reply {
         Reply::Turn {
             turn,
             opts: SseOpts::default(),
@@ -204,7 +204,7 @@ impl Reply {
     }
 
     /// This reply with other chunking options (a `Turn` or `Sse` reply).
-    pub fn with_opts(self, new: SseOpts) -> Reply {
+    pub(crate) fn with_opts(self, new: SseOpts) -> Reply {
         match self {
             Reply::Turn { turn, fault, .. } => Reply::Turn {
                 turn,
@@ -217,7 +217,7 @@ impl Reply {
     }
 
     /// This `Turn` reply with a fault.
-    pub fn with_fault(self, new: Fault) -> Reply {
+    pub(crate) fn with_fault(self, new: Fault) -> Reply {
         match self {
             Reply::Turn { turn, opts, .. } => Reply::Turn {
                 turn,
@@ -229,7 +229,7 @@ impl Reply {
     }
 
     /// This reply with one more response header (a `Status`, `Error` or `Raw` reply).
-    pub fn with_header(mut self, name: &str, value: &str) -> Reply {
+    pub(crate) fn with_header(mut self, name: &str, value: &str) -> Reply {
         match &mut self {
             Reply::Status { headers, .. }
             | Reply::Error { headers, .. }
@@ -240,7 +240,7 @@ impl Reply {
     }
 
     /// An error response in the API's JSON shape (the request's wire decides which).
-    pub fn api_error(code: u16, kind: &str, message: &str) -> Reply {
+    pub(crate) fn api_error(code: u16, kind: &str, message: &str) -> Reply {
         Reply::Error {
             code,
             kind: kind.to_string(),
@@ -250,17 +250,17 @@ impl Reply {
     }
 
     /// HTTP 529 overloaded.
-    pub fn overloaded() -> Reply {
+    pub(crate) fn overloaded() -> Reply {
         Reply::api_error(529, "overloaded_error", "Overloaded")
     }
 
     /// HTTP 429 with `retry-after: secs`.
-    pub fn rate_limited(retry_after_secs: u64) -> Reply {
+    pub(crate) fn rate_limited(retry_after_secs: u64) -> Reply {
         Reply::rate_limit_error().with_header("retry-after", &retry_after_secs.to_string())
     }
 
     /// HTTP 429 with `retry-after` as an HTTP date (`Tue, 01 Dec 2026 05:00:00 GMT`).
-    pub fn rate_limited_until(when: SystemTime) -> Reply {
+    pub(crate) fn rate_limited_until(when: SystemTime) -> Reply {
         Reply::rate_limit_error().with_header("retry-after", &http_date(when))
     }
 
@@ -273,12 +273,12 @@ impl Reply {
     }
 
     /// HTTP 400 invalid_request_error with this message.
-    pub fn bad_request(message: &str) -> Reply {
+    pub(crate) fn bad_request(message: &str) -> Reply {
         Reply::api_error(400, "invalid_request_error", message)
     }
 
     /// Any status with this content type and body.
-    pub fn raw(code: u16, content_type: &str, body: &str) -> Reply {
+    pub(crate) fn raw(code: u16, content_type: &str, body: &str) -> Reply {
         Reply::Raw {
             code,
             content_type: content_type.to_string(),
@@ -288,25 +288,25 @@ impl Reply {
     }
 
     /// A redirect (301, 302, 307, 308 …) to `location`, with a short text body.
-    pub fn redirect(code: u16, location: &str) -> Reply {
+    pub(crate) fn redirect(code: u16, location: &str) -> Reply {
         Reply::raw(code, "text/plain", &format!("Redirecting to {location}"))
             .with_header("location", location)
     }
 
     /// 200 with event-stream headers, then nothing.
-    pub fn silence() -> Reply {
+    pub(crate) fn silence() -> Reply {
         Reply::Silent { ping: false }
     }
 
     /// 200 with event-stream headers, one ping, then nothing (llama-cpp-python's answer
     /// to `tool_choice: "auto"` with streaming).
-    pub fn ping_then_silence() -> Reply {
+    pub(crate) fn ping_then_silence() -> Reply {
         Reply::Silent { ping: true }
     }
 }
 
 /// `t` as an HTTP date (RFC 9110 IMF-fixdate), e.g. `Sun, 06 Nov 1994 08:49:37 GMT`.
-pub fn http_date(t: SystemTime) -> String {
+pub(crate) fn http_date(t: SystemTime) -> String {
     const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
     const MONTHS: [&str; 12] = [
         "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
@@ -335,7 +335,7 @@ pub fn http_date(t: SystemTime) -> String {
 
 /// One request as the mock received it.
 #[derive(Clone, Debug)]
-pub struct Recorded {
+pub(crate) struct Recorded {
     pub method: String,
     pub path: String,
     /// (lower-case name, value), in the order received.
@@ -354,7 +354,7 @@ pub struct Recorded {
 
 /// One tool_result block of a request, content flattened to text.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ToolResultSeen {
+pub(crate) struct ToolResultSeen {
     pub tool_use_id: String,
     pub content: String,
     pub is_error: bool,
@@ -362,7 +362,7 @@ pub struct ToolResultSeen {
 
 impl Recorded {
     /// The tool_result blocks of the last message, in order.
-    pub fn tool_results(&self) -> Vec<ToolResultSeen> {
+    pub(crate) fn tool_results(&self) -> Vec<ToolResultSeen> {
         self.last_blocks()
             .iter()
             .filter(|b| b["type"] == "tool_result")
@@ -375,11 +375,11 @@ impl Recorded {
     }
 
     /// The `system` prompt as text (a string, or its text blocks joined).
-    pub fn system_text(&self) -> String {
+    pub(crate) fn system_text(&self) -> String {
         flat_text(&self.body["system"])
     }
 
-    pub fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         let name = name.to_ascii_lowercase();
         self.headers
             .iter()
@@ -387,7 +387,7 @@ impl Recorded {
             .map(|(_, v)| v.as_str())
     }
 
-    pub fn messages(&self) -> &[Value] {
+    pub(crate) fn messages(&self) -> &[Value] {
         self.body["messages"]
             .as_array()
             .map(Vec::as_slice)
@@ -395,7 +395,7 @@ impl Recorded {
     }
 
     /// Names in the `tools` array sent with this request.
-    pub fn tool_names(&self) -> Vec<String> {
+    pub(crate) fn tool_names(&self) -> Vec<String> {
         self.body["tools"]
             .as_array()
             .map(|ts| {
@@ -407,7 +407,7 @@ impl Recorded {
     }
 
     /// The text of the first user message (string content or its text blocks joined).
-    pub fn first_user_text(&self) -> String {
+    pub(crate) fn first_user_text(&self) -> String {
         self.messages()
             .first()
             .map(message_text)
@@ -415,7 +415,7 @@ impl Recorded {
     }
 
     /// The last message's content blocks.
-    pub fn last_blocks(&self) -> &[Value] {
+    pub(crate) fn last_blocks(&self) -> &[Value] {
         self.messages()
             .last()
             .and_then(|m| m["content"].as_array())
@@ -425,7 +425,7 @@ impl Recorded {
 }
 
 /// The text of a message: its string content or its text blocks joined.
-pub fn message_text(m: &Value) -> String {
+pub(crate) fn message_text(m: &Value) -> String {
     flat_text(&m["content"])
 }
 
@@ -466,7 +466,7 @@ impl Shared {
 }
 
 /// The server. Dropping it stops accepting and releases every hanging reply.
-pub struct MockServer {
+pub(crate) struct MockServer {
     addr: SocketAddr,
     shared: Arc<Shared>,
     accept: Option<JoinHandle<()>>,
@@ -474,13 +474,13 @@ pub struct MockServer {
 
 impl MockServer {
     /// Starts a server that closes the connection after each response.
-    pub fn start(script: Vec<Reply>) -> MockServer {
+    pub(crate) fn start(script: Vec<Reply>) -> MockServer {
         MockServer::start_with(script, false)
     }
 
     /// Starts a server that keeps connections alive between complete responses, like
     /// the real API (exercises the client's connection pool).
-    pub fn start_keep_alive(script: Vec<Reply>) -> MockServer {
+    pub(crate) fn start_keep_alive(script: Vec<Reply>) -> MockServer {
         MockServer::start_with(script, true)
     }
 
@@ -520,35 +520,35 @@ impl MockServer {
     }
 
     /// `http://127.0.0.1:PORT`, for ANTHROPIC_BASE_URL.
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("http://{}", self.addr)
     }
 
     /// `http://127.0.0.1:PORT/v1`, for `--base-url` / OPENAI_BASE_URL.
-    pub fn openai_url(&self) -> String {
+    pub(crate) fn openai_url(&self) -> String {
         format!("http://{}/v1", self.addr)
     }
 
-    pub fn addr(&self) -> SocketAddr {
+    pub(crate) fn addr(&self) -> SocketAddr {
         self.addr
     }
 
     /// Every request received so far, in order.
-    pub fn requests(&self) -> Vec<Recorded> {
+    pub(crate) fn requests(&self) -> Vec<Recorded> {
         self.shared.lock().requests.clone()
     }
 
-    pub fn request_count(&self) -> usize {
+    pub(crate) fn request_count(&self) -> usize {
         self.shared.lock().requests.len()
     }
 
     /// TCP connections accepted so far (fewer than requests proves connection reuse).
-    pub fn connections(&self) -> usize {
+    pub(crate) fn connections(&self) -> usize {
         self.shared.lock().connections
     }
 
     /// Blocks until at least `n` requests were received; panics after `WAIT_LIMIT`.
-    pub fn wait_for_requests(&self, n: usize) {
+    pub(crate) fn wait_for_requests(&self, n: usize) {
         let deadline = Instant::now() + WAIT_LIMIT;
         let mut st = self.shared.lock();
         while st.requests.len() < n {
@@ -568,17 +568,17 @@ impl MockServer {
     }
 
     /// Replies not yet served.
-    pub fn remaining(&self) -> usize {
+    pub(crate) fn remaining(&self) -> usize {
         self.shared.lock().script.len()
     }
 
-    pub fn violations(&self) -> Vec<String> {
+    pub(crate) fn violations(&self) -> Vec<String> {
         self.shared.lock().violations.clone()
     }
 
     /// Panics listing every violation seen on any request (SPEC §3.1 headers and body,
     /// §3.2 pairing, either wire; requests past the end of the script).
-    pub fn assert_invariants(&self) {
+    pub(crate) fn assert_invariants(&self) {
         let v = self.violations();
         assert!(
             v.is_empty(),
@@ -589,7 +589,7 @@ impl MockServer {
     }
 
     /// Asserts that every scripted reply was served.
-    pub fn assert_script_consumed(&self) {
+    pub(crate) fn assert_script_consumed(&self) {
         let st = self.shared.lock();
         assert!(
             st.script.is_empty(),
@@ -747,7 +747,7 @@ fn read_request(reader: &mut impl BufRead) -> io::Result<Option<Recorded>> {
 }
 
 /// Decodes a chunked body (chunk extensions and trailers ignored).
-pub fn read_chunked(reader: &mut impl BufRead) -> io::Result<Vec<u8>> {
+pub(crate) fn read_chunked(reader: &mut impl BufRead) -> io::Result<Vec<u8>> {
     let mut body = Vec::new();
     loop {
         let mut size_line = String::new();
@@ -955,12 +955,12 @@ impl Out<'_> {
 
 /// The SSE text of `frames` with Anthropic pings interleaved per `opts` (what the
 /// client reads).
-pub fn sse_text(frames: &[String], opts: SseOpts) -> String {
+pub(crate) fn sse_text(frames: &[String], opts: SseOpts) -> String {
     sse_text_for(Wire::Anthropic, frames, opts)
 }
 
 /// The same with the pings of `wire`.
-pub fn sse_text_for(wire: Wire, frames: &[String], opts: SseOpts) -> String {
+pub(crate) fn sse_text_for(wire: Wire, frames: &[String], opts: SseOpts) -> String {
     let mut text = String::new();
     for (i, f) in frames.iter().enumerate() {
         text.push_str(f);
@@ -974,15 +974,15 @@ pub fn sse_text_for(wire: Wire, frames: &[String], opts: SseOpts) -> String {
 
 /// Deterministic xorshift64: chunk sizes, kill points. Same seed, same numbers, so a
 /// failure's seed (tests print it) replays it.
-pub struct Rng(u64);
+pub(crate) struct Rng(u64);
 
 impl Rng {
-    pub fn new(seed: u64) -> Self {
+    pub(crate) fn new(seed: u64) -> Self {
         Rng(seed | 1) // xorshift never leaves 0
     }
 
     /// Seeded from the clock: different points each run, the seed printed on failure.
-    pub fn from_clock() -> (Self, u64) {
+    pub(crate) fn from_clock() -> (Self, u64) {
         let seed = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap()
@@ -991,7 +991,7 @@ impl Rng {
         (Rng(seed), seed)
     }
 
-    pub fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         let mut x = self.0;
         x ^= x << 13;
         x ^= x >> 7;
@@ -1001,13 +1001,13 @@ impl Rng {
     }
 
     /// A number in `0..bound`.
-    pub fn below(&mut self, bound: u64) -> u64 {
+    pub(crate) fn below(&mut self, bound: u64) -> u64 {
         self.next() % bound
     }
 
     /// Busy work of a random length under `bound` steps (a kill then lands anywhere in
     /// what the process is doing); returns the length, for the failure message.
-    pub fn spin(&mut self, bound: u64) -> u64 {
+    pub(crate) fn spin(&mut self, bound: u64) -> u64 {
         let steps = self.below(bound);
         let mut x = 0u64;
         for i in 0..steps {
@@ -1018,7 +1018,7 @@ impl Rng {
 }
 
 /// The chunk sizes the body of `len` bytes is cut into.
-pub fn chunk_sizes(len: usize, opts: SseOpts) -> Vec<usize> {
+pub(crate) fn chunk_sizes(len: usize, opts: SseOpts) -> Vec<usize> {
     let mut rng = Rng::new(opts.seed);
     let mut sizes = Vec::new();
     let mut left = len;

@@ -41,13 +41,13 @@
 //!   `assert_file_has_no_secret` check files.
 #![allow(dead_code, unused_imports)] // not every test module uses every helper
 
-pub mod chat;
-pub mod invariants;
-pub mod mock;
-pub mod sse;
+pub(crate) mod chat;
+pub(crate) mod invariants;
+pub(crate) mod mock;
+pub(crate) mod sse;
 
-pub use mock::{Fault, MockServer, Recorded, Reply, Rng, SseOpts, ToolResultSeen, Wire};
-pub use sse::{Turn, turn_max_tokens_cut_tool, turn_raw_tool, turn_text, turn_tools};
+pub(crate) use mock::{Fault, MockServer, Recorded, Reply, Rng, SseOpts, ToolResultSeen, Wire};
+pub(crate) use sse::{Turn, turn_max_tokens_cut_tool, turn_raw_tool, turn_text, turn_tools};
 
 use serde_json::Value;
 use std::io::Read;
@@ -58,9 +58,9 @@ use std::time::Duration;
 use wait_timeout::ChildExt;
 
 /// The API key every run gets; it must never show up in any output.
-pub const API_KEY: &str = "sk-ant-test-DO-NOT-LEAK-0123456789";
+pub(crate) const API_KEY: &str = "sk-ant-test-DO-NOT-LEAK-0123456789";
 /// The key OpenAI-provider tests set as OPENAI_API_KEY; it must never show up either.
-pub const OPENAI_KEY: &str = "sk-openai-test-DO-NOT-LEAK-9876543210";
+pub(crate) const OPENAI_KEY: &str = "sk-openai-test-DO-NOT-LEAK-9876543210";
 /// Every key a run may hold.
 const SECRETS: [&str; 2] = [API_KEY, OPENAI_KEY];
 /// A run that takes longer than this is hung: it is killed and the test fails (rather
@@ -70,38 +70,38 @@ const RUN_LIMIT: Duration = Duration::from_secs(60);
 /// A temporary workspace, a mock server and the means to run the binary against it.
 /// Layout: `<tmp>/ws` is the workspace (the binary's cwd), `<tmp>/home` its HOME,
 /// `<tmp>/out` a place for `-o` files outside the workspace.
-pub struct TestEnv {
+pub(crate) struct TestEnv {
     pub server: MockServer,
     root: tempfile::TempDir,
 }
 
 impl TestEnv {
     /// A mock that closes the connection after each response.
-    pub fn new(script: Vec<Reply>) -> TestEnv {
+    pub(crate) fn new(script: Vec<Reply>) -> TestEnv {
         TestEnv::with_server(MockServer::start(script))
     }
 
     /// A mock that keeps connections alive between responses.
-    pub fn keep_alive(script: Vec<Reply>) -> TestEnv {
+    pub(crate) fn keep_alive(script: Vec<Reply>) -> TestEnv {
         TestEnv::with_server(MockServer::start_keep_alive(script))
     }
 
     /// A keep-alive server whose script needs the workspace path (absolute tool paths).
-    pub fn keep_alive_for(script: impl FnOnce(&str) -> Vec<Reply>) -> TestEnv {
+    pub(crate) fn keep_alive_for(script: impl FnOnce(&str) -> Vec<Reply>) -> TestEnv {
         let mut env = TestEnv::with_server(MockServer::start_keep_alive(vec![]));
         let ws = env.ws().to_str().unwrap().to_string();
         env.server = MockServer::start_keep_alive(script(&ws));
         env
     }
 
-    pub fn with_server(server: MockServer) -> TestEnv {
+    pub(crate) fn with_server(server: MockServer) -> TestEnv {
         TestEnv::with_server_in(server, tempfile::tempdir().unwrap())
     }
 
     /// A mock like `new`, with the directories outside the temp directory (under
     /// `dir_outside_temp(tag)`): `--sandbox workspace-write` allows writes in the temp
     /// directory, so a test of its confinement needs a workspace elsewhere.
-    pub fn outside_temp(tag: &str, script: Vec<Reply>) -> TestEnv {
+    pub(crate) fn outside_temp(tag: &str, script: Vec<Reply>) -> TestEnv {
         let root = tempfile::tempdir_in(dir_outside_temp(tag)).unwrap();
         TestEnv::with_server_in(MockServer::start(script), root)
     }
@@ -114,22 +114,22 @@ impl TestEnv {
     }
 
     /// The workspace root (canonical, so that it compares with the transcript's).
-    pub fn ws(&self) -> PathBuf {
+    pub(crate) fn ws(&self) -> PathBuf {
         self.root.path().join("ws").canonicalize().unwrap()
     }
 
     /// A path inside the workspace.
-    pub fn path(&self, rel: &str) -> PathBuf {
+    pub(crate) fn path(&self, rel: &str) -> PathBuf {
         self.ws().join(rel)
     }
 
     /// A path outside the workspace, for `-o` files.
-    pub fn out(&self, name: &str) -> PathBuf {
+    pub(crate) fn out(&self, name: &str) -> PathBuf {
         self.root.path().join("out").join(name)
     }
 
     /// Writes a workspace file, creating parent directories.
-    pub fn write(&self, rel: &str, content: &str) -> PathBuf {
+    pub(crate) fn write(&self, rel: &str, content: &str) -> PathBuf {
         let p = self.path(rel);
         if let Some(parent) = p.parent() {
             std::fs::create_dir_all(parent).unwrap();
@@ -139,12 +139,12 @@ impl TestEnv {
     }
 
     /// Lays the demo project into the workspace, as the README's demo commands use it.
-    pub fn copy_demo_project(&self) {
+    pub(crate) fn copy_demo_project(&self) {
         copy_tree(&demo_dir().join("project"), &self.ws());
     }
 
     /// Runs the demo project's own tests (`sh tests/run.sh`) in the workspace.
-    pub fn run_demo_tests(&self) -> std::process::Output {
+    pub(crate) fn run_demo_tests(&self) -> std::process::Output {
         Command::new("sh")
             .arg("tests/run.sh")
             .current_dir(self.ws())
@@ -153,7 +153,7 @@ impl TestEnv {
     }
 
     /// Runs git in the workspace with a throwaway identity (and no signing), asserting success.
-    pub fn git(&self, args: &[&str]) {
+    pub(crate) fn git(&self, args: &[&str]) {
         let ok = std::process::Command::new("git")
             .args([
                 "-c",
@@ -172,13 +172,13 @@ impl TestEnv {
         assert!(ok, "git {args:?}");
     }
 
-    pub fn read(&self, rel: &str) -> String {
+    pub(crate) fn read(&self, rel: &str) -> String {
         std::fs::read_to_string(self.path(rel)).unwrap()
     }
 
     /// The command with a clean environment: PATH, HOME, the mock's URL and the test key;
     /// cwd is the workspace; stdin is null.
-    pub fn command(&self, args: &[&str]) -> Command {
+    pub(crate) fn command(&self, args: &[&str]) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_agent"));
         c.args(args)
             .env_clear()
@@ -195,12 +195,12 @@ impl TestEnv {
     }
 
     /// Runs the binary to completion.
-    pub fn run(&self, args: &[&str]) -> RunOutput {
+    pub(crate) fn run(&self, args: &[&str]) -> RunOutput {
         Running::start(self.command(args), false).wait()
     }
 
     /// Runs the binary to completion with these variables added to its environment.
-    pub fn run_with_env(&self, args: &[&str], vars: &[(&str, &str)]) -> RunOutput {
+    pub(crate) fn run_with_env(&self, args: &[&str], vars: &[(&str, &str)]) -> RunOutput {
         let mut c = self.command(args);
         c.envs(vars.iter().copied());
         Running::start(c, false).wait()
@@ -208,7 +208,7 @@ impl TestEnv {
 
     /// `agent run --provider openai` at the mock's chat endpoint with `model` and the test
     /// key, then `args` (flags and the prompt).
-    pub fn run_openai(&self, model: &str, args: &[&str]) -> RunOutput {
+    pub(crate) fn run_openai(&self, model: &str, args: &[&str]) -> RunOutput {
         let url = self.server.openai_url();
         let mut all = vec![
             "run",
@@ -224,7 +224,7 @@ impl TestEnv {
     }
 
     /// Runs the binary with `input` on stdin (then closed).
-    pub fn run_with_stdin(&self, args: &[&str], input: &str) -> RunOutput {
+    pub(crate) fn run_with_stdin(&self, args: &[&str], input: &str) -> RunOutput {
         let mut c = self.command(args);
         c.stdin(Stdio::piped());
         let mut r = Running::start(c, true);
@@ -240,21 +240,21 @@ impl TestEnv {
     }
 
     /// Starts the binary with a stdin pipe left open (the test owns its end).
-    pub fn spawn(&self, args: &[&str]) -> Running {
+    pub(crate) fn spawn(&self, args: &[&str]) -> Running {
         let mut c = self.command(args);
         c.stdin(Stdio::piped());
         Running::start(c, true)
     }
 
     /// Starts a prepared command (stdin as configured on it).
-    pub fn spawn_command(&self, c: Command) -> Running {
+    pub(crate) fn spawn_command(&self, c: Command) -> Running {
         Running::start(c, false)
     }
 }
 
 /// A running binary whose stdout/stderr are drained by threads (so it never blocks on a
 /// full pipe).
-pub struct Running {
+pub(crate) struct Running {
     child: Child,
     /// The open stdin pipe, if any; kept open until `wait` returns.
     pub stdin: Option<ChildStdin>,
@@ -301,12 +301,12 @@ impl Running {
         }
     }
 
-    pub fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.child.id()
     }
 
     /// Sends a signal (libc::SIGTERM, SIGINT …) to the process.
-    pub fn signal(&self, sig: i32) {
+    pub(crate) fn signal(&self, sig: i32) {
         let pid = i32::try_from(self.child.id()).unwrap();
         // SAFETY: kill(2) on our own child's pid; it has not been reaped yet (we hold it).
         let rc = unsafe { libc::kill(pid, sig) };
@@ -315,7 +315,7 @@ impl Running {
 
     /// Waits for the exit (killing it after `RUN_LIMIT`, which fails the test), then
     /// closes stdin and collects the output.
-    pub fn wait(mut self) -> RunOutput {
+    pub(crate) fn wait(mut self) -> RunOutput {
         let status = match self.child.wait_timeout(RUN_LIMIT).unwrap() {
             Some(s) => s,
             None => {
@@ -341,19 +341,19 @@ impl Running {
 
 /// What a finished run left behind.
 #[derive(Debug)]
-pub struct RunOutput {
+pub(crate) struct RunOutput {
     pub status: ExitStatus,
     pub stdout: String,
     pub stderr: String,
 }
 
 impl RunOutput {
-    pub fn code(&self) -> Option<i32> {
+    pub(crate) fn code(&self) -> Option<i32> {
         self.status.code()
     }
 
     /// Asserts the exit code, showing everything on failure.
-    pub fn assert_code(&self, code: i32) -> &Self {
+    pub(crate) fn assert_code(&self, code: i32) -> &Self {
         assert_eq!(
             self.status.code(),
             Some(code),
@@ -366,7 +366,7 @@ impl RunOutput {
     }
 
     /// stdout parsed as exactly one JSON document (the `--json` transcript).
-    pub fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
             panic!(
                 "stdout is not one JSON document ({e})\n--- stdout:\n{}\n--- stderr:\n{}",
@@ -376,7 +376,7 @@ impl RunOutput {
     }
 
     /// No key (`API_KEY`, `OPENAI_KEY`) appears in stdout or stderr.
-    pub fn assert_no_secret(&self) -> &Self {
+    pub(crate) fn assert_no_secret(&self) -> &Self {
         for key in SECRETS {
             assert!(!self.stdout.contains(key), "API key {key} in stdout");
             assert!(!self.stderr.contains(key), "API key {key} in stderr");
@@ -386,14 +386,14 @@ impl RunOutput {
 }
 
 /// A JSON file (an `-o` transcript).
-pub fn read_json(path: &Path) -> Value {
+pub(crate) fn read_json(path: &Path) -> Value {
     let text = assert_file_has_no_secret(path);
     serde_json::from_str(&text)
         .unwrap_or_else(|e| panic!("{} is not JSON ({e}):\n{text}", path.display()))
 }
 
 /// Asserts that no key (`API_KEY`, `OPENAI_KEY`) is in the file; returns its text.
-pub fn assert_file_has_no_secret(path: &Path) -> String {
+pub(crate) fn assert_file_has_no_secret(path: &Path) -> String {
     let text = std::fs::read_to_string(path)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
     for key in SECRETS {
@@ -403,7 +403,7 @@ pub fn assert_file_has_no_secret(path: &Path) -> String {
 }
 
 /// Asserts `version` is the first key of a transcript's raw text.
-pub fn assert_version_first(raw: &str) {
+pub(crate) fn assert_version_first(raw: &str) {
     let after_brace = raw.trim_start().strip_prefix('{').unwrap_or("");
     assert!(
         after_brace.trim_start().starts_with("\"version\""),
@@ -414,7 +414,7 @@ pub fn assert_version_first(raw: &str) {
 
 /// A copy of `v` without any `cache_control` key: prompt-cache breakpoints (SPEC §9)
 /// move with the newest message, so requests are compared without them.
-pub fn without_cache_control(v: &Value) -> Value {
+pub(crate) fn without_cache_control(v: &Value) -> Value {
     match v {
         Value::Object(m) => Value::Object(
             m.iter()
@@ -430,7 +430,7 @@ pub fn without_cache_control(v: &Value) -> Value {
 /// A base directory for test files that must lie outside the temp directory (which
 /// `--sandbox workspace-write` allows): the build's target dir, unless the checkout itself
 /// is under the temp dir (CI may clone there), then /var/tmp or $HOME.
-pub fn dir_outside_temp(tag: &str) -> std::path::PathBuf {
+pub(crate) fn dir_outside_temp(tag: &str) -> std::path::PathBuf {
     let temp = std::env::temp_dir()
         .canonicalize()
         .unwrap_or_else(|_| std::env::temp_dir());
@@ -453,7 +453,7 @@ pub fn dir_outside_temp(tag: &str) -> std::path::PathBuf {
 }
 
 /// Copies a directory tree (files and directories only), as the demo fixtures are laid out.
-pub fn copy_tree(from: &Path, to: &Path) {
+pub(crate) fn copy_tree(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for e in std::fs::read_dir(from).unwrap() {
         let e = e.unwrap();
@@ -467,6 +467,6 @@ pub fn copy_tree(from: &Path, to: &Path) {
 }
 
 /// The shipped demo: `fixtures/demo` of this repository (project, cassettes, schema).
-pub fn demo_dir() -> PathBuf {
+pub(crate) fn demo_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/demo")
 }

@@ -10,10 +10,10 @@ use serde_json::{Value, json};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Model id the mock claims in `message_start`.
-pub const MOCK_MODEL: &str = "claude-mock-1";
+pub(crate) const MOCK_MODEL: &str = "claude-mock-1";
 /// Default usage of one turn, so that tests can check the run's sums.
-pub const DEFAULT_INPUT_TOKENS: u64 = 100;
-pub const DEFAULT_OUTPUT_TOKENS: u64 = 20;
+pub(crate) const DEFAULT_INPUT_TOKENS: u64 = 100;
+pub(crate) const DEFAULT_OUTPUT_TOKENS: u64 = 20;
 /// Tool input is cut into fragments of about this many chars, like the real API.
 const JSON_FRAGMENT_CHARS: usize = 7;
 /// Text is streamed in this many `text_delta`s (at most).
@@ -23,23 +23,23 @@ static NEXT_MESSAGE: AtomicU64 = AtomicU64::new(1);
 
 /// One SSE frame. The JSON is padded with 0..4 trailing spaces depending on its length,
 /// as the real API does (a decoder must not care).
-pub fn frame(event: &str, data: &Value) -> String {
+pub(crate) fn frame(event: &str, data: &Value) -> String {
     let json = data.to_string();
     let pad = " ".repeat(json.len() % 5);
     format!("event: {event}\ndata: {json}{pad}\n\n")
 }
 
 /// A frame whose data is given verbatim (for malformed payloads).
-pub fn raw_frame(event: &str, data: &str) -> String {
+pub(crate) fn raw_frame(event: &str, data: &str) -> String {
     format!("event: {event}\ndata: {data}\n\n")
 }
 
-pub fn ping() -> String {
+pub(crate) fn ping() -> String {
     // The real API writes pings with a space after the colons.
     raw_frame("ping", r#"{"type": "ping"}"#)
 }
 
-pub fn message_start(input_tokens: u64, cache_creation: u64, cache_read: u64) -> String {
+pub(crate) fn message_start(input_tokens: u64, cache_creation: u64, cache_read: u64) -> String {
     let id = format!(
         "msg_mock_{:04}",
         NEXT_MESSAGE.fetch_add(1, Ordering::Relaxed)
@@ -56,21 +56,21 @@ pub fn message_start(input_tokens: u64, cache_creation: u64, cache_read: u64) ->
     )
 }
 
-pub fn block_start(index: usize, block: Value) -> String {
+pub(crate) fn block_start(index: usize, block: Value) -> String {
     frame(
         "content_block_start",
         &json!({"type": "content_block_start", "index": index, "content_block": block}),
     )
 }
 
-pub fn block_delta(index: usize, delta: Value) -> String {
+pub(crate) fn block_delta(index: usize, delta: Value) -> String {
     frame(
         "content_block_delta",
         &json!({"type": "content_block_delta", "index": index, "delta": delta}),
     )
 }
 
-pub fn block_stop(index: usize) -> String {
+pub(crate) fn block_stop(index: usize) -> String {
     frame(
         "content_block_stop",
         &json!({"type": "content_block_stop", "index": index}),
@@ -78,7 +78,7 @@ pub fn block_stop(index: usize) -> String {
 }
 
 /// `message_delta` with cumulative usage, as the live API sends it.
-pub fn message_delta(stop_reason: &str, usage: &Usage) -> String {
+pub(crate) fn message_delta(stop_reason: &str, usage: &Usage) -> String {
     frame(
         "message_delta",
         &json!({"type": "message_delta",
@@ -90,12 +90,12 @@ pub fn message_delta(stop_reason: &str, usage: &Usage) -> String {
     )
 }
 
-pub fn message_stop() -> String {
+pub(crate) fn message_stop() -> String {
     frame("message_stop", &json!({"type": "message_stop"}))
 }
 
 /// A mid-stream `error` event (the shape seen in the wild, with `details: null`).
-pub fn error_event(kind: &str, message: &str) -> String {
+pub(crate) fn error_event(kind: &str, message: &str) -> String {
     frame(
         "error",
         &json!({"type": "error", "error": {"details": null, "type": kind, "message": message}}),
@@ -104,7 +104,7 @@ pub fn error_event(kind: &str, message: &str) -> String {
 
 /// Splits `s` into about `n` pieces on char boundaries (never an empty piece unless `s`
 /// is empty).
-pub fn split_chars(s: &str, piece_chars: usize) -> Vec<String> {
+pub(crate) fn split_chars(s: &str, piece_chars: usize) -> Vec<String> {
     let chars: Vec<char> = s.chars().collect();
     if chars.is_empty() {
         return vec![String::new()];
@@ -116,7 +116,7 @@ pub fn split_chars(s: &str, piece_chars: usize) -> Vec<String> {
 }
 
 /// The frames of a text block: start, a few `text_delta`s, stop.
-pub fn text_block(index: usize, text: &str) -> Vec<String> {
+pub(crate) fn text_block(index: usize, text: &str) -> Vec<String> {
     let piece = text.chars().count().div_ceil(TEXT_DELTAS).max(1);
     let mut frames = vec![block_start(index, json!({"type": "text", "text": ""}))];
     for part in split_chars(text, piece) {
@@ -131,7 +131,7 @@ pub fn text_block(index: usize, text: &str) -> Vec<String> {
 
 /// The frames of a tool_use block whose input JSON text is `raw` (need not be valid
 /// JSON): start, an empty fragment, fragments of `raw`, and stop unless `cut`.
-pub fn tool_block(index: usize, id: &str, name: &str, raw: &str, cut: bool) -> Vec<String> {
+pub(crate) fn tool_block(index: usize, id: &str, name: &str, raw: &str, cut: bool) -> Vec<String> {
     let mut frames = vec![block_start(
         index,
         json!({"type": "tool_use", "id": id, "name": name, "input": {},
@@ -153,7 +153,7 @@ pub fn tool_block(index: usize, id: &str, name: &str, raw: &str, cut: bool) -> V
     frames
 }
 
-pub fn thinking_block(index: usize, thinking: &str, signature: &str) -> Vec<String> {
+pub(crate) fn thinking_block(index: usize, thinking: &str, signature: &str) -> Vec<String> {
     let mut frames = vec![block_start(
         index,
         json!({"type": "thinking", "thinking": "", "signature": ""}),
@@ -174,7 +174,7 @@ pub fn thinking_block(index: usize, thinking: &str, signature: &str) -> Vec<Stri
 
 /// Token counts of one turn.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Usage {
+pub(crate) struct Usage {
     pub input: u64,
     pub output: u64,
     pub cache_creation: u64,
@@ -214,7 +214,7 @@ pub(super) enum Block {
 /// The stop reason defaults to `tool_use` when there is a tool block, `max_tokens` after
 /// a cut tool, else `end_turn`.
 #[derive(Clone, Debug, Default)]
-pub struct Turn {
+pub(crate) struct Turn {
     pub(super) blocks: Vec<Block>,
     pub(super) stop_reason: Option<String>,
     pub(super) usage: Usage,
@@ -223,27 +223,27 @@ pub struct Turn {
 }
 
 impl Turn {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Turn::default()
     }
 
-    pub fn text(mut self, text: &str) -> Self {
+    pub(crate) fn text(mut self, text: &str) -> Self {
         self.blocks.push(Block::Text(text.to_string()));
         self
     }
 
-    pub fn thinking(mut self, thinking: &str, signature: &str) -> Self {
+    pub(crate) fn thinking(mut self, thinking: &str, signature: &str) -> Self {
         self.blocks
             .push(Block::Thinking(thinking.to_string(), signature.to_string()));
         self
     }
 
-    pub fn tool(self, id: &str, name: &str, input: Value) -> Self {
+    pub(crate) fn tool(self, id: &str, name: &str, input: Value) -> Self {
         self.tool_raw(id, name, &input.to_string())
     }
 
     /// A tool block whose input text is streamed verbatim (malformed JSON allowed).
-    pub fn tool_raw(mut self, id: &str, name: &str, raw: &str) -> Self {
+    pub(crate) fn tool_raw(mut self, id: &str, name: &str, raw: &str) -> Self {
         self.blocks.push(Block::Tool {
             id: id.to_string(),
             name: name.to_string(),
@@ -253,7 +253,7 @@ impl Turn {
     }
 
     /// A tool block cut off by `max_tokens`: no `content_block_stop`; must be last.
-    pub fn cut_tool(mut self, id: &str, name: &str, partial: &str) -> Self {
+    pub(crate) fn cut_tool(mut self, id: &str, name: &str, partial: &str) -> Self {
         self.blocks.push(Block::CutTool {
             id: id.to_string(),
             name: name.to_string(),
@@ -264,7 +264,7 @@ impl Turn {
 
     /// The model this response claims to come from (`message_start.message.model`, each
     /// chunk's `model`).
-    pub fn model(mut self, id: &str) -> Self {
+    pub(crate) fn model(mut self, id: &str) -> Self {
         self.model = Some(id.to_string());
         self
     }
@@ -279,29 +279,29 @@ impl Turn {
         frames.into_iter().map(|f| f.replace(&from, &to)).collect()
     }
 
-    pub fn stop_reason(mut self, reason: &str) -> Self {
+    pub(crate) fn stop_reason(mut self, reason: &str) -> Self {
         self.stop_reason = Some(reason.to_string());
         self
     }
 
-    pub fn usage(mut self, input: u64, output: u64) -> Self {
+    pub(crate) fn usage(mut self, input: u64, output: u64) -> Self {
         self.usage.input = input;
         self.usage.output = output;
         self
     }
 
-    pub fn cache(mut self, creation: u64, read: u64) -> Self {
+    pub(crate) fn cache(mut self, creation: u64, read: u64) -> Self {
         self.usage.cache_creation = creation;
         self.usage.cache_read = read;
         self
     }
 
-    pub fn get_usage(&self) -> Usage {
+    pub(crate) fn get_usage(&self) -> Usage {
         self.usage
     }
 
     /// The stop reason in Anthropic's vocabulary: the one set, else the default.
-    pub fn get_stop_reason(&self) -> String {
+    pub(crate) fn get_stop_reason(&self) -> String {
         self.stop_reason
             .clone()
             .unwrap_or_else(|| self.default_stop_reason().to_string())
@@ -322,7 +322,7 @@ impl Turn {
     }
 
     /// Every frame up to (not including) `message_delta`.
-    pub fn body_frames(&self) -> Vec<String> {
+    pub(crate) fn body_frames(&self) -> Vec<String> {
         let mut frames = vec![message_start(
             self.usage.input,
             self.usage.cache_creation,
@@ -340,7 +340,7 @@ impl Turn {
     }
 
     /// The whole response, `message_start` to `message_stop`.
-    pub fn frames(&self) -> Vec<String> {
+    pub(crate) fn frames(&self) -> Vec<String> {
         let mut frames = self.body_frames();
         frames.push(message_delta(&self.get_stop_reason(), &self.usage));
         frames.push(message_stop());
@@ -349,12 +349,12 @@ impl Turn {
 }
 
 /// A final answer: one text block, `end_turn`.
-pub fn turn_text(text: &str) -> Vec<String> {
+pub(crate) fn turn_text(text: &str) -> Vec<String> {
     Turn::new().text(text).frames()
 }
 
 /// A turn asking for the given tool calls (in order), `stop_reason: tool_use`.
-pub fn turn_tools(calls: &[(&str, &str, Value)]) -> Vec<String> {
+pub(crate) fn turn_tools(calls: &[(&str, &str, Value)]) -> Vec<String> {
     let mut turn = Turn::new();
     for (id, name, input) in calls {
         turn = turn.tool(id, name, input.clone());
@@ -363,11 +363,16 @@ pub fn turn_tools(calls: &[(&str, &str, Value)]) -> Vec<String> {
 }
 
 /// Some text, then a tool call cut off mid-input by `max_tokens`.
-pub fn turn_max_tokens_cut_tool(text: &str, id: &str, name: &str, partial: &str) -> Vec<String> {
+pub(crate) fn turn_max_tokens_cut_tool(
+    text: &str,
+    id: &str,
+    name: &str,
+    partial: &str,
+) -> Vec<String> {
     Turn::new().text(text).cut_tool(id, name, partial).frames()
 }
 
 /// A tool call whose streamed input is the given raw (possibly malformed) text.
-pub fn turn_raw_tool(id: &str, name: &str, raw: &str) -> Vec<String> {
+pub(crate) fn turn_raw_tool(id: &str, name: &str, raw: &str) -> Vec<String> {
     Turn::new().tool_raw(id, name, raw).frames()
 }

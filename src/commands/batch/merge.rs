@@ -241,17 +241,10 @@ fn same_result(a: &TaskOutcome, b: &TaskOutcome) -> bool {
 }
 
 fn read_dir(dir: &Path) -> Result<ShardDir, String> {
-    let path = dir.join("summary.json");
-    let text = std::fs::read_to_string(&path).map_err(|e| {
-        format!(
-            "{}: {e} (not an `agent batch --out` directory, or its batch never finished)",
-            path.display()
-        )
-    })?;
-    let summary: Value =
-        serde_json::from_str(&text).map_err(|e| format!("{} is not JSON: {e}", path.display()))?;
-    let rows: Vec<TaskOutcome> = serde_json::from_value(summary["tasks"].clone())
-        .map_err(|e| format!("{}: its tasks are not batch rows: {e}", path.display()))?;
+    let (summary, rows) = super::report::read_summary(
+        dir,
+        "not an `agent batch --out` directory, or its batch never finished",
+    )?;
     Ok(ShardDir {
         dir: dir.to_path_buf(),
         summary,

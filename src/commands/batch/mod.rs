@@ -38,7 +38,7 @@ use crate::util::output;
 pub(crate) use tasks::{Task, parse_tasks};
 
 /// The version of `summary.json`; fields are only ever added within a version.
-pub const BATCH_SUMMARY_VERSION: u32 = 1;
+pub(crate) const BATCH_SUMMARY_VERSION: u32 = 1;
 /// Most tasks run at once: each is a process holding an HTTP stream and tool children.
 const MAX_PARALLEL: usize = 64;
 /// Most runs of one task (`--repeat`): pass@k beyond this says nothing more.

@@ -3,6 +3,7 @@
 //! terminal (a CI log), one plain line per finished run (id, status, turns, cost,
 //! duration), so that a long job's log shows it moving.
 
+use crate::util::sync::Locked;
 use std::io::IsTerminal;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -50,13 +51,13 @@ impl Progress {
     }
 
     pub(crate) fn started(&self, _id: &str) {
-        let mut c = self.counts.lock().unwrap_or_else(|p| p.into_inner());
+        let mut c = self.counts.locked();
         c.running += 1;
         self.redraw(&c);
     }
 
     pub(crate) fn finished(&self, o: &TaskOutcome) {
-        let mut c = self.counts.lock().unwrap_or_else(|p| p.into_inner());
+        let mut c = self.counts.locked();
         let ran = !o.skipped && o.status != "not_run";
         if ran {
             c.running = c.running.saturating_sub(1);

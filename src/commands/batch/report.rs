@@ -37,18 +37,21 @@ pub(crate) fn report_command(args: &BatchReportArgs) -> ExitCode {
 
 /// The report's numbers (the `--format json` document, which the Markdown renders).
 pub(crate) fn read(dir: &Path) -> Result<Value, String> {
+    let (_, rows) = read_summary(dir, "give an `agent batch --out` directory or a merged one")?;
+    Ok(report(&rows))
+}
+
+/// A batch directory's `summary.json` and its task rows; `hint` says what `dir` should
+/// have been when there is none.
+pub(crate) fn read_summary(dir: &Path, hint: &str) -> Result<(Value, Vec<TaskOutcome>), String> {
     let path = dir.join("summary.json");
-    let text = std::fs::read_to_string(&path).map_err(|e| {
-        format!(
-            "{}: {e} (give an `agent batch --out` directory or a merged one)",
-            path.display()
-        )
-    })?;
+    let text =
+        std::fs::read_to_string(&path).map_err(|e| format!("{}: {e} ({hint})", path.display()))?;
     let summary: Value =
         serde_json::from_str(&text).map_err(|e| format!("{} is not JSON: {e}", path.display()))?;
     let rows: Vec<TaskOutcome> = serde_json::from_value(summary["tasks"].clone())
         .map_err(|e| format!("{}: its tasks are not batch rows: {e}", path.display()))?;
-    Ok(report(&rows))
+    Ok((summary, rows))
 }
 
 pub(crate) fn report(rows: &[TaskOutcome]) -> Value {

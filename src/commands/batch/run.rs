@@ -7,6 +7,8 @@
 //! with it (their transcripts still say `running`, which `--resume` re-runs) instead of
 //! running on unsupervised.
 
+use crate::util::sync::Locked;
+use crate::util::sync::Unpoisoned;
 use std::fs::File;
 use std::io::Write;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -74,7 +76,7 @@ pub(crate) fn run_all(plan: &Plan) -> BatchResult {
                             let blocked = if stop.load(Ordering::SeqCst) {
                                 Some("the batch was interrupted before this task started".into())
                             } else {
-                                budget_block(plan, &spend.lock().unwrap_or_else(|p| p.into_inner()))
+                                budget_block(plan, &spend.locked())
                             };
                             let mut o = match (blocked, &exe) {
                                 (Some(why), _) => {
@@ -90,10 +92,7 @@ pub(crate) fn run_all(plan: &Plan) -> BatchResult {
                                 (None, Ok(exe)) => {
                                     progress.started(&run.id);
                                     let o = run_task(exe, plan, run, &children, &stop);
-                                    account(
-                                        &mut spend.lock().unwrap_or_else(|p| p.into_inner()),
-                                        &o,
-                                    );
+                                    account(&mut spend.locked(), &o);
                                     o
                                 }
                             };
@@ -102,7 +101,7 @@ pub(crate) fn run_all(plan: &Plan) -> BatchResult {
                         }
                     };
                     progress.finished(&outcome);
-                    results.lock().unwrap_or_else(|p| p.into_inner())[i] = Some(outcome);
+                    results.locked()[i] = Some(outcome);
                 }
             });
         }
@@ -110,7 +109,7 @@ pub(crate) fn run_all(plan: &Plan) -> BatchResult {
     progress.done();
     let outcomes = results
         .into_inner()
-        .unwrap_or_else(|p| p.into_inner())
+        .unpoisoned()
         .into_iter()
         .zip(&plan.runs)
         .map(|(o, r)| o.unwrap_or_else(|| TaskOutcome::not_run(r, "not run")))
@@ -246,17 +245,14 @@ fn run_task(
         .and_then(|out| cmd.stdout(out).stderr(log).spawn());
     let status = spawned.and_then(|mut child| {
         let pid = child.id();
-        children.lock().unwrap_or_else(|p| p.into_inner()).push(pid);
+        children.locked().push(pid);
         // A signal that came between the start checks and the line above found no pid
         // to pass on: pass it on now (the signal thread sets `stop` before it looks).
         if stop.load(Ordering::SeqCst) {
             terminate(pid);
         }
         let status = child.wait();
-        children
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .retain(|p| *p != pid);
+        children.locked().retain(|p| *p != pid);
         status
     });
     outcome.duration_ms = t0.elapsed().as_millis() as u64;
@@ -368,7 +364,7 @@ fn forward_signals(stop: Arc<AtomicBool>, children: Arc<Mutex<Vec<u32>>>) {
         for _ in signals.forever() {
             stop.store(true, Ordering::SeqCst);
             crate::process::kill_all_running();
-            for pid in children.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+            for pid in children.locked().iter() {
                 terminate(*pid);
             }
         }

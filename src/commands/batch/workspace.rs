@@ -8,6 +8,7 @@
 //! not shell lines: paths never go through a shell. `setup` is the task author's shell
 //! line, run by `process::run` exactly as `--verify` runs its command.
 
+use crate::util::sync::Locked;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -38,7 +39,7 @@ pub(crate) fn prepare_workspace(
     dest: &Path,
     out: &Path,
 ) -> Result<(PathBuf, &'static str), String> {
-    let serial = WORKTREE_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    let serial = WORKTREE_LOCK.locked();
     if dest.exists() {
         // An earlier batch's copy: unregister it if it was a worktree, then remove it.
         let _ = git(

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Role {
+pub(crate) enum Role {
     User,
     Assistant,
 }
@@ -20,7 +20,7 @@ pub enum Role {
 /// counted (`message_serialisations`): the history serialises each message once
 /// (`history.rs`), and a test holds every other path to that.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct Message {
+pub(crate) struct Message {
     pub role: Role,
     pub content: Vec<ContentBlock>,
 }
@@ -35,7 +35,7 @@ thread_local! {
 }
 
 /// How many times a `Message` was serialised by this process.
-pub fn message_serialisations() -> u64 {
+pub(crate) fn message_serialisations() -> u64 {
     MESSAGE_SERIALISATIONS.load(Ordering::Relaxed)
 }
 
@@ -64,7 +64,7 @@ impl Serialize for Message {
 }
 
 impl Message {
-    pub fn user_text(text: impl Into<String>) -> Self {
+    pub(crate) fn user_text(text: impl Into<String>) -> Self {
         Message {
             role: Role::User,
             content: vec![ContentBlock::Text { text: text.into() }],
@@ -79,7 +79,7 @@ fn is_false(b: &bool) -> bool {
 /// A content block as sent to and received from the API.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-pub enum ContentBlock {
+pub(crate) enum ContentBlock {
     Text {
         text: String,
     },
@@ -106,7 +106,7 @@ pub enum ContentBlock {
 
 /// Token usage. Every field is optional on the wire; absent means "not reported".
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Usage {
+pub(crate) struct Usage {
     pub input_tokens: u64,
     pub output_tokens: u64,
     pub cache_creation_input_tokens: u64,
@@ -167,12 +167,12 @@ impl<'de> Deserialize<'de> for Usage {
 
 impl Usage {
     /// Every input token, cached or not: what the logs and the summary line show.
-    pub fn input_total(&self) -> u64 {
+    pub(crate) fn input_total(&self) -> u64 {
         self.input_tokens + self.cache_read_input_tokens + self.cache_creation_input_tokens
     }
 
     /// "N in / M out tokens" for logs and the summary line; unknown counts are not 0.
-    pub fn tokens_line(&self) -> String {
+    pub(crate) fn tokens_line(&self) -> String {
         if self.unknown {
             "tokens not reported".to_string()
         } else {
@@ -184,7 +184,7 @@ impl Usage {
         }
     }
 
-    pub fn add(&mut self, other: &Usage) {
+    pub(crate) fn add(&mut self, other: &Usage) {
         self.input_tokens += other.input_tokens;
         self.output_tokens += other.output_tokens;
         self.cache_creation_input_tokens += other.cache_creation_input_tokens;
@@ -195,7 +195,7 @@ impl Usage {
 
 /// Why the model stopped. Unknown values are kept verbatim (forward compatible).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StopReason {
+pub(crate) enum StopReason {
     EndTurn,
     ToolUse,
     MaxTokens,
@@ -206,7 +206,7 @@ pub enum StopReason {
 }
 
 impl StopReason {
-    pub fn parse(s: &str) -> Self {
+    pub(crate) fn parse(s: &str) -> Self {
         match s {
             "end_turn" => StopReason::EndTurn,
             "tool_use" => StopReason::ToolUse,
@@ -218,7 +218,7 @@ impl StopReason {
         }
     }
 
-    pub fn as_str(&self) -> &str {
+    pub(crate) fn as_str(&self) -> &str {
         match self {
             StopReason::EndTurn => "end_turn",
             StopReason::ToolUse => "tool_use",
@@ -234,7 +234,7 @@ impl StopReason {
 /// One decoded `data:` payload of the Anthropic stream.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-pub enum StreamEvent {
+pub(crate) enum StreamEvent {
     MessageStart {
         message: MessageStart,
     },
@@ -265,7 +265,7 @@ pub enum StreamEvent {
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct MessageStart {
+pub(crate) struct MessageStart {
     #[serde(default)]
     pub id: String,
     #[serde(default)]
@@ -277,7 +277,7 @@ pub struct MessageStart {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 #[allow(clippy::enum_variant_names)] // the wire's own names: text_delta, input_json_delta …
-pub enum Delta {
+pub(crate) enum Delta {
     TextDelta {
         text: String,
     },
@@ -295,7 +295,7 @@ pub enum Delta {
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct MessageDeltaBody {
+pub(crate) struct MessageDeltaBody {
     #[serde(default)]
     pub stop_reason: Option<String>,
 }
@@ -303,7 +303,7 @@ pub struct MessageDeltaBody {
 /// Usage as streamed: every count nullable. `message_delta` counts are cumulative, so the
 /// accumulator overwrites (rather than adds) the ones that are present.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-pub struct DeltaUsage {
+pub(crate) struct DeltaUsage {
     #[serde(default)]
     pub input_tokens: Option<u64>,
     #[serde(default)]
@@ -316,7 +316,7 @@ pub struct DeltaUsage {
 
 /// The `error` object of an HTTP error body or an `error` stream event.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ApiErrorBody {
+pub(crate) struct ApiErrorBody {
     #[serde(rename = "type", default)]
     pub kind: String,
     #[serde(default)]
@@ -324,34 +324,5 @@ pub struct ApiErrorBody {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn unknown_usage_is_null_and_stays_unknown_in_sums() {
-        let known = Usage {
-            input_tokens: 3,
-            output_tokens: 4,
-            ..Usage::default()
-        };
-        assert_eq!(
-            serde_json::to_value(known).unwrap(),
-            serde_json::json!({"input_tokens": 3, "output_tokens": 4,
-                "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0})
-        );
-        let mut sum = known;
-        sum.add(&Usage {
-            unknown: true,
-            ..Usage::default()
-        });
-        let v = serde_json::to_value(sum).unwrap();
-        assert_eq!(
-            v,
-            serde_json::json!({"input_tokens": null, "output_tokens": null,
-                "cache_creation_input_tokens": null, "cache_read_input_tokens": null})
-        );
-        assert!(serde_json::from_value::<Usage>(v).unwrap().unknown);
-        let back: Usage = serde_json::from_value(serde_json::to_value(known).unwrap()).unwrap();
-        assert_eq!(back, known);
-    }
-}
+#[path = "mod_tests.rs"]
+mod tests;

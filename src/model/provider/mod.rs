@@ -33,7 +33,7 @@ pub(crate) fn wire(kind: ProviderKind) -> Box<dyn http::Wire> {
 
 /// What the loop asks for: everything of the request body except `stream`.
 #[derive(Debug, Clone, Copy)]
-pub struct TurnRequest<'a> {
+pub(crate) struct TurnRequest<'a> {
     pub model: &'a str,
     pub max_tokens: u32,
     pub system: &'a str,
@@ -130,13 +130,13 @@ impl std::error::Error for BeforeFirstEvent {
 
 /// Why a turn could not be had. `retries` is how many retries were spent before giving up.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ProviderError {
+pub(crate) struct ProviderError {
     pub kind: ProviderErrorKind,
     pub message: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ProviderErrorKind {
+pub(crate) enum ProviderErrorKind {
     /// The API answered with an error status (after retries, or a non-retryable one).
     Http { status: u16, error_type: String },
     /// An `error` event in the stream (after retries).
@@ -154,7 +154,7 @@ impl std::fmt::Display for ProviderError {
 }
 
 /// One streamed assistant turn per call, retries included.
-pub trait Provider: Send {
+pub(crate) trait Provider: Send {
     fn stream_turn(
         &mut self,
         request: &TurnRequest<'_>,

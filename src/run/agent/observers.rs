@@ -18,10 +18,7 @@ const STEP_INPUT_CHARS: usize = 100;
 
 /// `text` cut to `max` characters, with a marker saying how much was left out.
 pub(super) fn shorten(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((i, _)) => format!("{}… ({} more chars)", &text[..i], text[i..].chars().count()),
-        None => text.to_string(),
-    }
+    crate::util::text::counted(text, max, "chars")
 }
 
 /// What the dispatcher reports to the run, early-started calls included: the calls in
@@ -80,13 +77,5 @@ impl Agent<'_> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn log_lines_shorten_long_inputs() {
-        assert_eq!(shorten("abc", 5), "abc");
-        assert_eq!(shorten("abcdefgh", 3), "abc… (5 more chars)");
-        assert_eq!(shorten("ééééé", 2), "éé… (3 more chars)");
-    }
-}
+#[path = "observers_tests.rs"]
+mod tests;

@@ -9,7 +9,7 @@ use crate::model::protocol::{ContentBlock, Message, Role};
 use crate::model::turn::{PendingCall, Turn};
 use crate::record::history::{Entry, History};
 use crate::record::outcome::{ErrorKind, Outcome};
-use crate::record::{DenialRecord, ToolCallRecord, message_text};
+use crate::record::{DenialRecord, ToolCallRecord, message_text, says_nothing};
 use crate::run::structured::{self, Judged};
 use crate::run::verify::Verdict;
 use crate::tools::ToolResult;
@@ -23,16 +23,6 @@ const MAX_ANSWER_CONTINUATIONS: u32 = 3;
 /// What the model is asked when its final answer was cut off.
 const CONTINUE_PROMPT: &str = "Your answer was cut off by the output token limit. Continue \
     exactly where it stopped, without repeating anything.";
-
-/// An assistant message with no text and no tool call.
-fn says_nothing(m: &Message) -> bool {
-    m.role == Role::Assistant
-        && !m.content.iter().any(|b| match b {
-            ContentBlock::Text { text } => !text.trim().is_empty(),
-            ContentBlock::ToolUse { .. } => true,
-            _ => false,
-        })
-}
 
 impl Agent<'_> {
     /// The turn made calls: run them (those started early are only collected), answer

@@ -3,6 +3,7 @@
 //! calls in the model's order across turns, so a call's verdict is fixed as soon as the
 //! call is known (streaming order) and is the same whichever thread dispatches it.
 
+use crate::util::sync::Locked;
 use std::sync::Mutex;
 
 use serde_json::Value;
@@ -28,7 +29,7 @@ fn key_of(call: &PendingCall) -> CallKey {
 /// verdict depends only on the calls before it, so it is fixed as soon as the call is
 /// known (streaming order) and the same whichever thread dispatches it.
 #[derive(Debug, Default)]
-pub struct RepeatGuard {
+pub(super) struct RepeatGuard {
     state: Mutex<RepeatState>,
 }
 
@@ -60,22 +61,22 @@ impl RepeatState {
 
 impl RepeatGuard {
     fn state(&self) -> std::sync::MutexGuard<'_, RepeatState> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        self.state.locked()
     }
 
     /// A call of the streaming turn is complete (in the model's order).
-    pub fn observe(&self, call: &PendingCall) {
+    pub(super) fn observe(&self, call: &PendingCall) {
         self.state().push(call);
     }
 
     /// A new attempt of the turn starts: the calls heard so far are discarded.
-    pub fn restart(&self) {
+    pub(super) fn restart(&self) {
         self.state().current.clear();
     }
 
     /// The turn is complete: its calls, in order, are the authority (same verdicts as
     /// those heard while streaming, which were a prefix of them).
-    pub fn sync(&self, calls: &[PendingCall]) {
+    pub(super) fn sync(&self, calls: &[PendingCall]) {
         let mut st = self.state();
         st.current.clear();
         for c in calls {
@@ -84,7 +85,7 @@ impl RepeatGuard {
     }
 
     /// The turn's calls were answered: they become the history of the next turn.
-    pub fn commit(&self) {
+    pub(super) fn commit(&self) {
         let mut st = self.state();
         if let Some((_, key, n)) = st.current.pop() {
             st.committed = Some((key, n));
@@ -93,7 +94,7 @@ impl RepeatGuard {
     }
 
     /// The error result for a call made `REPEAT_LIMIT` or more times in a row.
-    pub fn refusal(&self, call: &PendingCall) -> Option<String> {
+    pub(super) fn refusal(&self, call: &PendingCall) -> Option<String> {
         let mut st = self.state();
         if !st.current.iter().any(|(id, _, _)| *id == call.id) {
             st.push(call); // a provider that did not announce the call while streaming
@@ -105,77 +106,5 @@ impl RepeatGuard {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn call(id: &str, name: &str, input: Value) -> PendingCall {
-        PendingCall {
-            id: id.into(),
-            name: name.into(),
-            input: Ok(input),
-        }
-    }
-
-    #[test]
-    fn fifth_identical_call_in_a_row_is_refused_across_turns() {
-        let g = RepeatGuard::default();
-        let same = |i: u32| call(&format!("t{i}"), "Grep", json!({"pattern": "x"}));
-        // Turn 1: three identical calls; turn 2: two more (the 5th is refused), then a 6th.
-        g.sync(&[same(1), same(2), same(3)]);
-        for i in 1..=3 {
-            assert_eq!(g.refusal(&same(i)), None);
-        }
-        g.commit();
-        g.sync(&[same(4), same(5), same(6)]);
-        assert_eq!(g.refusal(&same(4)), None);
-        assert_eq!(
-            g.refusal(&same(5)).as_deref(),
-            Some("you have made this exact call 5 times; change approach")
-        );
-        assert!(g.refusal(&same(6)).unwrap().contains("6 times"));
-    }
-
-    #[test]
-    fn a_different_call_resets_the_count() {
-        let g = RepeatGuard::default();
-        let a = |i: u32| call(&format!("a{i}"), "Bash", json!({"command": "make"}));
-        let other = call("b", "Bash", json!({"command": "make test"}));
-        g.sync(&[a(1), a(2), a(3), a(4), other.clone(), a(5), a(6)]);
-        for c in [a(1), a(2), a(3), a(4), other, a(5), a(6)] {
-            assert_eq!(g.refusal(&c), None, "{}", c.id);
-        }
-        // Same name, input keys in another order: the same call.
-        let g = RepeatGuard::default();
-        let v = |i: u32| {
-            let input = if i.is_multiple_of(2) {
-                json!({"pattern": "p", "path": "src"})
-            } else {
-                json!({"path": "src", "pattern": "p"})
-            };
-            call(&format!("v{i}"), "Glob", input)
-        };
-        g.sync(&(1..=5).map(v).collect::<Vec<_>>());
-        assert!(g.refusal(&v(5)).is_some());
-    }
-
-    #[test]
-    fn streaming_order_decides_and_a_retry_forgets() {
-        let g = RepeatGuard::default();
-        let same = |i: u32| call(&format!("s{i}"), "ReadFile", json!({"path": "a"}));
-        for i in 1..=4 {
-            g.observe(&same(i));
-        }
-        g.restart(); // the attempt was dropped: its calls never happened
-        for i in 1..=4 {
-            g.observe(&same(i));
-        }
-        // Dispatched out of order (a parallel batch): verdicts follow the model's order.
-        g.observe(&same(5));
-        assert!(g.refusal(&same(5)).is_some());
-        assert_eq!(g.refusal(&same(2)), None);
-        g.sync(&(1..=5).map(same).collect::<Vec<_>>());
-        assert!(g.refusal(&same(5)).is_some());
-        assert_eq!(g.refusal(&same(4)), None);
-    }
-}
+#[path = "repeat_tests.rs"]
+mod tests;

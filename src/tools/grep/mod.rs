@@ -277,4 +277,5 @@ fn no_match_message(input: &GrepInput, place: &str, considered: usize, r: &Repor
 }
 
 #[cfg(test)]
+#[path = "mod_tests.rs"]
 mod tests;

@@ -2,6 +2,7 @@
 //! search over the candidate files with its early stop, and one file's matching lines
 //! with their context, cut for display.
 
+use crate::util::sync::Locked;
 use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -131,9 +132,7 @@ pub(super) fn search_all(matcher: &Matcher, files: &[PathBuf], context: usize) -
                     Outcome::Hits(h) => h.len(),
                     _ => 0,
                 };
-                let mut p = prefix
-                    .lock()
-                    .unwrap_or_else(|poisoned| poisoned.into_inner());
+                let mut p = prefix.locked();
                 p.counts[i] = Some(count);
                 while p.next < n && p.found <= GREP_MAX_MATCHES {
                     let Some(c) = p.counts[p.next] else { break };

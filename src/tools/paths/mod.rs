@@ -194,4 +194,5 @@ pub(crate) fn write_atomic(
 #[cfg(test)]
 pub(crate) mod test_util;
 #[cfg(test)]
+#[path = "mod_tests.rs"]
 mod tests;

@@ -1,6 +1,7 @@
 //! Reading a body to its end after the stream's end marker, on a kept thread, so the
 //! connection goes back to ureq's pool.
 
+use crate::util::sync::Locked;
 use std::io::{self, Read};
 use std::sync::{Mutex, mpsc};
 use std::time::Duration;
@@ -19,10 +20,7 @@ const MAX_DRAIN_BYTES: u64 = 1024 * 1024;
 /// server that keeps the body open costs a new connection, never a hung turn. The thread
 /// is kept for the next turn: a thread spawned per turn cost more than the drain.
 pub(super) fn drain<R: io::Read + Send + 'static>(reader: R) {
-    let idle = IDLE_DRAINER
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .take();
+    let idle = IDLE_DRAINER.locked().take();
     let Some(drainer) = idle.or_else(Drainer::spawn) else {
         return; // no thread to be had: the connection is closed instead
     };
@@ -32,7 +30,7 @@ pub(super) fn drain<R: io::Read + Send + 'static>(reader: R) {
     if drainer.done.recv_timeout(DRAIN_TIMEOUT).is_ok() {
         // Kept for the next turn. When another run of the process (`agent batch`) put
         // one back first, this one's thread ends as its channel closes.
-        let mut slot = IDLE_DRAINER.lock().unwrap_or_else(|p| p.into_inner());
+        let mut slot = IDLE_DRAINER.locked();
         if slot.is_none() {
             *slot = Some(drainer);
         }

@@ -13,6 +13,8 @@
 //! is closed, then the group gets SIGTERM, then SIGKILL; the -v log says which of ours
 //! ended it.
 
+use crate::util::sync::Locked;
+use crate::util::sync::Unpoisoned;
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
@@ -25,6 +27,9 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::client::{self, CallError, Incoming, Transport};
+
+mod stderr;
+use stderr::log_stderr;
 
 /// Longest message line accepted from a server, in bytes: a tool result is spilled by
 /// the agent beyond 30k characters, so anything near this is a broken server.
@@ -44,15 +49,6 @@ const KILL_WAIT: Duration = Duration::from_millis(250);
 /// Replies to the server's own requests (ping, refusals) queued while it does not read
 /// its input: more are dropped, so a server that asks without reading cannot grow us.
 const MAX_QUEUED_REPLIES: usize = 64;
-/// Longest stderr line held, in bytes: a traceback's line fits many times over; a line
-/// longer than this is logged cut with a marker, and the rest of it is discarded up to
-/// its newline, so a server writing without newlines cannot grow the agent.
-const STDERR_LINE_BYTES: usize = 8 * 1024;
-/// Bytes read from stderr at a time.
-const STDERR_CHUNK_BYTES: usize = 8 * 1024;
-/// Last stderr lines kept to explain a server's death (a traceback's last lines, `npx`'s
-/// "command not found").
-const STDERR_TAIL_LINES: usize = 5;
 /// Longest wait, after a server exits, for its stderr to reach end of file (a child it
 /// left behind may hold the pipe), so that the death notice has the last lines.
 const STDERR_SETTLE: Duration = Duration::from_millis(500);
@@ -123,20 +119,13 @@ struct Shared {
 
 impl Shared {
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        self.state.locked()
     }
 
     /// Marks the server dead (first reason wins) and fails every pending call. The reason
     /// ends with the server's last stderr lines.
     fn die(&self, why: String) {
-        let tail: Vec<String> = self
-            .stderr_tail
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .0
-            .iter()
-            .cloned()
-            .collect();
+        let tail: Vec<String> = self.stderr_tail.locked().0.iter().cloned().collect();
         let why = if tail.is_empty() {
             why
         } else {
@@ -154,7 +143,7 @@ impl Shared {
 
     /// Drops the writer's queue: it writes what is queued, then closes stdin.
     fn close_stdin(&self) {
-        self.outbox.lock().unwrap_or_else(|p| p.into_inner()).take();
+        self.outbox.locked().take();
     }
 
     /// Queues one message for the writer; with `ack`, the receiver hears when it has
@@ -174,7 +163,7 @@ impl Shared {
             }
             false => (None, None),
         };
-        let outbox = self.outbox.lock().unwrap_or_else(|p| p.into_inner());
+        let outbox = self.outbox.locked();
         let queue = outbox.as_ref().ok_or("its stdin is closed")?;
         queue
             .send(Outgoing {
@@ -201,39 +190,39 @@ impl Shared {
 
     /// How the child ended, waiting up to `wait` for its death notice.
     fn exit_status(&self, wait: Duration) -> Option<String> {
-        let guard = self.exit.lock().unwrap_or_else(|p| p.into_inner());
+        let guard = self.exit.locked();
         let (guard, _) = self
             .exited
             .wait_timeout_while(guard, wait, |e| e.how.is_none())
-            .unwrap_or_else(|p| p.into_inner());
+            .unpoisoned();
         guard.how.clone()
     }
 
     /// Whether the child has been waited for, waiting up to `wait`.
     fn ended(&self, wait: Duration) -> bool {
-        let guard = self.exit.lock().unwrap_or_else(|p| p.into_inner());
+        let guard = self.exit.locked();
         let (guard, _) = self
             .exited
             .wait_timeout_while(guard, wait, |e| !e.ended)
-            .unwrap_or_else(|p| p.into_inner());
+            .unpoisoned();
         guard.ended
     }
 
     /// Sends `sig` to the server's group, noting it (and `why`) for the log; false when
     /// the server has already ended (its pid may no longer be its own).
     fn signal(&self, sig: libc::c_int, why: &'static str) -> bool {
-        let exit = self.exit.lock().unwrap_or_else(|p| p.into_inner());
+        let exit = self.exit.locked();
         if exit.ended {
             return false;
         }
-        let pid = *self.pid.lock().unwrap_or_else(|p| p.into_inner());
+        let pid = *self.pid.locked();
         let Some(pid) = pid
             .and_then(|p| libc::pid_t::try_from(p).ok())
             .filter(|p| *p > 1)
         else {
             return false;
         };
-        *self.sent.lock().unwrap_or_else(|p| p.into_inner()) = Some((sig, why));
+        *self.sent.locked() = Some((sig, why));
         // SAFETY: killpg on the group the server leads; it has not been waited for
         // (checked with `exit` held, which the supervisor takes to note the end), so
         // the id is still its own.
@@ -289,7 +278,7 @@ impl StdioTransport {
             .recv()
             .map_err(|_| "the supervisor thread ended".to_string())??;
         let (queue_tx, queue_rx) = mpsc::channel();
-        *shared.outbox.lock().unwrap_or_else(|p| p.into_inner()) = Some(queue_tx);
+        *shared.outbox.locked() = Some(queue_tx);
         let writer = shared.clone();
         std::thread::Builder::new()
             .name("mcp-stdin".into())
@@ -344,17 +333,17 @@ fn supervise(launch: Launch, shared: Arc<Shared>, started: mpsc::Sender<Result<P
         let _ = started.send(Err("the child has no pipes".into()));
         return;
     };
-    *shared.pid.lock().unwrap_or_else(|p| p.into_inner()) = Some(group.pgid() as u32);
+    *shared.pid.locked() = Some(group.pgid() as u32);
     let _ = started.send(Ok((stdin, stdout, stderr)));
     let status = group.wait(&mut child);
-    shared.exit.lock().unwrap_or_else(|p| p.into_inner()).ended = true;
+    shared.exit.locked().ended = true;
     shared.exited.notify_all();
     // Let the stderr reader note the last lines before the reason is written.
-    let tail = shared.stderr_tail.lock().unwrap_or_else(|p| p.into_inner());
+    let tail = shared.stderr_tail.locked();
     let _ = shared
         .stderr_closed
         .wait_timeout_while(tail, STDERR_SETTLE, |t| !t.1);
-    let sent = *shared.sent.lock().unwrap_or_else(|p| p.into_inner());
+    let sent = *shared.sent.locked();
     let how = match status {
         Ok(s) => match (s.code(), std::os::unix::process::ExitStatusExt::signal(&s)) {
             (Some(c), _) => format!("it exited with status {c}"),
@@ -378,7 +367,7 @@ fn supervise(launch: Launch, shared: Arc<Shared>, started: mpsc::Sender<Result<P
     crate::util::output::debug(&format!("mcp {}: {how}", shared.name));
     // Dead first: whoever waits for the exit status then finds the full reason.
     shared.die(how.clone());
-    shared.exit.lock().unwrap_or_else(|p| p.into_inner()).how = Some(how);
+    shared.exit.locked().how = Some(how);
     shared.exited.notify_all();
 }
 
@@ -441,7 +430,7 @@ fn read_messages(stdout: impl Read, shared: Arc<Shared>) {
             Err(e) => crate::util::output::debug(&format!(
                 "mcp {}: ignored a line that is not JSON ({e}): {}",
                 shared.name,
-                super::clip(text, 200)
+                crate::util::text::ellipsis(text, 200)
             )),
         }
     };
@@ -493,110 +482,6 @@ fn route(msg: Value, shared: &Arc<Shared>) {
         }
     }
 }
-
-/// Logs the server's stderr line by line, read in bounded chunks: a line over
-/// `STDERR_LINE_BYTES` is logged cut, with a marker, and the rest of it is discarded up
-/// to its newline.
-fn log_stderr(mut stderr: impl Read, shared: &Shared) {
-    let mut chunk = vec![0u8; STDERR_CHUNK_BYTES];
-    let mut lines = CappedLines::new(STDERR_LINE_BYTES);
-    loop {
-        let n = match stderr.read(&mut chunk) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(_) => break,
-        };
-        lines.push(&chunk[..n], &mut |line, cut| log_line(line, cut, shared));
-    }
-    lines.finish(&mut |line, cut| log_line(line, cut, shared));
-    shared
-        .stderr_tail
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .1 = true;
-    shared.stderr_closed.notify_all();
-}
-
-/// Splits a byte stream into lines of at most `cap` bytes: a longer line is handed
-/// over cut (`true`) as soon as it passes the cap, and the rest of it is discarded up
-/// to its newline. Never holds more than `cap` bytes.
-struct CappedLines {
-    cap: usize,
-    line: Vec<u8>,
-    /// The current line was cut: what follows is discarded until its newline.
-    cut: bool,
-}
-
-impl CappedLines {
-    fn new(cap: usize) -> Self {
-        CappedLines {
-            cap,
-            line: Vec::new(),
-            cut: false,
-        }
-    }
-
-    fn push(&mut self, mut bytes: &[u8], emit: &mut dyn FnMut(&[u8], bool)) {
-        loop {
-            let end = memchr::memchr(b'\n', bytes);
-            let part = &bytes[..end.unwrap_or(bytes.len())];
-            if !self.cut {
-                let room = self.cap - self.line.len();
-                if part.len() > room {
-                    self.line.extend_from_slice(&part[..room]);
-                    emit(&self.line, true);
-                    self.line.clear();
-                    self.cut = true;
-                } else {
-                    self.line.extend_from_slice(part);
-                }
-            }
-            let Some(end) = end else { return };
-            if !self.cut {
-                emit(&self.line, false);
-            }
-            self.line.clear();
-            self.cut = false;
-            bytes = &bytes[end + 1..];
-        }
-    }
-
-    /// The last line, if the stream ended without its newline.
-    fn finish(&mut self, emit: &mut dyn FnMut(&[u8], bool)) {
-        if !self.line.is_empty() && !self.cut {
-            emit(&self.line, false);
-        }
-        self.line.clear();
-    }
-}
-
-/// Logs one stderr line (with -v) and keeps it among the last lines.
-fn log_line(line: &[u8], cut: bool, shared: &Shared) {
-    let text = String::from_utf8_lossy(line);
-    let mut text = super::clip(text.trim_end(), STDERR_LOG_CHARS);
-    if cut {
-        text.push_str(&format!(
-            " [line cut at {} KiB; the rest of it is discarded]",
-            STDERR_LINE_BYTES / 1024
-        ));
-    }
-    crate::util::output::debug(&format!("mcp {} stderr: {text}", shared.name));
-    if !text.trim().is_empty() {
-        let mut tail = shared.stderr_tail.lock().unwrap_or_else(|p| p.into_inner());
-        if tail.0.len() == STDERR_TAIL_LINES {
-            tail.0.pop_front();
-        }
-        tail.0
-            .push_back(super::clip(text.trim(), STDERR_TAIL_LINE_CHARS));
-    }
-}
-
-/// Characters of one stderr line quoted in a death notice.
-const STDERR_TAIL_LINE_CHARS: usize = 300;
-
-/// Characters of one stderr line logged: stack traces have long lines.
-const STDERR_LOG_CHARS: usize = 2_000;
 
 impl Transport for StdioTransport {
     fn request(&self, method: &str, params: Value, timeout: Duration) -> Result<Value, CallError> {
@@ -707,47 +592,5 @@ impl Transport for StdioTransport {
             .enqueue(&client::notification_message(method, params), false, false)
             .map(drop)
             .map_err(CallError::Dead)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::CappedLines;
-
-    /// The lines `CappedLines` hands over for `chunks`, as (text, cut).
-    fn split(cap: usize, chunks: &[&str]) -> Vec<(String, bool)> {
-        let mut got = Vec::new();
-        let mut lines = CappedLines::new(cap);
-        let mut emit = |l: &[u8], cut: bool| got.push((String::from_utf8_lossy(l).into(), cut));
-        for c in chunks {
-            lines.push(c.as_bytes(), &mut emit);
-        }
-        lines.finish(&mut emit);
-        got
-    }
-
-    #[test]
-    fn lines_are_split_across_chunks_and_cut_at_the_cap() {
-        let line = |s: &str, cut| (s.to_string(), cut);
-        assert_eq!(
-            split(4, &["ab", "c\nde", "\n\n"]),
-            [line("abc", false), line("de", false), line("", false)]
-        );
-        assert_eq!(
-            split(4, &["abcd\n"]),
-            [line("abcd", false)],
-            "exactly the cap"
-        );
-        assert_eq!(
-            split(4, &["abcdef", "gh", "ij\nk"]),
-            [line("abcd", true), line("k", false)],
-            "cut once, the rest discarded up to the newline"
-        );
-        assert_eq!(split(4, &["abcdefgh"]), [line("abcd", true)]);
-        assert_eq!(
-            split(4, &["ab"]),
-            [line("ab", false)],
-            "no newline at the end"
-        );
     }
 }

@@ -1,0 +1,260 @@
+//! Unit tests of `shell_words.rs`.
+
+use super::*;
+
+fn cmds(src: &str) -> Vec<String> {
+    split_commands(src)
+        .unwrap_or_else(|e| panic!("{src:?}: {e}"))
+        .into_iter()
+        .map(|w| w.join(" "))
+        .collect()
+}
+
+fn sorted(mut v: Vec<String>) -> Vec<String> {
+    v.sort();
+    v
+}
+
+#[test]
+fn splits_on_every_operator() {
+    assert_eq!(
+        cmds("a 1 && b 2 || c; d | e |& f & g\nh"),
+        ["a 1", "b 2", "c", "d", "e", "f", "g", "h"]
+    );
+    assert_eq!(cmds("echo hi && rm -rf x"), ["echo hi", "rm -rf x"]);
+}
+
+#[test]
+fn quoting_does_not_hide_separators_or_commands() {
+    assert_eq!(cmds(r#"echo "a" ; rm x"#), ["echo a", "rm x"]);
+    assert_eq!(cmds(r#"echo "a ; rm x""#), ["echo a ; rm x"]);
+    assert_eq!(cmds("echo 'a && b'"), ["echo a && b"]);
+    assert_eq!(cmds(r"echo a\;rm x"), ["echo a;rm x"]);
+    assert_eq!(cmds(r#"'r'"m" x"#), ["rm x"]);
+    assert_eq!(cmds(r"\rm x"), ["rm x"]);
+    assert_eq!(cmds(r"r\m x"), ["rm x"]);
+    assert_eq!(cmds(r"$'\x72\155' x"), ["rm x"]);
+    assert_eq!(cmds("r\\\nm x"), ["rm x"]);
+}
+
+/// Inside double quotes `$'` and `$"` are a literal `$` and a quote character, as
+/// bash reads them: treating them as quote openers would hide what follows.
+#[test]
+fn dollar_quotes_inside_double_quotes_are_literal() {
+    assert_eq!(
+        cmds(r#"echo "$'"; rm dq1; echo "'""#),
+        ["echo $'", "rm dq1", "echo '"]
+    );
+    assert_eq!(cmds(r#"echo "$"; rm x"#), ["echo $", "rm x"]);
+    assert_eq!(cmds(r#"echo "a$"b"c""#), ["echo a$bc"]);
+    assert_eq!(cmds("echo $'a b'"), ["echo a b"]);
+}
+
+#[test]
+fn substitutions_are_commands_too() {
+    assert_eq!(sorted(cmds("echo $(rm x)")), ["echo $(rm x)", "rm x"]);
+    assert_eq!(sorted(cmds("echo `rm x`")), ["echo `rm x`", "rm x"]);
+    assert_eq!(sorted(cmds(r#"echo "$(rm x)""#)), ["echo $(rm x)", "rm x"]);
+    assert_eq!(sorted(cmds(r#"echo "`rm x`""#)), ["echo `rm x`", "rm x"]);
+    assert_eq!(
+        sorted(cmds("echo ${a:-$(rm x)}")),
+        ["echo ${a:-$(rm x)}", "rm x"]
+    );
+    assert_eq!(sorted(cmds("echo $(( $(rm x) + 1 ))")).len(), 2);
+    assert_eq!(sorted(cmds("echo $(a $(rm x))")).len(), 3);
+    assert_eq!(
+        sorted(cmds(r"echo `a \`rm x\``")),
+        ["a `rm x`", "echo `a \\`rm x\\``", "rm x"]
+    );
+    assert_eq!(cmds("echo $((1 + 2))"), ["echo $((1 + 2))"]);
+}
+
+#[test]
+fn subshells_groups_and_process_substitution() {
+    assert_eq!(cmds("(rm x)"), ["rm x"]);
+    assert_eq!(cmds("(cd a && rm x)"), ["cd a", "rm x"]);
+    assert_eq!(cmds("{ rm x; }"), ["rm x"]);
+    assert_eq!(sorted(cmds("diff <(rm x) >(cat)")), ["cat", "diff", "rm x"]);
+    assert_eq!(cmds("if true; then rm x; fi"), ["true", "rm x"]);
+    assert_eq!(cmds("for f in a b; do rm $f; done"), ["rm $f"]);
+    assert_eq!(cmds("while true; do rm x; done"), ["true", "rm x"]);
+    assert_eq!(cmds("! rm x"), ["rm x"]);
+}
+
+#[test]
+fn redirections_and_assignments_are_not_the_command() {
+    assert_eq!(cmds("> out rm x"), ["rm x"]);
+    assert_eq!(cmds("FOO=1 BAR='a b' rm x 2>&1 >/dev/null"), ["rm x"]);
+    assert_eq!(cmds("cargo test &> log"), ["cargo test"]);
+    assert_eq!(cmds("cat <<< 'word' x"), ["cat x"]);
+    assert_eq!(sorted(cmds("cat > $(rm x)")), ["cat", "rm x"]);
+    assert_eq!(cmds("echo a # ; rm x"), ["echo a"]);
+    assert_eq!(cmds("echo a#b"), ["echo a#b"]);
+}
+
+#[test]
+fn heredocs() {
+    assert_eq!(cmds("cat <<EOF > f\nrm x\nEOF\nls"), ["cat", "ls"]);
+    assert_eq!(sorted(cmds("cat <<EOF\n$(rm x)\nEOF\n")), ["cat", "rm x"]);
+    assert_eq!(cmds("cat <<'EOF'\n$(rm x)\nEOF\n"), ["cat"]);
+    assert_eq!(cmds("cat <<-EOF\n\trm x\n\tEOF\nls"), ["cat", "ls"]);
+}
+
+#[test]
+fn unparseable_commands_are_errors() {
+    for bad in [
+        "echo 'a",
+        "echo \"a",
+        "echo $(rm x",
+        "echo `rm x",
+        "echo ${a",
+        "echo a)",
+        "(echo a",
+        "echo $((1",
+        "cat <<",
+        "echo $'a",
+    ] {
+        assert!(split_commands(bad).is_err(), "{bad:?}");
+    }
+    let deep = format!("{}x{}", "$(".repeat(1000), ")".repeat(1000));
+    let e = split_commands(&deep).unwrap_err();
+    assert!(e.contains("nested"), "{e}");
+}
+
+/// A definition's body is commands, in all three syntaxes and with any compound
+/// body; the name is a definition, not a command.
+#[test]
+fn function_bodies_are_commands() {
+    for (src, body, name) in [
+        ("function g { rm -f x; }; g", vec!["rm -f x", "g"], "g"),
+        ("function g() { rm -f x; }; g", vec!["rm -f x", "g"], "g"),
+        ("function g () ( rm -f x ); g", vec!["rm -f x", "g"], "g"),
+        ("g() { rm -f x; }", vec!["rm -f x"], "g"),
+        ("g ( ) ( rm -f x )", vec!["rm -f x"], "g"),
+        ("g() if true; then rm x; fi", vec!["true", "rm x"], "g"),
+        ("function g\n{\nrm x\n}", vec!["rm x"], "g"),
+        ("{ g() { rm x; }; }", vec!["rm x"], "g"),
+        (
+            "echo $(g() { rm x; }; g)",
+            vec!["echo $(g() { rm x; }; g)", "rm x", "g"],
+            "g",
+        ),
+    ] {
+        let script = parse(src).unwrap();
+        let got: Vec<String> = script.commands.iter().map(|w| w.join(" ")).collect();
+        assert_eq!(
+            sorted(got),
+            sorted(body.iter().map(|s| s.to_string()).collect()),
+            "{src:?}"
+        );
+        assert_eq!(script.defines, [name], "{src:?}");
+    }
+    assert!(parse("a=(1 2); echo a ()").unwrap().defines.is_empty());
+    assert!(parse("(echo a)").unwrap().defines.is_empty());
+}
+
+#[test]
+fn case_patterns_are_not_commands_and_bodies_are() {
+    assert_eq!(
+        cmds("case $x in a|b) rm x;; (c) ls ;& *) echo $(pwd) ;;& esac; echo after"),
+        ["rm x", "ls", "pwd", "echo $(pwd)", "echo after"]
+    );
+    assert_eq!(cmds("case x in\n  x)\n    rm x\n    ;;\nesac"), ["rm x"]);
+    assert_eq!(cmds("case x in x) rm x\nesac\nls"), ["rm x", "ls"]);
+    assert_eq!(
+        cmds("case a in a) case b in b) rm x;; esac;; esac"),
+        ["rm x"]
+    );
+    assert_eq!(sorted(cmds("echo $(case x in x) rm x;; esac)")).len(), 2);
+    assert_eq!(
+        sorted(cmds("case $(rm x) in $(ls)) :;; esac")),
+        [":", "ls", "rm x"]
+    );
+    for bad in [
+        "case x in x) rm x;;",
+        "case x in",
+        "case x in @(a|b)) rm x;; esac",
+        "echo $(case x in x) rm x)",
+    ] {
+        assert!(split_commands(bad).is_err(), "{bad:?}");
+    }
+}
+
+/// `((` where a command starts is arithmetic when it closes with `))`: `<<` in it
+/// is a shift, not a heredoc swallowing the lines after it.
+#[test]
+fn arithmetic_commands() {
+    assert_eq!(cmds("(( x = 1 << 2 ))\nrm x"), ["(( x = 1 << 2 ))", "rm x"]);
+    assert_eq!(
+        cmds("while (( i < 2 )); do rm x; done"),
+        ["(( i < 2 ))", "rm x"]
+    );
+    assert_eq!(
+        cmds("for ((i=0; i<2; i++)); do rm x; done"),
+        ["(( i=0; i<2; i++ ))", "rm x"]
+    );
+    assert_eq!(sorted(cmds("(( $(rm x) ))")), ["(( $(rm x) ))", "rm x"]);
+    // Not closed by `))`: nested subshells, as bash reads it.
+    assert_eq!(cmds("((rm x) ; ls)"), ["rm x", "ls"]);
+    assert_eq!(sorted(cmds("echo \"$((rm x); ls)\"")).len(), 3);
+    // Where a body starts, too (found by the generator: `<<` hid the call after it).
+    assert_eq!(
+        cmds("function f { (( v = 1 << 2 )); }\nf"),
+        ["(( v = 1 << 2 ))", "f"]
+    );
+    assert_eq!(
+        cmds("coproc { (( v = 1 << 2 )); }\nrm x"),
+        ["(( v = 1 << 2 ))", "rm x"]
+    );
+    assert_eq!(cmds("coproc { case a in a) rm x;; esac; }"), ["rm x"]);
+}
+
+#[test]
+fn coproc_and_time_run_their_command() {
+    assert_eq!(cmds("coproc rm x"), ["rm x"]);
+    assert_eq!(cmds("coproc NAME { rm x; }"), ["rm x"]);
+    assert_eq!(cmds("coproc ( rm x )"), ["rm x"]);
+    assert_eq!(cmds("time -p rm x"), ["rm x"]);
+    assert_eq!(cmds("time rm x | ls"), ["rm x", "ls"]);
+}
+
+/// Code in arguments is commands too: `eval`, `trap`, `alias`, a shell's `-c`.
+#[test]
+fn code_in_arguments_is_commands() {
+    assert_eq!(cmds("eval 'rm x; ls'"), ["eval rm x; ls", "rm x", "ls"]);
+    assert_eq!(
+        cmds("eval eval rm x"),
+        ["eval eval rm x", "eval rm x", "rm x"]
+    );
+    assert_eq!(
+        cmds("builtin eval -- \"rm x\""),
+        ["builtin eval -- rm x", "rm x"]
+    );
+    assert_eq!(cmds("eval \"$cmd\""), ["eval $cmd", "$cmd"]);
+    assert_eq!(cmds("trap 'rm x' EXIT"), ["trap rm x EXIT", "rm x"]);
+    assert_eq!(cmds("trap - EXIT"), ["trap - EXIT"]);
+    assert_eq!(cmds("bash -c 'rm x' argv0"), ["bash -c rm x argv0", "rm x"]);
+    assert_eq!(
+        cmds("/bin/sh -ec -- 'rm x'"),
+        ["/bin/sh -ec -- rm x", "rm x"]
+    );
+    assert_eq!(cmds("bash script.sh"), ["bash script.sh"]);
+    assert_eq!(
+        cmds("sudo -u x bash -c 'rm x'"),
+        ["sudo -u x bash -c rm x", "rm x"]
+    );
+    assert_eq!(cmds("env A=1 sh -c 'rm x'"), ["env A=1 sh -c rm x", "rm x"]);
+    let s = parse("alias ls='rm x' ll=ls; enable -n echo").unwrap();
+    let got: Vec<String> = s.commands.iter().map(|w| w.join(" ")).collect();
+    assert_eq!(got, ["alias ls=rm x ll=ls", "rm x", "ls", "enable -n echo"]);
+    assert_eq!(s.defines, ["ls", "ll", "echo"]);
+    assert!(split_commands("eval \"echo 'a\"").is_err());
+    let deep = format!("{}rm x", "eval ".repeat(100));
+    assert!(split_commands(&deep).unwrap_err().contains("nested"));
+}
+
+#[test]
+fn empty_and_comment_only() {
+    assert!(cmds("").is_empty());
+    assert!(cmds("  # just a comment").is_empty());
+}

@@ -1,0 +1,72 @@
+//! Unit tests of `record.rs`.
+
+use super::*;
+use crate::record::outcome::Status;
+use serde_json::json;
+
+#[test]
+fn each_response_is_priced_by_its_own_model() {
+    let mut r = RunRecord::new("claude-sonnet-4-5", PathBuf::from("/w"), vec![]);
+    let prices = Prices::default();
+    let million_in = Usage {
+        input_tokens: 1_000_000,
+        ..Usage::default()
+    };
+    r.add_response("claude-sonnet-4-5", &million_in, &prices, true);
+    r.add_response("claude-haiku-4-5", &million_in, &prices, true);
+    r.add_response("claude-haiku-4-5", &million_in, &prices, false);
+    // Sonnet 3 $/MTok once, Haiku 1 $/MTok twice: not 9 (all at one price).
+    assert_eq!(r.cost_usd, Some(5.0));
+    assert_eq!(r.usage.input_tokens, 3_000_000);
+    let v: Value = serde_json::from_str(&r.to_json(Status::Success, None)).unwrap();
+    assert_eq!(
+        v["models_used"],
+        json!([{"model": "claude-sonnet-4-5", "turns": 1, "cost_usd": 3.0},
+                   {"model": "claude-haiku-4-5", "turns": 1, "cost_usd": 2.0}])
+    );
+    assert_eq!(r.unpriced_model(), None);
+    r.add_response("local-model", &million_in, &prices, true);
+    assert_eq!(
+        r.cost_usd, None,
+        "one unpriced model makes the total unknown"
+    );
+    assert_eq!(r.unpriced_model(), Some("local-model"));
+    assert_eq!(
+        r.models_used[0].cost_usd,
+        Some(3.0),
+        "the others keep theirs"
+    );
+}
+
+#[test]
+fn costs_add_up_without_float_noise() {
+    let mut r = RunRecord::new("claude-haiku-4-5", PathBuf::from("/w"), vec![]);
+    let hundred_in = Usage {
+        input_tokens: 100,
+        ..Usage::default()
+    };
+    for _ in 0..3 {
+        r.add_response("claude-haiku-4-5", &hundred_in, &Prices::default(), true);
+    }
+    // 0.0001 three times is 0.00030000000000000003 in floats.
+    let v: Value = serde_json::from_str(&r.to_json(Status::Success, None)).unwrap();
+    assert_eq!(v["cost_usd"].to_string(), "0.0003");
+    assert_eq!(v["models_used"][0]["cost_usd"].to_string(), "0.0003");
+}
+
+#[test]
+fn file_changes_merge() {
+    let mut r = RunRecord::new("m", PathBuf::from("/w"), vec![]);
+    let meta = |p: &str, c: &str| json!({"path": p, "change": c}).as_object().unwrap().clone();
+    r.note_file_change(&meta("a", "created"));
+    r.note_file_change(&meta("a", "modified"));
+    r.note_file_change(&meta("b", "modified"));
+    r.note_file_change(&meta("c", "created"));
+    r.note_file_change(&meta("c", "deleted"));
+    let v: Vec<_> = r
+        .files_changed
+        .iter()
+        .map(|(p, c)| format!("{p}:{c}"))
+        .collect();
+    assert_eq!(v, vec!["a:created", "b:modified"]);
+}

@@ -1,0 +1,84 @@
+//! Unit tests of `secrets.rs`.
+
+use super::*;
+
+#[test]
+fn names() {
+    assert!(is_secret_name("ANTHROPIC_API_KEY"));
+    assert!(is_secret_name("FOO_API_KEY"));
+    assert!(is_secret_name("github_token"));
+    assert!(is_secret_name("DB_PASSWORD"));
+    assert!(is_secret_name("AWS_SECRET"));
+    assert!(!is_secret_name("PATH"));
+    assert!(!is_secret_name("TOKENIZER"));
+}
+
+#[test]
+fn scrub_keeps_named() {
+    let vars = vec![
+        ("PATH".to_string(), "/bin".to_string()),
+        ("FOO_API_KEY".to_string(), "x".to_string()),
+        ("GH_TOKEN".to_string(), "y".to_string()),
+    ];
+    let out = scrubbed_env(vars.into_iter(), &["GH_TOKEN".to_string()]);
+    let names: Vec<_> = out.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(names, vec!["PATH", "GH_TOKEN"]);
+}
+
+#[test]
+fn redacts_json_escaped_forms_and_longest_first() {
+    let secret = "pa\"ss\\word\nline2".to_string();
+    let json = serde_json::to_string(&format!("x {secret} y")).unwrap();
+    assert_eq!(
+        redact(&json, std::slice::from_ref(&secret)),
+        "\"x [REDACTED] y\""
+    );
+    assert_eq!(
+        redact(&format!("x {secret} y"), &[secret]),
+        "x [REDACTED] y"
+    );
+    let short = "commonprefix".to_string();
+    let long = "commonprefix-and-more-secret".to_string();
+    assert_eq!(
+        redact(&format!("a {long} b {short}"), &[short, long]),
+        "a [REDACTED] b [REDACTED]"
+    );
+}
+
+#[test]
+fn stream_redaction_catches_a_secret_split_at_every_offset() {
+    let secret = "ghp_0123456789abcdefghij".to_string();
+    let text = format!("before {secret} between {secret}é after");
+    for a in 0..=text.len() {
+        for b in a..=text.len() {
+            if !(text.is_char_boundary(a) && text.is_char_boundary(b)) {
+                continue;
+            }
+            let mut r = StreamRedactor::new(std::slice::from_ref(&secret));
+            let mut out = r.push(&text[..a]);
+            out += &r.push(&text[a..b]);
+            out += &r.push(&text[b..]);
+            out += &r.finish();
+            assert_eq!(
+                out, "before [REDACTED] between [REDACTED]é after",
+                "split at {a}, {b}"
+            );
+        }
+    }
+}
+
+#[test]
+fn stream_redaction_without_secrets_passes_text_through() {
+    let mut r = StreamRedactor::new(&["short".to_string()]);
+    assert_eq!(r.push("abc"), "abc");
+    assert_eq!(r.finish(), "");
+}
+
+#[test]
+fn redacts_long_values_only() {
+    let s = redact(
+        "key=sk-ant-12345678 and ab",
+        &["sk-ant-12345678".into(), "ab".into()],
+    );
+    assert_eq!(s, "key=[REDACTED] and ab");
+}
