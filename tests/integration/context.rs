@@ -246,8 +246,8 @@ fn a_history_that_cannot_be_cleared_is_context_exceeded() {
     assert_eq!(env.server.request_count(), 1);
 }
 
-#[test]
-fn a_second_overflow_after_clearing_is_context_exceeded() {
+/// A run whose request overflows, is cleared, and overflows again.
+fn overflow_twice() -> (TestEnv, RunOutput) {
     let mut script = wall_script(Reply::bad_request(
         "prompt is too long: 210000 tokens > 200000 maximum",
     ));
@@ -257,6 +257,12 @@ fn a_second_overflow_after_clearing_is_context_exceeded() {
     ));
     let env = wall_env(script);
     let out = env.run(&["run", "--json", "read the files"]);
+    (env, out)
+}
+
+#[test]
+fn a_second_overflow_after_clearing_is_context_exceeded() {
+    let (env, out) = overflow_twice();
     out.assert_code(1);
     let t = out.json();
     assert_eq!(t["status"], "context_exceeded");
@@ -443,15 +449,7 @@ fn a_resumed_history_is_cleared_before_its_first_request() {
 /// oldest result replaced, by exactly the placeholder.
 #[test]
 fn the_clearing_and_wall_texts_are_exact() {
-    let mut script = wall_script(Reply::bad_request(
-        "prompt is too long: 210000 tokens > 200000 maximum",
-    ));
-    script.pop();
-    script.push(Reply::bad_request(
-        "prompt is too long: 205000 tokens > 200000 maximum",
-    ));
-    let env = wall_env(script);
-    let out = env.run(&["run", "--json", "read the files"]);
+    let (env, out) = overflow_twice();
     out.assert_code(1);
     let t = out.json();
     let after = t["context_clearings"][0]["tokens_after_estimate"]
