@@ -6,7 +6,12 @@
 const SECRET_SUFFIXES: &[&str] = &["_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD"];
 
 /// Variables removed regardless of suffix.
-const SECRET_NAMES: &[&str] = &["ANTHROPIC_API_KEY", "OPENAI_API_KEY"];
+// `ANTHROPIC_CUSTOM_HEADERS`: a gateway's headers, often its credential, for the agent only.
+const SECRET_NAMES: &[&str] = &[
+    "ANTHROPIC_API_KEY",
+    "OPENAI_API_KEY",
+    "ANTHROPIC_CUSTOM_HEADERS",
+];
 
 /// Whether a variable name denotes a secret.
 pub(crate) fn is_secret_name(name: &str) -> bool {

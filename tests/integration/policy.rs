@@ -474,6 +474,25 @@ fn secrets_from_token_variables_never_reach_the_transcript_or_logs() {
     assert!(results[1].1.contains("env:[REDACTED]"), "{:?}", results[1]);
 }
 
+/// A gateway's headers (`ANTHROPIC_CUSTOM_HEADERS`, which may carry its credential) are
+/// the agent's, not the commands': Bash never sees them, and their value is redacted.
+#[test]
+fn gateway_headers_from_the_environment_never_reach_bash() {
+    const HEADERS: &str = "X-Gateway-Auth: gw_s3cr3tHEADERvalue42";
+    let r = Run::new(&[vec![bash(
+        "t1",
+        "echo \"headers:${ANTHROPIC_CUSTOM_HEADERS:-missing}\"",
+    )]]);
+    let mut c = r.cmd(&[]);
+    c.env("ANTHROPIC_CUSTOM_HEADERS", HEADERS);
+    let out = r.output(c);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap();
+    let results = tool_results(&doc);
+    assert!(results[0].1.contains("headers:missing"), "{:?}", results[0]);
+    assert!(!out.stdout.contains("gw_s3cr3t"), "{}", out.stdout);
+}
+
 /// Against a live (loopback) server: the hook's message is in the very next request the
 /// model gets, and a secret the model echoes never reaches the `--record` cassette.
 #[test]
