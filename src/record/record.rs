@@ -113,6 +113,9 @@ pub(crate) struct RunRecord {
     /// The earlier parts of a final answer cut off by `max_tokens` and continued: the
     /// result is these, then the last assistant message's text.
     answer_parts: Vec<String>,
+    /// The last message is the partial answer of a response cut off at the context
+    /// window (`record_wall`): the turn that answers again replaces it.
+    wall_partial: bool,
     /// A random UUID per run (`session_id`).
     session_id: String,
     /// `--output-schema`: the accepted answer (the run's `result`, serialised).
@@ -148,6 +151,7 @@ impl RunRecord {
             context_window: None,
             context_clearings: Vec::new(),
             answer_parts: Vec::new(),
+            wall_partial: false,
             session_id: crate::record::session::new_session_id(),
             structured_output: None,
             resumed_from: None,
@@ -207,6 +211,9 @@ impl RunRecord {
         prices: &Prices,
         entry: Arc<Entry>,
     ) -> u32 {
+        if std::mem::take(&mut self.wall_partial) {
+            self.messages.pop(); // the retried turn's partial answer, now answered again
+        }
         self.num_turns += 1;
         self.stop_reason = Some(stop_reason.to_string());
         self.model = model.to_string();
@@ -215,9 +222,28 @@ impl RunRecord {
         self.num_turns
     }
 
-    /// A response billed but no model turn (cut off at the context window).
-    pub(crate) fn record_wall(&mut self, model: &str, usage: &Usage, prices: &Prices) {
+    /// A response billed but no model turn (cut off at the context window, `stop`). Its
+    /// partial answer, if it said anything, stands last in `messages` (not in the
+    /// requests) until the turn is answered again (`record_turn` replaces it), so a run
+    /// that ends here (`context_exceeded`, a signal, `--timeout`) keeps it.
+    pub(crate) fn record_wall(
+        &mut self,
+        model: &str,
+        stop: &str,
+        usage: &Usage,
+        prices: &Prices,
+        partial: Option<Arc<Entry>>,
+    ) {
         self.add_response(model, usage, prices, false);
+        self.model = model.to_string();
+        self.stop_reason = Some(stop.to_string());
+        if std::mem::take(&mut self.wall_partial) {
+            self.messages.pop(); // an earlier attempt's partial answer
+        }
+        if let Some(p) = partial {
+            self.messages.push(p);
+            self.wall_partial = true;
+        }
     }
 
     /// The last request's input size in tokens.

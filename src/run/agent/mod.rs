@@ -286,17 +286,7 @@ impl<'a> Agent<'a> {
             }
         };
         if turn.stop_reason.as_str() == WINDOW_EXCEEDED_STOP {
-            // Billed, but not a model turn: its partial answer is dropped and the
-            // same turn is asked again with a cleared history.
-            let model = self.answered_by(&turn);
-            run.record()
-                .record_wall(model, &turn.usage, run.config.ci().prices());
-            let o = Overflow {
-                tokens: Some(turn.usage.input_total()).filter(|t| *t > 0),
-                limit: None,
-            };
-            let what = "the model stopped with model_context_window_exceeded";
-            return Err(self.at_the_wall(s, o, request_bytes, what));
+            return Err(self.window_exceeded(s, &turn, request_bytes));
         }
         Ok(Streamed { turn, early })
     }
@@ -320,7 +310,7 @@ impl<'a> Agent<'a> {
     }
 
     /// The request ran into the context window: clear and retry once, or end.
-    fn at_the_wall(
+    pub(super) fn at_the_wall(
         &self,
         s: &mut Turns,
         overflow: Overflow,
