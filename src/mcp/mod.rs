@@ -288,7 +288,7 @@ pub(crate) fn start(specs: &[ServerSpec], opts: &Options) -> Result<Started, Str
                             spec.name, d.tool, d.exposed
                         )),
                         Ok(d) => {
-                            names::record_server(&d.exposed, &spec.name);
+                            names::record_server(&d.exposed, &spec.name, &d.tool);
                             taken.push(d.exposed.clone());
                             defs.push(d);
                         }

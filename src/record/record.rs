@@ -519,7 +519,7 @@ impl InFlight {
     }
 
     /// Adds the calls still running to `record.tool_calls`, marked `unfinished` (batch 0:
-    /// their batch never completed).
+    /// their batch never completed); an MCP call names its server and tool.
     pub(crate) fn settle(&self, record: &mut RunRecord) {
         let calls = std::mem::take(&mut *self.0.lock().unwrap_or_else(|p| p.into_inner()));
         for c in calls {
@@ -528,6 +528,11 @@ impl InFlight {
             }
             let mut metadata = Map::new();
             metadata.insert("unfinished".into(), Value::Bool(true));
+            // As a finished MCP call's result says (`McpTool`).
+            if let Some((server, tool)) = crate::mcp::names::origin(&c.name) {
+                metadata.insert("server".into(), Value::String(server));
+                metadata.insert("mcp_tool".into(), Value::String(tool));
+            }
             record.tool_calls.push(ToolCallRecord {
                 id: c.id,
                 name: c.name,

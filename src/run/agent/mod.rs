@@ -341,7 +341,6 @@ impl<'a> Agent<'a> {
         let turn_no = s.turn_no;
         s.window.observe(&turn.usage, s.request_bytes());
         run.record().record_context_tokens(s.window.last_tokens());
-        let early = early.take(&turn.calls);
         let entry = self.note_turn(&turn, &mut s.history);
         // A turn of answers only may run on the last allowed turn: it runs nothing but
         // the schema check, and the run can end with it.
@@ -362,6 +361,9 @@ impl<'a> Agent<'a> {
         // Before the calls run: a run killed during one leaves an `-o` file that holds
         // the call, so `--resume` can answer it (README "Resume").
         run.checkpoint();
+        // Only now wait for the calls started early: a way out taken while they still
+        // run finds their turn recorded, as with any other call.
+        let early = early.take(&turn.calls);
         match &turn.stop_reason {
             StopReason::Refusal => Step::End(Outcome::fail(
                 ErrorKind::Refusal,
