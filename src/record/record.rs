@@ -160,9 +160,22 @@ impl RunRecord {
 
     // ---- what happens during a run ----
 
-    /// `agent run` started these MCP servers (connected or failed).
+    /// `agent run` starts (or started) these MCP servers (connected, failed, starting).
     pub(crate) fn record_mcp_servers(&mut self, servers: Vec<crate::mcp::ServerReport>) {
         self.mcp_servers = servers;
+    }
+
+    /// One MCP server's start-up ended: its entry is replaced.
+    pub(crate) fn record_mcp_server(&mut self, server: crate::mcp::ServerReport) {
+        match self.mcp_servers.iter_mut().find(|s| s.name == server.name) {
+            Some(s) => *s = server,
+            None => self.mcp_servers.push(server),
+        }
+    }
+
+    /// The enabled tools, once the MCP servers' have joined the built-in ones.
+    pub(crate) fn record_tools(&mut self, tools: Vec<String>) {
+        self.tools = tools;
     }
 
     /// `--resume`: the transcript this run continues.

@@ -1,13 +1,14 @@
-//! What the transcript keeps when a way out (`--timeout`, SIGTERM) comes while a call
-//! runs: the call's turn (its message, usage, the model the API reported) whatever the
-//! call, early-started read-only MCP calls included, and an MCP call's `server` and
-//! `mcp_tool` in its unfinished `tool_calls` entry.
+//! What the transcript keeps when a way out (`--timeout`, SIGTERM) comes while an MCP
+//! server is still starting (the transcript is written, the server listed as starting
+//! and stopped), or while a call runs: the call's turn (its message, usage, the model the
+//! API reported) whatever the call, early-started read-only MCP calls included, and an
+//! MCP call's `server` and `mcp_tool` in its unfinished `tool_calls` entry.
 
 use serde_json::{Value, json};
 
-use super::config;
 use super::hardening::wait_for_log;
-use crate::support::{Reply, RunOutput, TestEnv, Turn, turn_text};
+use super::{alive, config, logged_pid};
+use crate::support::{Reply, RunOutput, TestEnv, Turn, read_json, turn_text};
 
 /// The model the mock's turn says answered (not the one asked for).
 const REPORTED: &str = "claude-reported-by-the-api";
@@ -110,4 +111,65 @@ fn a_writing_mcp_call_and_a_bash_call_running_at_a_way_out_keep_their_turn_too()
     let input = json!({"command": "sleep 60"});
     let out = stopped_during("Bash", input, Way::Timeout, &["--allow-bash"], |_| true);
     assert_turn_kept(&out.json(), "Bash", None);
+}
+
+/// The transcript of a run stopped while server `t` was starting.
+fn assert_stopped_while_starting(t: &Value, status: &str) {
+    assert_eq!(t["status"], status, "{t}");
+    assert_eq!(t["num_turns"], 0, "{t}");
+    let servers = t["mcp_servers"].as_array().unwrap();
+    assert_eq!(servers.len(), 1, "{t}");
+    assert_eq!(servers[0]["name"], "t");
+    assert_eq!(servers[0]["transport"], "stdio");
+    assert_eq!(servers[0]["status"], "starting", "{t}");
+    assert_eq!(servers[0]["tools"], json!([]));
+}
+
+#[test]
+fn a_way_out_during_mcp_start_up_writes_the_transcript_listing_the_server_as_starting() {
+    // The server never answers `initialize` (within the 60 s start-up bound).
+    for way in [Way::Timeout, Way::Sigterm] {
+        for jsonl in [false, true] {
+            let env = TestEnv::new(vec![]);
+            let log = env.out("log.jsonl");
+            let cfg = config(&env, &["--log", log.to_str().unwrap(), "--hang-on-init"]);
+            let out_file = env.out("t.json");
+            let output = if jsonl { "--jsonl" } else { "--json" };
+            let mut args = vec!["run", "go", output, "--mcp-config", &cfg];
+            args.extend(["-o", out_file.to_str().unwrap()]);
+            let (out, status) = match way {
+                Way::Timeout => {
+                    args.extend(["--timeout", "2s"]);
+                    let out = env.run(&args);
+                    out.assert_code(124);
+                    (out, "timeout")
+                }
+                Way::Sigterm => {
+                    // The start-up fails because of the way out: not a --strict-mcp exit 2.
+                    args.push("--strict-mcp");
+                    let run = env.spawn(&args);
+                    wait_for_log(&log, |e| e["msg"]["method"] == "initialize");
+                    run.signal(libc::SIGTERM);
+                    let out = run.wait();
+                    out.assert_code(130);
+                    (out, "interrupted")
+                }
+            };
+            let t = if jsonl {
+                let last = out.stdout.lines().last().unwrap_or_default();
+                let finished: Value = serde_json::from_str(last).unwrap();
+                assert_eq!(finished["type"], "run.finished", "{way:?}: {}", out.stdout);
+                finished["transcript"].clone()
+            } else {
+                out.json()
+            };
+            assert_stopped_while_starting(&t, status);
+            assert_stopped_while_starting(&read_json(&out_file), status);
+            assert_eq!(env.server.request_count(), 0, "no request was made");
+            assert!(
+                !alive(logged_pid(&log, "pid")),
+                "{way:?}: the server was stopped"
+            );
+        }
+    }
 }
