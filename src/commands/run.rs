@@ -4,7 +4,7 @@
 use crate::util::sync::Locked;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -58,7 +58,36 @@ pub(crate) fn run_command(args: &RunArgs) -> ExitCode {
         config.tools().keep_env(),
     ));
     let mut registry = Registry::builtin(config.tools().selection());
-    let mcp_reports = match start_mcp(&config, &child_env, &mut registry) {
+    let ctx = ToolContext {
+        workspace: config.workspace().to_path_buf(),
+        extra_dirs: config.tools().add_dirs().to_vec(),
+        spill_dir: spill_dir(&config),
+        child_env: child_env.clone(),
+        sandbox,
+    };
+    let record = Arc::new(Mutex::new(RunRecord::new(
+        config.provider().model(),
+        config.workspace().to_path_buf(),
+        enabled_names(&registry),
+    )));
+    if let Some(r) = config.session().resume() {
+        note_resumed(&mut record.locked(), r);
+    }
+    // Before the MCP servers start, which can take a minute (`npx -y …`): a signal or the
+    // deadline during start-up writes the transcript too, listing the servers still
+    // starting (`--timeout` counts the start-up: it bounds the whole run).
+    let finisher = make_finisher(&config, &record, &ctx);
+    let _ = FINISHER.set(finisher.clone());
+    if let Some(limit) = config.ci().timeout() {
+        finisher.start_deadline(limit);
+    }
+    let started = start_mcp(&config, &child_env, &mut registry, &record, &finisher);
+    if finisher.cancelled.load(Ordering::SeqCst) {
+        // A way out was taken during start-up (the servers' failures are its doing): it
+        // writes the transcript and exits the process.
+        park_for_the_way_out();
+    }
+    let mcp_reports = match started {
         Ok(r) => r,
         Err(e) => return output::usage_failure(&e),
     };
@@ -68,36 +97,21 @@ pub(crate) fn run_command(args: &RunArgs) -> ExitCode {
             schema.clone(),
         )));
     }
-    let record = Arc::new(Mutex::new(RunRecord::new(
-        config.provider().model(),
-        config.workspace().to_path_buf(),
-        registry
-            .enabled_names()
-            .iter()
-            .map(|s| s.to_string())
-            .collect(),
-    )));
-    record.locked().record_mcp_servers(mcp_reports);
+    {
+        let mut r = record.locked();
+        r.record_tools(enabled_names(&registry));
+        r.record_mcp_servers(mcp_reports);
+    }
     let session_id = record.locked().session_id().to_string();
     let mut provider = match make_provider(&config, &registry, &session_id) {
         Ok(p) => p,
         Err(e) => return output::usage_failure(&e),
-    };
-    let ctx = ToolContext {
-        workspace: config.workspace().to_path_buf(),
-        extra_dirs: config.tools().add_dirs().to_vec(),
-        spill_dir: spill_dir(&config),
-        child_env,
-        sandbox,
     };
     let gate = PolicyGate::new(
         config.tools().settings().clone(),
         &ctx,
         config.tools().on_deny(),
     );
-    if let Some(r) = config.session().resume() {
-        note_resumed(&mut record.locked(), r);
-    }
     // Before the workspace scan below: the index is not a change the run made.
     if let Some(out) = config.output().output_file() {
         let id = record.locked().session_id().to_string();
@@ -108,48 +122,14 @@ pub(crate) fn run_command(args: &RunArgs) -> ExitCode {
             ));
         }
     }
-    let events = Arc::new(if config.output().jsonl() {
-        events::Events::stdout(record.locked().started())
-    } else {
-        events::Events::disabled()
-    });
-    let ci = ci::CiRun::new(&config, events.clone());
-    // The run's own files are not changes the run made to the workspace.
-    let journal = config
-        .output()
-        .output_file()
-        .map(crate::record::journal::path_for);
-    let own_files = [
-        config.output().output_file(),
-        config.provider().record(),
-        journal.as_deref(),
-    ]
-    .into_iter()
-    .flatten()
-    .map(absolute)
-    .chain([ctx.spill_dir.clone()])
-    .collect();
-    let finisher = Arc::new(Finisher {
-        record: record.clone(),
-        json: config.output().json(),
-        output_file: config.output().output_file().map(PathBuf::from),
-        done: Mutex::new(false),
-        checkpoints: Mutex::default(),
-        events,
-        // The file tools report their own changes; only commands (Bash, hooks, --verify)
-        // can change files behind their back, so only then is the workspace scanned.
-        baseline: commands_may_write(&config, &registry)
-            .then(|| changes::Baseline::take(config.workspace(), own_files)),
-        cancelled: Arc::new(AtomicBool::new(false)),
-        in_flight: Arc::new(InFlight::default()),
-        ctx: ctx.clone(),
-        code: OnceLock::new(),
-        keep_spill: config.output().keep_spill() || config.output().output_file().is_some(),
-        github_actions: std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true"),
-    });
-    let _ = FINISHER.set(finisher.clone());
-    if let Some(limit) = config.ci().timeout() {
-        finisher.start_deadline(limit);
+    let ci = ci::CiRun::new(&config, finisher.events.clone());
+    // The file tools report their own changes; only commands (Bash, hooks, --verify)
+    // can change files behind their back, so only then is the workspace scanned.
+    if commands_may_write(&config, &registry) {
+        let _ = finisher.baseline.set(changes::Baseline::take(
+            config.workspace(),
+            own_files(&config, &ctx),
+        ));
     }
     finisher.checkpoint();
 
@@ -168,22 +148,90 @@ pub(crate) fn run_command(args: &RunArgs) -> ExitCode {
     .run(provider.as_mut());
     match finisher.finish(&outcome, false) {
         Some(code) => ExitCode::from(code),
-        None => loop {
-            std::thread::park(); // a signal or the deadline is finishing the run
-        },
+        None => park_for_the_way_out(),
     }
 }
 
+/// A signal or the deadline is finishing the run, and exits the process.
+fn park_for_the_way_out() -> ! {
+    loop {
+        std::thread::park();
+    }
+}
+
+/// The enabled tools' names, for the record.
+fn enabled_names(registry: &Registry) -> Vec<String> {
+    registry
+        .enabled_names()
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+}
+
+/// The one way out of the run (`finish.rs`), ready before anything is started.
+fn make_finisher(
+    config: &Config,
+    record: &Arc<Mutex<RunRecord>>,
+    ctx: &ToolContext,
+) -> Arc<Finisher> {
+    let events = Arc::new(if config.output().jsonl() {
+        events::Events::stdout(record.locked().started())
+    } else {
+        events::Events::disabled()
+    });
+    Arc::new(Finisher {
+        record: record.clone(),
+        json: config.output().json(),
+        output_file: config.output().output_file().map(PathBuf::from),
+        done: Mutex::new(false),
+        checkpoints: Mutex::default(),
+        events,
+        baseline: OnceLock::new(),
+        cancelled: Arc::new(AtomicBool::new(false)),
+        in_flight: Arc::new(InFlight::default()),
+        ctx: ctx.clone(),
+        code: OnceLock::new(),
+        keep_spill: config.output().keep_spill() || config.output().output_file().is_some(),
+        github_actions: std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true"),
+    })
+}
+
+/// The run's own files (`-o`, its journal, `--record`, the spill dir), which are not
+/// changes the run made to the workspace.
+fn own_files(config: &Config, ctx: &ToolContext) -> Vec<PathBuf> {
+    let journal = config
+        .output()
+        .output_file()
+        .map(crate::record::journal::path_for);
+    [
+        config.output().output_file(),
+        config.provider().record(),
+        journal.as_deref(),
+    ]
+    .into_iter()
+    .flatten()
+    .map(absolute)
+    .chain([ctx.spill_dir.clone()])
+    .collect()
+}
+
 /// Starts the configured MCP servers (in parallel) and registers their tools; the
-/// reports go into the transcript. `Err` (exit 2) only with `--strict-mcp`.
+/// record lists each server as starting until its start-up ends. `Err` (exit 2) only
+/// with `--strict-mcp`.
 fn start_mcp(
     config: &Config,
     child_env: &Arc<Vec<(String, String)>>,
     registry: &mut Registry,
+    record: &Mutex<RunRecord>,
+    finisher: &Finisher,
 ) -> Result<Vec<mcp::ServerReport>, Error> {
-    if config.tools().mcp().servers.is_empty() {
+    let specs = &config.tools().mcp().servers;
+    if specs.is_empty() {
         return Ok(Vec::new());
     }
+    record
+        .locked()
+        .record_mcp_servers(specs.iter().map(mcp::ServerReport::starting).collect());
     let opts = mcp::Options {
         call_timeout: config.tools().mcp().call_timeout,
         startup_timeout: config.tools().mcp().startup_timeout,
@@ -191,7 +239,15 @@ fn start_mcp(
         workspace: config.workspace().to_path_buf(),
         child_env: child_env.clone(),
     };
-    let started = mcp::start(&config.tools().mcp().servers, &opts).map_err(Error::Usage)?;
+    let ended = |report| {
+        let mut r = record.locked();
+        // Once a way out is under way, a start-up that ends is ended by it: the
+        // transcript says the server was still starting.
+        if !finisher.cancelled.load(Ordering::SeqCst) {
+            r.record_mcp_server(report);
+        }
+    };
+    let started = mcp::start(specs, &opts, &ended).map_err(Error::Usage)?;
     mcp::tool::register(
         registry,
         &started,

@@ -117,7 +117,7 @@ fn tools_mcp(
         workspace: cwd,
         child_env: Arc::new(crate::util::secrets::scrubbed_env(std::env::vars(), &[])),
     };
-    let started = mcp::start(&settings.servers, &opts).map_err(Error::Usage)?;
+    let started = mcp::start(&settings.servers, &opts, &|_| {}).map_err(Error::Usage)?;
     output::progress_done();
     let selection = config::tool_selection(&args.tools)?;
     mcp::tool::register(registry, &started, &selection, settings.allow_all);

@@ -222,13 +222,61 @@ pub(crate) fn shutdown_all(why: &str) {
 pub(crate) struct ServerReport {
     pub name: String,
     pub transport: &'static str,
-    /// "connected" or "failed".
+    /// "connected" or "failed"; "starting" while its start-up goes on (a way out taken
+    /// then lists it so).
     pub status: &'static str,
     pub protocol_version: Option<String>,
     pub server_info: Value,
     /// The names the model sees.
     pub tools: Vec<String>,
     pub error: Option<String>,
+}
+
+impl ServerReport {
+    /// A server whose start-up has not ended.
+    pub(crate) fn starting(spec: &ServerSpec) -> ServerReport {
+        ServerReport {
+            name: spec.name.clone(),
+            transport: spec.transport.kind(),
+            status: "starting",
+            protocol_version: None,
+            server_info: Value::Null,
+            tools: Vec::new(),
+            error: None,
+        }
+    }
+
+    /// A server whose start-up ended in `outcome`, its tools not yet filled in.
+    fn ended(spec: &ServerSpec, outcome: &Result<(Server, client::Handshake), String>) -> Self {
+        let mut report = ServerReport::starting(spec);
+        match outcome {
+            Ok((_, hs)) => {
+                report.status = "connected";
+                report.protocol_version = Some(hs.protocol_version.clone());
+                report.server_info = hs.server_info.clone();
+            }
+            Err(e) => {
+                report.status = "failed";
+                report.error = Some(e.clone());
+            }
+        }
+        report
+    }
+
+    /// As soon as a server's start-up ended, on its own thread: its tools as it listed
+    /// them (a clash with another server's tool is settled once all have ended).
+    fn interim(spec: &ServerSpec, outcome: &Result<(Server, client::Handshake), String>) -> Self {
+        let mut report = ServerReport::ended(spec, outcome);
+        if let Ok((_, hs)) = outcome {
+            report.tools = hs
+                .tools
+                .iter()
+                .filter_map(|raw| ToolDef::parse(&spec.name, raw).ok())
+                .map(|d| d.exposed)
+                .collect();
+        }
+        report
+    }
 }
 
 /// The fields of the `mcp.started` event (`--jsonl`) for one server.
@@ -244,16 +292,29 @@ pub(crate) struct Started {
     pub reports: Vec<ServerReport>,
 }
 
-/// Starts every server in parallel and lists its tools. `Err` only with `--strict-mcp`,
-/// naming the server that failed.
-pub(crate) fn start(specs: &[ServerSpec], opts: &Options) -> Result<Started, String> {
+/// Starts every server in parallel and lists its tools. `ended` hears of each server
+/// as soon as its start-up ends (connected or failed), so that a way out taken while
+/// others still start can say which did. `Err` only with `--strict-mcp`, naming the
+/// server that failed.
+pub(crate) fn start(
+    specs: &[ServerSpec],
+    opts: &Options,
+    ended: &(dyn Fn(ServerReport) + Sync),
+) -> Result<Started, String> {
     if !specs.is_empty() {
         crate::util::output::progress(&format!("starting {} MCP server(s)", specs.len()));
     }
     let outcomes: Vec<_> = std::thread::scope(|scope| {
         let handles: Vec<_> = specs
             .iter()
-            .map(|spec| (spec, scope.spawn(move || connect(spec, opts))))
+            .map(|spec| {
+                let handle = scope.spawn(move || {
+                    let outcome = connect(spec, opts);
+                    ended(ServerReport::interim(spec, &outcome));
+                    outcome
+                });
+                (spec, handle)
+            })
             .collect();
         handles
             .into_iter()
@@ -268,15 +329,7 @@ pub(crate) fn start(specs: &[ServerSpec], opts: &Options) -> Result<Started, Str
     let mut started = Started::default();
     let mut taken: Vec<String> = Vec::new();
     for (spec, outcome) in outcomes {
-        let mut report = ServerReport {
-            name: spec.name.clone(),
-            transport: spec.transport.kind(),
-            status: "failed",
-            protocol_version: None,
-            server_info: Value::Null,
-            tools: Vec::new(),
-            error: None,
-        };
+        let mut report = ServerReport::ended(spec, &outcome);
         match outcome {
             Ok((server, hs)) => {
                 let mut defs = Vec::new();
@@ -288,7 +341,7 @@ pub(crate) fn start(specs: &[ServerSpec], opts: &Options) -> Result<Started, Str
                             spec.name, d.tool, d.exposed
                         )),
                         Ok(d) => {
-                            names::record_server(&d.exposed, &spec.name);
+                            names::record_server(&d.exposed, &spec.name, &d.tool);
                             taken.push(d.exposed.clone());
                             defs.push(d);
                         }
@@ -298,9 +351,6 @@ pub(crate) fn start(specs: &[ServerSpec], opts: &Options) -> Result<Started, Str
                         )),
                     }
                 }
-                report.status = "connected";
-                report.protocol_version = Some(hs.protocol_version.clone());
-                report.server_info = hs.server_info.clone();
                 report.tools = defs.iter().map(|d| d.exposed.clone()).collect();
                 crate::util::output::debug(&format!(
                     "mcp {}: connected ({}, protocol {}), {} tool(s)",
@@ -317,7 +367,6 @@ pub(crate) fn start(specs: &[ServerSpec], opts: &Options) -> Result<Started, Str
                     return Err(format!("{msg} (--strict-mcp)"));
                 }
                 crate::util::output::warn(&format!("{msg}; its tools are not available"));
-                report.error = Some(e);
             }
         }
         started.reports.push(report);

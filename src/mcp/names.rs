@@ -48,24 +48,32 @@ fn fnv1a(bytes: &[u8]) -> u32 {
     h
 }
 
-/// The server of each MCP tool name the run exposes, recorded as servers list their
-/// tools. Policy (rules, hook matchers) sees only a tool's name, and the name alone can be
-/// read two ways when a server name ends in `_`: `mcp__s___w` is the tool `w` of `s_` or
-/// the tool `_w` of `s`. Names are unique within a run (a clash is left out).
-static SERVERS: Mutex<BTreeMap<String, String>> = Mutex::new(BTreeMap::new());
+/// The server (and the server's own name for the tool) of each MCP tool name the run
+/// exposes, recorded as servers list their tools. Policy (rules, hook matchers) sees only
+/// a tool's name, and the name alone can be read two ways when a server name ends in `_`:
+/// `mcp__s___w` is the tool `w` of `s_` or the tool `_w` of `s`; and a call still running
+/// at a way out is recorded from its name alone. Names are unique within a run (a clash
+/// is left out).
+static SERVERS: Mutex<BTreeMap<String, (String, String)>> = Mutex::new(BTreeMap::new());
 
-/// Records that `exposed` is a tool of `server` (a later run in the process overwrites).
-pub(crate) fn record_server(exposed: &str, server: &str) {
+/// Records that `exposed` is the tool `tool` of `server` (a later run in the process
+/// overwrites).
+pub(crate) fn record_server(exposed: &str, server: &str, tool: &str) {
     let mut map = SERVERS.locked();
-    map.insert(exposed.to_string(), server.to_string());
+    map.insert(exposed.to_string(), (server.to_string(), tool.to_string()));
+}
+
+/// `(server, tool)` of an exposed name a server listed: what a call's `metadata` says.
+pub(crate) fn origin(exposed: &str) -> Option<(String, String)> {
+    let map = SERVERS.locked();
+    map.get(exposed).cloned()
 }
 
 /// The server of an exposed name: as recorded, else (a name no server listed) the part
 /// before the first `__` after the prefix.
 fn server_of(exposed: &str) -> Option<String> {
-    let map = SERVERS.locked();
-    if let Some(s) = map.get(exposed) {
-        return Some(s.clone());
+    if let Some((server, _)) = origin(exposed) {
+        return Some(server);
     }
     let rest = exposed.strip_prefix(PREFIX)?;
     rest.split_once("__").map(|(s, _)| s.to_string())

@@ -74,7 +74,8 @@ fn a_server_name_is_matched_exactly_not_as_a_prefix() {
         pattern_matches("mcp__rec", &recorded),
         "unrecorded: read as rec + _w"
     );
-    record_server(&recorded, "rec_");
+    record_server(&recorded, "rec_", "w");
+    assert_eq!(origin(&recorded), Some(("rec_".into(), "w".into())));
     assert!(!pattern_matches("mcp__rec", &recorded));
     assert!(!pattern_matches("mcp__rec__*", &recorded));
     assert!(pattern_matches("mcp__rec_", &recorded));

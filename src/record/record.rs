@@ -114,6 +114,9 @@ pub(crate) struct RunRecord {
     /// The earlier parts of a final answer cut off by `max_tokens` and continued: the
     /// result is these, then the last assistant message's text.
     answer_parts: Vec<String>,
+    /// The last message is the partial answer of a response cut off at the context
+    /// window (`record_wall`): the turn that answers again replaces it.
+    wall_partial: bool,
     /// A random UUID per run (`session_id`).
     session_id: String,
     /// `--output-schema`: the accepted answer (the run's `result`, serialised).
@@ -149,6 +152,7 @@ impl RunRecord {
             context_window: None,
             context_clearings: Vec::new(),
             answer_parts: Vec::new(),
+            wall_partial: false,
             session_id: crate::record::session::new_session_id(),
             structured_output: None,
             resumed_from: None,
@@ -157,9 +161,22 @@ impl RunRecord {
 
     // ---- what happens during a run ----
 
-    /// `agent run` started these MCP servers (connected or failed).
+    /// `agent run` starts (or started) these MCP servers (connected, failed, starting).
     pub(crate) fn record_mcp_servers(&mut self, servers: Vec<crate::mcp::ServerReport>) {
         self.mcp_servers = servers;
+    }
+
+    /// One MCP server's start-up ended: its entry is replaced.
+    pub(crate) fn record_mcp_server(&mut self, server: crate::mcp::ServerReport) {
+        match self.mcp_servers.iter_mut().find(|s| s.name == server.name) {
+            Some(s) => *s = server,
+            None => self.mcp_servers.push(server),
+        }
+    }
+
+    /// The enabled tools, once the MCP servers' have joined the built-in ones.
+    pub(crate) fn record_tools(&mut self, tools: Vec<String>) {
+        self.tools = tools;
     }
 
     /// `--resume`: the transcript this run continues.
@@ -208,6 +225,9 @@ impl RunRecord {
         prices: &Prices,
         entry: Arc<Entry>,
     ) -> u32 {
+        if std::mem::take(&mut self.wall_partial) {
+            self.messages.pop(); // the retried turn's partial answer, now answered again
+        }
         self.num_turns += 1;
         self.stop_reason = Some(stop_reason.to_string());
         self.model = model.to_string();
@@ -216,9 +236,28 @@ impl RunRecord {
         self.num_turns
     }
 
-    /// A response billed but no model turn (cut off at the context window).
-    pub(crate) fn record_wall(&mut self, model: &str, usage: &Usage, prices: &Prices) {
+    /// A response billed but no model turn (cut off at the context window, `stop`). Its
+    /// partial answer, if it said anything, stands last in `messages` (not in the
+    /// requests) until the turn is answered again (`record_turn` replaces it), so a run
+    /// that ends here (`context_exceeded`, a signal, `--timeout`) keeps it.
+    pub(crate) fn record_wall(
+        &mut self,
+        model: &str,
+        stop: &str,
+        usage: &Usage,
+        prices: &Prices,
+        partial: Option<Arc<Entry>>,
+    ) {
         self.add_response(model, usage, prices, false);
+        self.model = model.to_string();
+        self.stop_reason = Some(stop.to_string());
+        if std::mem::take(&mut self.wall_partial) {
+            self.messages.pop(); // an earlier attempt's partial answer
+        }
+        if let Some(p) = partial {
+            self.messages.push(p);
+            self.wall_partial = true;
+        }
     }
 
     /// The last request's input size in tokens.
@@ -497,7 +536,7 @@ impl InFlight {
     }
 
     /// Adds the calls still running to `record.tool_calls`, marked `unfinished` (batch 0:
-    /// their batch never completed).
+    /// their batch never completed); an MCP call names its server and tool.
     pub(crate) fn settle(&self, record: &mut RunRecord) {
         let calls = std::mem::take(&mut *self.0.locked());
         for c in calls {
@@ -506,6 +545,11 @@ impl InFlight {
             }
             let mut metadata = Map::new();
             metadata.insert("unfinished".into(), Value::Bool(true));
+            // As a finished MCP call's result says (`McpTool`).
+            if let Some((server, tool)) = crate::mcp::names::origin(&c.name) {
+                metadata.insert("server".into(), Value::String(server));
+                metadata.insert("mcp_tool".into(), Value::String(tool));
+            }
             record.tool_calls.push(ToolCallRecord {
                 id: c.id,
                 name: c.name,

@@ -32,8 +32,9 @@ pub(crate) struct Finisher {
     pub(crate) checkpoints: Mutex<Checkpoints>,
     /// `--jsonl`: `run.finished` carries the transcript instead of stdout's document.
     pub(crate) events: Arc<events::Events>,
-    /// The workspace scan taken at the start, for `files_changed`.
-    pub(crate) baseline: Option<changes::Baseline>,
+    /// The workspace scan taken at the start, for `files_changed` (set once the tools are
+    /// known; a run ended before has changed nothing).
+    pub(crate) baseline: OnceLock<changes::Baseline>,
     /// Tells the agent loop to stop once a way out has been taken.
     pub(crate) cancelled: Arc<AtomicBool>,
     /// For `git diff --stat` on every way out.
@@ -191,7 +192,7 @@ impl Finisher {
             ));
         }
         output::progress_done();
-        if let Some(b) = &self.baseline {
+        if let Some(b) = self.baseline.get() {
             self.record.locked().record_workspace_scan(b);
         }
         let diff_stat = changes::git_diff_stat(&self.ctx);

@@ -228,6 +228,74 @@ fn a_window_exceeded_stop_clears_and_retries_the_turn_once() {
     assert!(!t["messages"].to_string().contains("I was about to"));
 }
 
+/// A response that streams `text` and stops at the context window.
+fn wall_stop(text: &str) -> Reply {
+    Reply::Sse(
+        Turn::new()
+            .text(text)
+            .stop_reason("model_context_window_exceeded")
+            .model("claude-reported-at-the-wall")
+            .usage(199_990, 10)
+            .frames(),
+    )
+}
+
+/// The transcript's last message: an assistant message of `text` alone.
+fn assert_ends_with_partial(t: &Value, text: &str) {
+    let messages = t["messages"].as_array().unwrap();
+    assert_eq!(
+        messages.last().unwrap(),
+        &json!({"role": "assistant", "content": [{"type": "text", "text": text}]}),
+        "{t}"
+    );
+    assert_eq!(t["stop_reason"], "model_context_window_exceeded");
+    assert_eq!(t["model"], "claude-reported-at-the-wall");
+}
+
+#[test]
+fn a_window_exceeded_stop_that_ends_the_run_keeps_its_partial_text() {
+    // The first request: no tool result to clear, so the run ends at once.
+    let env = TestEnv::new(vec![wall_stop("Half of my answer")]);
+    let out_file = env.out("t.json");
+    let out = env.run(&["run", "--json", "-o", out_file.to_str().unwrap(), "a task"]);
+    out.assert_code(1);
+    let t = out.json();
+    assert_eq!(t["status"], "context_exceeded");
+    assert_eq!(t["num_turns"], 0, "the wall is not a model turn");
+    assert_ends_with_partial(&t, "Half of my answer");
+    assert_eq!(t["messages"].as_array().unwrap().len(), 2, "{t}");
+    assert_ends_with_partial(&read_json(&out_file), "Half of my answer");
+    assert_eq!(env.server.request_count(), 1);
+}
+
+#[test]
+fn a_second_window_exceeded_stop_keeps_only_its_own_partial_text() {
+    let mut script = wall_script(wall_stop("I was about to"));
+    script.pop();
+    script.push(wall_stop("Still trying to"));
+    let env = wall_env(script);
+    let out = env.run(&["run", "--json", "read the files"]);
+    out.assert_code(1);
+    env.server.assert_invariants();
+    let t = out.json();
+    assert_eq!(t["status"], "context_exceeded");
+    assert_ends_with_partial(&t, "Still trying to");
+    let messages = t["messages"].to_string();
+    assert!(
+        !messages.contains("I was about to"),
+        "replaced by the retry's"
+    );
+    // A partial answer is never sent back: the retry asks the same turn again.
+    let reqs = env.server.requests();
+    assert_eq!(reqs.len(), 6, "one retry");
+    assert_eq!(reqs[4].messages().len(), reqs[5].messages().len());
+    assert!(
+        !Value::from(reqs[5].messages().to_vec())
+            .to_string()
+            .contains("I was about to")
+    );
+}
+
 #[test]
 fn a_history_that_cannot_be_cleared_is_context_exceeded() {
     // The very first request is too long: there is no tool result to clear.

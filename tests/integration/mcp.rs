@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 mod mcp_support;
 
 mod hardening;
+mod ways_out;
 
 use crate::support::{Reply, TestEnv, turn_text, turn_tools};
 use mcp_support::{HttpServer, logged_methods, read_log, stdio_entry, write_config};

@@ -3,9 +3,11 @@
 //! stop), once, before the same turn is retried. `context.rs` plans a clearing and
 //! words its messages; `history.rs` applies it.
 
-use super::Agent;
+use super::{Agent, Step, Turns};
+use crate::model::protocol::{ContentBlock, Message, Role};
 use crate::model::provider::{ProviderError, ProviderErrorKind};
-use crate::record::history::History;
+use crate::model::turn::Turn;
+use crate::record::history::{Entry, History};
 use crate::record::outcome::{ErrorKind, Outcome};
 use crate::run::context::{
     CLEAR_TARGET, Clearing, ContextWindow, Overflow, cleared_note, learned_window_note,
@@ -34,12 +36,50 @@ pub(super) struct Wall<'a> {
     pub(super) what: &'a str,
 }
 
+/// The text a response cut off at the window had streamed, as an assistant message; None
+/// when it said nothing. Its calls never ran (nor will) and its thinking is cut off, so
+/// only the text is kept.
+fn partial_answer(m: &Message) -> Option<Message> {
+    let content: Vec<ContentBlock> = m
+        .content
+        .iter()
+        .filter(|b| matches!(b, ContentBlock::Text { text } if !text.trim().is_empty()))
+        .cloned()
+        .collect();
+    (!content.is_empty()).then_some(Message {
+        role: Role::Assistant,
+        content,
+    })
+}
+
 /// The run ends because the history cannot be made to fit.
 fn exceeded(message: String) -> Outcome {
     Outcome::fail(ErrorKind::ContextExceeded, message)
 }
 
 impl Agent<'_> {
+    /// A `model_context_window_exceeded` stop: billed, but not a model turn. Its partial
+    /// answer goes to the record only (never to a request: the retry asks the same turn
+    /// again, with a cleared history), where the retried turn replaces it; a run that
+    /// ends first keeps it (DESIGN.md).
+    pub(super) fn window_exceeded(&self, s: &mut Turns, turn: &Turn, request_bytes: usize) -> Step {
+        let run = &self.run;
+        let partial = partial_answer(&turn.message).map(Entry::new);
+        run.record().record_wall(
+            self.answered_by(turn),
+            turn.stop_reason.as_str(),
+            &turn.usage,
+            run.config.ci().prices(),
+            partial,
+        );
+        let o = Overflow {
+            tokens: Some(turn.usage.input_total()).filter(|t| *t > 0),
+            limit: None,
+        };
+        let what = "the model stopped with model_context_window_exceeded";
+        self.at_the_wall(s, o, request_bytes, what)
+    }
+
     /// Clears the oldest tool results until the estimate falls to `target`; records the
     /// clearing and announces it. None when nothing is left to clear.
     pub(super) fn clear(

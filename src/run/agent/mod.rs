@@ -287,17 +287,7 @@ impl<'a> Agent<'a> {
             }
         };
         if turn.stop_reason.as_str() == WINDOW_EXCEEDED_STOP {
-            // Billed, but not a model turn: its partial answer is dropped and the
-            // same turn is asked again with a cleared history.
-            let model = self.answered_by(&turn);
-            run.record()
-                .record_wall(model, &turn.usage, run.config.ci().prices());
-            let o = Overflow {
-                tokens: Some(turn.usage.input_total()).filter(|t| *t > 0),
-                limit: None,
-            };
-            let what = "the model stopped with model_context_window_exceeded";
-            return Err(self.at_the_wall(s, o, request_bytes, what));
+            return Err(self.window_exceeded(s, &turn, request_bytes));
         }
         Ok(Streamed { turn, early })
     }
@@ -321,7 +311,7 @@ impl<'a> Agent<'a> {
     }
 
     /// The request ran into the context window: clear and retry once, or end.
-    fn at_the_wall(
+    pub(super) fn at_the_wall(
         &self,
         s: &mut Turns,
         overflow: Overflow,
@@ -352,7 +342,6 @@ impl<'a> Agent<'a> {
         let turn_no = s.turn_no;
         s.window.observe(&turn.usage, s.request_bytes());
         run.record().record_context_tokens(s.window.last_tokens());
-        let early = early.take(&turn.calls);
         let entry = self.note_turn(&turn, &mut s.history);
         // A turn of answers only may run on the last allowed turn: it runs nothing but
         // the schema check, and the run can end with it.
@@ -373,6 +362,9 @@ impl<'a> Agent<'a> {
         // Before the calls run: a run killed during one leaves an `-o` file that holds
         // the call, so `--resume` can answer it (README "Resume").
         run.checkpoint();
+        // Only now wait for the calls started early: a way out taken while they still
+        // run finds their turn recorded, as with any other call.
+        let early = early.take(&turn.calls);
         match &turn.stop_reason {
             StopReason::Refusal => Step::End(Outcome::fail(
                 ErrorKind::Refusal,

@@ -128,7 +128,7 @@ fn a_server_that_stops_reading_stdin_fails_the_call_within_mcp_timeout() {
 }
 
 /// Waits until the server's log has an entry `pred` accepts (the run got that far).
-fn wait_for_log(log: &std::path::Path, pred: impl Fn(&Value) -> bool) {
+pub(super) fn wait_for_log(log: &std::path::Path, pred: impl Fn(&Value) -> bool) {
     let deadline = Instant::now() + LOG_WAIT;
     while !read_log(log).iter().any(&pred) {
         assert!(Instant::now() < deadline, "the server never logged it");
