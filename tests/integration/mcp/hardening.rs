@@ -70,8 +70,11 @@ fn a_stderr_line_with_no_newline_is_cut_and_memory_stays_bounded() {
     out.assert_code(0);
     assert_eq!(results(&env), [("echo: x".to_string(), false)]);
     eprintln!("peak RSS {max_rss_kib} KiB after {FLOOD_MIB} MiB of stderr in one line");
+    // Half the flood: holding the line takes all of it (280 MB before the cap), while a
+    // debug binary's own pages (about 70 MB of file, resident as it is touched) and the
+    // heap stay well below.
     assert!(
-        max_rss_kib < FLOOD_MIB * 1024 / 4,
+        max_rss_kib < FLOOD_MIB * 1024 / 2,
         "the agent's peak RSS is {max_rss_kib} KiB: it held the line"
     );
     assert!(
