@@ -365,6 +365,33 @@ fn allow_rules_must_cover_every_part() {
             "{defines:?}: {e}"
         );
     }
+    // A variable set before an allowed command, or on its own, may change what it runs:
+    // refused unless it is one that only tunes output or diagnostics.
+    for (sets, var) in [
+        ("LD_PRELOAD=/tmp/x.so cargo test", "LD_PRELOAD"),
+        ("PATH=./bin:$PATH cargo test", "PATH"),
+        ("PATH=./bin; cargo test", "PATH"),
+        ("RUST_BACKTRACE=1 BASH_ENV=x cargo test", "BASH_ENV"),
+        ("PATH+=:./bin cargo test", "PATH"),
+        ("echo $(RUSTC_WRAPPER=x cargo test)", "RUSTC_WRAPPER"),
+    ] {
+        let e = bash(&s, sets).unwrap_or_else(|| panic!("{sets:?} allowed"));
+        assert!(e.contains(&format!("sets `{var}`")), "{sets:?}: {e}");
+    }
+    for fine in [
+        "RUST_BACKTRACE=1 cargo test",
+        "NO_COLOR=1 LANG=C cargo test -q",
+    ] {
+        assert_eq!(bash(&s, fine), None, "{fine:?}");
+    }
+    // Deny rules alone do not care what is set: they check the commands.
+    let d = settings(r#"{"permissions": {"deny": ["Bash(rm:*)"]}}"#);
+    assert_eq!(bash(&d, "LD_PRELOAD=x ls"), None);
+    // `X+=1` is an assignment too: the command after it is still checked.
+    assert!(
+        bash(&d, "X+=1 rm -rf /").is_some(),
+        "an appending assignment hid rm"
+    );
     // So does an alias, or a builtin `enable` swaps, even where `alias` is allowed.
     let s2 = settings(
         r#"{"permissions": {"allow": ["Bash(cargo test:*)", "Bash(alias:*)", "Bash(enable:*)", "Bash(shopt:*)"]}}"#,

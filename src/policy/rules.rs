@@ -174,6 +174,36 @@ fn path_glob(s: &str) -> Result<GlobSet, String> {
     set.build().map_err(|e| format!("bad glob: {e}"))
 }
 
+/// Variables an allow list lets a command line set (`RUST_BACKTRACE=1 cargo test`): they
+/// tune output, locale and diagnostics, never what program runs or what it loads. Any
+/// other assignment (`PATH`, `LD_PRELOAD`, `BASH_ENV`, `RUSTC_WRAPPER`, `GIT_SSH_COMMAND`,
+/// `NODE_OPTIONS` …) is refused under an allow list: a list of the dangerous ones could
+/// never be complete.
+const SAFE_ASSIGNMENTS: &[&str] = &[
+    "RUST_BACKTRACE",
+    "RUST_LOG",
+    "RUST_TEST_THREADS",
+    "CARGO_TERM_COLOR",
+    "NO_COLOR",
+    "FORCE_COLOR",
+    "CLICOLOR",
+    "TERM",
+    "COLORTERM",
+    "LANG",
+    "LANGUAGE",
+    "LC_ALL",
+    "LC_CTYPE",
+    "LC_MESSAGES",
+    "TZ",
+    "CI",
+    "NODE_ENV",
+    "PYTHONUNBUFFERED",
+    "PYTHONDONTWRITEBYTECODE",
+    "GOOS",
+    "GOARCH",
+    "CGO_ENABLED",
+];
+
 /// The reason a call is denied by the rules, or `None` when they let it through. `subject`
 /// is what the tool said the call touches.
 pub(crate) fn check_rules(
@@ -239,6 +269,21 @@ pub(crate) fn check_rules(
                 // means its command (after `cargo() { …; }`, `cargo test` runs the body),
                 // and an exported function (`export -f`) reaches every bash an allowed
                 // command starts. Rather than track each call, refuse any definition.
+                // A variable set before a command changes what an allowed command runs
+                // (`PATH=./bin cargo test`, `LD_PRELOAD=x.so cargo test`, `BASH_ENV=…`),
+                // and one set on its own does for the rest of the line.
+                if let Some(var) = script
+                    .assigns
+                    .iter()
+                    .find(|v| !SAFE_ASSIGNMENTS.contains(&v.as_str()))
+                {
+                    return Some(format!(
+                        "denied by policy: the command sets `{var}`, which can change what an \
+                         allowed command runs, so the allow rules cannot vouch for it; run the \
+                         command without it (variables an allow list lets through: {})",
+                        SAFE_ASSIGNMENTS.join(", ")
+                    ));
+                }
                 if let Some(name) = script.defines.first() {
                     return Some(format!(
                         "denied by policy: the command defines `{name}` (a function or alias, \

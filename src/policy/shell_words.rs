@@ -41,6 +41,9 @@ pub(crate) struct Script {
     pub(crate) commands: Vec<Vec<String>>,
     /// Every name defined as a function or alias, or `enable`d, in order.
     pub(crate) defines: Vec<String>,
+    /// Every variable assigned before a command or on its own (`PATH=x cargo test`,
+    /// `PATH=x; cargo test`): it may change what a later command runs.
+    pub(crate) assigns: Vec<String>,
 }
 
 /// Splits `src` into simple commands (see `Script::commands`); errors as `parse`.
@@ -63,9 +66,10 @@ fn parse_at(src: &str, depth: usize) -> Result<Script, String> {
     let mut script = Script {
         commands: Vec::new(),
         defines: std::mem::take(&mut p.defines),
+        assigns: Vec::new(),
     };
     for raw in p.out {
-        let Some(words) = normalize(raw, &mut script.defines) else {
+        let Some(words) = normalize(raw, &mut script.defines, &mut script.assigns) else {
             continue;
         };
         let code = code_in(&words, &mut script.defines);
@@ -79,6 +83,7 @@ fn parse_at(src: &str, depth: usize) -> Result<Script, String> {
             let inner = parse_at(&c, depth + 1)?;
             script.commands.extend(inner.commands);
             script.defines.extend(inner.defines);
+            script.assigns.extend(inner.assigns);
         }
     }
     Ok(script)
@@ -153,7 +158,11 @@ const COMPOUND_OPENERS: &[&str] = &["{", "while", "until", "if", "for", "select"
 /// `function NAME` is a definition: the name goes to `defines`, and what follows (the
 /// body's first command, after its `{` or `if` …) is a command like any other. `coproc`
 /// and its name, and `time -p`, go too: what they run is the command.
-fn normalize(mut words: Vec<String>, defines: &mut Vec<String>) -> Option<Vec<String>> {
+fn normalize(
+    mut words: Vec<String>,
+    defines: &mut Vec<String>,
+    assigns: &mut Vec<String>,
+) -> Option<Vec<String>> {
     loop {
         let first = words.first()?;
         if NON_COMMANDS.contains(&first.as_str()) {
@@ -177,7 +186,11 @@ fn normalize(mut words: Vec<String>, defines: &mut Vec<String>) -> Option<Vec<St
             if words.first().is_some_and(|w| w == "-p") {
                 words.remove(0);
             }
-        } else if RESERVED_PREFIXES.contains(&first.as_str()) || is_assignment(first) {
+        } else if is_assignment(first) {
+            let word = words.remove(0);
+            let name = word.split_once('=').map_or(word.as_str(), |(n, _)| n);
+            assigns.push(name.trim_end_matches('+').to_string());
+        } else if RESERVED_PREFIXES.contains(&first.as_str()) {
             words.remove(0);
         } else {
             return Some(words);
@@ -185,11 +198,12 @@ fn normalize(mut words: Vec<String>, defines: &mut Vec<String>) -> Option<Vec<St
     }
 }
 
-/// `NAME=value` (a variable assignment before the command).
+/// `NAME=value` or `NAME+=value` (a variable assignment before the command).
 fn is_assignment(word: &str) -> bool {
     let Some((name, _)) = word.split_once('=') else {
         return false;
     };
+    let name = name.strip_suffix('+').unwrap_or(name);
     let mut chars = name.chars();
     matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '[' || c == ']')

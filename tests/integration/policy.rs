@@ -593,6 +593,33 @@ fn deny_rules_see_function_bodies() {
 /// Issue 29: under the allow list `Bash(cargo test:*)` (the README's strong form), a
 /// function named `cargo` ran in place of cargo. Its body is checked now, and even a body
 /// of allowed commands is refused: the name no longer means the command the rule names.
+/// An allow list vouches for the command, not for a variable set before it: `PATH=./bin
+/// ls` runs `./bin/ls`, whatever that is. `RUST_BACKTRACE=1`-style tuning still passes.
+#[test]
+fn an_allow_list_refuses_a_variable_that_changes_what_an_allowed_command_runs() {
+    let r = Run::new(&[vec![
+        bash("t1", "PATH=./bin:$PATH ls"),
+        bash("t2", "PATH=./bin; ls"),
+        bash("t3", "LANG=C ls"),
+    ]]);
+    std::fs::create_dir_all(r.ws.join("bin")).unwrap();
+    let fake = r.ws.join("bin/ls");
+    std::fs::write(&fake, "#!/bin/sh\necho PWNED > pwned\n").unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let (out, doc) = r.run(&["--allowed-tools", "Bash(ls:*)"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!r.ws.join("pwned").exists(), "the fake ls ran");
+    let results = tool_results(&doc);
+    for (id, content, is_error) in &results[..2] {
+        assert!(
+            *is_error && content.contains("sets `PATH`"),
+            "{id}: {content}"
+        );
+    }
+    assert!(!results[2].2, "LANG=C ls is allowed: {:?}", results[2]);
+    assert!(results[2].1.contains("bin"), "{:?}", results[2]);
+}
+
 #[test]
 fn an_allow_list_refuses_a_function_standing_in_for_an_allowed_command() {
     for (rules, needle) in [
