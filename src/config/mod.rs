@@ -11,6 +11,7 @@
 
 pub(crate) mod ci;
 pub(crate) mod cli;
+mod env;
 pub(crate) mod output;
 mod prompt;
 pub(crate) mod provider;
@@ -20,6 +21,7 @@ mod system_prompt;
 mod tool_flags;
 pub(crate) mod tools;
 
+pub(crate) use env::{Env, ProcessEnv};
 pub(crate) use tool_flags::tool_selection;
 
 use std::path::{Path, PathBuf};
@@ -45,19 +47,6 @@ pub(crate) struct Config {
     session: SessionConfig,
     ci: CiConfig,
     output: OutputConfig,
-}
-
-/// The environment as config sees it: injectable so tests need not mutate the process env.
-pub(crate) trait Env {
-    fn var(&self, name: &str) -> Option<String>;
-}
-
-pub(crate) struct ProcessEnv;
-
-impl Env for ProcessEnv {
-    fn var(&self, name: &str) -> Option<String> {
-        std::env::var(name).ok().filter(|v| !v.is_empty())
-    }
 }
 
 impl Config {

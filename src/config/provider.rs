@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use clap::ValueEnum;
 
-use crate::config::Env;
 use crate::config::cli::{ProviderKind, RequestArgs, RunArgs};
+use crate::config::env::Env;
 use crate::error::Error;
 use crate::model::provider::http::Gateway;
 use crate::record::resume::Resumed;

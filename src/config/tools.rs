@@ -5,8 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::config::Env;
 use crate::config::cli::{OnDeny, RunArgs, SandboxMode, SecurityArgs};
+use crate::config::env::Env;
 use crate::config::settings::SettingsFiles;
 use crate::error::Error;
 use crate::mcp::McpSettings;

@@ -251,6 +251,8 @@ struct Child {
 struct Ref {
     line: usize,
     target: Vec<String>,
+    /// Written from the crate root (`crate::…`), not relative (`super::`, `self::`, a child).
+    absolute: bool,
 }
 
 #[derive(Debug)]
@@ -469,10 +471,14 @@ fn scan(src: &str, module: &[String]) -> Scan {
                 };
                 if let Some(base) = base {
                     let line = toks[i].1;
+                    let absolute = w == "crate";
                     let mut targets = Vec::new();
                     i = use_tree(&toks, i + 2, base, &mut targets);
-                    scan.refs
-                        .extend(targets.into_iter().map(|target| Ref { line, target }));
+                    scan.refs.extend(targets.into_iter().map(|target| Ref {
+                        line,
+                        target,
+                        absolute,
+                    }));
                     continue;
                 }
             }
@@ -633,6 +639,7 @@ fn check(design: &str, files: &BTreeMap<PathBuf, String>) -> Vec<String> {
             ));
         }
     }
+    problems.extend(file_cycles(&shipped));
     for (a, used) in table.allows.iter().zip(allows_used) {
         if !used {
             problems.push(format!(
@@ -642,6 +649,84 @@ fn check(design: &str, files: &BTreeMap<PathBuf, String>) -> Vec<String> {
         }
     }
     problems
+}
+
+/// Cycles among the files themselves, inside one entry as across entries: a file refers
+/// to the module a `crate::` path names (the longest module path that prefixes it), and
+/// no chain of such references may come back to where it started. Relative paths
+/// (`super::`, a child's name) are the idiom of a module split into files — its `mod.rs`
+/// and the files it declares are one unit — and are held by the rows alone. Each cycle
+/// is reported once, as its files in order.
+fn file_cycles(shipped: &[&Module]) -> Vec<String> {
+    let index: BTreeMap<Vec<String>, usize> = shipped
+        .iter()
+        .enumerate()
+        .map(|(i, m)| (m.path.clone(), i))
+        .collect();
+    let edges: Vec<BTreeSet<usize>> = shipped
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            m.scan
+                .refs
+                .iter()
+                .filter(|r| r.absolute)
+                .filter_map(|r| {
+                    (1..=r.target.len())
+                        .rev()
+                        .find_map(|n| index.get(&r.target[..n]).copied())
+                })
+                .filter(|&t| t != i)
+                .collect()
+        })
+        .collect();
+    // Depth-first search: a reference to a file on the current path closes a cycle.
+    #[derive(Clone, Copy, PartialEq)]
+    enum Mark {
+        New,
+        OnPath,
+        Done,
+    }
+    fn visit(
+        at: usize,
+        edges: &[BTreeSet<usize>],
+        marks: &mut [Mark],
+        path: &mut Vec<usize>,
+        cycles: &mut Vec<Vec<usize>>,
+    ) {
+        marks[at] = Mark::OnPath;
+        path.push(at);
+        for &to in &edges[at] {
+            match marks[to] {
+                Mark::New => visit(to, edges, marks, path, cycles),
+                Mark::OnPath => {
+                    let from = path.iter().position(|&p| p == to).expect("on the path");
+                    cycles.push(path[from..].to_vec());
+                }
+                Mark::Done => {}
+            }
+        }
+        path.pop();
+        marks[at] = Mark::Done;
+    }
+    let mut marks = vec![Mark::New; shipped.len()];
+    let mut cycles = Vec::new();
+    for start in 0..shipped.len() {
+        if marks[start] == Mark::New {
+            visit(start, &edges, &mut marks, &mut Vec::new(), &mut cycles);
+        }
+    }
+    cycles
+        .iter()
+        .map(|c| {
+            let files: Vec<String> = c
+                .iter()
+                .chain(c.first())
+                .map(|&i| format!("src/{}", shipped[i].file.display()))
+                .collect();
+            format!("an import cycle: {}", files.join(" → "))
+        })
+        .collect()
 }
 
 /// Every `.rs` file under `dir`, keyed by its path relative to `root`.
@@ -764,7 +849,10 @@ mod checker {
         ]);
         assert_eq!(
             check(&table, &files),
-            ["src/a.rs:3: a (row 0) refers to b (row 1): a reference must go to a lower row"]
+            [
+                "src/a.rs:3: a (row 0) refers to b (row 1): a reference must go to a lower row",
+                "an import cycle: src/a.rs → src/b.rs → src/a.rs",
+            ]
         );
     }
 
@@ -781,8 +869,54 @@ mod checker {
             [
                 "src/a.rs:1: a (row 0) refers to b (row 0, the same row): a reference must go to a lower row",
                 "src/b.rs:1: b (row 0) refers to a (row 0, the same row): a reference must go to a lower row",
+                "an import cycle: src/a.rs → src/b.rs → src/a.rs",
             ]
         );
+    }
+
+    /// Files of one entry may not loop through `crate::` paths either (a part of `config`
+    /// naming `crate::config::Env` while `config/mod.rs` names the part), though the rows
+    /// cannot see it; a child's `super::` back into its folder's `mod.rs` is not counted.
+    #[test]
+    fn a_cycle_inside_one_entry_fails_but_a_childs_super_does_not() {
+        let table = format!(
+            "{BEGIN}
+    0  c
+{END}"
+        );
+        let files = tree(&[
+            ("lib.rs", "mod c;"),
+            (
+                "c/mod.rs",
+                "mod p;
+use crate::c::p::P;
+pub(crate) trait Env {}",
+            ),
+            (
+                "c/p.rs",
+                "use crate::c::Env;
+pub(crate) struct P;",
+            ),
+        ]);
+        assert_eq!(
+            check(&table, &files),
+            ["an import cycle: src/c/mod.rs → src/c/p.rs → src/c/mod.rs"]
+        );
+        let files = tree(&[
+            ("lib.rs", "mod c;"),
+            (
+                "c/mod.rs",
+                "mod p;
+use p::P;
+pub(crate) trait Env {}",
+            ),
+            (
+                "c/p.rs",
+                "use super::Env;
+pub(crate) struct P;",
+            ),
+        ]);
+        assert_eq!(check(&table, &files), Vec::<String>::new());
     }
 
     #[test]
