@@ -1,7 +1,6 @@
 //! `agent run`: builds the run from the config (provider, tools, policy, CI features),
 //! runs the agent loop and hands the outcome to the `Finisher`.
 
-use crate::util::sync::Locked;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,6 +20,7 @@ use crate::run::finish::Finisher;
 use crate::run::signals::{FINISHER, watch_signals};
 use crate::tools::ToolContext;
 use crate::tools::registry::Registry;
+use crate::util::sync::Locked;
 use crate::{mcp, process, record::changes, run::ci, run::events, util::output};
 
 pub(crate) fn run_command(args: &RunArgs) -> ExitCode {

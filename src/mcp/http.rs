@@ -7,7 +7,6 @@
 //! URL. When the run ends (every way out), requests still in flight get
 //! `notifications/cancelled` and then the session is deleted, all within `CLOSE_TIMEOUT`.
 
-use crate::util::sync::Locked;
 use std::io::{BufReader, Read};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -17,6 +16,7 @@ use serde_json::Value;
 
 use super::client::{self, CallError, Incoming, Transport};
 use crate::model::provider::sse::SseReader;
+use crate::util::sync::Locked;
 
 /// Largest response body read, in bytes (JSON or the whole SSE stream): the same bound
 /// as a stdio message.

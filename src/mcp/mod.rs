@@ -6,7 +6,6 @@
 //! absent) unless `--strict-mcp` makes that fatal. Every way out of a run ends every
 //! server the run started (`shutdown_all`, before the process registry's kill-all).
 
-use crate::util::sync::Locked;
 pub(crate) mod client;
 pub(crate) mod config;
 pub(crate) mod content;
@@ -23,6 +22,8 @@ use serde_json::{Value, json};
 
 use client::{CallError, Transport};
 use config::{ServerSpec, Transport as Spec};
+
+use crate::util::sync::Locked;
 
 /// The validated MCP part of a run's configuration.
 #[derive(Debug, Clone, Default)]

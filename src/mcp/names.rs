@@ -3,9 +3,10 @@
 //! `mcp__server__*`, `mcp__server__tool`) that permission rules and hooks accept, which
 //! name a server exactly (`mcp__s` is not a prefix of `s_`'s tools).
 
-use crate::util::sync::Locked;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
+
+use crate::util::sync::Locked;
 
 /// Longest tool name the APIs accept (Anthropic and OpenAI alike).
 pub(crate) const MAX_TOOL_NAME_CHARS: usize = 64;

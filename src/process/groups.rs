@@ -1,9 +1,10 @@
 //! The process groups of running commands (killed as one on timeout, signal or the end
 //! of the run) and the orphans that escaped them, which the agent adopts and kills.
 
-use crate::util::sync::Locked;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
+
+use crate::util::sync::Locked;
 
 /// The process groups of the commands running now. `kill_all` closes it: afterwards a
 /// command is refused before it starts, or killed as soon as it registers, so a command

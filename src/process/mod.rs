@@ -14,7 +14,6 @@
 //! Every live group is listed in a registry, so `kill_all_running` (SIGINT, SIGTERM,
 //! `--timeout`) can stop them all.
 
-use crate::util::sync::Locked;
 use std::io::{self, Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::PermissionsExt;
@@ -35,6 +34,8 @@ mod supervisor;
 
 use capture::read_streams;
 use groups::{ProcessRegistry, REGISTRY, SPAWNING, reap_strays};
+
+use crate::util::sync::Locked;
 pub(crate) use groups::{adopt_orphans, kill_all_running, kill_orphans};
 pub(crate) use spill::create_spill_file;
 

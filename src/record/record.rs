@@ -1,7 +1,6 @@
 //! The run's record (`RunRecord`): everything the run has done so far, kept up to date
 //! as the run goes. Its JSON form (SPEC §7) is `render.rs`; how a run ended, `outcome.rs`.
 
-use crate::util::sync::Locked;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -16,6 +15,7 @@ use crate::model::protocol::{ContentBlock, Role, Usage};
 use crate::record::history::Entry;
 use crate::run::budget::{Prices, round_usd};
 use crate::run::context::Clearing;
+use crate::util::sync::Locked;
 
 #[path = "render.rs"]
 mod render;

@@ -4,7 +4,6 @@
 //! dispatcher's `Watch`, so tool events happen on the dispatching thread,
 //! early-started calls included. The logic lives in `events`, `verify` and `budget`.
 
-use crate::util::sync::Locked;
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -21,6 +20,7 @@ use crate::run::events::Events;
 use crate::run::verify::{Verdict, Verifier};
 use crate::tools::ToolContext;
 use crate::tools::dispatch::{CallOutcome, Watch};
+use crate::util::sync::Locked;
 
 /// How much of a tool result a `tool.finished` event carries: a glance, not the output
 /// (the transcript has the call; the model saw the result).

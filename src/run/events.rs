@@ -8,11 +8,12 @@
 //! never interleave and `seq` follows the order on stdout. After `run.finished` nothing
 //! more is written. Writing goes through `output::print_stdout` (the only stdout writer).
 
-use crate::util::sync::Locked;
 use std::sync::Mutex;
 use std::time::Instant;
 
 use serde_json::{Map, Value};
+
+use crate::util::sync::Locked;
 
 /// The version of the event schema; fields are only ever added within a version.
 pub(crate) const EVENTS_VERSION: u32 = 1;

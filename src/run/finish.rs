@@ -5,7 +5,6 @@
 //! It also writes the `-o` checkpoints while the run goes (the first whole, the rest to
 //! the journal, `journal.rs`), so that none lands after the final transcript.
 
-use crate::util::sync::Locked;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -16,6 +15,7 @@ use serde_json::json;
 use crate::record::outcome::{Outcome, Status};
 use crate::record::{InFlight, RunRecord};
 use crate::tools::ToolContext;
+use crate::util::sync::Locked;
 use crate::{process, record::changes, record::journal, run::events, util::output};
 
 /// How long a signal or the deadline waits for the final stdout write: a reader that

@@ -5,7 +5,6 @@
 //! `verify_failed` (exit 4). "Fix the tests" then means the tests pass, not that the
 //! model says so. Every round is recorded in the transcript's `verifications`.
 
-use crate::util::sync::Locked;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -16,6 +15,7 @@ use crate::process::{self, CommandSpec};
 use crate::record::{RunRecord, VerificationRecord};
 use crate::run::events::Events;
 use crate::tools::ToolContext;
+use crate::util::sync::Locked;
 
 /// How much of the output the transcript keeps per round (the model gets the runner's
 /// full head + tail): enough for the failing test's message, small for a CI summary.

@@ -2,8 +2,6 @@
 //! concurrency-safe calls is one batch run in parallel; every other call is a batch of
 //! its own, run alone, in order. Results come back in the model's order.
 
-use crate::util::sync::Locked;
-use crate::util::sync::Unpoisoned;
 use std::ops::Range;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, mpsc};
 use std::thread::Scope;
@@ -12,6 +10,7 @@ use rayon::prelude::*;
 
 use crate::model::turn::PendingCall;
 use crate::tools::dispatch::{CallOutcome, Dispatcher};
+use crate::util::sync::{Locked, Unpoisoned};
 
 /// Threads for parallel batches. Tool calls wait on I/O, so this is not the core count:
 /// on a 2-core CI runner, five reads should still all be in flight at once.

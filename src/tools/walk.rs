@@ -15,8 +15,6 @@
 //! - Symbolic links are not followed and not listed: a link may point outside the
 //!   workspace, and every file the tools report must be readable by ReadFile.
 
-use crate::util::sync::Locked;
-use crate::util::sync::Unpoisoned;
 use std::cmp::Ordering;
 use std::path::Path;
 use std::sync::Mutex;
@@ -24,6 +22,7 @@ use std::sync::Mutex;
 use ignore::{DirEntry, ParallelVisitor, ParallelVisitorBuilder, WalkBuilder, WalkState};
 
 use super::paths::shown;
+use crate::util::sync::{Locked, Unpoisoned};
 
 /// Directory names never searched: VCS metadata, dependencies, build output, caches.
 pub(crate) const SKIP_DIRS: [&str; 6] = [

@@ -3,7 +3,6 @@
 //! only when stderr is a terminal.
 #![allow(clippy::print_stdout)]
 
-use crate::util::sync::Locked;
 use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
@@ -11,6 +10,8 @@ use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle, TermLike};
+
+use crate::util::sync::Locked;
 
 static LEVEL: AtomicU8 = AtomicU8::new(1);
 /// Off a terminal (a CI log), progress is one plain line per turn and per tool call.

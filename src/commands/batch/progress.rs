@@ -3,7 +3,6 @@
 //! terminal (a CI log), one plain line per finished run (id, status, turns, cost,
 //! duration), so that a long job's log shows it moving.
 
-use crate::util::sync::Locked;
 use std::io::IsTerminal;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -12,6 +11,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use super::TaskOutcome;
 use crate::util::output;
+use crate::util::sync::Locked;
 
 /// How often the bar redraws on its own (its elapsed time keeps moving).
 const BAR_TICK: Duration = Duration::from_millis(200);

@@ -7,8 +7,6 @@
 //! with it (their transcripts still say `running`, which `--resume` re-runs) instead of
 //! running on unsupervised.
 
-use crate::util::sync::Locked;
-use crate::util::sync::Unpoisoned;
 use std::fs::File;
 use std::io::Write;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -24,6 +22,7 @@ use super::progress::Progress;
 use super::resume::{self, Decision};
 use super::{Plan, RunSpec, TaskOutcome, describe_exit, tasks::timeout_arg, workspace};
 use crate::util::output;
+use crate::util::sync::{Locked, Unpoisoned};
 
 /// Largest journal read for a killed task's row (one task's history; far above any run).
 const MAX_JOURNAL_BYTES: u64 = 512 << 20;

@@ -8,7 +8,6 @@
 //! not shell lines: paths never go through a shell. `setup` is the task author's shell
 //! line, run by `process::run` exactly as `--verify` runs its command.
 
-use crate::util::sync::Locked;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -16,6 +15,7 @@ use std::time::Duration;
 
 use super::describe_exit;
 use crate::process::{self, CommandSpec};
+use crate::util::sync::Locked;
 
 /// How long a task's `setup` may run (installing dependencies takes a while; a hung
 /// one must not hold a worker forever). The same as `--verify-timeout`'s default.

@@ -13,8 +13,6 @@
 //! is closed, then the group gets SIGTERM, then SIGKILL; the -v log says which of ours
 //! ended it.
 
-use crate::util::sync::Locked;
-use crate::util::sync::Unpoisoned;
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
@@ -27,6 +25,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::client::{self, CallError, Incoming, Transport};
+use crate::util::sync::{Locked, Unpoisoned};
 
 mod stderr;
 use stderr::log_stderr;

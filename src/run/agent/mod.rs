@@ -7,7 +7,6 @@
 //! calls for: `steps.rs` holds the calls, a `max_tokens` stop and an `end_turn`). Each
 //! step says what comes next (`Step`). Clearing lives in `clearing.rs`.
 
-use crate::util::sync::Locked;
 mod clearing;
 mod observers;
 mod steps;
@@ -33,6 +32,7 @@ use crate::tools::dispatch::{Dispatcher, Gate};
 use crate::tools::registry::Registry;
 use crate::tools::scheduler::{EarlyStart, EarlyWorkers};
 use crate::util::output;
+use crate::util::sync::Locked;
 use clearing::{Wall, overflow};
 use observers::RunWatch;
 

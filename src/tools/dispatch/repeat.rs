@@ -3,12 +3,12 @@
 //! calls in the model's order across turns, so a call's verdict is fixed as soon as the
 //! call is known (streaming order) and is the same whichever thread dispatches it.
 
-use crate::util::sync::Locked;
 use std::sync::Mutex;
 
 use serde_json::Value;
 
 use crate::model::turn::PendingCall;
+use crate::util::sync::Locked;
 
 /// The same name and input this many times in a row: the call is refused, not run.
 pub(crate) const REPEAT_LIMIT: u32 = 5; // 4 identical tries are already a loop; the 5th is refused

@@ -2,7 +2,6 @@
 //! search over the candidate files with its early stop, and one file's matching lines
 //! with their context, cut for display.
 
-use crate::util::sync::Locked;
 use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -16,6 +15,7 @@ use regex::bytes::{Regex, RegexBuilder};
 use regex_syntax::hir::{Hir, HirKind};
 
 use super::{GREP_MAX_FILE_BYTES, GREP_MAX_MATCHES};
+use crate::util::sync::Locked;
 
 /// Characters kept of a long line (minified code); the cut is marked.
 pub(super) const GREP_MAX_LINE_CHARS: usize = 500;

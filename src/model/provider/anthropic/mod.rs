@@ -3,7 +3,6 @@
 //! extended thinking, the error body, and the event-stream decoder (`decode`). The HTTP
 //! shell does the rest.
 
-use crate::util::sync::Locked;
 pub(crate) mod decode;
 
 use std::io::BufRead;
@@ -17,6 +16,7 @@ use super::retry::OnNotice;
 use crate::config::cli::{Effort, RequestArgs, ToolChoice};
 use crate::model::protocol::ApiErrorBody;
 use crate::record::history::BodySink;
+use crate::util::sync::Locked;
 
 /// The API version header every request carries.
 const ANTHROPIC_VERSION: &str = "2023-06-01";

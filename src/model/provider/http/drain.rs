@@ -1,10 +1,11 @@
 //! Reading a body to its end after the stream's end marker, on a kept thread, so the
 //! connection goes back to ureq's pool.
 
-use crate::util::sync::Locked;
 use std::io::{self, Read};
 use std::sync::{Mutex, mpsc};
 use std::time::Duration;
+
+use crate::util::sync::Locked;
 
 /// How long the end of a body is waited for after the stream's end marker: the rest is
 /// normally the chunked terminator, already on its way.
