@@ -131,7 +131,7 @@ fn a_server_that_stops_reading_stdin_fails_the_call_within_mcp_timeout() {
 }
 
 /// Waits until the server's log has an entry `pred` accepts (the run got that far).
-pub(super) fn wait_for_log(log: &std::path::Path, pred: impl Fn(&Value) -> bool) {
+fn wait_for_log(log: &std::path::Path, pred: impl Fn(&Value) -> bool) {
     let deadline = Instant::now() + LOG_WAIT;
     while !read_log(log).iter().any(&pred) {
         assert!(Instant::now() < deadline, "the server never logged it");
@@ -139,11 +139,48 @@ pub(super) fn wait_for_log(log: &std::path::Path, pred: impl Fn(&Value) -> bool)
     }
 }
 
-/// How a run is stopped while a call runs.
+/// How a run is stopped while something runs.
 #[derive(Clone, Copy, Debug)]
-enum Way {
+pub(super) enum Way {
     Timeout,
     Sigterm,
+}
+
+impl Way {
+    /// Runs `args` and stops it this way: `--timeout 2s` (exit 124), or SIGTERM once
+    /// `is_logged` finds the awaited entry in the server's `log` (exit 130).
+    pub(super) fn stop(
+        self,
+        env: &TestEnv,
+        mut args: Vec<&str>,
+        log: &std::path::Path,
+        is_logged: impl Fn(&Value) -> bool,
+    ) -> RunOutput {
+        match self {
+            Way::Timeout => {
+                args.extend(["--timeout", "2s"]);
+                let out = env.run(&args);
+                out.assert_code(124);
+                out
+            }
+            Way::Sigterm => {
+                let run: Running = env.spawn(&args);
+                wait_for_log(log, is_logged);
+                run.signal(libc::SIGTERM);
+                let out = run.wait();
+                out.assert_code(130);
+                out
+            }
+        }
+    }
+
+    /// The run's status after this way out.
+    pub(super) fn status(self) -> &'static str {
+        match self {
+            Way::Timeout => "timeout",
+            Way::Sigterm => "interrupted",
+        }
+    }
 }
 
 /// Runs `go` with a 60 s `slow` call of server `name` and stops it `way`; `is_call`
@@ -155,7 +192,7 @@ fn stop_run(
     log: &std::path::Path,
     is_call: impl Fn(&Value) -> bool,
 ) -> RunOutput {
-    let mut args = vec![
+    let args = vec![
         "run",
         "go",
         "--json",
@@ -164,22 +201,7 @@ fn stop_run(
         "--mcp-config",
         cfg,
     ];
-    match way {
-        Way::Timeout => {
-            args.extend(["--timeout", "2s"]);
-            let out = env.run(&args);
-            out.assert_code(124);
-            out
-        }
-        Way::Sigterm => {
-            let run: Running = env.spawn(&args);
-            wait_for_log(log, is_call);
-            run.signal(libc::SIGTERM);
-            let out = run.wait();
-            out.assert_code(130);
-            out
-        }
-    }
+    way.stop(env, args, log, is_call)
 }
 
 #[test]

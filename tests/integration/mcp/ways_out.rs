@@ -6,19 +6,12 @@
 
 use serde_json::{Value, json};
 
-use super::hardening::wait_for_log;
+use super::hardening::Way;
 use super::{alive, config, logged_pid};
 use crate::support::{Reply, RunOutput, TestEnv, Turn, read_json, turn_text};
 
 /// The model the mock's turn says answered (not the one asked for).
 const REPORTED: &str = "claude-reported-by-the-api";
-
-/// How a run is stopped while its call runs.
-#[derive(Clone, Copy, Debug)]
-enum Way {
-    Timeout,
-    Sigterm,
-}
 
 /// A run whose one turn calls `name` with `input` (reporting usage 123/45 and the model
 /// `REPORTED`), stopped `way` while the call runs; `is_call` finds the call in the MCP
@@ -44,22 +37,7 @@ fn stopped_during(
     let cfg = config(&env, &["--log", log.to_str().unwrap()]);
     let mut args = vec!["run", "go", "--json", "--mcp-config", &cfg];
     args.extend(extra);
-    match way {
-        Way::Timeout => {
-            args.extend(["--timeout", "2s"]);
-            let out = env.run(&args);
-            out.assert_code(124);
-            out
-        }
-        Way::Sigterm => {
-            let run = env.spawn(&args);
-            wait_for_log(&log, is_call);
-            run.signal(libc::SIGTERM);
-            let out = run.wait();
-            out.assert_code(130);
-            out
-        }
-    }
+    way.stop(&env, args, &log, is_call)
 }
 
 /// The turn is recorded as it came, and the call is listed unfinished.
@@ -137,24 +115,12 @@ fn a_way_out_during_mcp_start_up_writes_the_transcript_listing_the_server_as_sta
             let output = if jsonl { "--jsonl" } else { "--json" };
             let mut args = vec!["run", "go", output, "--mcp-config", &cfg];
             args.extend(["-o", out_file.to_str().unwrap()]);
-            let (out, status) = match way {
-                Way::Timeout => {
-                    args.extend(["--timeout", "2s"]);
-                    let out = env.run(&args);
-                    out.assert_code(124);
-                    (out, "timeout")
-                }
-                Way::Sigterm => {
-                    // The start-up fails because of the way out: not a --strict-mcp exit 2.
-                    args.push("--strict-mcp");
-                    let run = env.spawn(&args);
-                    wait_for_log(&log, |e| e["msg"]["method"] == "initialize");
-                    run.signal(libc::SIGTERM);
-                    let out = run.wait();
-                    out.assert_code(130);
-                    (out, "interrupted")
-                }
-            };
+            if let Way::Sigterm = way {
+                // The start-up fails because of the way out: not a --strict-mcp exit 2.
+                args.push("--strict-mcp");
+            }
+            let status = way.status();
+            let out = way.stop(&env, args, &log, |e| e["msg"]["method"] == "initialize");
             let t = if jsonl {
                 let last = out.stdout.lines().last().unwrap_or_default();
                 let finished: Value = serde_json::from_str(last).unwrap();
