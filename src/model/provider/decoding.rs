@@ -1,8 +1,11 @@
 //! What every provider's stream decoder shares: the bound on one block's size, the
 //! parsing of a tool call's input (with the error result the model sees when it is
-//! broken), and quoting of bad input in messages.
+//! broken), quoting of bad input in messages, and the turn a decoder ends with.
 
 use serde_json::{Map, Value};
+
+use crate::model::protocol::{ContentBlock, Message, Role, StopReason, Usage};
+use crate::model::turn::{PendingCall, Turn};
 
 /// Largest text, thinking or tool-input buffer of one block, in bytes. A request body
 /// is capped at 32 MB by the API, so a larger block could never be sent back anyway;
@@ -83,6 +86,45 @@ fn wide_integer(json: &str) -> Option<&str> {
         }
     }
     None
+}
+
+/// The history's `tool_use` block for a decoded call: an input that did not parse is
+/// `{}` there (the call itself carries the error the model is told).
+pub(crate) fn tool_use_block(call: &PendingCall) -> ContentBlock {
+    ContentBlock::ToolUse {
+        id: call.id.clone(),
+        name: call.name.clone(),
+        input: call
+            .input
+            .clone()
+            .unwrap_or_else(|_| Value::Object(Map::new())),
+    }
+}
+
+/// The assistant turn a decoder ends with; its usage is `unknown` when the stream never
+/// reported any (`usage_seen`).
+pub(crate) fn assistant_turn(
+    (id, model): (String, String),
+    content: Vec<ContentBlock>,
+    calls: Vec<PendingCall>,
+    stop_reason: StopReason,
+    usage: Usage,
+    usage_seen: bool,
+) -> Turn {
+    Turn {
+        id,
+        model,
+        message: Message {
+            role: Role::Assistant,
+            content,
+        },
+        calls,
+        stop_reason,
+        usage: Usage {
+            unknown: !usage_seen,
+            ..usage
+        },
+    }
 }
 
 #[cfg(test)]

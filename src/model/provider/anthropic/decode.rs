@@ -6,13 +6,11 @@
 
 use std::io::BufRead;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use crate::model::protocol::{
-    ContentBlock, Delta, DeltaUsage, Message, Role, StopReason, StreamEvent, Usage,
-};
+use crate::model::protocol::{ContentBlock, Delta, DeltaUsage, StopReason, StreamEvent, Usage};
 use crate::model::provider::decoding::{
-    CUT_OFF_BY_MAX_TOKENS, MAX_BLOCK_BYTES, parse_tool_input, quote,
+    CUT_OFF_BY_MAX_TOKENS, MAX_BLOCK_BYTES, assistant_turn, parse_tool_input, quote, tool_use_block,
 };
 use crate::model::provider::sse::{SseEvent, SseReader};
 use crate::model::provider::{BeforeFirstEvent, StreamFailure};
@@ -403,34 +401,20 @@ impl TurnAccumulator {
                             call
                         }
                     };
-                    let input = match &call.input {
-                        Ok(v) => v.clone(),
-                        Err(_) => Value::Object(Map::new()),
-                    };
-                    content.push(ContentBlock::ToolUse {
-                        id: call.id.clone(),
-                        name: call.name.clone(),
-                        input,
-                    });
+                    content.push(tool_use_block(&call));
                     calls.push(call);
                 }
                 Block::Continuation { .. } | Block::Ignored => {}
             }
         }
-        Ok(Turn {
-            id: self.id,
-            model: self.model,
-            message: Message {
-                role: Role::Assistant,
-                content,
-            },
+        Ok(assistant_turn(
+            (self.id, self.model),
+            content,
             calls,
             stop_reason,
-            usage: Usage {
-                unknown: !self.usage_seen,
-                ..self.usage
-            },
-        })
+            self.usage,
+            self.usage_seen,
+        ))
     }
 }
 

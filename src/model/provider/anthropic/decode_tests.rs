@@ -1,6 +1,7 @@
 //! Unit tests of the Anthropic stream decoder: fixtures, fragment assembly, failures.
 
 use super::*;
+use crate::model::protocol::Role;
 use crate::model::provider::sse::tests::{Heard, PiecesReader, fixture, listen};
 use serde_json::json;
 use std::io;

@@ -10,12 +10,12 @@ use std::io::BufRead;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::Deserialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::error_fields;
-use crate::model::protocol::{ContentBlock, Message, Role, StopReason, Usage};
+use crate::model::protocol::{ContentBlock, StopReason, Usage};
 use crate::model::provider::decoding::{
-    CUT_OFF_BY_MAX_TOKENS, MAX_BLOCK_BYTES, parse_tool_input, quote,
+    CUT_OFF_BY_MAX_TOKENS, MAX_BLOCK_BYTES, assistant_turn, parse_tool_input, quote, tool_use_block,
 };
 use crate::model::provider::sse::SseReader;
 use crate::model::provider::{BeforeFirstEvent, StreamFailure};
@@ -416,30 +416,17 @@ impl ChatAccumulator {
             let Some(pending) = call.done else {
                 continue; // unreachable: complete_calls closed every call
             };
-            content.push(ContentBlock::ToolUse {
-                id: pending.id.clone(),
-                name: pending.name.clone(),
-                input: pending
-                    .input
-                    .clone()
-                    .unwrap_or_else(|_| Value::Object(Map::new())),
-            });
+            content.push(tool_use_block(&pending));
             calls.push(pending);
         }
-        Ok(Turn {
-            id: self.id,
-            model: self.model,
-            message: Message {
-                role: Role::Assistant,
-                content,
-            },
+        Ok(assistant_turn(
+            (self.id, self.model),
+            content,
             calls,
             stop_reason,
-            usage: Usage {
-                unknown: !self.usage_seen,
-                ..self.usage
-            },
-        })
+            self.usage,
+            self.usage_seen,
+        ))
     }
 }
 

@@ -2,6 +2,7 @@
 //! index, finish reasons, failures.
 
 use super::*;
+use crate::model::protocol::{Message, Role};
 use crate::model::provider::sse::tests::{Heard, PiecesReader, fixture, listen};
 use serde_json::json;
 use std::io;
