@@ -114,8 +114,7 @@ pub(crate) fn run_command(args: &RunArgs) -> ExitCode {
     );
     // Before the workspace scan below: the index is not a change the run made.
     if let Some(out) = config.output().output_file() {
-        let id = record.locked().session_id().to_string();
-        if let Err(e) = crate::record::resume::note_in_index(config.workspace(), out, &id) {
+        if let Err(e) = crate::record::resume::note_in_index(config.workspace(), out, &session_id) {
             output::warn(&format!(
                 "cannot note the run in {} for --continue: {e}",
                 crate::record::resume::INDEX_PATH
