@@ -113,13 +113,13 @@ pub(crate) fn run_command(args: &RunArgs) -> ExitCode {
         config.tools().on_deny(),
     );
     // Before the workspace scan below: the index is not a change the run made.
-    if let Some(out) = config.output().output_file() {
-        if let Err(e) = crate::record::resume::note_in_index(config.workspace(), out, &session_id) {
-            output::warn(&format!(
-                "cannot note the run in {} for --continue: {e}",
-                crate::record::resume::INDEX_PATH
-            ));
-        }
+    if let Some(out) = config.output().output_file()
+        && let Err(e) = crate::record::resume::note_in_index(config.workspace(), out, &session_id)
+    {
+        output::warn(&format!(
+            "cannot note the run in {} for --continue: {e}",
+            crate::record::resume::INDEX_PATH
+        ));
     }
     let ci = ci::CiRun::new(&config, finisher.events.clone());
     // The file tools report their own changes; only commands (Bash, hooks, --verify)
