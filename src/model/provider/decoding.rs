@@ -6,6 +6,7 @@ use serde_json::{Map, Value};
 
 use crate::model::protocol::{ContentBlock, Message, Role, StopReason, Usage};
 use crate::model::turn::{PendingCall, Turn};
+use crate::util::text::ellipsis;
 
 /// Largest text, thinking or tool-input buffer of one block, in bytes. A request body
 /// is capped at 32 MB by the API, so a larger block could never be sent back anyway;
@@ -34,25 +35,20 @@ pub(crate) fn parse_tool_input(buf: &str, start_input: &Value) -> Result<Value, 
         Ok(Value::Object(_)) if let Some(n) = wide_integer(buf) => Err(format!(
             "the tool input has the integer {}, which does not fit in 64 bits and would \
              not keep its exact value; the call was not run. Send such a number as a string.",
-            quote(n, MAX_QUOTED_INPUT_CHARS)
+            ellipsis(n, MAX_QUOTED_INPUT_CHARS)
         )),
         Ok(v @ Value::Object(_)) => Ok(v),
         Ok(other) => Err(format!(
             "the tool input must be a JSON object, got {}; the call was not run.",
-            quote(&other.to_string(), MAX_QUOTED_INPUT_CHARS)
+            ellipsis(&other.to_string(), MAX_QUOTED_INPUT_CHARS)
         )),
         Err(e) => Err(format!(
             "the tool input is not valid JSON ({e}); the call was not run. Input received \
              ({} bytes): {}",
             buf.len(),
-            quote(buf, MAX_QUOTED_INPUT_CHARS)
+            ellipsis(buf, MAX_QUOTED_INPUT_CHARS)
         )),
     }
-}
-
-/// At most `max` chars of `s`, with a marker when cut.
-pub(crate) fn quote(s: &str, max: usize) -> String {
-    crate::util::text::ellipsis(s, max)
 }
 
 /// The first integer literal of the JSON text `json` that fits neither i64 nor u64 (it

@@ -256,7 +256,7 @@ const MAX_QUOTED_LOCATION_CHARS: usize = 300;
 pub(crate) fn redirect_error(response: &ureq::http::Response<ureq::Body>) -> AttemptError {
     let status = response.status().as_u16();
     let location = header(response.headers(), "location").unwrap_or("(no Location header)");
-    let location = crate::model::provider::decoding::quote(location, MAX_QUOTED_LOCATION_CHARS);
+    let location = crate::util::text::ellipsis(location, MAX_QUOTED_LOCATION_CHARS);
     AttemptError {
         error: ProviderError {
             kind: ProviderErrorKind::Http {
@@ -291,7 +291,7 @@ pub(crate) fn wrong_content_type(
         .take(MAX_ERROR_BODY_BYTES)
         .read_to_end(&mut raw);
     let body = String::from_utf8_lossy(&raw);
-    let body = crate::model::provider::decoding::quote(body.trim(), MAX_QUOTED_ERROR_CHARS);
+    let body = crate::util::text::ellipsis(body.trim(), MAX_QUOTED_ERROR_CHARS);
     AttemptError {
         error: ProviderError {
             kind: ProviderErrorKind::Http {

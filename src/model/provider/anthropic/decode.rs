@@ -10,11 +10,12 @@ use serde_json::Value;
 
 use crate::model::protocol::{ContentBlock, Delta, DeltaUsage, StopReason, StreamEvent, Usage};
 use crate::model::provider::decoding::{
-    CUT_OFF_BY_MAX_TOKENS, MAX_BLOCK_BYTES, assistant_turn, parse_tool_input, quote, tool_use_block,
+    CUT_OFF_BY_MAX_TOKENS, MAX_BLOCK_BYTES, assistant_turn, parse_tool_input, tool_use_block,
 };
 use crate::model::provider::sse::{SseEvent, SseReader};
 use crate::model::provider::{BeforeFirstEvent, StreamFailure};
 use crate::model::turn::{PendingCall, StreamNotice, Turn};
+use crate::util::text::ellipsis;
 
 /// Largest tool input kept, in bytes: generous, since a WriteFile `content` can be a
 /// large file, yet bounded, so a hostile or runaway stream cannot exhaust memory. A
@@ -142,7 +143,7 @@ impl TurnAccumulator {
                         return Err(StreamFailure::Inconsistent {
                             detail: format!(
                                 "the response used the tool_use id {} for two calls",
-                                quote(id, MAX_QUOTED_EVENT_CHARS)
+                                ellipsis(id, MAX_QUOTED_EVENT_CHARS)
                             ),
                         });
                     }
@@ -485,7 +486,7 @@ fn start_block(index: usize, block: &Value) -> Result<Block, StreamFailure> {
                 return Err(StreamFailure::Malformed {
                     detail: format!(
                         "tool_use block {index} has no id or name: {}",
-                        quote(&block.to_string(), MAX_QUOTED_EVENT_CHARS)
+                        ellipsis(&block.to_string(), MAX_QUOTED_EVENT_CHARS)
                     ),
                 });
             };
@@ -512,7 +513,7 @@ fn start_block(index: usize, block: &Value) -> Result<Block, StreamFailure> {
 fn decode_event(sse: &SseEvent) -> Result<Option<StreamEvent>, StreamFailure> {
     let err = match serde_json::from_str::<StreamEvent>(&sse.data) {
         Ok(StreamEvent::Unknown) => {
-            debug(|| format!("skipped stream event {:?}", quote(&sse.data, 80)));
+            debug(|| format!("skipped stream event {:?}", ellipsis(&sse.data, 80)));
             return Ok(None);
         }
         Ok(event) => return Ok(Some(event)),
@@ -540,13 +541,13 @@ fn decode_event(sse: &SseEvent) -> Result<Option<StreamEvent>, StreamFailure> {
         // Still an error from the server, whatever its shape.
         return Err(StreamFailure::Api {
             error_type: "unknown_error".to_string(),
-            message: quote(&sse.data, MAX_QUOTED_EVENT_CHARS),
+            message: ellipsis(&sse.data, MAX_QUOTED_EVENT_CHARS),
         });
     }
     Err(StreamFailure::Malformed {
         detail: format!(
             "could not decode a {kind} event ({err}): {}",
-            quote(&sse.data, MAX_QUOTED_EVENT_CHARS)
+            ellipsis(&sse.data, MAX_QUOTED_EVENT_CHARS)
         ),
     })
 }

@@ -15,12 +15,13 @@ use serde_json::Value;
 use super::error_fields;
 use crate::model::protocol::{ContentBlock, StopReason, Usage};
 use crate::model::provider::decoding::{
-    CUT_OFF_BY_MAX_TOKENS, MAX_BLOCK_BYTES, assistant_turn, parse_tool_input, quote, tool_use_block,
+    CUT_OFF_BY_MAX_TOKENS, MAX_BLOCK_BYTES, assistant_turn, parse_tool_input, tool_use_block,
 };
 use crate::model::provider::sse::SseReader;
 use crate::model::provider::{BeforeFirstEvent, StreamFailure};
 use crate::model::turn::{PendingCall, StreamNotice, Turn};
 use crate::util::output;
+use crate::util::text::ellipsis;
 
 /// How much of an undecodable chunk is quoted in an error, in chars.
 const MAX_QUOTED_CHUNK_CHARS: usize = 300;
@@ -298,7 +299,7 @@ impl ChatAccumulator {
                     detail: format!(
                         "tool call {index} received more arguments after its JSON object was \
                          complete: {}",
-                        quote(&fragment, MAX_QUOTED_CHUNK_CHARS)
+                        ellipsis(&fragment, MAX_QUOTED_CHUNK_CHARS)
                     ),
                 });
             }
@@ -479,7 +480,7 @@ pub(crate) fn read_chat_turn<R: BufRead>(
             }
             Ok(chunk) => acc.push(chunk, on_notice)?,
             Err(_) if event.event == "error" => {
-                return Err(stream_error_event(&Value::String(quote(
+                return Err(stream_error_event(&Value::String(ellipsis(
                     data,
                     MAX_QUOTED_CHUNK_CHARS,
                 ))));
@@ -491,7 +492,7 @@ pub(crate) fn read_chat_turn<R: BufRead>(
                 return Err(StreamFailure::Malformed {
                     detail: format!(
                         "could not decode a chat completion chunk ({e}): {}",
-                        quote(data, MAX_QUOTED_CHUNK_CHARS)
+                        ellipsis(data, MAX_QUOTED_CHUNK_CHARS)
                     ),
                 });
             }
