@@ -1,0 +1,4 @@
+//! Unit tests of `api.rs`.
+
+use super::*;
+

@@ -1,0 +1,4 @@
+//! Unit tests of `context.rs`.
+
+use super::*;
+

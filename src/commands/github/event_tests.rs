@@ -1,0 +1,4 @@
+//! Unit tests of `event.rs`.
+
+use super::*;
+

@@ -1,0 +1,4 @@
+//! Unit tests of `progress.rs`.
+
+use super::*;
+

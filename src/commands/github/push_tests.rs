@@ -1,0 +1,4 @@
+//! Unit tests of `push.rs`.
+
+use super::*;
+

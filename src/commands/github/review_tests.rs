@@ -1,0 +1,4 @@
+//! Unit tests of `review.rs`.
+
+use super::*;
+
