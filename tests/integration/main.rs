@@ -28,6 +28,7 @@ mod cli;
 mod context;
 mod durations;
 mod fallback;
+mod github;
 mod faults;
 mod journal;
 mod layers;

@@ -300,7 +300,7 @@ fn converse(
     let finished: Arc<Mutex<Option<String>>> = Arc::default();
     let on_event = {
         let finished = finished.clone();
-        let tx = editor.as_ref().and_then(progress::Editor::sender);
+        let tx = editor.as_ref().map(progress::Editor::sender);
         let mut list = progress::ToolChecklist::default();
         Box::new(move |line: &str| {
             if line.contains("\"type\":\"run.finished\"") {
@@ -312,7 +312,7 @@ fn converse(
             if list.apply(line)
                 && let Some(tx) = &tx
             {
-                let _ = tx.send(list.items());
+                let _ = tx.send(progress::Msg::Items(list.items()));
             }
         }) as Box<dyn FnMut(&str) + Send>
     };
@@ -568,7 +568,12 @@ fn post_review(
 
 /// The run's own files inside the workspace, never committed.
 fn own_files(workspace: &Path, output: Option<&Path>) -> Vec<String> {
-    let mut out = vec![crate::record::resume::INDEX_PATH.to_string()];
+    // The `--continue` index and its lock beside it (`.agent/sessions.json`, `.lock`).
+    let index = crate::record::resume::INDEX_PATH;
+    let mut out = vec![
+        index.to_string(),
+        index.replace(".json", ".lock"),
+    ];
     if let Some(o) = output {
         let abs = std::path::absolute(o).unwrap_or_else(|_| o.to_path_buf());
         let abs = abs

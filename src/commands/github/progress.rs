@@ -215,9 +215,17 @@ pub(crate) fn final_body(t: &Value, run_url: Option<&str>, out: &Outcome) -> Str
     b
 }
 
+/// What the editing thread is sent.
+pub(crate) enum Msg {
+    /// The newest checklist.
+    Items(Vec<Item>),
+    /// The run is over: stop (the senders may live on, in the run's event writer).
+    Stop,
+}
+
 /// The thread that edits the progress comment.
 pub(crate) struct Editor {
-    tx: Option<Sender<Vec<Item>>>,
+    tx: Sender<Msg>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -238,30 +246,28 @@ impl Editor {
                 api.patch(&comment_path, &json!({ "body": body })).map(|_| ())
             }))
             .ok();
-        Editor {
-            tx: Some(tx),
-            thread,
-        }
+        Editor { tx, thread }
     }
 
-    /// Queues the newest checklist.
-    pub(crate) fn sender(&self) -> Option<Sender<Vec<Item>>> {
+    /// Where the newest checklist goes.
+    pub(crate) fn sender(&self) -> Sender<Msg> {
         self.tx.clone()
     }
 
     /// Stops after the edit under way (the final body replaces what is pending).
     pub(crate) fn stop(mut self) {
-        self.tx.take();
+        let _ = self.tx.send(Msg::Stop);
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
     }
 }
 
-/// Receives checklists until every sender is gone; sends the newest one when `interval`
-/// has passed since the last edit. One failed edit is warned about; the rest are not.
+/// Receives checklists until `Stop` (or every sender is gone); sends the newest one when
+/// `interval` has passed since the last edit. One failed edit is warned about; the rest
+/// are not.
 pub(crate) fn edit_loop(
-    rx: &Receiver<Vec<Item>>,
+    rx: &Receiver<Msg>,
     interval: Duration,
     edit: &mut dyn FnMut(Vec<Item>) -> Result<(), super::api::ApiError>,
 ) {
@@ -282,7 +288,8 @@ pub(crate) fn edit_loop(
             }
         };
         match got {
-            Ok(items) => pending = Some(items),
+            Ok(Msg::Items(items)) => pending = Some(items),
+            Ok(Msg::Stop) => return,
             Err(RecvTimeoutError::Timeout) => {
                 if let Some(items) = pending.take() {
                     if let Err(e) = edit(items)
