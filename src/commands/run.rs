@@ -33,9 +33,12 @@ pub(crate) fn run_command(args: &RunArgs) -> ExitCode {
 /// secret values of its own to redact.
 #[derive(Default)]
 pub(crate) struct Observer {
-    pub on_event: Option<Box<dyn FnMut(&str) + Send>>,
+    pub on_event: Option<OnEvent>,
     pub secrets: Vec<String>,
 }
+
+/// A reader of a run's event lines.
+pub(crate) type OnEvent = Box<dyn FnMut(&str) + Send>;
 
 /// `agent run` with an observer.
 pub(crate) fn run_observed(args: &RunArgs, observer: Observer) -> ExitCode {
@@ -188,7 +191,7 @@ fn make_finisher(
     config: &Config,
     record: &Arc<Mutex<RunRecord>>,
     ctx: &ToolContext,
-    on_event: Option<Box<dyn FnMut(&str) + Send>>,
+    on_event: Option<OnEvent>,
 ) -> Arc<Finisher> {
     let start = record.locked().started();
     let jsonl = config.output().jsonl();

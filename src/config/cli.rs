@@ -570,8 +570,11 @@ pub(crate) struct GithubFlags {
     #[arg(long)]
     pub no_push: bool,
     /// The identity of the commit the agent pushes.
-    #[arg(long, value_name = "NAME <EMAIL>",
-          default_value = "github-actions[bot] <41898282+github-actions[bot]@users.noreply.github.com>")]
+    #[arg(
+        long,
+        value_name = "NAME <EMAIL>",
+        default_value = "github-actions[bot] <41898282+github-actions[bot]@users.noreply.github.com>"
+    )]
     pub git_author: String,
     /// Shortest time between two edits of the progress comment.
     #[arg(long, value_parser = parse_duration, default_value = "3s", value_name = "DURATION")]

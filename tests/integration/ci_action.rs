@@ -49,7 +49,10 @@ fn action_yml_declares_the_documented_inputs_and_outputs() {
         serde_yaml::Value::Bool(false)
     );
     assert_eq!(y["inputs"]["mode"]["default"], "auto");
-    assert_eq!(y["inputs"]["github-token"]["default"], "${{ github.token }}");
+    assert_eq!(
+        y["inputs"]["github-token"]["default"],
+        "${{ github.token }}"
+    );
     assert_eq!(y["inputs"]["trigger-phrase"]["default"], "@agent");
     assert_eq!(y["inputs"]["push"]["default"], "true");
     let outputs = [
@@ -75,7 +78,10 @@ fn action_yml_declares_the_documented_inputs_and_outputs() {
     assert_eq!(run["env"]["AGENT_API_KEY"], "${{ inputs.api-key }}");
     assert!(run["env"].get("ANTHROPIC_API_KEY").is_none());
     // The token likewise: the script hands it to `agent github` alone.
-    assert_eq!(run["env"]["AGENT_GITHUB_TOKEN"], "${{ inputs.github-token }}");
+    assert_eq!(
+        run["env"]["AGENT_GITHUB_TOKEN"],
+        "${{ inputs.github-token }}"
+    );
     assert!(run["env"].get("GITHUB_TOKEN").is_none());
     for (var, input) in [
         ("AGENT_MODE", "mode"),
@@ -85,7 +91,11 @@ fn action_yml_declares_the_documented_inputs_and_outputs() {
         ("AGENT_ALLOWED_BOTS", "allowed-bots"),
         ("AGENT_PUSH", "push"),
     ] {
-        assert_eq!(run["env"][var], format!("${{{{ inputs.{input} }}}}"), "{var}");
+        assert_eq!(
+            run["env"][var],
+            format!("${{{{ inputs.{input} }}}}"),
+            "{var}"
+        );
     }
     assert!(ci_dir().join("action/run.sh").is_file());
     // The example workflows parse too.
@@ -113,10 +123,19 @@ fn the_github_conversation_examples_use_the_action_in_github_mode_with_least_per
         serde_yaml::from_str(&text).unwrap()
     };
     let step = |w: &serde_yaml::Value| -> serde_yaml::Value {
-        let job = w["jobs"].as_mapping().unwrap().values().next().unwrap().clone();
+        let job = w["jobs"]
+            .as_mapping()
+            .unwrap()
+            .values()
+            .next()
+            .unwrap()
+            .clone();
         let steps = job["steps"].as_sequence().unwrap().clone();
         // The checkout leaves no token in .git/config (the agent's Bash could read it).
-        let checkout = steps.iter().find(|s| s["uses"] == "actions/checkout@v4").unwrap();
+        let checkout = steps
+            .iter()
+            .find(|s| s["uses"] == "actions/checkout@v4")
+            .unwrap();
         assert_eq!(checkout["with"]["persist-credentials"], false);
         steps.into_iter().find(|s| s["id"] == "agent").unwrap()
     };
@@ -132,23 +151,47 @@ fn the_github_conversation_examples_use_the_action_in_github_mode_with_least_per
     };
     let mention = load("agent-on-mention.yml");
     // serde_yaml reads the key `on` as the string "on" (YAML 1.2).
-    for event in ["issue_comment", "pull_request_review_comment", "pull_request_review", "issues"] {
+    for event in [
+        "issue_comment",
+        "pull_request_review_comment",
+        "pull_request_review",
+        "issues",
+    ] {
         assert!(mention["on"][event].is_mapping(), "{event}");
     }
     let w = |k: &str, v: &str| (k.to_string(), v.to_string());
     assert_eq!(
         perms(&mention),
-        [w("contents", "write"), w("issues", "write"), w("pull-requests", "write")]
+        [
+            w("contents", "write"),
+            w("issues", "write"),
+            w("pull-requests", "write")
+        ]
     );
     let s = step(&mention);
     assert_eq!(s["with"]["mode"], "github");
-    assert!(s["with"]["args"].as_str().unwrap().contains("--no-project-settings"));
+    assert!(
+        s["with"]["args"]
+            .as_str()
+            .unwrap()
+            .contains("--no-project-settings")
+    );
 
     let review = load("agent-review.yml");
-    assert!(review["on"]["pull_request_target"]["types"].as_sequence().unwrap().iter().any(|t| t == "labeled"));
+    assert!(
+        review["on"]["pull_request_target"]["types"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .any(|t| t == "labeled")
+    );
     assert_eq!(
         perms(&review),
-        [w("contents", "read"), w("issues", "write"), w("pull-requests", "write")]
+        [
+            w("contents", "read"),
+            w("issues", "write"),
+            w("pull-requests", "write")
+        ]
     );
     let s = step(&review);
     assert_eq!(s["with"]["mode"], "github");
@@ -202,7 +245,12 @@ fn run_script_in_auto_mode_hands_an_issue_event_to_agent_github() {
     // Exit 0: `agent github` got the token (without one it stops with exit 2) and found
     // no mention; no prompt was needed.
     out.assert_code(0);
-    assert!(out.stderr.contains("not triggered: the issue's title and body have no @agent"), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("not triggered: the issue's title and body have no @agent"),
+        "{}",
+        out.stderr
+    );
     assert!(!out.stderr.contains("ghs_script-token"), "{}", out.stderr);
     let o = parse_outputs(&std::fs::read_to_string(&outputs).unwrap());
     assert_eq!(o["status"], "skipped");
@@ -217,12 +265,18 @@ fn run_script_in_auto_mode_hands_an_issue_event_to_agent_github() {
             script.env(k, v);
         }
     }
-    script.env("AGENT_MODE", "run").current_dir(env.ws())
+    script
+        .env("AGENT_MODE", "run")
+        .current_dir(env.ws())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
     let out = env.spawn_command(script).wait();
     out.assert_code(2);
-    assert!(out.stderr.contains("the 'prompt' input is empty"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("the 'prompt' input is empty"),
+        "{}",
+        out.stderr
+    );
 }
 
 /// `name=value` and `name<<DELIM … DELIM` entries of a GITHUB_OUTPUT file.

@@ -12,7 +12,9 @@ use std::process::Command;
 const REPO: &str = "/repos/{owner}/{repo}";
 
 fn fixture(name: &str) -> Value {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/github").join(name);
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/github")
+        .join(name);
     serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
 }
 
@@ -31,7 +33,17 @@ impl Gh {
     fn new(script: Vec<Reply>) -> Gh {
         let env = TestEnv::new(script);
         let origin = env.out("origin.git");
-        git_in(&env.out(""), &["init", "-q", "--bare", "-b", "main", origin.to_str().unwrap()]);
+        git_in(
+            &env.out(""),
+            &[
+                "init",
+                "-q",
+                "--bare",
+                "-b",
+                "main",
+                origin.to_str().unwrap(),
+            ],
+        );
         env.write("README.md", "hello\n");
         env.git(&["init", "-q", "-b", "main"]);
         env.git(&["add", "-A"]);
@@ -50,8 +62,10 @@ impl Gh {
         self.env.write(file, content);
         self.env.git(&["add", "-A"]);
         self.env.git(&["commit", "-qm", &format!("change {file}")]);
-        self.env.git(&["push", "-q", "origin", &format!("HEAD:refs/heads/{name}")]);
-        self.env.git(&["push", "-q", "origin", &format!("HEAD:refs/pull/{n}/head")]);
+        self.env
+            .git(&["push", "-q", "origin", &format!("HEAD:refs/heads/{name}")]);
+        self.env
+            .git(&["push", "-q", "origin", &format!("HEAD:refs/pull/{n}/head")]);
         let sha = self.origin_git(&["rev-parse", name]);
         self.env.git(&["checkout", "-q", "main"]);
         sha
@@ -65,7 +79,11 @@ impl Gh {
             .args(args)
             .output()
             .unwrap();
-        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8_lossy(&out.stdout).trim().to_string()
     }
 
@@ -111,7 +129,11 @@ impl Gh {
         for cfg in [self.env.path(".git/config"), self.origin.join("config")] {
             let text = std::fs::read_to_string(&cfg).unwrap();
             assert!(!text.contains(GITHUB_TOKEN), "token in {}", cfg.display());
-            assert!(!text.contains("extraheader"), "an extraheader left in {}", cfg.display());
+            assert!(
+                !text.contains("extraheader"),
+                "an extraheader left in {}",
+                cfg.display()
+            );
         }
         self.api.assert_no_secret_in_bodies(GITHUB_TOKEN);
         for r in self.env.server.requests() {
@@ -122,7 +144,12 @@ impl Gh {
 }
 
 fn git_in(dir: &Path, args: &[&str]) {
-    let ok = Command::new("git").args(args).current_dir(dir).status().unwrap().success();
+    let ok = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .status()
+        .unwrap()
+        .success();
     assert!(ok, "git {args:?}");
 }
 
@@ -139,8 +166,16 @@ fn a_mention_on_an_issue_pushes_a_branch_and_opens_a_pull_request() {
     let gh = Gh::new(vec![
         Reply::turn(
             Turn::new()
-                .tool("toolu_env", "Bash", json!({"command": "env; cat .git/config; git config --list --show-origin"}))
-                .tool("toolu_w", "WriteFile", json!({"path": "greeting.txt", "content": "hello\n"})),
+                .tool(
+                    "toolu_env",
+                    "Bash",
+                    json!({"command": "env; cat .git/config; git config --list --show-origin"}),
+                )
+                .tool(
+                    "toolu_w",
+                    "WriteFile",
+                    json!({"path": "greeting.txt", "content": "hello\n"}),
+                ),
         ),
         Reply::turn(Turn::new().text("Added greeting.txt.")),
     ]);
@@ -149,8 +184,16 @@ fn a_mention_on_an_issue_pushes_a_branch_and_opens_a_pull_request() {
     let out = gh.run(
         "issue_comment",
         &fixture("issue_comment.created.issue.json"),
-        &["--allow-write", "--allow-bash", "--progress-interval", "0s",
-          "--git-author", "Agent Bot <agent-bot@example.com>", "-o", t.to_str().unwrap()],
+        &[
+            "--allow-write",
+            "--allow-bash",
+            "--progress-interval",
+            "0s",
+            "--git-author",
+            "Agent Bot <agent-bot@example.com>",
+            "-o",
+            t.to_str().unwrap(),
+        ],
     );
     out.assert_code(0).assert_no_secret();
     assert_eq!(out.stdout, "Added greeting.txt.\n");
@@ -158,22 +201,35 @@ fn a_mention_on_an_issue_pushes_a_branch_and_opens_a_pull_request() {
     gh.env.server.assert_invariants();
 
     // The gate asked about the sender, once.
-    let perm = gh.api.calls("GET", &route("/collaborators/{username}/permission"));
+    let perm = gh
+        .api
+        .calls("GET", &route("/collaborators/{username}/permission"));
     assert_eq!(perm.len(), 1);
-    assert!(perm[0].path.ends_with("/collaborators/maintainer/permission"));
+    assert!(
+        perm[0]
+            .path
+            .ends_with("/collaborators/maintainer/permission")
+    );
 
     // One progress comment, edited while the run went, then the final result.
-    let created = gh.api.calls("POST", &route("/issues/{issue_number}/comments"));
+    let created = gh
+        .api
+        .calls("POST", &route("/issues/{issue_number}/comments"));
     assert_eq!(created.len(), 1, "one progress comment");
     assert!(created[0].path.ends_with("/issues/3/comments"));
     let first = created[0].body["body"].as_str().unwrap();
     assert!(first.contains("working"), "{first}");
-    assert!(first.contains("https://github.example/octo/hello/actions/runs/4242"), "{first}");
+    assert!(
+        first.contains("https://github.example/octo/hello/actions/runs/4242"),
+        "{first}"
+    );
     let edits = edits(&gh.api);
     assert!(edits.len() >= 2, "edited, then the result: {edits:?}");
     let (last, during) = edits.split_last().unwrap();
     assert!(
-        during.iter().any(|b| b.contains("- [x] `WriteFile` `greeting.txt`")),
+        during
+            .iter()
+            .any(|b| b.contains("- [x] `WriteFile` `greeting.txt`")),
         "a checklist of the calls: {during:?}"
     );
     assert!(during.iter().all(|b| b.contains("working")));
@@ -181,16 +237,34 @@ fn a_mention_on_an_issue_pushes_a_branch_and_opens_a_pull_request() {
     assert!(last.contains("Added greeting.txt."), "{last}");
     assert!(last.contains("2 turns"), "{last}");
     assert!(last.contains("`greeting.txt`"), "{last}");
-    assert!(last.contains("1 file changed, 1 insertion(+)"), "the diff stat: {last}");
-    assert!(last.contains("<details><summary>Transcript summary</summary>"), "{last}");
+    assert!(
+        last.contains("1 file changed, 1 insertion(+)"),
+        "the diff stat: {last}"
+    );
+    assert!(
+        last.contains("<details><summary>Transcript summary</summary>"),
+        "{last}"
+    );
 
     // The branch, with the change, the identity and the trailer.
     let branch = "agent/issue-3-add-a-greeting";
-    assert_eq!(gh.origin_git(&["show", &format!("{branch}:greeting.txt")]), "hello");
+    assert_eq!(
+        gh.origin_git(&["show", &format!("{branch}:greeting.txt")]),
+        "hello"
+    );
     let msg = gh.origin_git(&["log", "-1", "--format=%an <%ae>%n%B", branch]);
-    assert!(msg.starts_with("Agent Bot <agent-bot@example.com>\nagent: Add a greeting"), "{msg}");
-    assert!(msg.contains("Co-authored-by: maintainer <1001+maintainer@users.noreply.github.com>"), "{msg}");
-    assert!(msg.contains("https://github.example/octo/hello/issues/3#issuecomment-5005"), "{msg}");
+    assert!(
+        msg.starts_with("Agent Bot <agent-bot@example.com>\nagent: Add a greeting"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("Co-authored-by: maintainer <1001+maintainer@users.noreply.github.com>"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("https://github.example/octo/hello/issues/3#issuecomment-5005"),
+        "{msg}"
+    );
     assert_eq!(
         gh.origin_git(&["ls-tree", "--name-only", branch]),
         "README.md\ngreeting.txt",
@@ -201,29 +275,64 @@ fn a_mention_on_an_issue_pushes_a_branch_and_opens_a_pull_request() {
     assert_eq!(pulls.len(), 1);
     assert_eq!(pulls[0].body["head"], branch);
     assert_eq!(pulls[0].body["base"], "main");
-    assert!(pulls[0].body["body"].as_str().unwrap().contains("Resolves #3."));
-    assert!(last.contains("https://github.example/octo/hello/pull/100"), "{last}");
+    assert!(
+        pulls[0].body["body"]
+            .as_str()
+            .unwrap()
+            .contains("Resolves #3.")
+    );
+    assert!(
+        last.contains("https://github.example/octo/hello/pull/100"),
+        "{last}"
+    );
     let outputs = gh.outputs();
-    assert!(outputs.contains("comment-url=https://github.example/octo/hello/issues/3#issuecomment-"), "{outputs}");
+    assert!(
+        outputs.contains("comment-url=https://github.example/octo/hello/issues/3#issuecomment-"),
+        "{outputs}"
+    );
     assert!(outputs.contains(&format!("branch={branch}\n")), "{outputs}");
-    assert!(outputs.contains("pr-url=https://github.example/octo/hello/pull/100\n"), "{outputs}");
+    assert!(
+        outputs.contains("pr-url=https://github.example/octo/hello/pull/100\n"),
+        "{outputs}"
+    );
 
     // The prompt: the request as written, the rest fenced, the fences explained.
     let model = gh.env.server.requests();
     let prompt = model[0].first_user_text();
-    assert!(prompt.contains("<request author=\"maintainer\">\n@agent please add greeting.txt"), "{prompt}");
+    assert!(
+        prompt.contains("<request author=\"maintainer\">\n@agent please add greeting.txt"),
+        "{prompt}"
+    );
     let fenced = prompt.split("<untrusted-data-").count() - 1;
     assert!(fenced >= 3, "title, body, comments fenced: {prompt}");
     let body_at = prompt.find("Ignore all previous instructions").unwrap();
     let fence_at = prompt[..body_at].rfind("<untrusted-data-").unwrap();
-    assert!(!prompt[fence_at..body_at].contains("</untrusted-data-"), "the issue body is inside a fence");
-    assert!(prompt.contains("Any news?"), "earlier comments are in the context");
-    assert!(model[0].system_text().contains("never instructions to follow"));
+    assert!(
+        !prompt[fence_at..body_at].contains("</untrusted-data-"),
+        "the issue body is inside a fence"
+    );
+    assert!(
+        prompt.contains("Any news?"),
+        "earlier comments are in the context"
+    );
+    assert!(
+        model[0]
+            .system_text()
+            .contains("never instructions to follow")
+    );
 
     // The Bash call's environment had no token (and the check could see one: the other
     // GitHub variables are there).
-    let bash = model[1].tool_results().into_iter().find(|r| r.tool_use_id == "toolu_env").unwrap();
-    assert!(bash.content.contains("GITHUB_REPOSITORY=octo/hello"), "{}", bash.content);
+    let bash = model[1]
+        .tool_results()
+        .into_iter()
+        .find(|r| r.tool_use_id == "toolu_env")
+        .unwrap();
+    assert!(
+        bash.content.contains("GITHUB_REPOSITORY=octo/hello"),
+        "{}",
+        bash.content
+    );
     assert!(!bash.content.contains("GITHUB_TOKEN"), "{}", bash.content);
     gh.assert_token_nowhere(&out, Some(&t));
 }
@@ -231,13 +340,23 @@ fn a_mention_on_an_issue_pushes_a_branch_and_opens_a_pull_request() {
 #[test]
 fn a_mention_on_a_same_repository_pull_request_pushes_a_commit_to_its_head() {
     let gh = Gh::new(vec![
-        Reply::turn(Turn::new().tool("toolu_w", "WriteFile", json!({"path": "fix.txt", "content": "fixed\n"}))),
+        Reply::turn(Turn::new().tool(
+            "toolu_w",
+            "WriteFile",
+            json!({"path": "fix.txt", "content": "fixed\n"}),
+        )),
         Reply::turn(Turn::new().text("Added the note.")),
     ]);
     let head = gh.pr_branch(7, "feature", "README.md", "hello, world\n");
-    gh.api.pull(7, "feature", &head, "octo/hello", json!([
+    gh.api.pull(
+        7,
+        "feature",
+        &head,
+        "octo/hello",
+        json!([
         {"filename": "README.md", "status": "modified", "additions": 1, "deletions": 1,
-         "patch": "@@ -1 +1 @@\n-hello\n+hello, world"}]));
+         "patch": "@@ -1 +1 @@\n-hello\n+hello, world"}]),
+    );
     let out = gh.run(
         "issue_comment",
         &fixture("issue_comment.created.pull_request.json"),
@@ -250,15 +369,31 @@ fn a_mention_on_a_same_repository_pull_request_pushes_a_commit_to_its_head() {
     assert_eq!(gh.api.calls("GET", &route("/pulls/{pull_number}")).len(), 1);
     let new_head = gh.origin_git(&["rev-parse", "feature"]);
     assert_ne!(new_head, head, "a commit was pushed to the head branch");
-    assert_eq!(gh.origin_git(&["rev-parse", "feature~1"]), head, "on top of the head");
+    assert_eq!(
+        gh.origin_git(&["rev-parse", "feature~1"]),
+        head,
+        "on top of the head"
+    );
     assert_eq!(gh.origin_git(&["show", "feature:fix.txt"]), "fixed");
-    assert_eq!(gh.origin_git(&["show", "feature:README.md"]), "hello, world");
+    assert_eq!(
+        gh.origin_git(&["show", "feature:README.md"]),
+        "hello, world"
+    );
     let msg = gh.origin_git(&["log", "-1", "--format=%an%n%B", "feature"]);
-    assert!(msg.starts_with("github-actions[bot]\nagent: Improve the README"), "{msg}");
+    assert!(
+        msg.starts_with("github-actions[bot]\nagent: Improve the README"),
+        "{msg}"
+    );
     assert!(msg.contains("Co-authored-by: maintainer <1001+maintainer@users.noreply.github.com>"));
-    assert!(gh.api.calls("POST", &route("/pulls")).is_empty(), "no new pull request");
+    assert!(
+        gh.api.calls("POST", &route("/pulls")).is_empty(),
+        "no new pull request"
+    );
     let last = edits(&gh.api).pop().unwrap();
-    assert!(last.contains("Pushed `") && last.contains("to `feature`"), "{last}");
+    assert!(
+        last.contains("Pushed `") && last.contains("to `feature`"),
+        "{last}"
+    );
     assert!(last.contains("1 file changed"), "{last}");
     assert!(gh.outputs().contains("branch=feature\n"));
     // The context has the pull request's ends and files.
@@ -271,7 +406,11 @@ fn a_mention_on_a_same_repository_pull_request_pushes_a_commit_to_its_head() {
 #[test]
 fn a_fork_pull_request_is_not_pushed_and_still_gets_the_result() {
     let gh = Gh::new(vec![
-        Reply::turn(Turn::new().tool("toolu_w", "WriteFile", json!({"path": "fix.txt", "content": "fixed\n"}))),
+        Reply::turn(Turn::new().tool(
+            "toolu_w",
+            "WriteFile",
+            json!({"path": "fix.txt", "content": "fixed\n"}),
+        )),
         Reply::turn(Turn::new().text("Added the note.")),
     ]);
     let head = gh.pr_branch(7, "patch-1", "README.md", "from a fork\n");
@@ -289,7 +428,10 @@ fn a_fork_pull_request_is_not_pushed_and_still_gets_the_result() {
     assert_eq!(gh.refs(), before, "nothing pushed anywhere");
     assert!(gh.api.calls("POST", &route("/pulls")).is_empty());
     let last = edits(&gh.api).pop().unwrap();
-    assert!(last.contains("### agent: ✅ `success`") && last.contains("Added the note."), "{last}");
+    assert!(
+        last.contains("### agent: ✅ `success`") && last.contains("Added the note."),
+        "{last}"
+    );
     assert!(last.contains("the fork forker/hello"), "{last}");
     // The change is left in the workspace.
     assert_eq!(gh.env.read("fix.txt"), "fixed\n");
@@ -306,24 +448,44 @@ fn no_write_access_a_bot_or_no_phrase_exits_0_without_a_model_request() {
     visitor["comment"]["user"] = visitor["sender"].clone();
     let out = gh.run("issue_comment", &visitor, &["--allow-write"]);
     out.assert_code(0).assert_no_secret();
-    assert!(out.stderr.contains("refused: visitor has read permission, not write"), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("refused: visitor has read permission, not write"),
+        "{}",
+        out.stderr
+    );
     assert_eq!(gh.api.requests().len(), 1, "only the permission was asked");
 
     let mut bot = fixture("issue_comment.created.issue.json");
     bot["sender"] = json!({"login": "dependabot[bot]", "id": 49699333, "type": "Bot"});
     let out = gh.run("issue_comment", &bot, &[]);
     out.assert_code(0);
-    assert!(out.stderr.contains("refused: dependabot[bot] is a bot not named in --allowed-bots"), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("refused: dependabot[bot] is a bot not named in --allowed-bots"),
+        "{}",
+        out.stderr
+    );
     assert_eq!(gh.api.requests().len(), 1, "a bot costs no call");
 
     let out = gh.run("issues", &fixture("issues.opened.json"), &[]);
     out.assert_code(0);
-    assert!(out.stderr.contains("not triggered: the issue's title and body have no @agent"), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("not triggered: the issue's title and body have no @agent"),
+        "{}",
+        out.stderr
+    );
     let mut other = fixture("issue_comment.created.issue.json");
     other["comment"]["body"] = json!("ping @agentsmith and @agent-x, not the agent");
     let out = gh.run("issue_comment", &other, &[]);
     out.assert_code(0);
-    assert!(out.stderr.contains("not triggered: the comment has no @agent"), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("not triggered: the comment has no @agent"),
+        "{}",
+        out.stderr
+    );
 
     assert_eq!(gh.api.requests().len(), 1, "no call without the phrase");
     assert_eq!(gh.env.server.request_count(), 0, "no model request");
@@ -368,38 +530,83 @@ fn a_review_posts_inline_comments_on_diff_lines_and_the_rest_in_the_summary() {
     let body = r["body"].as_str().unwrap();
     assert!(body.starts_with("Looks fine overall."), "{body}");
     assert!(body.contains("`src/a.rs:50`: Far from the diff."), "{body}");
-    assert!(body.contains("`src/other.rs:2`: Not in this pull request."), "{body}");
+    assert!(
+        body.contains("`src/other.rs:2`: Not in this pull request."),
+        "{body}"
+    );
     // The model saw the patch, fenced, and was asked for the schema.
     let model = gh.env.server.requests();
     let prompt = model[0].first_user_text();
-    assert!(prompt.contains("+fn added() {}") && prompt.contains("source=\"patches\""), "{prompt}");
-    assert!(model[0].tool_names().contains(&"StructuredOutput".to_string()));
+    assert!(
+        prompt.contains("+fn added() {}") && prompt.contains("source=\"patches\""),
+        "{prompt}"
+    );
+    assert!(
+        model[0]
+            .tool_names()
+            .contains(&"StructuredOutput".to_string())
+    );
     // No push in review mode; the comment points at the review.
     assert!(gh.api.calls("POST", &route("/pulls")).is_empty());
     let last = edits(&gh.api).pop().unwrap();
-    assert!(last.contains("pullrequestreview-77") && last.contains("2 comments inline"), "{last}");
+    assert!(
+        last.contains("pullrequestreview-77") && last.contains("2 comments inline"),
+        "{last}"
+    );
     gh.assert_token_nowhere(&out, None);
 }
 
 #[test]
 fn a_502_and_secondary_rate_limits_are_retried() {
     let gh = Gh::new(vec![Reply::turn(Turn::new().text("Nothing to change."))]);
-    gh.api.fault("GET", &route("/collaborators/{username}/permission"), GhFault::BadGateway);
-    gh.api.fault("POST", &route("/issues/{issue_number}/comments"), GhFault::SecondaryRateLimit);
-    gh.api.fault("PATCH", &route("/issues/comments/{comment_id}"), GhFault::RateLimitSpent);
-    let out = gh.run("issue_comment", &fixture("issue_comment.created.issue.json"), &[]);
+    gh.api.fault(
+        "GET",
+        &route("/collaborators/{username}/permission"),
+        GhFault::BadGateway,
+    );
+    gh.api.fault(
+        "POST",
+        &route("/issues/{issue_number}/comments"),
+        GhFault::SecondaryRateLimit,
+    );
+    gh.api.fault(
+        "PATCH",
+        &route("/issues/comments/{comment_id}"),
+        GhFault::RateLimitSpent,
+    );
+    let out = gh.run(
+        "issue_comment",
+        &fixture("issue_comment.created.issue.json"),
+        &[],
+    );
     out.assert_code(0).assert_no_secret();
     gh.api.assert_valid();
-    assert_eq!(gh.api.calls("GET", &route("/collaborators/{username}/permission")).len(), 2);
-    assert_eq!(gh.api.calls("POST", &route("/issues/{issue_number}/comments")).len(), 2);
+    assert_eq!(
+        gh.api
+            .calls("GET", &route("/collaborators/{username}/permission"))
+            .len(),
+        2
+    );
+    assert_eq!(
+        gh.api
+            .calls("POST", &route("/issues/{issue_number}/comments"))
+            .len(),
+        2
+    );
     assert_eq!(edits(&gh.api).len(), 2, "the final edit, retried");
     assert!(edits(&gh.api)[1].contains("Nothing to change."));
-    for what in ["HTTP 502", "secondary rate limit", "API rate limit exceeded"] {
+    for what in [
+        "HTTP 502",
+        "secondary rate limit",
+        "API rate limit exceeded",
+    ] {
         assert!(out.stderr.contains(what), "{what}: {}", out.stderr);
     }
     assert!(out.stderr.contains("retrying in"), "{}", out.stderr);
     assert!(
-        out.stderr.contains("GitHub API GET /repos/octo/hello/collaborators/maintainer/permission: HTTP 502"),
+        out.stderr.contains(
+            "GitHub API GET /repos/octo/hello/collaborators/maintainer/permission: HTTP 502"
+        ),
         "the error names the call: {}",
         out.stderr
     );

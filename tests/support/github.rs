@@ -32,12 +32,19 @@ struct Route {
 
 fn strings(v: &Value) -> Vec<String> {
     v.as_array()
-        .map(|a| a.iter().filter_map(|s| s.as_str().map(String::from)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(String::from))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
 fn routes() -> Vec<Route> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/github/routes.json");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/github/routes.json"
+    );
     let table: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     table["routes"]
         .as_array()
@@ -184,7 +191,14 @@ impl GithubMock {
 
     /// Pull request `n`: head `head_ref` at `head_sha` in `head_repo`, base `main`, and
     /// its files (each `{filename, status, additions, deletions, patch}`).
-    pub(crate) fn pull(&self, n: u64, head_ref: &str, head_sha: &str, head_repo: &str, files: Value) {
+    pub(crate) fn pull(
+        &self,
+        n: u64,
+        head_ref: &str,
+        head_sha: &str,
+        head_repo: &str,
+        files: Value,
+    ) {
         let mut st = lock(&self.state);
         st.pulls.insert(
             n,
@@ -219,19 +233,32 @@ impl GithubMock {
 
     /// The requests of one route.
     pub(crate) fn calls(&self, method: &str, route: &str) -> Vec<GhRequest> {
-        self.requests().into_iter().filter(|r| r.is(method, route)).collect()
+        self.requests()
+            .into_iter()
+            .filter(|r| r.is(method, route))
+            .collect()
     }
 
     /// Panics listing every request that broke the table or the headers.
     pub(crate) fn assert_valid(&self) {
         let v = lock(&self.state).violations.clone();
-        assert!(v.is_empty(), "github mock: {} violation(s):\n  {}", v.len(), v.join("\n  "));
+        assert!(
+            v.is_empty(),
+            "github mock: {} violation(s):\n  {}",
+            v.len(),
+            v.join("\n  ")
+        );
     }
 
     /// No request carried `secret` anywhere but in its `authorization` header.
     pub(crate) fn assert_no_secret_in_bodies(&self, secret: &str) {
         for r in self.requests() {
-            assert!(!r.raw.contains(secret), "{} {} has the secret in its body", r.method, r.path);
+            assert!(
+                !r.raw.contains(secret),
+                "{} {} has the secret in its body",
+                r.method,
+                r.path
+            );
             assert!(!r.path.contains(secret) && !r.query.contains(secret));
         }
     }
@@ -287,7 +314,11 @@ fn serve(conn: TcpStream, state: &Mutex<State>, table: &[Route]) -> io::Result<(
         Some((p, q)) => (p.to_string(), q.to_string()),
         None => (target.clone(), String::new()),
     };
-    let body: Value = if raw.is_empty() { Value::Null } else { serde_json::from_str(&raw).unwrap_or(Value::String(raw.clone())) };
+    let body: Value = if raw.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_str(&raw).unwrap_or(Value::String(raw.clone()))
+    };
     let mut req = GhRequest {
         method,
         path,
@@ -299,16 +330,21 @@ fn serve(conn: TcpStream, state: &Mutex<State>, table: &[Route]) -> io::Result<(
     };
     let (status, extra, answer) = {
         let mut st = lock(state);
-        let found = table
-            .iter()
-            .find_map(|r| (r.method == req.method).then(|| matches(&r.path, &req.path).map(|v| (r, v))).flatten());
+        let found = table.iter().find_map(|r| {
+            (r.method == req.method)
+                .then(|| matches(&r.path, &req.path).map(|v| (r, v)))
+                .flatten()
+        });
         let violations = match &found {
             Some((route, _)) => check(route, &req),
             None => vec![format!("no route {} {}", req.method, req.path)],
         };
         let number = st.requests.len() + 1;
-        st.violations
-            .extend(violations.into_iter().map(|v| format!("request {number} ({} {}): {v}", req.method, req.path)));
+        st.violations.extend(
+            violations
+                .into_iter()
+                .map(|v| format!("request {number} ({} {}): {v}", req.method, req.path)),
+        );
         let reply = match found {
             Some((route, vars)) => {
                 req.route = route.path.clone();
@@ -357,7 +393,10 @@ fn check(route: &Route, req: &GhRequest) -> Vec<String> {
         v.push(format!("accept is {:?}", req.header("accept")));
     }
     if req.header("x-github-api-version") != Some("2022-11-28") {
-        v.push(format!("x-github-api-version is {:?}", req.header("x-github-api-version")));
+        v.push(format!(
+            "x-github-api-version is {:?}",
+            req.header("x-github-api-version")
+        ));
     }
     if req.header("user-agent").is_none_or(str::is_empty) {
         v.push("no user-agent (GitHub refuses requests without one)".to_string());
@@ -383,7 +422,13 @@ fn check(route: &Route, req: &GhRequest) -> Vec<String> {
     };
     v.extend(keys_of(obj, &route.required, &route.keys, "body"));
     for (field, (required, keys)) in &route.items {
-        for (i, item) in obj.get(field).and_then(Value::as_array).into_iter().flatten().enumerate() {
+        for (i, item) in obj
+            .get(field)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
             match item.as_object() {
                 Some(o) => v.extend(keys_of(o, required, keys, &format!("{field}[{i}]"))),
                 None => v.push(format!("{field}[{i}] is not an object")),
@@ -393,7 +438,12 @@ fn check(route: &Route, req: &GhRequest) -> Vec<String> {
     v
 }
 
-fn keys_of(obj: &serde_json::Map<String, Value>, required: &[String], keys: &[String], what: &str) -> Vec<String> {
+fn keys_of(
+    obj: &serde_json::Map<String, Value>,
+    required: &[String],
+    keys: &[String],
+    what: &str,
+) -> Vec<String> {
     let mut v = Vec::new();
     for r in required {
         if !obj.contains_key(r) {
@@ -432,29 +482,47 @@ fn fault_reply(f: GhFault) -> (u16, String, Value) {
 }
 
 /// The answer to a valid request, from the state.
-fn answer(st: &mut State, route: &Route, vars: &HashMap<String, String>, req: &GhRequest) -> (u16, String, Value) {
+fn answer(
+    st: &mut State,
+    route: &Route,
+    vars: &HashMap<String, String>,
+    req: &GhRequest,
+) -> (u16, String, Value) {
     let num = |k: &str| vars.get(k).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
     let ok = |v: Value| (route.status, String::new(), v);
     let not_found = (404, String::new(), json!({"message": "Not Found"}));
     match (req.method.as_str(), route.path.as_str()) {
-        ("GET", "/repos/{owner}/{repo}") => ok(json!({"full_name": "octo/hello", "default_branch": "main"})),
+        ("GET", "/repos/{owner}/{repo}") => {
+            ok(json!({"full_name": "octo/hello", "default_branch": "main"}))
+        }
         ("GET", "/repos/{owner}/{repo}/collaborators/{username}/permission") => {
             let user = &vars["username"];
             match st.permissions.get(user) {
                 Some(p) => ok(json!({"permission": p, "role_name": p, "user": {"login": user}})),
-                None => (404, String::new(), json!({"message": format!("{user} is not a user")})),
+                None => (
+                    404,
+                    String::new(),
+                    json!({"message": format!("{user} is not a user")}),
+                ),
             }
         }
-        ("GET", "/repos/{owner}/{repo}/pulls/{pull_number}") => match st.pulls.get(&num("pull_number")) {
-            Some(p) => ok(p.clone()),
-            None => not_found,
-        },
-        ("GET", "/repos/{owner}/{repo}/pulls/{pull_number}/files") => {
-            ok(st.files.get(&num("pull_number")).cloned().unwrap_or(json!([])))
+        ("GET", "/repos/{owner}/{repo}/pulls/{pull_number}") => {
+            match st.pulls.get(&num("pull_number")) {
+                Some(p) => ok(p.clone()),
+                None => not_found,
+            }
         }
-        ("GET", "/repos/{owner}/{repo}/issues/{issue_number}/comments") => {
-            ok(Value::Array(st.comments.get(&num("issue_number")).cloned().unwrap_or_default()))
-        }
+        ("GET", "/repos/{owner}/{repo}/pulls/{pull_number}/files") => ok(st
+            .files
+            .get(&num("pull_number"))
+            .cloned()
+            .unwrap_or(json!([]))),
+        ("GET", "/repos/{owner}/{repo}/issues/{issue_number}/comments") => ok(Value::Array(
+            st.comments
+                .get(&num("issue_number"))
+                .cloned()
+                .unwrap_or_default(),
+        )),
         ("POST", "/repos/{owner}/{repo}/issues/{issue_number}/comments") => {
             let id = st.next_id;
             st.next_id += 1;
@@ -478,11 +546,15 @@ fn answer(st: &mut State, route: &Route, vars: &HashMap<String, String>, req: &G
         }
         ("POST", "/repos/{owner}/{repo}/pulls") => {
             let n = 100 + st.pulls.len() as u64;
-            ok(json!({"number": n, "html_url": format!("https://github.example/octo/hello/pull/{n}")}))
+            ok(
+                json!({"number": n, "html_url": format!("https://github.example/octo/hello/pull/{n}")}),
+            )
         }
         ("POST", "/repos/{owner}/{repo}/pulls/{pull_number}/reviews") => {
             let n = num("pull_number");
-            ok(json!({"id": 77, "html_url": format!("https://github.example/octo/hello/pull/{n}#pullrequestreview-77")}))
+            ok(
+                json!({"id": 77, "html_url": format!("https://github.example/octo/hello/pull/{n}#pullrequestreview-77")}),
+            )
         }
         _ => not_found,
     }

@@ -177,9 +177,12 @@ impl Api {
             });
         }
         let parsed: Value = serde_json::from_slice(&raw).unwrap_or(Value::Null);
-        let text = parsed["message"].as_str().map(String::from).unwrap_or_else(|| {
-            crate::util::text::ellipsis(String::from_utf8_lossy(&raw).trim(), 300)
-        });
+        let text = parsed["message"]
+            .as_str()
+            .map(String::from)
+            .unwrap_or_else(|| {
+                crate::util::text::ellipsis(String::from_utf8_lossy(&raw).trim(), 300)
+            });
         let secondary = text.to_ascii_lowercase().contains("secondary rate limit");
         let retryable = status >= 500
             || status == 429
@@ -204,18 +207,17 @@ impl Api {
 /// What the response asks us to wait: `retry-after` (seconds or a date), else
 /// `x-ratelimit-reset` (epoch seconds) when the limit is spent (every answer carries a
 /// reset time; only then is it a wait).
-fn wait_asked(
-    headers: &ureq::http::HeaderMap,
-    spent: bool,
-    now: SystemTime,
-) -> Option<Duration> {
+fn wait_asked(headers: &ureq::http::HeaderMap, spent: bool, now: SystemTime) -> Option<Duration> {
     if let Some(d) = retry::retry_after(headers, now) {
         return Some(d);
     }
     if !spent {
         return None;
     }
-    let reset: u64 = retry::header(headers, "x-ratelimit-reset")?.trim().parse().ok()?;
+    let reset: u64 = retry::header(headers, "x-ratelimit-reset")?
+        .trim()
+        .parse()
+        .ok()?;
     let now_secs = now.duration_since(UNIX_EPOCH).ok()?.as_secs();
     Some(Duration::from_secs(reset.saturating_sub(now_secs)))
 }

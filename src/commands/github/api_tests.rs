@@ -7,7 +7,9 @@ use std::net::TcpListener;
 
 /// Answers each connection with the next `(status, extra headers, body)`; returns the
 /// base URL and a handle giving the request lines seen.
-fn serve(script: Vec<(u16, &'static str, &'static str)>) -> (String, std::thread::JoinHandle<Vec<String>>) {
+fn serve(
+    script: Vec<(u16, &'static str, &'static str)>,
+) -> (String, std::thread::JoinHandle<Vec<String>>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let handle = std::thread::spawn(move || {
@@ -47,37 +49,75 @@ fn api(url: &str) -> Api {
 
 #[test]
 fn a_5xx_is_retried_and_the_answer_returned() {
-    let (url, h) = serve(vec![(502, "", "{}"), (500, "retry-after: 0\r\n", ""), (201, "", r#"{"id": 5}"#)]);
-    let v = api(&url).post("/repos/o/r/issues/1/comments", &json!({"body": "hi"})).unwrap();
+    let (url, h) = serve(vec![
+        (502, "", "{}"),
+        (500, "retry-after: 0\r\n", ""),
+        (201, "", r#"{"id": 5}"#),
+    ]);
+    let v = api(&url)
+        .post("/repos/o/r/issues/1/comments", &json!({"body": "hi"}))
+        .unwrap();
     assert_eq!(v["id"], 5);
     let seen = h.join().unwrap();
     assert_eq!(seen.len(), 3);
-    assert!(seen.iter().all(|s| s == "POST /repos/o/r/issues/1/comments HTTP/1.1 {\"body\":\"hi\"}"), "{seen:?}");
+    assert!(
+        seen.iter()
+            .all(|s| s == "POST /repos/o/r/issues/1/comments HTTP/1.1 {\"body\":\"hi\"}"),
+        "{seen:?}"
+    );
 }
 
 #[test]
 fn rate_limits_are_retried_and_other_4xx_are_not() {
     let (url, h) = serve(vec![
-        (403, "", r#"{"message": "You have exceeded a secondary rate limit"}"#),
+        (
+            403,
+            "",
+            r#"{"message": "You have exceeded a secondary rate limit"}"#,
+        ),
         (429, "retry-after: 0\r\n", "{}"),
-        (403, "x-ratelimit-remaining: 0\r\nx-ratelimit-reset: 1\r\n", "{}"),
+        (
+            403,
+            "x-ratelimit-remaining: 0\r\nx-ratelimit-reset: 1\r\n",
+            "{}",
+        ),
     ]);
     let e = api(&url).get("/repos/o/r").unwrap_err();
     assert_eq!(e.status, Some(403));
-    assert!(e.message.ends_with("(gave up after 2 retries)"), "{}", e.message);
+    assert!(
+        e.message.ends_with("(gave up after 2 retries)"),
+        "{}",
+        e.message
+    );
     assert_eq!(h.join().unwrap().len(), 3);
 
-    let (url, h) = serve(vec![(403, "", r#"{"message": "Resource not accessible by integration"}"#)]);
-    let e = api(&url).get("/repos/o/r/pulls/1?per_page=100").unwrap_err();
-    assert_eq!(e.message, "GitHub API GET /repos/o/r/pulls/1: HTTP 403: Resource not accessible by integration");
+    let (url, h) = serve(vec![(
+        403,
+        "",
+        r#"{"message": "Resource not accessible by integration"}"#,
+    )]);
+    let e = api(&url)
+        .get("/repos/o/r/pulls/1?per_page=100")
+        .unwrap_err();
+    assert_eq!(
+        e.message,
+        "GitHub API GET /repos/o/r/pulls/1: HTTP 403: Resource not accessible by integration"
+    );
     assert_eq!(h.join().unwrap().len(), 1, "not retried");
 }
 
 #[test]
 fn the_token_never_shows_in_an_error() {
-    let (url, h) = serve(vec![(404, "", r#"{"message": "no such token tok-SECRET-123456"}"#)]);
+    let (url, h) = serve(vec![(
+        404,
+        "",
+        r#"{"message": "no such token tok-SECRET-123456"}"#,
+    )]);
     let e = api(&url).patch("/x", &json!({})).unwrap_err();
-    assert_eq!(e.message, "GitHub API PATCH /x: HTTP 404: no such token [REDACTED]");
+    assert_eq!(
+        e.message,
+        "GitHub API PATCH /x: HTTP 404: no such token [REDACTED]"
+    );
     h.join().unwrap();
 }
 
@@ -87,7 +127,11 @@ fn a_spent_limit_waits_until_the_reset_and_only_then() {
     h.insert("x-ratelimit-reset", "1000".parse().unwrap());
     let now = UNIX_EPOCH + Duration::from_secs(990);
     assert_eq!(wait_asked(&h, true, now), Some(Duration::from_secs(10)));
-    assert_eq!(wait_asked(&h, false, now), None, "every answer has a reset time");
+    assert_eq!(
+        wait_asked(&h, false, now),
+        None,
+        "every answer has a reset time"
+    );
     h.insert("retry-after", "3".parse().unwrap());
     assert_eq!(wait_asked(&h, false, now), Some(Duration::from_secs(3)));
 }

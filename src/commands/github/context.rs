@@ -37,7 +37,10 @@ fn fence(nonce: &str, source: &str, body: &str) -> String {
     let tag = format!("untrusted-data-{nonce}");
     // The nonce is random, so only a guess could hit it; any copy is taken out anyway.
     let body = body.replace(nonce, "");
-    format!("<{tag} source=\"{source}\">\n{}\n</{tag}>\n", body.trim_end())
+    format!(
+        "<{tag} source=\"{source}\">\n{}\n</{tag}>\n",
+        body.trim_end()
+    )
 }
 
 fn cut(text: &str) -> String {
@@ -131,7 +134,11 @@ pub(crate) fn prompt(i: &Inputs<'_>) -> String {
     let earlier: Vec<&Value> = i
         .comments
         .iter()
-        .filter(|c| e.comment.as_ref().is_none_or(|t| c["id"].as_u64() != Some(t.id)))
+        .filter(|c| {
+            e.comment
+                .as_ref()
+                .is_none_or(|t| c["id"].as_u64() != Some(t.id))
+        })
         .collect();
     let shown = &earlier[earlier.len().saturating_sub(MAX_COMMENTS)..];
     if !shown.is_empty() {
@@ -204,10 +211,7 @@ fn patches(files: &[Value]) -> String {
         let Some(patch) = f["patch"].as_str() else {
             continue;
         };
-        let piece = format!(
-            "--- {}\n{patch}\n\n",
-            f["filename"].as_str().unwrap_or("?")
-        );
+        let piece = format!("--- {}\n{patch}\n\n", f["filename"].as_str().unwrap_or("?"));
         if out.len() + piece.len() > MAX_PATCH_CHARS {
             out.push_str("(the other patches are not shown: read the files)\n");
             break;

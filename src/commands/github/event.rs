@@ -24,16 +24,18 @@ impl GithubEnv {
     /// Reads the variables; `Err` names the first one missing or malformed.
     pub(crate) fn read(var: &dyn Fn(&str) -> Option<String>) -> Result<GithubEnv, String> {
         let need = |name: &str| {
-            var(name)
-                .filter(|v| !v.is_empty())
-                .ok_or_else(|| format!("{name} is not set (agent github runs in a GitHub Actions workflow)"))
+            var(name).filter(|v| !v.is_empty()).ok_or_else(|| {
+                format!("{name} is not set (agent github runs in a GitHub Actions workflow)")
+            })
         };
         let repository = need("GITHUB_REPOSITORY")?;
         let Some((owner, repo)) = repository
             .split_once('/')
             .filter(|(o, r)| !o.is_empty() && !r.is_empty() && !r.contains('/'))
         else {
-            return Err(format!("GITHUB_REPOSITORY is {repository:?}, not OWNER/REPO"));
+            return Err(format!(
+                "GITHUB_REPOSITORY is {repository:?}, not OWNER/REPO"
+            ));
         };
         let trimmed = |name: &str, default: &str| {
             var(name)
@@ -168,7 +170,10 @@ impl Event {
             (&payload["pull_request"], true)
         } else if payload["issue"].is_object() {
             let issue = &payload["issue"];
-            (issue, issue.get("pull_request").is_some_and(|p| !p.is_null()))
+            (
+                issue,
+                issue.get("pull_request").is_some_and(|p| !p.is_null()),
+            )
         } else {
             (&Value::Null, false)
         };
@@ -298,7 +303,9 @@ pub(crate) fn trigger(
                 "the assignee is {:?}, not --assignee-trigger {want:?}",
                 got.as_deref().unwrap_or("")
             )),
-            (None, _) => Err("an assignee was added and there is no --assignee-trigger".to_string()),
+            (None, _) => {
+                Err("an assignee was added and there is no --assignee-trigger".to_string())
+            }
         },
         ("issues", "opened" | "edited") => {
             let text = format!("{}\n\n{}", event.title, event.body);

@@ -34,7 +34,10 @@ fn the_phrase_is_matched_as_a_word() {
     assert!(find_word("@agents fix", "@agent").is_none());
     assert!(find_word("@agent-x fix", "@agent").is_none());
     assert!(find_word("@agent_x fix", "@agent").is_none());
-    assert!(find_word("me@agent.dev", "@agent").is_none(), "an e-mail address");
+    assert!(
+        find_word("me@agent.dev", "@agent").is_none(),
+        "an e-mail address"
+    );
     assert!(find_word("x@agent fix", "@agent").is_none());
     assert_eq!(find_word("@agentsmith then @agent", "@agent"), Some(23));
     assert!(find_word("", "@agent").is_none());
@@ -45,13 +48,28 @@ fn the_phrase_is_matched_as_a_word() {
 
 #[test]
 fn a_comment_with_the_phrase_triggers_and_review_is_read_after_it() {
-    let t = trigger(&comment_event("@agent fix the typo", "created"), &flags(), None).unwrap();
+    let t = trigger(
+        &comment_event("@agent fix the typo", "created"),
+        &flags(),
+        None,
+    )
+    .unwrap();
     assert_eq!(t.cause, Cause::Mention);
     assert_eq!(t.instruction.as_deref(), Some("@agent fix the typo"));
     assert!(!t.review);
-    let t = trigger(&comment_event("Please, @agent review this", "created"), &flags(), None).unwrap();
+    let t = trigger(
+        &comment_event("Please, @agent review this", "created"),
+        &flags(),
+        None,
+    )
+    .unwrap();
     assert!(t.review);
-    let t = trigger(&comment_event("@agent reviewers are fine", "created"), &flags(), None).unwrap();
+    let t = trigger(
+        &comment_event("@agent reviewers are fine", "created"),
+        &flags(),
+        None,
+    )
+    .unwrap();
     assert!(!t.review, "review as a word");
     let why = trigger(&comment_event("no mention", "created"), &flags(), None).unwrap_err();
     assert_eq!(why, "the comment has no @agent");
@@ -67,12 +85,23 @@ fn labels_assignees_prompts_and_dispatch() {
                 "label": {"name": "agent"}, "sender": {"login": "m", "id": 1, "type": "User"}}),
     )
     .unwrap();
-    assert!(trigger(&labeled, &flags(), None).unwrap_err().contains("no --label-trigger"));
+    assert!(
+        trigger(&labeled, &flags(), None)
+            .unwrap_err()
+            .contains("no --label-trigger")
+    );
     let mut f = flags();
     f.label_trigger = Some("agent".into());
-    assert_eq!(trigger(&labeled, &f, None).unwrap().cause, Cause::LabelOrAssignee);
+    assert_eq!(
+        trigger(&labeled, &f, None).unwrap().cause,
+        Cause::LabelOrAssignee
+    );
     f.label_trigger = Some("other".into());
-    assert!(trigger(&labeled, &f, None).unwrap_err().contains("not --label-trigger \"other\""));
+    assert!(
+        trigger(&labeled, &f, None)
+            .unwrap_err()
+            .contains("not --label-trigger \"other\"")
+    );
 
     let assigned = Event::parse(
         "issues",
@@ -82,13 +111,27 @@ fn labels_assignees_prompts_and_dispatch() {
     .unwrap();
     let mut f = flags();
     f.assignee_trigger = Some("agent-bot".into());
-    assert_eq!(trigger(&assigned, &f, None).unwrap().cause, Cause::LabelOrAssignee);
+    assert_eq!(
+        trigger(&assigned, &f, None).unwrap().cause,
+        Cause::LabelOrAssignee
+    );
 
-    let dispatch = Event::parse("workflow_dispatch", &json!({"sender": {"login": "m", "id": 1}})).unwrap();
+    let dispatch = Event::parse(
+        "workflow_dispatch",
+        &json!({"sender": {"login": "m", "id": 1}}),
+    )
+    .unwrap();
     assert!(dispatch.number.is_none());
-    assert!(trigger(&dispatch, &flags(), None).unwrap_err().contains("without --prompt"));
+    assert!(
+        trigger(&dispatch, &flags(), None)
+            .unwrap_err()
+            .contains("without --prompt")
+    );
     let t = trigger(&dispatch, &flags(), Some("update the docs")).unwrap();
-    assert_eq!((t.cause, t.instruction.as_deref()), (Cause::Prompt, Some("update the docs")));
+    assert_eq!(
+        (t.cause, t.instruction.as_deref()),
+        (Cause::Prompt, Some("update the docs"))
+    );
 }
 
 #[test]
@@ -105,7 +148,10 @@ fn payloads_are_reduced_and_bots_and_prs_recognised() {
     )
     .unwrap();
     assert!(pr_comment.is_pr && pr_comment.actor.is_bot);
-    assert!(pr_comment.pull.is_none(), "an issue_comment payload has no head");
+    assert!(
+        pr_comment.pull.is_none(),
+        "an issue_comment payload has no head"
+    );
     let pr = Event::parse(
         "pull_request",
         &json!({"action": "labeled", "number": 9, "label": {"name": "x"},
@@ -115,9 +161,22 @@ fn payloads_are_reduced_and_bots_and_prs_recognised() {
     )
     .unwrap();
     let refs = pr.pull.unwrap();
-    assert_eq!(refs.head_repo, "(deleted fork)", "a deleted fork is never this repository");
-    assert!(Event::parse("issue_comment", &json!({"action": "created"})).unwrap_err().contains("sender.login"));
-    assert!(Event::parse("issue_comment", &json!({"sender": {"login": "m"}, "comment": {}})).is_err());
+    assert_eq!(
+        refs.head_repo, "(deleted fork)",
+        "a deleted fork is never this repository"
+    );
+    assert!(
+        Event::parse("issue_comment", &json!({"action": "created"}))
+            .unwrap_err()
+            .contains("sender.login")
+    );
+    assert!(
+        Event::parse(
+            "issue_comment",
+            &json!({"sender": {"login": "m"}, "comment": {}})
+        )
+        .is_err()
+    );
 }
 
 #[test]
@@ -133,8 +192,19 @@ fn the_variables_are_read_with_defaults() {
     let env = GithubEnv::read(&vars).unwrap();
     assert_eq!(env.api_url, "https://ghe.example/api/v3");
     assert_eq!(env.server_url, "https://github.com");
-    assert_eq!(env.run_url().unwrap(), "https://github.com/octo/hello/actions/runs/12");
+    assert_eq!(
+        env.run_url().unwrap(),
+        "https://github.com/octo/hello/actions/runs/12"
+    );
     let bad = |k: &str| (k == "GITHUB_REPOSITORY").then(|| "nope".to_string());
-    assert!(GithubEnv::read(&bad).unwrap_err().contains("not OWNER/REPO"));
-    assert!(GithubEnv::read(&|_| None).unwrap_err().contains("GITHUB_REPOSITORY is not set"));
+    assert!(
+        GithubEnv::read(&bad)
+            .unwrap_err()
+            .contains("not OWNER/REPO")
+    );
+    assert!(
+        GithubEnv::read(&|_| None)
+            .unwrap_err()
+            .contains("GITHUB_REPOSITORY is not set")
+    );
 }

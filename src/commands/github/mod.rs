@@ -159,7 +159,9 @@ fn gate(api: &Api, env: &GithubEnv, event: &Event, allowed_bots: &[String]) -> R
     if event.actor.is_bot {
         let bare = login.trim_end_matches("[bot]");
         let allowed = allowed_bots.iter().any(|b| {
-            b == "*" || b.eq_ignore_ascii_case(login) || b.trim_end_matches("[bot]").eq_ignore_ascii_case(bare)
+            b == "*"
+                || b.eq_ignore_ascii_case(login)
+                || b.trim_end_matches("[bot]").eq_ignore_ascii_case(bare)
         });
         return if allowed {
             Ok(())
@@ -180,7 +182,11 @@ fn gate(api: &Api, env: &GithubEnv, event: &Event, allowed_bots: &[String]) -> R
         }
         Err(e) => return Err(Refusal::Failed(e.message)),
     };
-    let has = |k: &str| answer[k].as_str().is_some_and(|p| WRITE_PERMISSIONS.contains(&p));
+    let has = |k: &str| {
+        answer[k]
+            .as_str()
+            .is_some_and(|p| WRITE_PERMISSIONS.contains(&p))
+    };
     if has("permission") || has("role_name") {
         Ok(())
     } else {
@@ -212,7 +218,10 @@ fn converse(
         Some(n) => {
             let body = progress::working_body(run_url.as_deref(), &[]);
             let c = api
-                .post(&format!("{repo}/issues/{n}/comments"), &json!({ "body": body }))
+                .post(
+                    &format!("{repo}/issues/{n}/comments"),
+                    &json!({ "body": body }),
+                )
                 .map_err(|e| e.message)?;
             Some((
                 c["id"].as_u64().ok_or("the new comment has no id")?,
@@ -228,7 +237,9 @@ fn converse(
     let pull = match (e.is_pr, &e.pull, e.number) {
         (true, Some(p), _) => Some(p.clone()),
         (true, None, Some(n)) => {
-            let pr = api.get(&format!("{repo}/pulls/{n}")).map_err(|e| e.message)?;
+            let pr = api
+                .get(&format!("{repo}/pulls/{n}"))
+                .map_err(|e| e.message)?;
             Some(PullRefs::from_json(&pr).ok_or("the pull request has no head or base")?)
         }
         _ => None,
@@ -241,7 +252,12 @@ fn converse(
             .cloned()
             .unwrap_or_default()
             .into_iter()
-            .filter(|c| !c["body"].as_str().unwrap_or_default().starts_with(progress::MARKER))
+            .filter(|c| {
+                !c["body"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .starts_with(progress::MARKER)
+            })
             .collect(),
         None => Vec::new(),
     };
@@ -314,7 +330,7 @@ fn converse(
             {
                 let _ = tx.send(progress::Msg::Items(list.items()));
             }
-        }) as Box<dyn FnMut(&str) + Send>
+        }) as crate::commands::run::OnEvent
     };
     let (json_out, jsonl) = (args.run.json, args.run.ci.jsonl);
     let code = run_observed(
@@ -334,9 +350,15 @@ fn converse(
             let body = format!(
                 "{}\n### agent: ❌ the run did not start\n\nSee the log of the run{}.\n",
                 progress::MARKER,
-                run_url.as_ref().map(|u| format!(": {u}")).unwrap_or_default()
+                run_url
+                    .as_ref()
+                    .map(|u| format!(": {u}"))
+                    .unwrap_or_default()
             );
-            let _ = api.patch(&format!("{repo}/issues/comments/{id}"), &json!({ "body": body }));
+            let _ = api.patch(
+                &format!("{repo}/issues/comments/{id}"),
+                &json!({ "body": body }),
+            );
         }
         write_outputs(&outputs);
         return Ok(if code == ExitCode::SUCCESS { 1 } else { 2 });
@@ -372,13 +394,25 @@ fn converse(
             }
             Err(err) if code == 0 => {
                 output::error(&err);
-                outcome.notes.push(format!("The review could not be posted: {err}"));
+                outcome
+                    .notes
+                    .push(format!("The review could not be posted: {err}"));
                 failed = true;
             }
             Err(_) => {}
         }
     } else {
-        match hand_back(s, flags, api, &git, &auth, pull.as_ref(), triggered, t, code) {
+        match hand_back(
+            s,
+            flags,
+            api,
+            &git,
+            &auth,
+            pull.as_ref(),
+            triggered,
+            t,
+            code,
+        ) {
             Ok(back) => {
                 outcome.diff_stat = back.diff_stat;
                 outcome.notes = back.notes;
@@ -387,7 +421,9 @@ fn converse(
             }
             Err(err) => {
                 output::error(&err);
-                outcome.notes.push(format!("The change could not be pushed: {err}"));
+                outcome
+                    .notes
+                    .push(format!("The change could not be pushed: {err}"));
                 failed = true;
             }
         }
@@ -397,7 +433,10 @@ fn converse(
     }
     if let Some((id, _)) = &comment {
         let body = progress::final_body(t, run_url.as_deref(), &outcome);
-        if let Err(err) = api.patch(&format!("{repo}/issues/comments/{id}"), &json!({ "body": body })) {
+        if let Err(err) = api.patch(
+            &format!("{repo}/issues/comments/{id}"),
+            &json!({ "body": body }),
+        ) {
             output::error(&err.message);
             failed = true;
         }
@@ -443,7 +482,8 @@ fn hand_back(
         return Ok(back);
     }
     let Some(number) = e.number else {
-        back.notes.push(not_pushed("the event has no issue or pull request"));
+        back.notes
+            .push(not_pushed("the event has no issue or pull request"));
         return Ok(back);
     };
     if let Some(p) = pull
@@ -498,9 +538,7 @@ fn hand_back(
             back.branch = Some(branch.clone());
             let base = match &e.default_branch {
                 Some(b) => b.clone(),
-                None => api
-                    .get(&s.repo_path())
-                    .map_err(|e| e.message)?["default_branch"]
+                None => api.get(&s.repo_path()).map_err(|e| e.message)?["default_branch"]
                     .as_str()
                     .ok_or("the repository has no default_branch")?
                     .to_string(),
@@ -570,10 +608,7 @@ fn post_review(
 fn own_files(workspace: &Path, output: Option<&Path>) -> Vec<String> {
     // The `--continue` index and its lock beside it (`.agent/sessions.json`, `.lock`).
     let index = crate::record::resume::INDEX_PATH;
-    let mut out = vec![
-        index.to_string(),
-        index.replace(".json", ".lock"),
-    ];
+    let mut out = vec![index.to_string(), index.replace(".json", ".lock")];
     if let Some(o) = output {
         let abs = std::path::absolute(o).unwrap_or_else(|_| o.to_path_buf());
         let abs = abs
@@ -595,8 +630,9 @@ fn own_files(workspace: &Path, output: Option<&Path>) -> Vec<String> {
 /// `--append-system-prompt`'s `@FILE` form, read (the run then gets the text).
 fn read_at_file(value: &str) -> Result<String, String> {
     match value.strip_prefix('@') {
-        Some(f) => std::fs::read_to_string(f)
-            .map_err(|e| format!("--append-system-prompt @{f}: {e}")),
+        Some(f) => {
+            std::fs::read_to_string(f).map_err(|e| format!("--append-system-prompt @{f}: {e}"))
+        }
         None => Ok(value.to_string()),
     }
 }
@@ -628,6 +664,9 @@ fn write_outputs(outputs: &[(&str, String)]) {
         .open(&path)
         .and_then(|mut f| f.write_all(text.as_bytes()));
     if let Err(e) = written {
-        output::warn(&format!("cannot write GITHUB_OUTPUT {}: {e}", Path::new(&path).display()));
+        output::warn(&format!(
+            "cannot write GITHUB_OUTPUT {}: {e}",
+            Path::new(&path).display()
+        ));
     }
 }

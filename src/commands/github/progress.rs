@@ -205,12 +205,19 @@ pub(crate) fn final_body(t: &Value, run_url: Option<&str>, out: &Outcome) -> Str
         ));
     }
     if let Some(stat) = out.diff_stat.as_deref().filter(|s| !s.trim().is_empty()) {
-        b.push_str(&format!("```\n{}\n```\n\n", stat.trim_end().replace("```", "'''")));
+        b.push_str(&format!(
+            "```\n{}\n```\n\n",
+            stat.trim_end().replace("```", "'''")
+        ));
     }
     let summary = crate::commands::summary::markdown(t);
     let room = MAX_BODY_CHARS.saturating_sub(b.len() + 200);
     b.push_str("<details><summary>Transcript summary</summary>\n\n");
-    b.push_str(&crate::util::text::counted(&summary, room, "characters not shown"));
+    b.push_str(&crate::util::text::counted(
+        &summary,
+        room,
+        "characters not shown",
+    ));
     b.push_str("\n</details>\n");
     b
 }
@@ -241,10 +248,13 @@ impl Editor {
         let (tx, rx) = mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("github-progress".into())
-            .spawn(move || edit_loop(&rx, interval, &mut |items| {
-                let body = working_body(run_url.as_deref(), &items);
-                api.patch(&comment_path, &json!({ "body": body })).map(|_| ())
-            }))
+            .spawn(move || {
+                edit_loop(&rx, interval, &mut |items| {
+                    let body = working_body(run_url.as_deref(), &items);
+                    api.patch(&comment_path, &json!({ "body": body }))
+                        .map(|_| ())
+                })
+            })
             .ok();
         Editor { tx, thread }
     }

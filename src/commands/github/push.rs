@@ -55,7 +55,11 @@ pub(crate) fn base64(bytes: &[u8]) -> String {
     const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
     for chunk in bytes.chunks(3) {
-        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
         let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
         for i in 0..4 {
             if i <= chunk.len() {
@@ -98,7 +102,12 @@ impl Git<'_> {
         }
         let stderr = String::from_utf8_lossy(&out.stderr);
         Err(crate::util::secrets::redact(
-            &format!("git {} failed ({}): {}", args.join(" "), out.status, stderr.trim()),
+            &format!(
+                "git {} failed ({}): {}",
+                args.join(" "),
+                out.status,
+                stderr.trim()
+            ),
             &self.secrets,
         ))
     }
@@ -138,7 +147,15 @@ impl Git<'_> {
             ("GIT_COMMITTER_EMAIL".to_string(), author.email.clone()),
         ];
         self.run(
-            &["-c", "commit.gpgsign=false", "commit", "-q", "--no-verify", "-m", message],
+            &[
+                "-c",
+                "commit.gpgsign=false",
+                "commit",
+                "-q",
+                "--no-verify",
+                "-m",
+                message,
+            ],
             &who,
         )?;
         Ok(stat)
@@ -147,7 +164,8 @@ impl Git<'_> {
     /// Pushes HEAD to `branch` of `origin`, with the token for this command only.
     pub(crate) fn push(&self, branch: &str, auth: &[(String, String)]) -> Result<(), String> {
         let refspec = format!("HEAD:refs/heads/{branch}");
-        self.run(&["push", "--quiet", "origin", &refspec], auth).map(|_| ())
+        self.run(&["push", "--quiet", "origin", &refspec], auth)
+            .map(|_| ())
     }
 
     /// Checks out a pull request's head (`refs/pull/{n}/head` of `origin`) unless the
@@ -196,12 +214,12 @@ pub(crate) fn issue_branch(number: u64, title: &str) -> String {
 }
 
 /// The commit message: a subject from the request, where it was asked, and the trailer.
-pub(crate) fn commit_message(
-    subject: &str,
-    asked_in: &str,
-    asker: Option<(&str, u64)>,
-) -> String {
-    let first = subject.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("changes");
+pub(crate) fn commit_message(subject: &str, asked_in: &str, asker: Option<(&str, u64)>) -> String {
+    let first = subject
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("changes");
     let mut m = format!(
         "agent: {}\n\nRequested in {asked_in}.\n",
         crate::util::text::ellipsis(first, 60)

@@ -32,10 +32,16 @@ fn comments_off_the_diff_go_to_the_summary() {
     assert_eq!(n, 2);
     assert_eq!(req["commit_id"], "sha1");
     assert_eq!(req["event"], "COMMENT");
-    assert_eq!(req["comments"][0], json!({"path": "a.rs", "line": 11, "side": "RIGHT", "body": "inline, RIGHT by default"}));
+    assert_eq!(
+        req["comments"][0],
+        json!({"path": "a.rs", "line": 11, "side": "RIGHT", "body": "inline, RIGHT by default"})
+    );
     assert_eq!(req["comments"][1]["side"], "LEFT");
     let body = req["body"].as_str().unwrap();
-    assert_eq!(body, "Fine.\n\n**Comments on lines outside the diff:**\n\n- `a.rs:99`: far `away`");
+    assert_eq!(
+        body,
+        "Fine.\n\n**Comments on lines outside the diff:**\n\n- `a.rs:99`: far `away`"
+    );
     assert!(request(&json!({"comments": []}), &DiffLines::new(), "s").is_none());
 }
 
@@ -44,6 +50,8 @@ fn the_schema_compiles_and_takes_a_review() {
     let schema = schema();
     let v = jsonschema::validator_for(&schema).unwrap();
     assert!(v.is_valid(&json!({"summary": "s", "comments": [{"path": "p", "line": 1, "side": "LEFT", "body": "b"}]})));
-    assert!(!v.is_valid(&json!({"summary": "s", "comments": [{"path": "p", "line": 0, "body": "b"}]})));
+    assert!(
+        !v.is_valid(&json!({"summary": "s", "comments": [{"path": "p", "line": 0, "body": "b"}]}))
+    );
     assert!(!v.is_valid(&json!({"summary": "s"})));
 }
