@@ -612,3 +612,21 @@ fn a_502_and_secondary_rate_limits_are_retried() {
     );
     gh.assert_token_nowhere(&out, None);
 }
+
+#[test]
+fn a_run_ended_by_its_deadline_still_replaces_the_progress_comment() {
+    // The model never answers; --timeout ends the run from its own thread, which exits
+    // the process: the comment gets the result on that way out too.
+    let gh = Gh::new(vec![Reply::silence()]);
+    let out = gh.run(
+        "issue_comment",
+        &fixture("issue_comment.created.issue.json"),
+        &["--timeout", "1s"],
+    );
+    assert_ne!(out.code(), Some(0), "{}", out.stderr);
+    gh.api.assert_valid();
+    let last = edits(&gh.api).pop().expect("the final edit");
+    assert!(last.contains("### agent: ❌ `timeout`"), "{last}");
+    assert!(last.contains("the run exceeded --timeout 1s"), "{last}");
+    gh.assert_token_nowhere(&out, None);
+}

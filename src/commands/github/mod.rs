@@ -332,6 +332,14 @@ fn converse(
             }
         }) as crate::commands::run::OnEvent
     };
+    if let Some((id, _)) = &comment {
+        on_the_way_out(
+            api,
+            format!("{repo}/issues/comments/{id}"),
+            run_url.clone(),
+            &finished,
+        );
+    }
     let (json_out, jsonl) = (args.run.json, args.run.ci.jsonl);
     let code = run_observed(
         &args.run,
@@ -443,6 +451,46 @@ fn converse(
     }
     write_outputs(&outputs);
     Ok(if failed && code == 0 { 1 } else { code })
+}
+
+/// How long a signal's or the deadline's way out waits for the final comment.
+const EXIT_COMMENT_WAIT: std::time::Duration = std::time::Duration::from_secs(4);
+
+/// When a signal or `--timeout` ends the run, the process exits from the thread that
+/// finished it: the comment still gets the result (no push: the run did not succeed),
+/// if GitHub answers within `EXIT_COMMENT_WAIT`.
+fn on_the_way_out(
+    api: &Arc<Api>,
+    comment_path: String,
+    run_url: Option<String>,
+    finished: &Arc<Mutex<Option<String>>>,
+) {
+    let (api, finished) = (api.clone(), finished.clone());
+    let _ = crate::run::signals::ON_EXIT.set(Box::new(move |_code| {
+        let Some(line) = finished.lock().ok().and_then(|f| f.clone()) else {
+            return;
+        };
+        let Ok(v) = serde_json::from_str::<Value>(&line) else {
+            return;
+        };
+        let body = progress::final_body(
+            &v["transcript"],
+            run_url.as_deref(),
+            &progress::Outcome::default(),
+        );
+        let (api, path) = (api.clone(), comment_path.clone());
+        let (tx, rx) = std::sync::mpsc::channel();
+        let _ = std::thread::Builder::new()
+            .name("github-exit".into())
+            .spawn(move || {
+                let _ = tx.send(api.patch(&path, &json!({ "body": body })));
+            });
+        match rx.recv_timeout(EXIT_COMMENT_WAIT) {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => output::error(&e.message),
+            Err(_) => output::error("GitHub did not take the final comment in time"),
+        }
+    }));
 }
 
 /// What became of the change.
