@@ -187,6 +187,9 @@ fn a_mention_on_an_issue_pushes_a_branch_and_opens_a_pull_request() {
         &[
             "--allow-write",
             "--allow-bash",
+            // Not even asked for by name does Bash get it.
+            "--keep-env",
+            "GITHUB_TOKEN",
             "--progress-interval",
             "0s",
             "--git-author",
@@ -629,4 +632,48 @@ fn a_run_ended_by_its_deadline_still_replaces_the_progress_comment() {
     assert!(last.contains("### agent: ❌ `timeout`"), "{last}");
     assert!(last.contains("the run exceeded --timeout 1s"), "{last}");
     gh.assert_token_nowhere(&out, None);
+}
+
+#[test]
+fn github_help_has_the_run_sections_then_its_own_and_bad_input_is_exit_2() {
+    let env = TestEnv::new(vec![]);
+    let out = env.run(&["github", "-h"]);
+    out.assert_code(0);
+    let headings: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter(|l| !l.starts_with(' ') && l.ends_with(':'))
+        .map(|l| l.trim_end_matches(':'))
+        .collect();
+    assert_eq!(
+        headings,
+        ["Arguments", "Options", "Input", "Output", "Model and provider", "Tools and permissions",
+         "Sandbox", "CI and budgets", "MCP", "Context and sessions", "GitHub"],
+        "{}",
+        out.stdout
+    );
+    let github = out.stdout.split("\nGitHub:\n").nth(1).unwrap();
+    for flag in ["--trigger-phrase", "--label-trigger", "--assignee-trigger", "--allowed-bots",
+                 "--prompt", "--review", "--no-push", "--git-author", "--progress-interval"] {
+        assert!(github.contains(&format!("{flag} ")) || github.contains(&format!("{flag}\n")), "{flag}");
+    }
+
+    // Outside a workflow: the missing variable is named, exit 2, no request.
+    let out = env.run(&["github"]);
+    out.assert_code(2);
+    assert!(out.stderr.contains("GITHUB_REPOSITORY is not set"), "{}", out.stderr);
+    // A bad flag of its own, and a run flag, are usage errors too.
+    let gh = Gh::new(vec![]);
+    let payload = fixture("issue_comment.created.issue.json");
+    let out = gh.run("issue_comment", &payload, &["--git-author", "nobody"]);
+    out.assert_code(2);
+    assert!(out.stderr.contains("--git-author \"nobody\": expected NAME <EMAIL>"), "{}", out.stderr);
+    let out = gh.run("issue_comment", &payload, &["--max-turns", "x"]);
+    out.assert_code(2);
+    // One that only the run's config refuses, found before any call to GitHub.
+    let out = gh.run("issue_comment", &payload, &["--compact-at", "0.1"]);
+    out.assert_code(2);
+    assert!(out.stderr.contains("--compact-at"), "{}", out.stderr);
+    assert!(gh.api.requests().is_empty(), "nothing asked of GitHub");
+    assert_eq!(gh.env.server.request_count(), 0);
 }

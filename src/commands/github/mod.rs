@@ -51,6 +51,9 @@ pub(crate) fn github_command(mut args: GithubArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let Err(e) = check_run_flags(&mut args) {
+        return output::usage_failure(&e);
+    }
     let triggered = match event::trigger(&setup.event, &flags, instruction.as_deref()) {
         Ok(t) => t,
         Err(why) => {
@@ -131,6 +134,19 @@ impl Setup {
     fn repo_path(&self) -> String {
         format!("/repos/{}/{}", self.env.owner, self.env.repo)
     }
+}
+
+/// The run's flags are checked as `agent run` checks them (with a stand-in prompt),
+/// before anything is asked of GitHub: a bad flag is exit 2 with no comment posted. Not
+/// with `--stdin-context`, whose check would read stdin (the run checks it then).
+fn check_run_flags(args: &mut GithubArgs) -> Result<(), crate::error::Error> {
+    if args.run.stdin_context {
+        return Ok(());
+    }
+    let taken = args.run.prompt.replace("(the request)".to_string());
+    let checked = crate::config::Config::from_args(&args.run, &crate::config::ProcessEnv);
+    args.run.prompt = taken;
+    checked.map(|_| ())
 }
 
 /// The instruction given on the command line (`--prompt`, PROMPT or `--prompt-file`),
