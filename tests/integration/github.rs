@@ -647,27 +647,59 @@ fn github_help_has_the_run_sections_then_its_own_and_bad_input_is_exit_2() {
         .collect();
     assert_eq!(
         headings,
-        ["Arguments", "Options", "Input", "Output", "Model and provider", "Tools and permissions",
-         "Sandbox", "CI and budgets", "MCP", "Context and sessions", "GitHub"],
+        [
+            "Arguments",
+            "Options",
+            "Input",
+            "Output",
+            "Model and provider",
+            "Tools and permissions",
+            "Sandbox",
+            "CI and budgets",
+            "MCP",
+            "Context and sessions",
+            "GitHub"
+        ],
         "{}",
         out.stdout
     );
     let github = out.stdout.split("\nGitHub:\n").nth(1).unwrap();
-    for flag in ["--trigger-phrase", "--label-trigger", "--assignee-trigger", "--allowed-bots",
-                 "--prompt", "--review", "--no-push", "--git-author", "--progress-interval"] {
-        assert!(github.contains(&format!("{flag} ")) || github.contains(&format!("{flag}\n")), "{flag}");
+    for flag in [
+        "--trigger-phrase",
+        "--label-trigger",
+        "--assignee-trigger",
+        "--allowed-bots",
+        "--prompt",
+        "--review",
+        "--no-push",
+        "--git-author",
+        "--progress-interval",
+    ] {
+        assert!(
+            github.contains(&format!("{flag} ")) || github.contains(&format!("{flag}\n")),
+            "{flag}"
+        );
     }
 
     // Outside a workflow: the missing variable is named, exit 2, no request.
     let out = env.run(&["github"]);
     out.assert_code(2);
-    assert!(out.stderr.contains("GITHUB_REPOSITORY is not set"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("GITHUB_REPOSITORY is not set"),
+        "{}",
+        out.stderr
+    );
     // A bad flag of its own, and a run flag, are usage errors too.
     let gh = Gh::new(vec![]);
     let payload = fixture("issue_comment.created.issue.json");
     let out = gh.run("issue_comment", &payload, &["--git-author", "nobody"]);
     out.assert_code(2);
-    assert!(out.stderr.contains("--git-author \"nobody\": expected NAME <EMAIL>"), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("--git-author \"nobody\": expected NAME <EMAIL>"),
+        "{}",
+        out.stderr
+    );
     let out = gh.run("issue_comment", &payload, &["--max-turns", "x"]);
     out.assert_code(2);
     // One that only the run's config refuses, found before any call to GitHub.
