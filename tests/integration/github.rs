@@ -318,6 +318,14 @@ fn a_mention_on_an_issue_pushes_a_branch_and_opens_a_pull_request() {
         prompt.contains("Any news?"),
         "earlier comments are in the context"
     );
+    let listed = gh
+        .api
+        .calls("GET", &route("/issues/{issue_number}/comments"));
+    assert_eq!(listed.len(), 1);
+    assert_eq!(
+        listed[0].query, "per_page=100&page=1",
+        "the last page (1 comment)"
+    );
     assert!(
         model[0]
             .system_text()

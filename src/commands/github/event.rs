@@ -146,6 +146,8 @@ pub(crate) struct Event {
     pub assignee: Option<String>,
     /// From the payload when it has the pull request (not for issue_comment).
     pub pull: Option<PullRefs>,
+    /// The issue's comment count (`issue.comments`), to fetch the last page.
+    pub comment_count: u64,
     pub default_branch: Option<String>,
 }
 
@@ -223,6 +225,7 @@ impl Event {
             } else {
                 None
             },
+            comment_count: item["comments"].as_u64().unwrap_or(0),
             default_branch: payload["repository"]["default_branch"]
                 .as_str()
                 .map(String::from),
@@ -234,6 +237,9 @@ impl Event {
         if self.is_pr { "pull request" } else { "issue" }
     }
 }
+
+/// The first line of the agent's own comments (`progress::MARKER`): one never calls it.
+pub(crate) const OWN_MARKER: &str = "<!-- agent-github -->";
 
 /// What called the agent.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -281,9 +287,13 @@ pub(crate) fn trigger(
     let action = event.action.as_str();
     match (event.name.as_str(), action) {
         ("workflow_dispatch", _) => Err("workflow_dispatch without --prompt".to_string()),
-        ("issue_comment" | "pull_request_review_comment", "created" | "edited")
-        | ("pull_request_review", "submitted" | "edited") => {
+        // Not `edited`: fixing a typo in a comment must not start a second run.
+        ("issue_comment" | "pull_request_review_comment", "created")
+        | ("pull_request_review", "submitted") => {
             let body = event.comment.as_ref().map_or("", |c| c.body.as_str());
+            if body.starts_with(OWN_MARKER) {
+                return Err("the comment is the agent's own".to_string());
+            }
             mention(body).ok_or_else(|| format!("the {} has no {phrase}", what(event)))
         }
         ("issue_comment" | "pull_request_review_comment" | "pull_request_review", _) => {

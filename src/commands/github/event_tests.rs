@@ -75,6 +75,14 @@ fn a_comment_with_the_phrase_triggers_and_review_is_read_after_it() {
     assert_eq!(why, "the comment has no @agent");
     let why = trigger(&comment_event("@agent x", "deleted"), &flags(), None).unwrap_err();
     assert_eq!(why, "issue_comment deleted is not answered");
+    let why = trigger(&comment_event("@agent x", "edited"), &flags(), None).unwrap_err();
+    assert_eq!(
+        why, "issue_comment edited is not answered",
+        "an edit starts no second run"
+    );
+    let own = format!("{OWN_MARKER}\nI was asked by @agent");
+    let why = trigger(&comment_event(&own, "created"), &flags(), None).unwrap_err();
+    assert_eq!(why, "the comment is the agent's own");
 }
 
 #[test]

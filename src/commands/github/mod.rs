@@ -260,9 +260,13 @@ fn converse(
         }
         _ => None,
     };
+    // Oldest first, 100 a page: the last page has the newest.
+    let last_page = e.comment_count.div_ceil(100).max(1);
     let comments = match e.number {
         Some(n) => api
-            .get(&format!("{repo}/issues/{n}/comments?per_page=100"))
+            .get(&format!(
+                "{repo}/issues/{n}/comments?per_page=100&page={last_page}"
+            ))
             .map_err(|e| e.message)?
             .as_array()
             .cloned()

@@ -15,7 +15,7 @@ use super::api::Api;
 use crate::util::output;
 
 /// The hidden line that marks our comments (so that the context leaves them out).
-pub(crate) const MARKER: &str = "<!-- agent-github -->";
+pub(crate) const MARKER: &str = super::event::OWN_MARKER;
 
 /// Items shown in the checklist (the newest).
 const MAX_ITEMS: usize = 30;
