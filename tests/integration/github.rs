@@ -717,3 +717,42 @@ fn github_help_has_the_run_sections_then_its_own_and_bad_input_is_exit_2() {
     assert!(gh.api.requests().is_empty(), "nothing asked of GitHub");
     assert_eq!(gh.env.server.request_count(), 0);
 }
+
+#[test]
+fn a_pull_request_whose_head_cannot_be_checked_out_is_not_pushed_to() {
+    let gh = Gh::new(vec![
+        Reply::turn(Turn::new().tool(
+            "toolu_w",
+            "WriteFile",
+            json!({"path": "fix.txt", "content": "fixed\n"}),
+        )),
+        Reply::turn(Turn::new().text("Done.")),
+    ]);
+    let head = gh.pr_branch(7, "feature", "README.md", "changed\n");
+    gh.origin_git(&["update-ref", "-d", "refs/pull/7/head"]);
+    gh.api.pull(7, "feature", &head, "octo/hello", json!([]));
+    let before = gh.refs();
+    let out = gh.run(
+        "issue_comment",
+        &fixture("issue_comment.created.pull_request.json"),
+        &["--allow-write"],
+    );
+    out.assert_code(0);
+    assert!(
+        out.stderr
+            .contains("cannot check out the pull request's head"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(
+        gh.refs(),
+        before,
+        "main's history is not pushed onto the pull request"
+    );
+    let last = edits(&gh.api).pop().unwrap();
+    assert!(
+        last.contains("the workspace is not at the pull request's head"),
+        "{last}"
+    );
+    gh.api.assert_valid();
+}

@@ -588,6 +588,13 @@ fn hand_back(
     };
     let message = push::commit_message(&subject, &place, asker);
     match pull {
+        Some(p) if git.head().ok().as_deref() != Some(p.head_sha.as_str()) => {
+            // The checkout of the head failed (warned about before the run): a commit here
+            // would push another branch's history onto the pull request.
+            back.notes.push(not_pushed(
+                "the workspace is not at the pull request's head",
+            ));
+        }
         Some(p) => {
             back.diff_stat = Some(git.commit(&s.author, &message)?);
             git.push(&p.head_ref, auth)?;
