@@ -756,3 +756,59 @@ fn a_pull_request_whose_head_cannot_be_checked_out_is_not_pushed_to() {
     );
     gh.api.assert_valid();
 }
+
+#[test]
+fn no_hook_and_no_mcp_server_gets_the_token() {
+    let gh = Gh::new(vec![
+        Reply::turn(Turn::new().tool(
+            "toolu_w",
+            "WriteFile",
+            json!({"path": "a.txt", "content": "a\n"}),
+        )),
+        Reply::turn(Turn::new().text("Done.")),
+    ]);
+    let hook_env = gh.env.out("hook_env.txt");
+    let settings = json!({"hooks": {"PreToolUse": [
+        {"matcher": "WriteFile", "command": format!("env > {}", hook_env.display())}]}});
+    // Each server puts a variable's value at the end of its tools' descriptions, which
+    // the model gets: the token's for one, a variable that is there for the other.
+    let server = |var: &str| {
+        json!({"type": "stdio", "command": env!("CARGO_BIN_EXE_mcp-test-server"),
+               "args": ["--describe-env", var], "env": {}})
+    };
+    let mcp = gh.env.out("mcp.json");
+    std::fs::write(
+        &mcp,
+        json!({"mcpServers": {"t": server("GITHUB_TOKEN"), "u": server("GITHUB_REPOSITORY")}})
+            .to_string(),
+    )
+    .unwrap();
+    let out = gh.run(
+        "issue_comment",
+        &fixture("issue_comment.created.issue.json"),
+        &[
+            "--allow-write",
+            "--no-push",
+            "--allow-mcp",
+            "--mcp-config",
+            mcp.to_str().unwrap(),
+            "--settings",
+            &settings.to_string(),
+        ],
+    );
+    out.assert_code(0).assert_no_secret();
+    let hook = std::fs::read_to_string(&hook_env).expect("the hook ran");
+    assert!(hook.contains("GITHUB_REPOSITORY=octo/hello"), "{hook}");
+    assert!(!hook.contains("GITHUB_TOKEN"), "{hook}");
+    let tools = gh.env.server.requests()[0].body["tools"].to_string();
+    assert!(
+        tools.contains("octo/hello"),
+        "the servers' descriptions: {tools}"
+    );
+    let last = edits(&gh.api).pop().unwrap();
+    assert!(
+        last.contains("The changes were not pushed: --no-push."),
+        "{last}"
+    );
+    gh.assert_token_nowhere(&out, None);
+}
