@@ -812,3 +812,42 @@ fn no_hook_and_no_mcp_server_gets_the_token() {
     );
     gh.assert_token_nowhere(&out, None);
 }
+
+#[test]
+fn a_second_run_on_an_issue_pushes_a_branch_of_its_own() {
+    let gh = Gh::new(vec![
+        Reply::turn(Turn::new().tool(
+            "toolu_w",
+            "WriteFile",
+            json!({"path": "again.txt", "content": "again\n"}),
+        )),
+        Reply::turn(Turn::new().text("Done again.")),
+    ]);
+    // An earlier run's branch is on origin.
+    gh.env.git(&[
+        "push",
+        "-q",
+        "origin",
+        "main:refs/heads/agent/issue-3-add-a-greeting",
+    ]);
+    let earlier = gh.origin_git(&["rev-parse", "agent/issue-3-add-a-greeting"]);
+    let out = gh.run(
+        "issue_comment",
+        &fixture("issue_comment.created.issue.json"),
+        &["--allow-write"],
+    );
+    out.assert_code(0);
+    gh.api.assert_valid();
+    assert_eq!(
+        gh.origin_git(&["rev-parse", "agent/issue-3-add-a-greeting"]),
+        earlier,
+        "the earlier branch is untouched"
+    );
+    assert_eq!(
+        gh.origin_git(&["show", "agent/issue-3-add-a-greeting-2:again.txt"]),
+        "again"
+    );
+    let pulls = gh.api.calls("POST", &route("/pulls"));
+    assert_eq!(pulls[0].body["head"], "agent/issue-3-add-a-greeting-2");
+    gh.assert_token_nowhere(&out, None);
+}

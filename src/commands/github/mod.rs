@@ -606,7 +606,7 @@ fn hand_back(
             back.branch = Some(p.head_ref.clone());
         }
         None => {
-            let branch = push::issue_branch(number, &e.title);
+            let branch = git.free_branch(&push::issue_branch(number, &e.title), auth)?;
             git.run(&["checkout", "--quiet", "-b", &branch], &[])?;
             back.diff_stat = Some(git.commit(&s.author, &message)?);
             git.push(&branch, auth)?;

@@ -168,6 +168,40 @@ impl Git<'_> {
             .map(|_| ())
     }
 
+    /// Whether `origin` has the branch (with the token for this command only).
+    pub(crate) fn remote_has(
+        &self,
+        branch: &str,
+        auth: &[(String, String)],
+    ) -> Result<bool, String> {
+        let r = format!("refs/heads/{branch}");
+        Ok(!self
+            .run(&["ls-remote", "--heads", "origin", &r], auth)?
+            .trim()
+            .is_empty())
+    }
+
+    /// `base`, or `base-2`, `base-3` … when `origin` has it already (an earlier run on the
+    /// same issue): a new run never pushes over another's branch.
+    pub(crate) fn free_branch(
+        &self,
+        base: &str,
+        auth: &[(String, String)],
+    ) -> Result<String, String> {
+        if !self.remote_has(base, auth)? {
+            return Ok(base.to_string());
+        }
+        for n in 2..=MAX_BRANCH_SUFFIX {
+            let name = format!("{base}-{n}");
+            if !self.remote_has(&name, auth)? {
+                return Ok(name);
+            }
+        }
+        Err(format!(
+            "origin has {base} and {base}-2 … {base}-{MAX_BRANCH_SUFFIX} already"
+        ))
+    }
+
     /// Checks out a pull request's head (`refs/pull/{n}/head` of `origin`) unless the
     /// workspace is at `sha` already (a workflow that checked it out).
     pub(crate) fn ensure_at(
@@ -191,6 +225,9 @@ impl Git<'_> {
         Ok(())
     }
 }
+
+/// The most branches of one issue tried before giving up.
+const MAX_BRANCH_SUFFIX: u32 = 20;
 
 /// `agent/issue-<n>-<slug>`: the title's words, lowercase ASCII, at most 40 characters.
 pub(crate) fn issue_branch(number: u64, title: &str) -> String {
