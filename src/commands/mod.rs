@@ -1,6 +1,7 @@
-//! One module per subcommand: `agent run`, `agent tools`, `agent summary`, `agent batch`.
+//! One module per subcommand: `agent run`, `agent tools`, `agent summary`, `agent batch`, `agent github`.
 
 pub(crate) mod batch;
+pub(crate) mod github;
 pub(crate) mod run;
 pub(crate) mod summary;
 pub(crate) mod tools;

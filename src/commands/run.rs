@@ -24,6 +24,24 @@ use crate::util::sync::Locked;
 use crate::{mcp, process, record::changes, run::ci, run::events, util::output};
 
 pub(crate) fn run_command(args: &RunArgs) -> ExitCode {
+    run_observed(args, Observer::default())
+}
+
+/// What another command (`agent github`) adds to a run: a reader of its events (each
+/// `--jsonl` line, redacted, whether or not `--jsonl` also prints them; the last one is
+/// `run.finished` with the transcript, and stdout then gets no answer from the run) and
+/// secret values of its own to redact.
+#[derive(Default)]
+pub(crate) struct Observer {
+    pub on_event: Option<OnEvent>,
+    pub secrets: Vec<String>,
+}
+
+/// A reader of a run's event lines.
+pub(crate) type OnEvent = Box<dyn FnMut(&str) + Send>;
+
+/// `agent run` with an observer.
+pub(crate) fn run_observed(args: &RunArgs, observer: Observer) -> ExitCode {
     // From the first moment: a signal before the run is set up still exits 130.
     watch_signals();
     process::adopt_orphans();
@@ -35,6 +53,7 @@ pub(crate) fn run_command(args: &RunArgs) -> ExitCode {
     secrets.push(config.provider().api_key().to_string());
     secrets.extend(config.provider().gateway().secret_values());
     secrets.extend(config.tools().mcp().secret_values());
+    secrets.extend(observer.secrets);
     output::init(config.output().verbosity(), secrets);
     for w in config.warnings() {
         output::warn(w);
@@ -76,7 +95,7 @@ pub(crate) fn run_command(args: &RunArgs) -> ExitCode {
     // Before the MCP servers start, which can take a minute (`npx -y …`): a signal or the
     // deadline during start-up writes the transcript too, listing the servers still
     // starting (`--timeout` counts the start-up: it bounds the whole run).
-    let finisher = make_finisher(&config, &record, &ctx);
+    let finisher = make_finisher(&config, &record, &ctx, observer.on_event);
     let _ = FINISHER.set(finisher.clone());
     if let Some(limit) = config.ci().timeout() {
         finisher.start_deadline(limit);
@@ -172,11 +191,23 @@ fn make_finisher(
     config: &Config,
     record: &Arc<Mutex<RunRecord>>,
     ctx: &ToolContext,
+    on_event: Option<OnEvent>,
 ) -> Arc<Finisher> {
-    let events = Arc::new(if config.output().jsonl() {
-        events::Events::stdout(record.locked().started())
-    } else {
-        events::Events::disabled()
+    let start = record.locked().started();
+    let jsonl = config.output().jsonl();
+    let events = Arc::new(match on_event {
+        None if jsonl => events::Events::stdout(start),
+        None => events::Events::disabled(),
+        Some(mut on_event) => events::Events::to_writer(
+            start,
+            Box::new(move |line| {
+                let line = output::redact(line);
+                if jsonl {
+                    output::print_stdout(&line);
+                }
+                on_event(&line);
+            }),
+        ),
     });
     Arc::new(Finisher {
         record: record.clone(),

@@ -28,6 +28,9 @@ pub(crate) enum Command {
     Batch(BatchArgs),
     /// Render a transcript as a Markdown summary (or GitHub Actions outputs).
     Summary(SummaryArgs),
+    /// Answer `@agent` on a GitHub issue or pull request (in a workflow): every `run` flag,
+    /// plus the trigger, the gate, a progress comment, a pushed branch or a review.
+    Github(Box<GithubArgs>),
 }
 
 /// Which API the model is reached through.
@@ -87,6 +90,8 @@ pub(crate) mod heading {
     pub(crate) const CI: &str = "CI and budgets";
     pub(crate) const MCP: &str = "MCP";
     pub(crate) const CONTEXT: &str = "Context and sessions";
+    /// `agent github`'s own flags (after the `run` sections).
+    pub(crate) const GITHUB: &str = "GitHub";
     /// All of them, in order.
     #[cfg(test)]
     pub(crate) const ALL: &[&str] = &[INPUT, OUTPUT, MODEL, TOOLS, SANDBOX, CI, MCP, CONTEXT];
@@ -526,6 +531,54 @@ pub(crate) struct ToolsArgs {
     /// Ignore the current directory's .mcp.json.
     #[arg(long)]
     pub no_project_settings: bool,
+}
+
+/// `agent github`: the run's flags (all of `agent run`'s) and the conversation's.
+#[derive(Debug, Args)]
+pub(crate) struct GithubArgs {
+    #[command(flatten)]
+    pub run: RunArgs,
+    #[command(flatten)]
+    pub github: GithubFlags,
+}
+
+/// What starts `agent github`, who may start it, and what it does with the result.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = heading::GITHUB)]
+pub(crate) struct GithubFlags {
+    /// The word that calls the agent in a comment, a review, or an issue's title or body.
+    #[arg(long, default_value = "@agent", value_name = "PHRASE")]
+    pub trigger_phrase: String,
+    /// Also start when an issue or pull request gets this label.
+    #[arg(long, value_name = "NAME")]
+    pub label_trigger: Option<String>,
+    /// Also start when an issue or pull request is assigned to this user.
+    #[arg(long, value_name = "LOGIN")]
+    pub assignee_trigger: Option<String>,
+    /// Bots whose events are answered (comma-separated logins, `*` for all); other bots
+    /// are ignored.
+    #[arg(long, value_delimiter = ',', value_name = "LOGINS")]
+    pub allowed_bots: Vec<String>,
+    /// The instruction: start on any event (workflow_dispatch too) with this task.
+    #[arg(long = "prompt", id = "github_prompt", value_name = "TEXT",
+          conflicts_with_all = ["prompt", "prompt_file"])]
+    pub prompt: Option<String>,
+    /// Review the pull request: post one review with inline comments.
+    #[arg(long)]
+    pub review: bool,
+    /// Leave the changes in the workspace: no commit, no push, no pull request.
+    #[arg(long)]
+    pub no_push: bool,
+    /// The identity of the commit the agent pushes.
+    #[arg(
+        long,
+        value_name = "NAME <EMAIL>",
+        default_value = "github-actions[bot] <41898282+github-actions[bot]@users.noreply.github.com>"
+    )]
+    pub git_author: String,
+    /// Shortest time between two edits of the progress comment.
+    #[arg(long, value_parser = parse_duration, default_value = "3s", value_name = "DURATION")]
+    pub progress_interval: Duration,
 }
 
 #[cfg(test)]

@@ -51,7 +51,7 @@ impl Events {
         )
     }
 
-    /// Events to any line writer (tests).
+    /// Events to any line writer (tests, `agent github`'s progress).
     pub(crate) fn to_writer(start: Instant, write: WriteLine) -> Self {
         Events {
             sink: Some(Mutex::new(Sink {

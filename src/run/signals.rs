@@ -20,6 +20,9 @@ impl Finisher {
     /// is already finishing to exit the process.
     pub(crate) fn finish_and_exit(&self, outcome: Outcome) -> ! {
         if let Some(code) = self.finish(&outcome, true) {
+            if let Some(hook) = ON_EXIT.get() {
+                hook(code);
+            }
             std::process::exit(i32::from(code));
         }
         // The other thread exits the process when it is done; one stuck writing to a
@@ -50,6 +53,12 @@ impl Finisher {
         });
     }
 }
+
+/// What a command running the agent (`agent github`) does when a signal or the deadline
+/// has finished the run, before the process exits (the transcript is written): it must
+/// be quick, the caller is on its way out (GitHub sends SIGTERM 7.5 s after SIGINT).
+pub(crate) static ON_EXIT: std::sync::OnceLock<Box<dyn Fn(u8) + Send + Sync>> =
+    std::sync::OnceLock::new();
 
 /// The way out that signals take, once the run is set up.
 pub(crate) static FINISHER: std::sync::OnceLock<Arc<Finisher>> = std::sync::OnceLock::new();

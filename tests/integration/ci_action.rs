@@ -29,17 +29,43 @@ fn action_yml_declares_the_documented_inputs_and_outputs() {
     };
     assert_eq!(
         keys(&y["inputs"]),
-        ["api-key", "args", "prompt", "workspace"]
+        [
+            "allowed-bots",
+            "api-key",
+            "args",
+            "assignee-trigger",
+            "github-token",
+            "label-trigger",
+            "mode",
+            "prompt",
+            "push",
+            "trigger-phrase",
+            "workspace"
+        ]
     );
+    // Not required: `mode: github` answers the comment's own instruction.
     assert_eq!(
         y["inputs"]["prompt"]["required"],
-        serde_yaml::Value::Bool(true)
+        serde_yaml::Value::Bool(false)
     );
+    assert_eq!(y["inputs"]["mode"]["default"], "auto");
     assert_eq!(
-        keys(&y["outputs"]),
-        ["exit-code", "result", "status", "transcript"]
+        y["inputs"]["github-token"]["default"],
+        "${{ github.token }}"
     );
-    for out in ["exit-code", "result", "status", "transcript"] {
+    assert_eq!(y["inputs"]["trigger-phrase"]["default"], "@agent");
+    assert_eq!(y["inputs"]["push"]["default"], "true");
+    let outputs = [
+        "branch",
+        "comment-url",
+        "exit-code",
+        "pr-url",
+        "result",
+        "status",
+        "transcript",
+    ];
+    assert_eq!(keys(&y["outputs"]), outputs);
+    for out in outputs {
         let v = y["outputs"][out]["value"].as_str().unwrap();
         assert_eq!(v, format!("${{{{ steps.run.outputs.{out} }}}}"));
     }
@@ -51,6 +77,26 @@ fn action_yml_declares_the_documented_inputs_and_outputs() {
     // ANTHROPIC_API_KEY, which would blank the job's variable when the input is empty.
     assert_eq!(run["env"]["AGENT_API_KEY"], "${{ inputs.api-key }}");
     assert!(run["env"].get("ANTHROPIC_API_KEY").is_none());
+    // The token likewise: the script hands it to `agent github` alone.
+    assert_eq!(
+        run["env"]["AGENT_GITHUB_TOKEN"],
+        "${{ inputs.github-token }}"
+    );
+    assert!(run["env"].get("GITHUB_TOKEN").is_none());
+    for (var, input) in [
+        ("AGENT_MODE", "mode"),
+        ("AGENT_TRIGGER_PHRASE", "trigger-phrase"),
+        ("AGENT_LABEL_TRIGGER", "label-trigger"),
+        ("AGENT_ASSIGNEE_TRIGGER", "assignee-trigger"),
+        ("AGENT_ALLOWED_BOTS", "allowed-bots"),
+        ("AGENT_PUSH", "push"),
+    ] {
+        assert_eq!(
+            run["env"][var],
+            format!("${{{{ inputs.{input} }}}}"),
+            "{var}"
+        );
+    }
     assert!(ci_dir().join("action/run.sh").is_file());
     // The example workflows parse too.
     for ex in [
@@ -58,6 +104,8 @@ fn action_yml_declares_the_documented_inputs_and_outputs() {
         "batch-matrix.yml",
         "gitlab-batch.yml",
         "k8s-indexed-job.yaml",
+        "agent-on-mention.yml",
+        "agent-review.yml",
     ] {
         let text = std::fs::read_to_string(ci_dir().join("examples").join(ex)).unwrap();
         let w: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
@@ -66,6 +114,169 @@ fn action_yml_declares_the_documented_inputs_and_outputs() {
             "{ex}"
         );
     }
+}
+
+#[test]
+fn the_github_conversation_examples_use_the_action_in_github_mode_with_least_permissions() {
+    let load = |name: &str| -> serde_yaml::Value {
+        let text = std::fs::read_to_string(ci_dir().join("examples").join(name)).unwrap();
+        serde_yaml::from_str(&text).unwrap()
+    };
+    let step = |w: &serde_yaml::Value| -> serde_yaml::Value {
+        let job = w["jobs"]
+            .as_mapping()
+            .unwrap()
+            .values()
+            .next()
+            .unwrap()
+            .clone();
+        let steps = job["steps"].as_sequence().unwrap().clone();
+        // The checkout leaves no token in .git/config (the agent's Bash could read it).
+        let checkout = steps
+            .iter()
+            .find(|s| s["uses"] == "actions/checkout@v4")
+            .unwrap();
+        assert_eq!(checkout["with"]["persist-credentials"], false);
+        steps.into_iter().find(|s| s["id"] == "agent").unwrap()
+    };
+    let perms = |w: &serde_yaml::Value| -> Vec<(String, String)> {
+        let mut p: Vec<(String, String)> = w["permissions"]
+            .as_mapping()
+            .unwrap()
+            .iter()
+            .map(|(k, v)| (k.as_str().unwrap().into(), v.as_str().unwrap().into()))
+            .collect();
+        p.sort();
+        p
+    };
+    let mention = load("agent-on-mention.yml");
+    // serde_yaml reads the key `on` as the string "on" (YAML 1.2).
+    for event in [
+        "issue_comment",
+        "pull_request_review_comment",
+        "pull_request_review",
+        "issues",
+    ] {
+        assert!(mention["on"][event].is_mapping(), "{event}");
+    }
+    let w = |k: &str, v: &str| (k.to_string(), v.to_string());
+    assert_eq!(
+        perms(&mention),
+        [
+            w("contents", "write"),
+            w("issues", "write"),
+            w("pull-requests", "write")
+        ]
+    );
+    let s = step(&mention);
+    assert_eq!(s["with"]["mode"], "github");
+    assert!(
+        s["with"]["args"]
+            .as_str()
+            .unwrap()
+            .contains("--no-project-settings")
+    );
+
+    let review = load("agent-review.yml");
+    assert!(
+        review["on"]["pull_request_target"]["types"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .any(|t| t == "labeled")
+    );
+    assert_eq!(
+        perms(&review),
+        [
+            w("contents", "read"),
+            w("issues", "write"),
+            w("pull-requests", "write")
+        ]
+    );
+    let s = step(&review);
+    assert_eq!(s["with"]["mode"], "github");
+    assert_eq!(s["with"]["push"], "false");
+    let args = s["with"]["args"].as_str().unwrap();
+    assert!(args.contains("--review"), "{args}");
+    // pull_request_target runs with secrets on a fork's code: no tool that runs it.
+    for forbidden in ["--allow-bash", "--full-auto", "--allow-write"] {
+        assert!(!args.contains(forbidden), "{forbidden} in {args}");
+    }
+}
+
+#[test]
+fn run_script_in_auto_mode_hands_an_issue_event_to_agent_github() {
+    let env = TestEnv::new(vec![]);
+    let event = env.out("event.json");
+    std::fs::write(
+        &event,
+        serde_json::json!({"action": "opened", "issue": {"number": 4, "title": "Slow build",
+            "body": "no mention here", "user": {"login": "m"}},
+            "sender": {"login": "m", "id": 1, "type": "User"}})
+        .to_string(),
+    )
+    .unwrap();
+    let outputs = env.out("github_output");
+    let summary = env.out("step_summary");
+    let mut c = env.command(&[]);
+    c.env("AGENT_BIN", env!("CARGO_BIN_EXE_agent"))
+        .env("AGENT_MODE", "auto")
+        .env("AGENT_EVENT_ACTION", "opened")
+        .env("AGENT_GITHUB_TOKEN", "ghs_script-token-0123456789")
+        .env("GITHUB_EVENT_NAME", "issues")
+        .env("GITHUB_EVENT_PATH", &event)
+        .env("GITHUB_REPOSITORY", "octo/hello")
+        .env("RUNNER_TEMP", env.out(""))
+        .env("GITHUB_OUTPUT", &outputs)
+        .env("GITHUB_STEP_SUMMARY", &summary);
+    let mut script = Command::new("bash");
+    script.arg(ci_dir().join("action/run.sh")).env_clear();
+    for (k, v) in c.get_envs() {
+        if let Some(v) = v {
+            script.env(k, v);
+        }
+    }
+    script
+        .current_dir(env.ws())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let out = env.spawn_command(script).wait();
+    // Exit 0: `agent github` got the token (without one it stops with exit 2) and found
+    // no mention; no prompt was needed.
+    out.assert_code(0);
+    assert!(
+        out.stderr
+            .contains("not triggered: the issue's title and body have no @agent"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("ghs_script-token"), "{}", out.stderr);
+    let o = parse_outputs(&std::fs::read_to_string(&outputs).unwrap());
+    assert_eq!(o["status"], "skipped");
+    assert_eq!(o["exit-code"], "0");
+    assert_eq!(env.server.request_count(), 0);
+
+    // `mode: run` on the same event still needs the prompt.
+    let mut script = Command::new("bash");
+    script.arg(ci_dir().join("action/run.sh")).env_clear();
+    for (k, v) in c.get_envs() {
+        if let Some(v) = v {
+            script.env(k, v);
+        }
+    }
+    script
+        .env("AGENT_MODE", "run")
+        .current_dir(env.ws())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let out = env.spawn_command(script).wait();
+    out.assert_code(2);
+    assert!(
+        out.stderr.contains("the 'prompt' input is empty"),
+        "{}",
+        out.stderr
+    );
 }
 
 /// `name=value` and `name<<DELIM … DELIM` entries of a GITHUB_OUTPUT file.

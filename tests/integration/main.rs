@@ -29,6 +29,7 @@ mod context;
 mod durations;
 mod fallback;
 mod faults;
+mod github;
 mod journal;
 mod layers;
 mod limits;

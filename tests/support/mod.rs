@@ -1,7 +1,8 @@
 //! Test support for the integration tests: the one loopback mock model server (`mock`),
 //! which speaks both wire formats, the builders of what it streams (`sse` for
 //! Anthropic frames and the wire-neutral `Turn`, `chat` for OpenAI chunks), the request
-//! invariants it checks (`invariants`), and `TestEnv`, which runs the real `agent`
+//! invariants it checks (`invariants`), the mock GitHub REST API of `agent github`
+//! (`github`), and `TestEnv`, which runs the real `agent`
 //! binary in a temporary workspace against the mock with a clean environment and a hang
 //! guard, so that tests drive the product as a CI job would.
 //!
@@ -42,6 +43,7 @@
 #![allow(dead_code, unused_imports)] // not every test module uses every helper
 
 pub(crate) mod chat;
+pub(crate) mod github;
 pub(crate) mod invariants;
 pub(crate) mod mock;
 pub(crate) mod sse;

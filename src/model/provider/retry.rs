@@ -18,7 +18,7 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
 /// Longest `retry-after` we honour: a server asking for more is capped rather than
 /// allowed to park a CI job for an hour.
-const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+pub(crate) const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 
 /// TCP/TLS connect timeout: a host that does not answer in this long is down.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -375,7 +375,7 @@ pub(crate) fn header<'h>(headers: &'h ureq::http::HeaderMap, name: &str) -> Opti
 
 /// `retry-after-ms` (checked first) or `retry-after`, in seconds (fractions allowed) or
 /// as an HTTP date (IMF-fixdate, `Wed, 21 Oct 2015 07:28:00 GMT`), taken from `now`.
-fn retry_after(headers: &ureq::http::HeaderMap, now: SystemTime) -> Option<Duration> {
+pub(crate) fn retry_after(headers: &ureq::http::HeaderMap, now: SystemTime) -> Option<Duration> {
     let parse = |name: &str, scale: f64| {
         let v: f64 = header(headers, name)?.trim().parse().ok()?;
         (v.is_finite() && v >= 0.0).then(|| Duration::from_secs_f64((v / scale).min(1e6)))
@@ -426,7 +426,7 @@ fn http_date(text: &str) -> Option<SystemTime> {
 
 /// The delay before retry number `retry` (from 1): `base · 2^(retry-1)`, capped at
 /// [`MAX_BACKOFF`], minus up to 25 % jitter so that many clients do not retry in step.
-fn backoff(base: Duration, retry: u32) -> Duration {
+pub(crate) fn backoff(base: Duration, retry: u32) -> Duration {
     let exp = base.saturating_mul(1u32 << retry.saturating_sub(1).min(20));
     exp.min(MAX_BACKOFF).mul_f64(1.0 - 0.25 * jitter_fraction())
 }

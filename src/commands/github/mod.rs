@@ -1,0 +1,747 @@
+//! `agent github`: `@agent` on an issue or a pull request. Reads the workflow's event,
+//! decides whether it calls the agent (`event::trigger`) and whether its sender may
+//! (write access, bots only when allowed), posts a progress comment, builds the prompt
+//! with everything but the request fenced as data (`context`), runs `agent run` itself
+//! (`commands::run::run_observed`, every run flag as given) while the comment follows its
+//! tool calls (`progress`), then pushes the change (`push`) or posts the review
+//! (`review`) and replaces the comment with the result.
+//!
+//! `GITHUB_TOKEN` is taken out of the process environment before anything else: Bash,
+//! hooks, MCP servers (and `--keep-env`) cannot get it, and every output redacts it.
+
+pub(crate) mod api;
+pub(crate) mod context;
+pub(crate) mod event;
+pub(crate) mod progress;
+pub(crate) mod push;
+pub(crate) mod review;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+
+use crate::commands::run::{Observer, run_observed};
+use crate::config::cli::{GithubArgs, GithubFlags};
+use crate::util::output;
+use api::Api;
+use event::{Event, GithubEnv, PullRefs, Triggered};
+
+/// Permissions that may call the agent.
+const WRITE_PERMISSIONS: &[&str] = &["admin", "maintain", "write"];
+
+/// Files of a pull request fetched (the API's page size; the prompt caps the list).
+const FILES_PAGE: &str = "per_page=100";
+
+pub(crate) fn github_command(mut args: GithubArgs) -> ExitCode {
+    let token = take_token();
+    let setup = match Setup::read(&args, token) {
+        Ok(s) => s,
+        Err(e) => {
+            output::error(&e);
+            return ExitCode::from(2);
+        }
+    };
+    let flags = args.github.clone();
+    let instruction = match user_prompt(&mut args) {
+        Ok(p) => p,
+        Err(e) => {
+            output::error(&e);
+            return ExitCode::from(2);
+        }
+    };
+    if let Err(e) = check_run_flags(&mut args) {
+        return output::usage_failure(&e);
+    }
+    let triggered = match event::trigger(&setup.event, &flags, instruction.as_deref()) {
+        Ok(t) => t,
+        Err(why) => {
+            output::info(&format!("github: not triggered: {why}"));
+            return ExitCode::SUCCESS;
+        }
+    };
+    let api = Arc::new(Api::new(
+        &setup.env.api_url,
+        &setup.token,
+        args.run.max_retries,
+    ));
+    match gate(&api, &setup.env, &setup.event, &flags.allowed_bots) {
+        Ok(()) => {}
+        Err(Refusal::Refused(why)) => {
+            output::info(&format!("github: refused: {why}"));
+            return ExitCode::SUCCESS;
+        }
+        Err(Refusal::Failed(e)) => {
+            output::error(&e);
+            return ExitCode::from(1);
+        }
+    }
+    let review = flags.review || triggered.review;
+    match converse(&setup, &flags, &triggered, review, &api, args) {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            output::error(&e);
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// `GITHUB_TOKEN`, moved out of the environment. No thread exists yet (`main` has only
+/// parsed the arguments), which `remove_var` needs.
+fn take_token() -> Option<String> {
+    let token = std::env::var("GITHUB_TOKEN").ok().filter(|t| !t.is_empty());
+    // SAFETY: single-threaded here (see above); nothing holds a pointer into the environment.
+    unsafe { std::env::remove_var("GITHUB_TOKEN") };
+    token
+}
+
+/// What is known before the run: the variables, the event, the token, the workspace.
+struct Setup {
+    env: GithubEnv,
+    event: Event,
+    token: String,
+    workspace: PathBuf,
+    author: push::Identity,
+}
+
+impl Setup {
+    fn read(args: &GithubArgs, token: Option<String>) -> Result<Setup, String> {
+        let env = GithubEnv::read(&|k| std::env::var(k).ok())?;
+        let token = token.ok_or("GITHUB_TOKEN is not set: give the job's token (`github-token` of the Action, or env GITHUB_TOKEN: ${{ github.token }})")?;
+        let text = std::fs::read_to_string(&env.event_path)
+            .map_err(|e| format!("cannot read GITHUB_EVENT_PATH {}: {e}", env.event_path))?;
+        let payload: Value = serde_json::from_str(&text)
+            .map_err(|e| format!("GITHUB_EVENT_PATH {} is not JSON: {e}", env.event_path))?;
+        let event = Event::parse(&env.event_name, &payload)?;
+        let cwd = match &args.run.cwd {
+            Some(d) => d.clone(),
+            None => std::env::current_dir().map_err(|e| format!("no current directory: {e}"))?,
+        };
+        let workspace = cwd
+            .canonicalize()
+            .map_err(|e| format!("-C {}: {e}", cwd.display()))?;
+        let author = push::Identity::parse(&args.github.git_author)?;
+        Ok(Setup {
+            env,
+            event,
+            token,
+            workspace,
+            author,
+        })
+    }
+
+    fn repo_path(&self) -> String {
+        format!("/repos/{}/{}", self.env.owner, self.env.repo)
+    }
+}
+
+/// The run's flags are checked as `agent run` checks them (with a stand-in prompt),
+/// before anything is asked of GitHub: a bad flag is exit 2 with no comment posted. Not
+/// with `--stdin-context`, whose check would read stdin (the run checks it then).
+fn check_run_flags(args: &mut GithubArgs) -> Result<(), crate::error::Error> {
+    if args.run.stdin_context {
+        return Ok(());
+    }
+    let taken = args.run.prompt.replace("(the request)".to_string());
+    let checked = crate::config::Config::from_args(&args.run, &crate::config::ProcessEnv);
+    args.run.prompt = taken;
+    checked.map(|_| ())
+}
+
+/// The instruction given on the command line (`--prompt`, PROMPT or `--prompt-file`),
+/// taken off the run's arguments (the run gets the built prompt instead).
+fn user_prompt(args: &mut GithubArgs) -> Result<Option<String>, String> {
+    if let Some(p) = args.github.prompt.take().or_else(|| args.run.prompt.take()) {
+        return Ok(Some(p).filter(|p| p != "-"));
+    }
+    match args.run.prompt_file.take() {
+        Some(f) => std::fs::read_to_string(&f)
+            .map(Some)
+            .map_err(|e| format!("--prompt-file {}: {e}", f.display())),
+        None => Ok(None),
+    }
+}
+
+enum Refusal {
+    Refused(String),
+    Failed(String),
+}
+
+/// The sender may call the agent: a bot only when `--allowed-bots` names it, anyone
+/// else with write, maintain or admin permission on the repository.
+fn gate(api: &Api, env: &GithubEnv, event: &Event, allowed_bots: &[String]) -> Result<(), Refusal> {
+    let login = &event.actor.login;
+    if event.actor.is_bot {
+        let bare = login.trim_end_matches("[bot]");
+        let allowed = allowed_bots.iter().any(|b| {
+            b == "*"
+                || b.eq_ignore_ascii_case(login)
+                || b.trim_end_matches("[bot]").eq_ignore_ascii_case(bare)
+        });
+        return if allowed {
+            Ok(())
+        } else {
+            Err(Refusal::Refused(format!(
+                "{login} is a bot not named in --allowed-bots"
+            )))
+        };
+    }
+    let path = format!(
+        "/repos/{}/{}/collaborators/{login}/permission",
+        env.owner, env.repo
+    );
+    let answer = match api.get(&path) {
+        Ok(v) => v,
+        Err(e) if e.status == Some(404) => {
+            return Err(Refusal::Refused(format!("{login} is not a collaborator")));
+        }
+        Err(e) => return Err(Refusal::Failed(e.message)),
+    };
+    let has = |k: &str| {
+        answer[k]
+            .as_str()
+            .is_some_and(|p| WRITE_PERMISSIONS.contains(&p))
+    };
+    if has("permission") || has("role_name") {
+        Ok(())
+    } else {
+        Err(Refusal::Refused(format!(
+            "{login} has {} permission, not write",
+            answer["permission"].as_str().unwrap_or("no")
+        )))
+    }
+}
+
+/// Everything after the gate; the exit code.
+fn converse(
+    s: &Setup,
+    flags: &GithubFlags,
+    triggered: &Triggered,
+    review: bool,
+    api: &Arc<Api>,
+    mut args: GithubArgs,
+) -> Result<u8, String> {
+    let e = &s.event;
+    let repo = s.repo_path();
+    if review && !e.is_pr {
+        output::info("github: a review needs a pull request; answering without one");
+    }
+    let review = review && e.is_pr;
+    let run_url = s.env.run_url();
+    // The progress comment first: the person who asked sees at once that it started.
+    let comment = match e.number {
+        Some(n) => {
+            let body = progress::working_body(run_url.as_deref(), &[]);
+            let c = api
+                .post(
+                    &format!("{repo}/issues/{n}/comments"),
+                    &json!({ "body": body }),
+                )
+                .map_err(|e| e.message)?;
+            Some((
+                c["id"].as_u64().ok_or("the new comment has no id")?,
+                c["html_url"].as_str().unwrap_or_default().to_string(),
+            ))
+        }
+        None => None,
+    };
+    let mut outputs = vec![(
+        "comment-url",
+        comment.as_ref().map(|c| c.1.clone()).unwrap_or_default(),
+    )];
+    let pull = match (e.is_pr, &e.pull, e.number) {
+        (true, Some(p), _) => Some(p.clone()),
+        (true, None, Some(n)) => {
+            let pr = api
+                .get(&format!("{repo}/pulls/{n}"))
+                .map_err(|e| e.message)?;
+            Some(PullRefs::from_json(&pr).ok_or("the pull request has no head or base")?)
+        }
+        _ => None,
+    };
+    // Oldest first, 100 a page: the last page has the newest.
+    let last_page = e.comment_count.div_ceil(100).max(1);
+    let comments = match e.number {
+        Some(n) => api
+            .get(&format!(
+                "{repo}/issues/{n}/comments?per_page=100&page={last_page}"
+            ))
+            .map_err(|e| e.message)?
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|c| {
+                !c["body"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .starts_with(progress::MARKER)
+            })
+            .collect(),
+        None => Vec::new(),
+    };
+    let files: Vec<Value> = match (&pull, e.number) {
+        (Some(_), Some(n)) => api
+            .get(&format!("{repo}/pulls/{n}/files?{FILES_PAGE}"))
+            .map_err(|e| e.message)?
+            .as_array()
+            .cloned()
+            .unwrap_or_default(),
+        _ => Vec::new(),
+    };
+    let git = push::Git {
+        workspace: &s.workspace,
+        env: &crate::util::secrets::scrubbed_env(std::env::vars(), &[]),
+        exclude: own_files(&s.workspace, args.run.output.as_deref()),
+        secrets: vec![s.token.clone()],
+    };
+    let auth = push::auth_env(&s.env.server_url, &s.token);
+    if let (Some(p), Some(n)) = (&pull, e.number)
+        && let Err(err) = git.ensure_at(&p.head_sha, n, &auth)
+    {
+        output::warn(&format!("cannot check out the pull request's head: {err}"));
+    }
+
+    let nonce = nonce();
+    let inputs = context::Inputs {
+        env: &s.env,
+        event: e,
+        triggered,
+        pull: pull.as_ref(),
+        comments: &comments,
+        files: &files,
+        review,
+        nonce: &nonce,
+    };
+    args.run.prompt = Some(context::prompt(&inputs));
+    let addition = context::system_addition(&nonce, review);
+    args.run.append_system_prompt = Some(match args.run.append_system_prompt.take() {
+        Some(mine) => format!("{addition}\n\n{}", read_at_file(&mine)?),
+        None => addition,
+    });
+    if review {
+        args.run.session.output_schema = Some(review::schema().to_string());
+    }
+
+    // The run, with the comment following its tool calls.
+    let editor = comment.as_ref().map(|(id, _)| {
+        progress::Editor::start(
+            api.clone(),
+            format!("{repo}/issues/comments/{id}"),
+            run_url.clone(),
+            flags.progress_interval,
+        )
+    });
+    let finished: Arc<Mutex<Option<String>>> = Arc::default();
+    let on_event = {
+        let finished = finished.clone();
+        let tx = editor.as_ref().map(progress::Editor::sender);
+        let mut list = progress::ToolChecklist::default();
+        Box::new(move |line: &str| {
+            if line.contains("\"type\":\"run.finished\"") {
+                if let Ok(mut f) = finished.lock() {
+                    *f = Some(line.to_string());
+                }
+                return;
+            }
+            if list.apply(line)
+                && let Some(tx) = &tx
+            {
+                let _ = tx.send(progress::Msg::Items(list.items()));
+            }
+        }) as crate::commands::run::OnEvent
+    };
+    if let Some((id, _)) = &comment {
+        on_the_way_out(
+            api,
+            format!("{repo}/issues/comments/{id}"),
+            run_url.clone(),
+            &finished,
+        );
+    }
+    let (json_out, jsonl) = (args.run.json, args.run.ci.jsonl);
+    let code = run_observed(
+        &args.run,
+        Observer {
+            on_event: Some(on_event),
+            secrets: vec![s.token.clone()],
+        },
+    );
+    if let Some(ed) = editor {
+        ed.stop();
+    }
+    let line = finished.lock().ok().and_then(|mut f| f.take());
+    let Some(line) = line else {
+        // The run did not start (a usage error, already reported).
+        if let Some((id, _)) = &comment {
+            let body = format!(
+                "{}\n### agent: ❌ the run did not start\n\nSee the log of the run{}.\n",
+                progress::MARKER,
+                run_url
+                    .as_ref()
+                    .map(|u| format!(": {u}"))
+                    .unwrap_or_default()
+            );
+            let _ = api.patch(
+                &format!("{repo}/issues/comments/{id}"),
+                &json!({ "body": body }),
+            );
+        }
+        write_outputs(&outputs);
+        return Ok(if code == ExitCode::SUCCESS { 1 } else { 2 });
+    };
+    let finished: Value = serde_json::from_str(&line).map_err(|e| format!("run.finished: {e}"))?;
+    let t = &finished["transcript"];
+    let code = finished["exit_code"].as_u64().unwrap_or(1) as u8;
+    if !jsonl {
+        let shown = if json_out {
+            Some(t.to_string())
+        } else if code == 0 {
+            Some(
+                t["structured_output"]
+                    .as_object()
+                    .map(|_| t["structured_output"].to_string())
+                    .unwrap_or_else(|| t["result"].as_str().unwrap_or_default().to_string()),
+            )
+        } else {
+            None
+        };
+        if let Some(text) = shown {
+            output::print_stdout(&text);
+        }
+    }
+
+    let mut outcome = progress::Outcome::default();
+    let mut failed = false;
+    if review {
+        match post_review(api, &repo, e, pull.as_ref(), &files, t) {
+            Ok((note, summary)) => {
+                outcome.notes.push(note);
+                outcome.answer = summary;
+            }
+            Err(err) if code == 0 => {
+                output::error(&err);
+                outcome
+                    .notes
+                    .push(format!("The review could not be posted: {err}"));
+                failed = true;
+            }
+            Err(_) => {}
+        }
+    } else {
+        match hand_back(
+            s,
+            flags,
+            api,
+            &git,
+            &auth,
+            pull.as_ref(),
+            triggered,
+            t,
+            code,
+        ) {
+            Ok(back) => {
+                outcome.diff_stat = back.diff_stat;
+                outcome.notes = back.notes;
+                outputs.push(("branch", back.branch.unwrap_or_default()));
+                outputs.push(("pr-url", back.pr_url.unwrap_or_default()));
+            }
+            Err(err) => {
+                output::error(&err);
+                outcome
+                    .notes
+                    .push(format!("The change could not be pushed: {err}"));
+                failed = true;
+            }
+        }
+    }
+    if outcome.diff_stat.is_none() {
+        outcome.diff_stat = t["git_diff_stat"].as_str().map(String::from);
+    }
+    if let Some((id, _)) = &comment {
+        let body = progress::final_body(t, run_url.as_deref(), &outcome);
+        if let Err(err) = api.patch(
+            &format!("{repo}/issues/comments/{id}"),
+            &json!({ "body": body }),
+        ) {
+            output::error(&err.message);
+            failed = true;
+        }
+    }
+    write_outputs(&outputs);
+    Ok(if failed && code == 0 { 1 } else { code })
+}
+
+/// How long a signal's or the deadline's way out waits for the final comment.
+const EXIT_COMMENT_WAIT: std::time::Duration = std::time::Duration::from_secs(4);
+
+/// When a signal or `--timeout` ends the run, the process exits from the thread that
+/// finished it: the comment still gets the result (no push: the run did not succeed),
+/// if GitHub answers within `EXIT_COMMENT_WAIT`.
+fn on_the_way_out(
+    api: &Arc<Api>,
+    comment_path: String,
+    run_url: Option<String>,
+    finished: &Arc<Mutex<Option<String>>>,
+) {
+    let (api, finished) = (api.clone(), finished.clone());
+    let _ = crate::run::signals::ON_EXIT.set(Box::new(move |_code| {
+        let Some(line) = finished.lock().ok().and_then(|f| f.clone()) else {
+            return;
+        };
+        let Ok(v) = serde_json::from_str::<Value>(&line) else {
+            return;
+        };
+        let body = progress::final_body(
+            &v["transcript"],
+            run_url.as_deref(),
+            &progress::Outcome::default(),
+        );
+        let (api, path) = (api.clone(), comment_path.clone());
+        let (tx, rx) = std::sync::mpsc::channel();
+        let _ = std::thread::Builder::new()
+            .name("github-exit".into())
+            .spawn(move || {
+                let _ = tx.send(api.patch(&path, &json!({ "body": body })));
+            });
+        match rx.recv_timeout(EXIT_COMMENT_WAIT) {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => output::error(&e.message),
+            Err(_) => output::error("GitHub did not take the final comment in time"),
+        }
+    }));
+}
+
+/// What became of the change.
+#[derive(Default)]
+struct HandedBack {
+    diff_stat: Option<String>,
+    notes: Vec<String>,
+    branch: Option<String>,
+    pr_url: Option<String>,
+}
+
+/// Commits and pushes the run's change where it belongs, if it may be pushed at all.
+#[expect(clippy::too_many_arguments)]
+fn hand_back(
+    s: &Setup,
+    flags: &GithubFlags,
+    api: &Api,
+    git: &push::Git<'_>,
+    auth: &[(String, String)],
+    pull: Option<&PullRefs>,
+    triggered: &Triggered,
+    t: &Value,
+    code: u8,
+) -> Result<HandedBack, String> {
+    let mut back = HandedBack::default();
+    if !git.has_changes()? {
+        return Ok(back);
+    }
+    let e = &s.event;
+    let not_pushed = |why: &str| format!("The changes were not pushed: {why}.");
+    if code != 0 {
+        back.notes.push(not_pushed("the run did not succeed"));
+        return Ok(back);
+    }
+    if flags.no_push {
+        back.notes.push(not_pushed("--no-push"));
+        return Ok(back);
+    }
+    let Some(number) = e.number else {
+        back.notes
+            .push(not_pushed("the event has no issue or pull request"));
+        return Ok(back);
+    };
+    if let Some(p) = pull
+        && p.head_repo != s.env.full_name()
+    {
+        back.notes.push(not_pushed(&format!(
+            "the pull request's head is in the fork {}, and the agent never pushes to a fork",
+            p.head_repo
+        )));
+        return Ok(back);
+    }
+    let place = e
+        .comment
+        .as_ref()
+        .map(|c| {
+            format!(
+                "{}/{}/{}/{number}#{}",
+                s.env.server_url,
+                s.env.full_name(),
+                if e.is_pr { "pull" } else { "issues" },
+                match c.kind {
+                    event::CommentKind::Issue => format!("issuecomment-{}", c.id),
+                    event::CommentKind::ReviewComment => format!("discussion_r{}", c.id),
+                    event::CommentKind::Review => format!("pullrequestreview-{}", c.id),
+                }
+            )
+        })
+        .unwrap_or_else(|| format!("{}#{number}", s.env.full_name()));
+    let asker = (!e.actor.is_bot && e.actor.id > 0).then_some((e.actor.login.as_str(), e.actor.id));
+    let subject = if e.title.is_empty() {
+        triggered.instruction.clone().unwrap_or_default()
+    } else {
+        e.title.clone()
+    };
+    let message = push::commit_message(&subject, &place, asker);
+    match pull {
+        Some(p) if git.head().ok().as_deref() != Some(p.head_sha.as_str()) => {
+            // The checkout of the head failed (warned about before the run): a commit here
+            // would push another branch's history onto the pull request.
+            back.notes.push(not_pushed(
+                "the workspace is not at the pull request's head",
+            ));
+        }
+        Some(p) => {
+            back.diff_stat = Some(git.commit(&s.author, &message)?);
+            git.push(&p.head_ref, auth)?;
+            back.notes.push(format!(
+                "Pushed {} to {}.",
+                progress::inline_code(&short(&git.head()?)),
+                progress::inline_code(&p.head_ref)
+            ));
+            back.branch = Some(p.head_ref.clone());
+        }
+        None => {
+            let branch = git.free_branch(&push::issue_branch(number, &e.title), auth)?;
+            git.run(&["checkout", "--quiet", "-b", &branch], &[])?;
+            back.diff_stat = Some(git.commit(&s.author, &message)?);
+            git.push(&branch, auth)?;
+            back.branch = Some(branch.clone());
+            let base = match &e.default_branch {
+                Some(b) => b.clone(),
+                None => api.get(&s.repo_path()).map_err(|e| e.message)?["default_branch"]
+                    .as_str()
+                    .ok_or("the repository has no default_branch")?
+                    .to_string(),
+            };
+            let answer = crate::util::text::counted(
+                t["result"].as_str().unwrap_or_default().trim(),
+                20_000,
+                "characters not shown",
+            );
+            let body = format!(
+                "Resolves #{number}.\n\nRequested by @{} in {place}.\n\n{answer}\n",
+                e.actor.login
+            );
+            let pr = api
+                .post(
+                    &format!("{}/pulls", s.repo_path()),
+                    &json!({
+                        "title": format!("agent: {}", crate::util::text::ellipsis(&subject, 200)),
+                        "head": branch,
+                        "base": base,
+                        "body": body,
+                    }),
+                )
+                .map_err(|e| e.message)?;
+            let url = pr["html_url"].as_str().unwrap_or_default().to_string();
+            back.notes.push(format!(
+                "Pushed the branch {} and opened #{} ({url}).",
+                progress::inline_code(&branch),
+                pr["number"].as_u64().unwrap_or(0)
+            ));
+            back.pr_url = Some(url);
+        }
+    }
+    Ok(back)
+}
+
+/// Posts the review of a review run; a note for the comment and the summary to show.
+fn post_review(
+    api: &Api,
+    repo: &str,
+    e: &Event,
+    pull: Option<&PullRefs>,
+    files: &[Value],
+    t: &Value,
+) -> Result<(String, Option<String>), String> {
+    let (Some(p), Some(n)) = (pull, e.number) else {
+        return Err("no pull request".into());
+    };
+    let answer = &t["structured_output"];
+    let lines = review::diff_lines(files);
+    let (body, inline) = review::request(answer, &lines, &p.head_sha)
+        .ok_or("the run gave no review (no structured answer)")?;
+    let total = answer["comments"].as_array().map_or(0, Vec::len);
+    let posted = api
+        .post(&format!("{repo}/pulls/{n}/reviews"), &body)
+        .map_err(|e| e.message)?;
+    let url = posted["html_url"].as_str().unwrap_or_default();
+    let note = format!(
+        "Posted [a review]({url}) with {} inline ({} on lines outside the diff are in its summary).",
+        crate::commands::summary::count(inline as u64, "comment"),
+        total - inline
+    );
+    Ok((note, body["body"].as_str().map(String::from)))
+}
+
+/// The run's own files inside the workspace, never committed.
+fn own_files(workspace: &Path, output: Option<&Path>) -> Vec<String> {
+    // The `--continue` index and its lock beside it (`.agent/sessions.json`, `.lock`).
+    let index = crate::record::resume::INDEX_PATH;
+    let mut out = vec![index.to_string(), index.replace(".json", ".lock")];
+    if let Some(o) = output {
+        let abs = std::path::absolute(o).unwrap_or_else(|_| o.to_path_buf());
+        let abs = abs
+            .parent()
+            .and_then(|d| d.canonicalize().ok())
+            .zip(abs.file_name())
+            .map(|(d, n)| d.join(n))
+            .unwrap_or(abs);
+        if let Ok(rel) = abs.strip_prefix(workspace) {
+            let rel = rel.display().to_string();
+            out.push(format!("{rel}.journal"));
+            out.push(format!("{rel}.spill"));
+            out.push(rel);
+        }
+    }
+    out
+}
+
+/// `--append-system-prompt`'s `@FILE` form, read (the run then gets the text).
+fn read_at_file(value: &str) -> Result<String, String> {
+    match value.strip_prefix('@') {
+        Some(f) => {
+            std::fs::read_to_string(f).map_err(|e| format!("--append-system-prompt @{f}: {e}"))
+        }
+        None => Ok(value.to_string()),
+    }
+}
+
+fn short(sha: &str) -> String {
+    sha.chars().take(12).collect()
+}
+
+/// A random tag suffix for the fences.
+fn nonce() -> String {
+    let mut b = [0u8; 8];
+    let _ = getrandom::fill(&mut b);
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// `comment-url`, `branch` and `pr-url` for the workflow (`$GITHUB_OUTPUT`), when set.
+fn write_outputs(outputs: &[(&str, String)]) {
+    let Some(path) = std::env::var_os("GITHUB_OUTPUT").filter(|p| !p.is_empty()) else {
+        return;
+    };
+    let text: String = outputs
+        .iter()
+        .map(|(k, v)| format!("{k}={}\n", v.replace(['\n', '\r'], " ")))
+        .collect();
+    use std::io::Write;
+    let written = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(&path)
+        .and_then(|mut f| f.write_all(text.as_bytes()));
+    if let Err(e) = written {
+        output::warn(&format!(
+            "cannot write GITHUB_OUTPUT {}: {e}",
+            Path::new(&path).display()
+        ));
+    }
+}

@@ -1,0 +1,321 @@
+//! The progress comment: its bodies (working, with a checklist; the final result) and
+//! the thread that edits it while the run goes, at most once per `--progress-interval`
+//! (the newest checklist wins; the ones in between are never sent). The checklist is a
+//! list of `Item`s, whatever fills it: today the tool calls from the run's events; a plan
+//! would be another source of the same items.
+
+use std::sync::Arc;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::api::Api;
+use crate::util::output;
+
+/// The hidden line that marks our comments (so that the context leaves them out).
+pub(crate) const MARKER: &str = super::event::OWN_MARKER;
+
+/// Items shown in the checklist (the newest).
+const MAX_ITEMS: usize = 30;
+/// Characters of one item's label.
+const MAX_LABEL_CHARS: usize = 80;
+/// GitHub refuses a comment body longer than this.
+const MAX_BODY_CHARS: usize = 65_536;
+/// Characters of the answer kept in the final comment (the rest is in the transcript).
+const MAX_ANSWER_CHARS: usize = 30_000;
+
+/// The state of one checklist item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ItemState {
+    Running,
+    Done,
+    Failed,
+}
+
+/// One line of the checklist.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Item {
+    pub label: String,
+    pub state: ItemState,
+}
+
+/// The checklist of the run's tool calls, fed its events.
+#[derive(Default)]
+pub(crate) struct ToolChecklist {
+    items: Vec<(String, Item)>,
+}
+
+impl ToolChecklist {
+    /// Takes one event line; true when the list changed.
+    pub(crate) fn apply(&mut self, line: &str) -> bool {
+        let Ok(v) = serde_json::from_str::<Value>(line) else {
+            return false;
+        };
+        let id = v["id"].as_str().unwrap_or_default().to_string();
+        match v["type"].as_str() {
+            Some("tool.started") => {
+                let label = label(v["name"].as_str().unwrap_or("?"), &v["input"]);
+                self.items.push((
+                    id,
+                    Item {
+                        label,
+                        state: ItemState::Running,
+                    },
+                ));
+                true
+            }
+            Some("tool.finished") => {
+                let failed = v["is_error"] == true || v["denied"] == true;
+                match self.items.iter_mut().rev().find(|(i, _)| *i == id) {
+                    Some((_, item)) => {
+                        item.state = if failed {
+                            ItemState::Failed
+                        } else {
+                            ItemState::Done
+                        };
+                        true
+                    }
+                    None => false,
+                }
+            }
+            _ => false,
+        }
+    }
+
+    pub(crate) fn items(&self) -> Vec<Item> {
+        self.items.iter().map(|(_, i)| i.clone()).collect()
+    }
+}
+
+/// `` `Bash` cargo test `` : the tool and the input's gist, on one line.
+fn label(name: &str, input: &Value) -> String {
+    let gist = ["command", "path", "pattern", "url", "query"]
+        .iter()
+        .find_map(|k| input[*k].as_str())
+        .or_else(|| {
+            input
+                .as_object()
+                .and_then(|o| o.values().find_map(Value::as_str))
+        })
+        .unwrap_or_default();
+    let gist = gist.lines().next().unwrap_or_default();
+    let gist = crate::util::text::ellipsis(gist, MAX_LABEL_CHARS);
+    if gist.is_empty() {
+        inline_code(name)
+    } else {
+        format!("{} {}", inline_code(name), inline_code(&gist))
+    }
+}
+
+/// Text as inline code that cannot break out of it (backticks replaced).
+pub(crate) fn inline_code(text: &str) -> String {
+    format!("`{}`", text.replace('`', "'").replace('\n', " "))
+}
+
+/// The comment while the run goes.
+pub(crate) fn working_body(run_url: Option<&str>, items: &[Item]) -> String {
+    let mut b = format!("{MARKER}\n**agent** is working on it…");
+    if let Some(url) = run_url {
+        b.push_str(&format!(" ([the run]({url}))"));
+    }
+    b.push('\n');
+    if !items.is_empty() {
+        b.push('\n');
+        let from = items.len().saturating_sub(MAX_ITEMS);
+        if from > 0 {
+            b.push_str(&format!("- … {from} earlier steps\n"));
+        }
+        for i in &items[from..] {
+            let mark = match i.state {
+                ItemState::Running => "- [ ]",
+                ItemState::Done => "- [x]",
+                ItemState::Failed => "- [x] ❌",
+            };
+            b.push_str(&format!("{mark} {}\n", i.label));
+        }
+    }
+    b
+}
+
+/// What the final comment says besides the transcript.
+#[derive(Default)]
+pub(crate) struct Outcome {
+    /// `git diff --stat` of the change (the commit's, or the workspace's).
+    pub diff_stat: Option<String>,
+    /// Lines about what happened to the change or the review (branch, pull request, why
+    /// nothing was pushed).
+    pub notes: Vec<String>,
+    /// The answer to show instead of the transcript's `result` (a review's summary).
+    pub answer: Option<String>,
+}
+
+/// The comment once the run is over: status, answer, numbers, files, the diff stat, and
+/// the transcript's summary folded away.
+pub(crate) fn final_body(t: &Value, run_url: Option<&str>, out: &Outcome) -> String {
+    let status = t["status"].as_str().unwrap_or("unknown");
+    let icon = if status == "success" { "✅" } else { "❌" };
+    let mut b = format!("{MARKER}\n### agent: {icon} {}\n\n", inline_code(status));
+    let answer = out
+        .answer
+        .clone()
+        .unwrap_or_else(|| t["result"].as_str().unwrap_or_default().to_string());
+    if !answer.trim().is_empty() {
+        b.push_str(&crate::util::text::counted(
+            answer.trim(),
+            MAX_ANSWER_CHARS,
+            "characters not shown (see the transcript)",
+        ));
+        b.push_str("\n\n");
+    }
+    if let Some(msg) = t["error"]["message"].as_str() {
+        b.push_str(&format!("> {}\n\n", msg.replace('\n', " ")));
+    }
+    let turns = t["num_turns"].as_u64().unwrap_or(0);
+    let mut line = crate::commands::summary::count(turns, "turn");
+    if let Some(c) = t["cost_usd"].as_f64() {
+        line.push_str(&format!(" · {}", crate::commands::summary::usd(c)));
+    }
+    if let Some(url) = run_url {
+        line.push_str(&format!(" · [the run]({url})"));
+    }
+    b.push_str(&line);
+    b.push_str("\n\n");
+    for n in &out.notes {
+        b.push_str(&format!("{n}\n"));
+    }
+    if !out.notes.is_empty() {
+        b.push('\n');
+    }
+    let files: Vec<String> = t["files_changed"]
+        .as_array()
+        .map(|fs| {
+            fs.iter()
+                .filter_map(|f| f["path"].as_str())
+                .map(inline_code)
+                .collect()
+        })
+        .unwrap_or_default();
+    if !files.is_empty() {
+        b.push_str(&format!(
+            "**Files changed ({}):** {}\n\n",
+            files.len(),
+            files.join(", ")
+        ));
+    }
+    if let Some(stat) = out.diff_stat.as_deref().filter(|s| !s.trim().is_empty()) {
+        b.push_str(&format!(
+            "```\n{}\n```\n\n",
+            stat.trim_end().replace("```", "'''")
+        ));
+    }
+    let summary = crate::commands::summary::markdown(t);
+    let room = MAX_BODY_CHARS.saturating_sub(b.len() + 200);
+    b.push_str("<details><summary>Transcript summary</summary>\n\n");
+    b.push_str(&crate::util::text::counted(
+        &summary,
+        room,
+        "characters not shown",
+    ));
+    b.push_str("\n</details>\n");
+    b
+}
+
+/// What the editing thread is sent.
+pub(crate) enum Msg {
+    /// The newest checklist.
+    Items(Vec<Item>),
+    /// The run is over: stop (the senders may live on, in the run's event writer).
+    Stop,
+}
+
+/// The thread that edits the progress comment.
+pub(crate) struct Editor {
+    tx: Sender<Msg>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Editor {
+    /// Edits `comment_path` (`/repos/o/r/issues/comments/{id}`) with each newer
+    /// checklist, at most once per `interval` (counted from the comment's creation).
+    pub(crate) fn start(
+        api: Arc<Api>,
+        comment_path: String,
+        run_url: Option<String>,
+        interval: Duration,
+    ) -> Editor {
+        let (tx, rx) = mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("github-progress".into())
+            .spawn(move || {
+                edit_loop(&rx, interval, &mut |items| {
+                    let body = working_body(run_url.as_deref(), &items);
+                    api.patch(&comment_path, &json!({ "body": body }))
+                        .map(|_| ())
+                })
+            })
+            .ok();
+        Editor { tx, thread }
+    }
+
+    /// Where the newest checklist goes.
+    pub(crate) fn sender(&self) -> Sender<Msg> {
+        self.tx.clone()
+    }
+
+    /// Stops after the edit under way (the final body replaces what is pending).
+    pub(crate) fn stop(mut self) {
+        let _ = self.tx.send(Msg::Stop);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Receives checklists until `Stop` (or every sender is gone); sends the newest one when
+/// `interval` has passed since the last edit. One failed edit is warned about; the rest
+/// are not.
+pub(crate) fn edit_loop(
+    rx: &Receiver<Msg>,
+    interval: Duration,
+    edit: &mut dyn FnMut(Vec<Item>) -> Result<(), super::api::ApiError>,
+) {
+    let mut last = Instant::now();
+    let mut pending: Option<Vec<Item>> = None;
+    let mut warned = false;
+    loop {
+        let got = match &pending {
+            None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
+            Some(_) => {
+                let due = last + interval;
+                let now = Instant::now();
+                if now >= due {
+                    Err(RecvTimeoutError::Timeout)
+                } else {
+                    rx.recv_timeout(due - now)
+                }
+            }
+        };
+        match got {
+            Ok(Msg::Items(items)) => pending = Some(items),
+            Ok(Msg::Stop) => return,
+            Err(RecvTimeoutError::Timeout) => {
+                if let Some(items) = pending.take() {
+                    if let Err(e) = edit(items)
+                        && !warned
+                    {
+                        output::warn(&format!("cannot update the progress comment: {e}"));
+                        warned = true;
+                    }
+                    last = Instant::now();
+                }
+            }
+            Err(RecvTimeoutError::Disconnected) => return,
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "progress_tests.rs"]
+mod tests;
