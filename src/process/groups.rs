@@ -260,24 +260,25 @@ impl GroupGuard<'_> {
 
 impl Drop for GroupGuard<'_> {
     fn drop(&mut self) {
-        if !self.killed {
-            kill_group(self.running.pgid);
-        }
+        // A group that still had members when its leader was done (an MCP server's
+        // child, say) is remembered like `kill_all`'s: they may outlive the SIGKILL by a
+        // moment, and `kill_orphans` must not count them as escaped.
+        let had_members = !self.killed && kill_group(self.running.pgid);
         let mut st = self.registry.lock();
         if let Some(i) = st.groups.iter().position(|r| *r == self.running) {
             st.groups.swap_remove(i);
         }
+        if had_members {
+            st.killed.push(self.running);
+        }
     }
 }
 
-/// SIGKILL to a whole process group. ESRCH (nothing left) is the normal case and ignored.
-fn kill_group(pgid: libc::pid_t) {
-    if pgid > 1 {
-        // SAFETY: plain syscall; a positive pgid > 1 never means "every process".
-        unsafe {
-            libc::killpg(pgid, libc::SIGKILL);
-        }
-    }
+/// SIGKILL to a whole process group; true when some member was there to get it. ESRCH
+/// (nothing left) is the normal case.
+fn kill_group(pgid: libc::pid_t) -> bool {
+    // SAFETY: plain syscall; a positive pgid > 1 never means "every process".
+    pgid > 1 && unsafe { libc::killpg(pgid, libc::SIGKILL) } == 0
 }
 
 /// Held across spawn and registration, and while reaping strays: a child that exists
