@@ -346,8 +346,26 @@ fn make_provider(
             config.provider().api_key().to_string(),
         )
     };
-    let wire = crate::model::provider::wire(config.provider().kind());
+    let wire = live_wire(config)?;
     Ok(Box::new(HttpProvider::new(wire, http, recorder)))
+}
+
+/// The wire of a live run: a cloud's connects its credentials first (their error names
+/// the sources tried), the others are `provider::wire`'s.
+fn live_wire(config: &Config) -> Result<Box<dyn crate::model::provider::http::Wire>, Error> {
+    use crate::config::cli::ProviderKind;
+    use crate::model::provider::bedrock::{BedrockWire, credentials};
+    let kind = config.provider().kind();
+    Ok(match kind {
+        ProviderKind::Bedrock => Box::new(
+            BedrockWire::connect(
+                config.provider().region().unwrap_or_default(),
+                credentials::process_env(),
+            )
+            .map_err(Error::Usage)?,
+        ),
+        _ => crate::model::provider::wire(kind),
+    })
 }
 
 /// Appends each successful turn to the `--record` cassette, whose header names the

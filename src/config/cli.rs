@@ -37,6 +37,8 @@ pub(crate) enum ProviderKind {
     Anthropic,
     /// An OpenAI-compatible chat-completions server (OpenAI, vLLM, llama.cpp, Ollama).
     Openai,
+    /// Claude on Amazon Bedrock (SigV4 or a Bedrock API key).
+    Bedrock,
 }
 
 impl ProviderKind {
@@ -45,7 +47,14 @@ impl ProviderKind {
         match self {
             ProviderKind::Anthropic => "anthropic",
             ProviderKind::Openai => "openai",
+            ProviderKind::Bedrock => "bedrock",
         }
+    }
+
+    /// Whether the API is Anthropic's Messages API, directly or hosted by a cloud (so
+    /// thinking budgets, betas and cache breakpoints apply).
+    pub(crate) fn speaks_messages(self) -> bool {
+        self != ProviderKind::Openai
     }
 }
 

@@ -132,6 +132,7 @@ impl Config {
                 gateway: Default::default(),
                 replay: None,
                 record: None,
+                region: None,
             },
             tools: ToolConfig {
                 selection: Default::default(),

@@ -41,6 +41,8 @@ pub(crate) struct ProviderConfig {
     pub(super) gateway: Gateway,
     pub(super) replay: Option<PathBuf>,
     pub(super) record: Option<PathBuf>,
+    /// The cloud region (Bedrock: `AWS_REGION`, else `AWS_DEFAULT_REGION`).
+    pub(super) region: Option<String>,
 }
 
 impl ProviderConfig {
@@ -67,7 +69,8 @@ impl ProviderConfig {
         warnings: &mut Vec<String>,
     ) -> Result<Self, Error> {
         let kind = provider_kind(args, env)?;
-        let (api_key, gateway, base_url) = endpoint(args, env, kind)?;
+        let region = region(args, env, kind)?;
+        let (api_key, gateway, base_url) = endpoint(args, env, kind, region.as_deref())?;
         let resumed_model = resume.and_then(|r| r.model.clone());
         let model_resumed = args.model.is_none() && resumed_model.is_some();
         let model = model(args, env, kind, resumed_model)?;
@@ -100,7 +103,13 @@ impl ProviderConfig {
             gateway,
             replay: args.replay.clone(),
             record: args.record.clone(),
+            region,
         })
+    }
+
+    /// The cloud region, for the providers that have one.
+    pub(crate) fn region(&self) -> Option<&str> {
+        self.region.as_deref()
     }
 
     pub(crate) fn kind(&self) -> ProviderKind {
@@ -146,28 +155,38 @@ fn endpoint(
     args: &RunArgs,
     env: &dyn Env,
     kind: ProviderKind,
+    region: Option<&str>,
 ) -> Result<(String, Gateway, String), Error> {
     let api_key = match kind {
         ProviderKind::Anthropic => anthropic_key(args, env)?,
         // Optional: local servers (vLLM, llama.cpp, Ollama) take no key.
         ProviderKind::Openai => env.var("OPENAI_API_KEY").unwrap_or_default(),
+        // The clouds' credentials are their wires' own (`commands::run::make_provider`).
+        ProviderKind::Bedrock => String::new(),
     };
     let auth_token = match kind {
         ProviderKind::Anthropic => env.var("ANTHROPIC_AUTH_TOKEN"),
-        ProviderKind::Openai => None,
+        ProviderKind::Openai | ProviderKind::Bedrock => None,
     };
     let custom = env.var("ANTHROPIC_CUSTOM_HEADERS");
     let gateway =
         Gateway::new(auth_token, &args.request.headers, custom.as_deref()).map_err(Error::Usage)?;
     let (base_var, default_base) = match kind {
-        ProviderKind::Anthropic => ("ANTHROPIC_BASE_URL", DEFAULT_BASE_URL),
-        ProviderKind::Openai => ("OPENAI_BASE_URL", DEFAULT_OPENAI_BASE_URL),
+        ProviderKind::Anthropic => ("ANTHROPIC_BASE_URL", DEFAULT_BASE_URL.to_string()),
+        ProviderKind::Openai => ("OPENAI_BASE_URL", DEFAULT_OPENAI_BASE_URL.to_string()),
+        ProviderKind::Bedrock => (
+            "ANTHROPIC_BEDROCK_BASE_URL",
+            format!(
+                "https://bedrock-runtime.{}.amazonaws.com",
+                region.unwrap_or("us-east-1")
+            ),
+        ),
     };
     let base_url = args
         .base_url
         .clone()
         .or_else(|| env.var(base_var))
-        .unwrap_or_else(|| default_base.to_string());
+        .unwrap_or(default_base);
     if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
         return Err(Error::Usage(format!(
             "--base-url / {base_var} must start with http:// or https://, got {base_url:?}"
@@ -197,7 +216,27 @@ fn model(
              AGENT_MODEL (the name your server serves, e.g. qwen2.5-coder:7b)"
                 .into(),
         )),
+        None if kind == ProviderKind::Bedrock => {
+            Ok(crate::model::provider::bedrock::DEFAULT_BEDROCK_MODEL.to_string())
+        }
         None => Ok(DEFAULT_MODEL.to_string()),
+    }
+}
+
+/// The region of a cloud provider: Bedrock's is `AWS_REGION`, else `AWS_DEFAULT_REGION`
+/// (as the AWS SDKs and `AnthropicBedrock` read them); required, except on replay.
+fn region(args: &RunArgs, env: &dyn Env, kind: ProviderKind) -> Result<Option<String>, Error> {
+    let nonempty = |name: &str| env.var(name).filter(|v| !v.trim().is_empty());
+    match kind {
+        ProviderKind::Bedrock => match nonempty("AWS_REGION").or_else(|| nonempty("AWS_DEFAULT_REGION")) {
+            Some(r) => Ok(Some(r.trim().to_string())),
+            None if args.replay.is_some() => Ok(None),
+            None => Err(Error::Usage(
+                "--provider bedrock needs a region: set AWS_REGION (or AWS_DEFAULT_REGION),                  e.g. us-east-1"
+                    .into(),
+            )),
+        },
+        ProviderKind::Anthropic | ProviderKind::Openai => Ok(None),
     }
 }
 
@@ -226,7 +265,7 @@ fn request_options(
         }
     }
     let mut request = args.clone();
-    if provider == ProviderKind::Anthropic && anthropic::thinking_budget(args).is_some() {
+    if provider.speaks_messages() && anthropic::thinking_budget(args).is_some() {
         let flag = if args.thinking_budget.is_some() {
             "--thinking-budget"
         } else {
@@ -267,17 +306,28 @@ fn fallback_model(arg: Option<&str>, model: &str) -> Result<Option<String>, Erro
     Ok(Some(fallback.to_string()))
 }
 
-/// `--provider`, else `AGENT_PROVIDER`, else anthropic.
+/// `--provider`, else `AGENT_PROVIDER`, else Claude Code's `CLAUDE_CODE_USE_BEDROCK`
+/// (`1` or `true`), else anthropic.
 fn provider_kind(args: &RunArgs, env: &dyn Env) -> Result<ProviderKind, Error> {
     if let Some(p) = args.provider {
         return Ok(p);
     }
+    let on = |name: &str| {
+        env.var(name)
+            .is_some_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "1" | "true"))
+    };
     match env.var("AGENT_PROVIDER") {
         Some(v) => ProviderKind::from_str(v.trim(), true).map_err(|_| {
+            let known: Vec<&str> = ProviderKind::value_variants()
+                .iter()
+                .map(|k| k.as_str())
+                .collect();
             Error::Usage(format!(
-                "AGENT_PROVIDER must be `anthropic` or `openai`, got {v:?}"
+                "AGENT_PROVIDER must be one of {}, got {v:?}",
+                known.join(", ")
             ))
         }),
+        None if on("CLAUDE_CODE_USE_BEDROCK") => Ok(ProviderKind::Bedrock),
         None => Ok(ProviderKind::Anthropic),
     }
 }

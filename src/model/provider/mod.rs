@@ -4,12 +4,14 @@
 //! the HTTP providers.
 
 pub(crate) mod anthropic;
+pub(crate) mod bedrock;
 pub(crate) mod cassette;
 pub(crate) mod decoding;
 pub(crate) mod http;
 pub(crate) mod openai;
 pub(crate) mod retry;
 pub(crate) mod sse;
+pub(crate) mod token_http;
 
 use std::io;
 
@@ -28,6 +30,8 @@ pub(crate) fn wire(kind: ProviderKind) -> Box<dyn http::Wire> {
     match kind {
         ProviderKind::Anthropic => Box::new(anthropic::AnthropicWire::default()),
         ProviderKind::Openai => Box::new(openai::OpenAiWire),
+        // Without credentials: this wire decodes cassettes; `agent run` connects its own.
+        ProviderKind::Bedrock => Box::new(bedrock::BedrockWire::decoder()),
     }
 }
 
