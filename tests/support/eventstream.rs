@@ -93,6 +93,7 @@ pub(crate) fn exception(kind: &str, text: &str) -> Vec<u8> {
 /// comments are dropped (Bedrock sends none).
 pub(crate) fn from_sse(sse: &str) -> Vec<u8> {
     let mut out = Vec::new();
+    let sse = sse.replace("\r\n", "\n").replace('\r', "\n");
     for block in sse.split("\n\n") {
         let mut event = "";
         let mut data = String::new();
@@ -100,7 +101,11 @@ pub(crate) fn from_sse(sse: &str) -> Vec<u8> {
             if let Some(e) = line.strip_prefix("event:") {
                 event = e.trim();
             } else if let Some(d) = line.strip_prefix("data:") {
-                data.push_str(d.trim_start());
+                // Data lines join with a line break (the SSE rule).
+                if !data.is_empty() {
+                    data.push('\n');
+                }
+                data.push_str(d.strip_prefix(' ').unwrap_or(d));
             }
         }
         if data.is_empty() || event == "ping" {
