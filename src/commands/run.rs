@@ -104,7 +104,10 @@ pub(crate) fn run_command(args: &RunArgs) -> ExitCode {
     }
     let session_id = record.locked().session_id().to_string();
     let mut provider = match make_provider(&config, &registry, &session_id) {
-        Ok(p) => p,
+        Ok((p, name)) => {
+            record.locked().record_provider(&name);
+            p
+        }
         Err(e) => return output::usage_failure(&e),
     };
     let gate = PolicyGate::new(
@@ -320,10 +323,11 @@ fn make_provider(
     config: &Config,
     registry: &Registry,
     session_id: &str,
-) -> Result<Box<dyn Provider>, Error> {
+) -> Result<(Box<dyn Provider>, String), Error> {
     if let Some(path) = config.provider().replay() {
         let replay = ReplayProvider::open(path, config.workspace()).map_err(Error::Usage)?;
-        return Ok(Box::new(replay));
+        let name = replay.provider().to_string();
+        return Ok((Box::new(replay), name));
     }
     let recorder = match config.provider().record() {
         Some(path) => Some(cassette_recorder(config, registry, path, session_id)?),
@@ -347,7 +351,8 @@ fn make_provider(
         )
     };
     let wire = live_wire(config)?;
-    Ok(Box::new(HttpProvider::new(wire, http, recorder)))
+    let name = config.provider().kind().as_str().to_string();
+    Ok((Box::new(HttpProvider::new(wire, http, recorder)), name))
 }
 
 /// The wire of a live run: a cloud's connects its credentials first (their error names

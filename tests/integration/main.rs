@@ -16,6 +16,7 @@ mod support;
 mod answer_continuation;
 mod bad_input;
 mod batch_scale;
+mod bedrock;
 mod cassette;
 mod ci_action;
 mod ci_batch;
