@@ -369,6 +369,14 @@ fn live_wire(config: &Config) -> Result<Box<dyn crate::model::provider::http::Wi
             )
             .map_err(Error::Usage)?,
         ),
+        ProviderKind::Vertex => Box::new(
+            crate::model::provider::vertex::VertexWire::connect(
+                config.provider().project(),
+                config.provider().region().unwrap_or_default(),
+                crate::model::provider::vertex::adc::process_env(),
+            )
+            .map_err(Error::Usage)?,
+        ),
         _ => crate::model::provider::wire(kind),
     })
 }

@@ -39,6 +39,10 @@ pub(crate) enum ProviderKind {
     Openai,
     /// Claude on Amazon Bedrock (SigV4 or a Bedrock API key).
     Bedrock,
+    /// Claude on Google Vertex AI (Application Default Credentials).
+    Vertex,
+    /// Claude in Microsoft Foundry (a Foundry key or an Entra ID token).
+    Foundry,
 }
 
 impl ProviderKind {
@@ -48,6 +52,8 @@ impl ProviderKind {
             ProviderKind::Anthropic => "anthropic",
             ProviderKind::Openai => "openai",
             ProviderKind::Bedrock => "bedrock",
+            ProviderKind::Vertex => "vertex",
+            ProviderKind::Foundry => "foundry",
         }
     }
 

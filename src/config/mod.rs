@@ -133,6 +133,7 @@ impl Config {
                 replay: None,
                 record: None,
                 region: None,
+                project: None,
             },
             tools: ToolConfig {
                 selection: Default::default(),

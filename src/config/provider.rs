@@ -41,8 +41,11 @@ pub(crate) struct ProviderConfig {
     pub(super) gateway: Gateway,
     pub(super) replay: Option<PathBuf>,
     pub(super) record: Option<PathBuf>,
-    /// The cloud region (Bedrock: `AWS_REGION`, else `AWS_DEFAULT_REGION`).
+    /// The cloud region (Bedrock: `AWS_REGION`, else `AWS_DEFAULT_REGION`; Vertex AI:
+    /// `CLOUD_ML_REGION`).
     pub(super) region: Option<String>,
+    /// Vertex AI's project (`ANTHROPIC_VERTEX_PROJECT_ID`; else the credentials').
+    pub(super) project: Option<String>,
 }
 
 impl ProviderConfig {
@@ -104,12 +107,20 @@ impl ProviderConfig {
             replay: args.replay.clone(),
             record: args.record.clone(),
             region,
+            project: env
+                .var("ANTHROPIC_VERTEX_PROJECT_ID")
+                .filter(|p| !p.trim().is_empty()),
         })
     }
 
     /// The cloud region, for the providers that have one.
     pub(crate) fn region(&self) -> Option<&str> {
         self.region.as_deref()
+    }
+
+    /// Vertex AI's project, when configured.
+    pub(crate) fn project(&self) -> Option<&str> {
+        self.project.as_deref()
     }
 
     pub(crate) fn kind(&self) -> ProviderKind {
@@ -162,11 +173,14 @@ fn endpoint(
         // Optional: local servers (vLLM, llama.cpp, Ollama) take no key.
         ProviderKind::Openai => env.var("OPENAI_API_KEY").unwrap_or_default(),
         // The clouds' credentials are their wires' own (`commands::run::make_provider`).
-        ProviderKind::Bedrock => String::new(),
+        ProviderKind::Bedrock | ProviderKind::Vertex => String::new(),
+        ProviderKind::Foundry => foundry_key(args, env)?,
     };
     let auth_token = match kind {
         ProviderKind::Anthropic => env.var("ANTHROPIC_AUTH_TOKEN"),
-        ProviderKind::Openai | ProviderKind::Bedrock => None,
+        // An Entra ID token obtained beforehand (`az account get-access-token`).
+        ProviderKind::Foundry => env.var("ANTHROPIC_FOUNDRY_AUTH_TOKEN"),
+        ProviderKind::Openai | ProviderKind::Bedrock | ProviderKind::Vertex => None,
     };
     let custom = env.var("ANTHROPIC_CUSTOM_HEADERS");
     let gateway =
@@ -180,6 +194,27 @@ fn endpoint(
                 "https://bedrock-runtime.{}.amazonaws.com",
                 region.unwrap_or("us-east-1")
             ),
+        ),
+        ProviderKind::Vertex => (
+            "ANTHROPIC_VERTEX_BASE_URL",
+            crate::model::provider::vertex::base_url(region.unwrap_or("global")),
+        ),
+        ProviderKind::Foundry => (
+            "ANTHROPIC_FOUNDRY_BASE_URL",
+            match env.var("ANTHROPIC_FOUNDRY_RESOURCE").filter(|r| !r.trim().is_empty()) {
+                Some(resource) => crate::model::provider::foundry::base_url(resource.trim()),
+                None if args.base_url.is_none()
+                    && env.var("ANTHROPIC_FOUNDRY_BASE_URL").is_none()
+                    && args.replay.is_none() =>
+                {
+                    return Err(Error::Usage(
+                        "--provider foundry needs its endpoint: set ANTHROPIC_FOUNDRY_RESOURCE \
+                         (the resource name) or ANTHROPIC_FOUNDRY_BASE_URL"
+                            .into(),
+                    ));
+                }
+                None => String::from("https://foundry.invalid"),
+            },
         ),
     };
     let base_url = args
@@ -219,6 +254,9 @@ fn model(
         None if kind == ProviderKind::Bedrock => {
             Ok(crate::model::provider::bedrock::DEFAULT_BEDROCK_MODEL.to_string())
         }
+        None if kind == ProviderKind::Vertex => {
+            Ok(crate::model::provider::vertex::DEFAULT_VERTEX_MODEL.to_string())
+        }
         None => Ok(DEFAULT_MODEL.to_string()),
     }
 }
@@ -236,7 +274,34 @@ fn region(args: &RunArgs, env: &dyn Env, kind: ProviderKind) -> Result<Option<St
                     .into(),
             )),
         },
-        ProviderKind::Anthropic | ProviderKind::Openai => Ok(None),
+        ProviderKind::Vertex => match nonempty("CLOUD_ML_REGION") {
+            Some(r) => Ok(Some(r.trim().to_string())),
+            None if args.replay.is_some() => Ok(None),
+            None => Err(Error::Usage(
+                "--provider vertex needs a region: set CLOUD_ML_REGION (e.g. global, us-east5 \
+                 or europe-west1)"
+                    .into(),
+            )),
+        },
+        ProviderKind::Anthropic | ProviderKind::Openai | ProviderKind::Foundry => Ok(None),
+    }
+}
+
+/// Foundry's key (`ANTHROPIC_FOUNDRY_API_KEY`), unless an Entra ID token stands in for
+/// it (`ANTHROPIC_FOUNDRY_AUTH_TOKEN`) or the run replays.
+fn foundry_key(args: &RunArgs, env: &dyn Env) -> Result<String, Error> {
+    let token = env
+        .var("ANTHROPIC_FOUNDRY_AUTH_TOKEN")
+        .filter(|t| !t.is_empty());
+    match env.var("ANTHROPIC_FOUNDRY_API_KEY").filter(|k| !k.is_empty()) {
+        Some(k) => Ok(k),
+        None if token.is_some() || args.replay.is_some() => Ok(String::new()),
+        None => Err(Error::Usage(
+            "--provider foundry needs a credential: set ANTHROPIC_FOUNDRY_API_KEY, or \
+             ANTHROPIC_FOUNDRY_AUTH_TOKEN to an Entra ID token (az account get-access-token \
+             --resource https://cognitiveservices.azure.com)"
+                .into(),
+        )),
     }
 }
 
@@ -306,8 +371,8 @@ fn fallback_model(arg: Option<&str>, model: &str) -> Result<Option<String>, Erro
     Ok(Some(fallback.to_string()))
 }
 
-/// `--provider`, else `AGENT_PROVIDER`, else Claude Code's `CLAUDE_CODE_USE_BEDROCK`
-/// (`1` or `true`), else anthropic.
+/// `--provider`, else `AGENT_PROVIDER`, else Claude Code's `CLAUDE_CODE_USE_BEDROCK`,
+/// `…_VERTEX`, `…_FOUNDRY` (`1` or `true`, in Claude Code's order), else anthropic.
 fn provider_kind(args: &RunArgs, env: &dyn Env) -> Result<ProviderKind, Error> {
     if let Some(p) = args.provider {
         return Ok(p);
@@ -328,6 +393,8 @@ fn provider_kind(args: &RunArgs, env: &dyn Env) -> Result<ProviderKind, Error> {
             ))
         }),
         None if on("CLAUDE_CODE_USE_BEDROCK") => Ok(ProviderKind::Bedrock),
+        None if on("CLAUDE_CODE_USE_VERTEX") => Ok(ProviderKind::Vertex),
+        None if on("CLAUDE_CODE_USE_FOUNDRY") => Ok(ProviderKind::Foundry),
         None => Ok(ProviderKind::Anthropic),
     }
 }

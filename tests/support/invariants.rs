@@ -507,3 +507,31 @@ pub(crate) fn check_bedrock(
     v.extend(check_body(&as_messages));
     v
 }
+
+/// The Anthropic version Vertex AI's body carries (the agent's choice, DESIGN.md).
+pub(crate) const VERTEX_VERSION: &str = "vertex-2023-10-16";
+
+/// A Vertex AI request: a Bearer JSON POST whose body is the Messages body with
+/// `anthropic_version` and `stream`, without `model` (it is in the URL).
+pub(crate) fn check_vertex(method: &str, headers: &[(String, String)], body: &Value) -> Vec<String> {
+    let mut v = Vec::new();
+    check_post_json(method, headers, &mut v);
+    if !header(headers, "authorization").is_some_and(|a| a.starts_with("Bearer ")) {
+        v.push("no Bearer authorization".into());
+    }
+    if header(headers, "x-api-key").is_some() || header(headers, "anthropic-version").is_some() {
+        v.push("x-api-key or anthropic-version sent to Vertex AI".into());
+    }
+    if body["anthropic_version"] != VERTEX_VERSION {
+        v.push(format!("anthropic_version is {}", body["anthropic_version"]));
+    }
+    if body.get("model").is_some() {
+        v.push("the body has model (it is in the URL)".into());
+    }
+    let mut as_messages = body.clone();
+    if let Some(o) = as_messages.as_object_mut() {
+        o.insert("model".into(), Value::String("in-the-url".into()));
+    }
+    v.extend(check_body(&as_messages));
+    v
+}

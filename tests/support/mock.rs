@@ -37,6 +37,8 @@ pub(crate) enum Wire {
     /// `POST /model/ID/invoke-with-response-stream`: the Anthropic events in AWS
     /// event-stream frames (`eventstream.rs`), SigV4 or Bearer.
     Bedrock,
+    /// `POST …/publishers/anthropic/models/M:streamRawPredict`: Anthropic SSE, Bearer.
+    Vertex,
 }
 
 impl Wire {
@@ -47,6 +49,8 @@ impl Wire {
             Wire::OpenAi
         } else if path.starts_with("/model/") && path.ends_with("/invoke-with-response-stream") {
             Wire::Bedrock
+        } else if path.ends_with(":streamRawPredict") {
+            Wire::Vertex
         } else {
             Wire::Anthropic
         }
@@ -55,7 +59,7 @@ impl Wire {
     /// A keep-alive ping in this wire: an `event: ping` frame, or an SSE comment.
     pub(crate) fn ping(self) -> String {
         match self {
-            Wire::Anthropic => sse::ping(),
+            Wire::Anthropic | Wire::Vertex => sse::ping(),
             Wire::OpenAi => chat::ping(),
             Wire::Bedrock => String::new(),
         }
@@ -64,7 +68,7 @@ impl Wire {
     /// An API error body in this wire's shape.
     pub(crate) fn error_body(self, kind: &str, message: &str) -> String {
         match self {
-            Wire::Anthropic => {
+            Wire::Anthropic | Wire::Vertex => {
                 serde_json::json!({"type": "error", "error": {"type": kind, "message": message}})
                     .to_string()
             }
@@ -77,7 +81,7 @@ impl Wire {
     pub(crate) fn error_frame(self, kind: &str, message: &str) -> String {
         match self {
             // Bedrock's: encoded as the exception of the same class by `eventstream`.
-            Wire::Anthropic | Wire::Bedrock => sse::error_event(kind, message),
+            Wire::Anthropic | Wire::Bedrock | Wire::Vertex => sse::error_event(kind, message),
             Wire::OpenAi => chat::error_chunk(kind, message),
         }
     }
@@ -85,7 +89,7 @@ impl Wire {
     /// `(every frame, how many of them come before the stop)` of `turn` in this wire.
     pub(crate) fn render(self, turn: &Turn) -> (Vec<String>, usize) {
         let (body, all) = match self {
-            Wire::Anthropic | Wire::Bedrock => (turn.body_frames(), turn.frames()),
+            Wire::Anthropic | Wire::Bedrock | Wire::Vertex => (turn.body_frames(), turn.frames()),
             Wire::OpenAi => (chat::body_frames(turn), chat::frames(turn)),
         };
         (all, body.len())
@@ -97,6 +101,7 @@ impl Wire {
             Wire::Anthropic => "request-id",
             Wire::OpenAi => "x-request-id",
             Wire::Bedrock => "x-amzn-requestid",
+            Wire::Vertex => "x-request-id",
         }
     }
 }
@@ -632,6 +637,9 @@ fn check_request(req: &Recorded) -> Vec<String> {
         Wire::Bedrock => {
             return invariants::check_bedrock(&req.method, &req.path, &req.headers, &req.body);
         }
+        Wire::Vertex => {
+            return invariants::check_vertex(&req.method, &req.headers, &req.body);
+        }
     };
     if req.body.is_null() {
         violations.push(format!(
@@ -640,7 +648,7 @@ fn check_request(req: &Recorded) -> Vec<String> {
         ));
     } else {
         violations.extend(match req.wire {
-            Wire::Anthropic | Wire::Bedrock => invariants::check_body(&req.body),
+            Wire::Anthropic | Wire::Bedrock | Wire::Vertex => invariants::check_body(&req.body),
             Wire::OpenAi => invariants::check_chat_body(&req.body),
         });
     }

@@ -7,11 +7,13 @@ pub(crate) mod anthropic;
 pub(crate) mod bedrock;
 pub(crate) mod cassette;
 pub(crate) mod decoding;
+pub(crate) mod foundry;
 pub(crate) mod http;
 pub(crate) mod openai;
 pub(crate) mod retry;
 pub(crate) mod sse;
 pub(crate) mod token_http;
+pub(crate) mod vertex;
 
 use std::io;
 
@@ -32,6 +34,8 @@ pub(crate) fn wire(kind: ProviderKind) -> Box<dyn http::Wire> {
         ProviderKind::Openai => Box::new(openai::OpenAiWire),
         // Without credentials: this wire decodes cassettes; `agent run` connects its own.
         ProviderKind::Bedrock => Box::new(bedrock::BedrockWire::decoder()),
+        ProviderKind::Vertex => Box::new(vertex::VertexWire::decoder()),
+        ProviderKind::Foundry => Box::new(foundry::FoundryWire::default()),
     }
 }
 
