@@ -25,6 +25,14 @@ class Capture(BaseHTTPRequestHandler):
     def do_POST(self):
         length = int(self.headers.get("content-length", "0"))
         body = self.rfile.read(length)
+        if self.path == "/token":  # a Google token endpoint for the agent's service account
+            answer = json.dumps({"access_token": "ya29.oracle-token", "expires_in": 3600}).encode()
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(answer)))
+            self.end_headers()
+            self.wfile.write(answer)
+            return
         captured.append(
             {
                 "method": "POST",
@@ -66,6 +74,8 @@ def sdk_call(client, agent_req, model, drop):
     for k in ["anthropic_version", *drop]:
         body.pop(k, None)
     betas = body.pop("anthropic_beta", None)
+    if not betas and agent_req["headers"].get("anthropic-beta"):
+        betas = agent_req["headers"]["anthropic-beta"].split(",")
     kwargs = dict(model=model, stream=True, **body)
     try:
         if betas:
@@ -102,8 +112,8 @@ def compare(provider, agent_req, sdk_req, headers, version_field, documented):
     for h in headers:
         av, sv = agent_req["headers"].get(h), sdk_req["headers"].get(h)
         check(f"{provider}: header {h}", av == sv, f"agent {av!r} / sdk {sv!r}")
-    for h in ("x-api-key", "anthropic-version"):
-        check(f"{provider}: no {h} from agent", h not in agent_req["headers"] or h in sdk_req["headers"],
+    for h in ("x-api-key", "anthropic-version", "api-key", "authorization"):
+        check(f"{provider}: {h} sent only if the SDK sends it", h not in agent_req["headers"] or h in sdk_req["headers"],
               f"agent {agent_req['headers'].get(h)!r}, sdk {sdk_req['headers'].get(h)!r}")
 
 
@@ -161,6 +171,56 @@ def bedrock(agent):
     compare("bedrock api key", agent_req, sdk_req, ["authorization", "content-type"], "anthropic_version",
             "bedrock-2023-05-31")
     check("bedrock api key: unsigned", "x-amz-date" not in agent_req["headers"])
+    server.shutdown()
+
+
+def vertex(agent):
+    from anthropic import AnthropicVertex
+
+    server, url = serve()
+    keys = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../tests/fixtures/keys")
+    sa = os.path.join(tempfile.mkdtemp(), "sa.json")
+    with open(sa, "w") as f:
+        json.dump({"type": "service_account", "project_id": "p", "private_key_id": "k",
+                   "private_key": open(os.path.join(keys, "test_rsa_pkcs8.pem")).read(),
+                   "client_email": "ci@p.iam.gserviceaccount.com", "token_uri": url + "/token"}, f)
+    for region, project, model, extra in [
+        ("us-east5", "my-project", "claude-sonnet-4-5@20250929", []),
+        ("global", "proj;x", "claude-opus-4-1@20250805", ["--thinking-budget", "2048", "--betas", "context-1m-2025-08-07"]),
+    ]:
+        env = {"GOOGLE_APPLICATION_CREDENTIALS": sa, "CLOUD_ML_REGION": region,
+               "ANTHROPIC_VERTEX_PROJECT_ID": project, "ANTHROPIC_VERTEX_BASE_URL": url + "/v1",
+               "GCE_METADATA_HOST": "127.0.0.1:9"}
+        name = f"vertex {region} {model}{' ' + ' '.join(extra) if extra else ''}"
+        agent_req = run_agent(agent, env, ["--provider", "vertex", "-m", model, "--max-tokens", "100", *extra,
+                                           "list the files"])
+        client = AnthropicVertex(region=region, project_id=project, access_token="ya29.oracle-token",
+                                 base_url=url + "/v1", max_retries=0)
+        sdk_req = sdk_call(client, agent_req, model, ["stream"])
+        compare(name, agent_req, sdk_req, ["authorization", "content-type", "anthropic-beta"], "anthropic_version",
+                "vertex-2023-10-16")
+    server.shutdown()
+
+
+def foundry(agent):
+    from anthropic import AnthropicFoundry
+
+    server, url = serve()
+    for label, env, client in [
+        ("foundry key", {"ANTHROPIC_FOUNDRY_API_KEY": "foundry-oracle-key"},
+         AnthropicFoundry(api_key="foundry-oracle-key", base_url=url + "/anthropic/", max_retries=0)),
+        ("foundry Entra ID token", {"ANTHROPIC_FOUNDRY_AUTH_TOKEN": "entra-oracle-token"},
+         AnthropicFoundry(azure_ad_token_provider=lambda: "entra-oracle-token", base_url=url + "/anthropic/",
+                          max_retries=0)),
+    ]:
+        env = {**env, "ANTHROPIC_FOUNDRY_BASE_URL": url + "/anthropic"}
+        agent_req = run_agent(agent, env, ["--provider", "foundry", "-m", "claude-sonnet-4-5", "--max-tokens", "100",
+                                           "--betas", "context-1m-2025-08-07", "list the files"])
+        sdk_req = sdk_call(client, agent_req, "claude-sonnet-4-5", ["stream", "model"])
+        compare(label, agent_req, sdk_req, ["x-api-key", "api-key", "authorization", "content-type",
+                                            "anthropic-beta"], None, None)
+        print(f"note {label}: anthropic-version header: agent {agent_req['headers'].get('anthropic-version')!r}, "
+              f"SDK {sdk_req['headers'].get('anthropic-version')!r} (the agent keeps the Messages API's documented one)")
     server.shutdown()
 
 
