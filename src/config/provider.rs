@@ -201,7 +201,10 @@ fn endpoint(
         ),
         ProviderKind::Foundry => (
             "ANTHROPIC_FOUNDRY_BASE_URL",
-            match env.var("ANTHROPIC_FOUNDRY_RESOURCE").filter(|r| !r.trim().is_empty()) {
+            match env
+                .var("ANTHROPIC_FOUNDRY_RESOURCE")
+                .filter(|r| !r.trim().is_empty())
+            {
                 Some(resource) => crate::model::provider::foundry::base_url(resource.trim()),
                 None if args.base_url.is_none()
                     && env.var("ANTHROPIC_FOUNDRY_BASE_URL").is_none()
@@ -293,7 +296,10 @@ fn foundry_key(args: &RunArgs, env: &dyn Env) -> Result<String, Error> {
     let token = env
         .var("ANTHROPIC_FOUNDRY_AUTH_TOKEN")
         .filter(|t| !t.is_empty());
-    match env.var("ANTHROPIC_FOUNDRY_API_KEY").filter(|k| !k.is_empty()) {
+    match env
+        .var("ANTHROPIC_FOUNDRY_API_KEY")
+        .filter(|k| !k.is_empty())
+    {
         Some(k) => Ok(k),
         None if token.is_some() || args.replay.is_some() => Ok(String::new()),
         None => Err(Error::Usage(

@@ -91,12 +91,21 @@ fn env_keys_sign_every_request_and_the_event_stream_decodes() {
     let reqs = env.server.requests();
     assert_eq!(reqs.len(), 2);
     for r in &reqs {
-        assert_eq!(r.path, format!("/model/{MODEL}/invoke-with-response-stream"));
+        assert_eq!(
+            r.path,
+            format!("/model/{MODEL}/invoke-with-response-stream")
+        );
         let (credential, signed) = sigv4(r);
         let date = &r.header("x-amz-date").unwrap()[..8];
-        assert_eq!(credential, format!("{AKID}/{date}/us-east-1/bedrock/aws4_request"));
+        assert_eq!(
+            credential,
+            format!("{AKID}/{date}/us-east-1/bedrock/aws4_request")
+        );
         for h in ["content-type", "host", "x-amz-date", "x-amz-security-token"] {
-            assert!(signed.split(';').any(|s| s == h), "{h} not signed: {signed}");
+            assert!(
+                signed.split(';').any(|s| s == h),
+                "{h} not signed: {signed}"
+            );
         }
         assert_eq!(r.header("x-amz-security-token"), Some(SESSION));
         assert_eq!(r.body["anthropic_version"], "bedrock-2023-05-31");
@@ -110,8 +119,9 @@ fn env_keys_sign_every_request_and_the_event_stream_decodes() {
 
 #[test]
 fn an_arn_model_id_is_escaped_as_the_sdk_escapes_it() {
-    let env = TestEnv::new(vec![Reply::turn(Turn::new().text("ok"))]);
     let arn = "arn:aws:bedrock:us-east-1:123456789012:inference-profile/us.anthropic.claude-sonnet-4-5-20250929-v1:0";
+    // The stream names the model by its ARN too: its price must still be found.
+    let env = TestEnv::new(vec![Reply::turn(Turn::new().text("ok").model(arn))]);
     let url = env.server.url();
     let out = env.run_with_env(
         &["run", "--provider", "bedrock", "-m", arn, "--json", "hi"],
@@ -128,8 +138,19 @@ fn an_arn_model_id_is_escaped_as_the_sdk_escapes_it() {
         "/model/arn:aws:bedrock:us-east-1:123456789012:inference-profile%2Fus.anthropic.claude-sonnet-4-5-20250929-v1:0/invoke-with-response-stream"
     );
     // No session token: none sent, none signed.
-    assert!(env.server.requests()[0].header("x-amz-security-token").is_none());
-    assert_eq!(out.json()["models_used"][0]["model"].as_str().is_some(), true);
+    assert!(
+        env.server.requests()[0]
+            .header("x-amz-security-token")
+            .is_none()
+    );
+    // The ARN's model maps to the Anthropic price table, as every cloud id does.
+    let t = out.json();
+    assert_eq!(t["models_used"][0]["model"], arn);
+    assert!(
+        t["models_used"][0]["cost_usd"].as_f64().unwrap() > 0.0,
+        "{t}"
+    );
+    assert!(t["total_cost_usd"].as_f64().unwrap() > 0.0);
     env.server.assert_invariants();
 }
 
@@ -179,14 +200,29 @@ fn web_identity_goes_through_sts_once_when_the_keys_last() {
     assert_eq!(calls.len(), 1, "{calls:?}");
     let call = &calls[0];
     assert_eq!(call.method, "POST");
-    assert_eq!(call.form("Action").as_deref(), Some("AssumeRoleWithWebIdentity"));
-    assert_eq!(call.form("RoleArn").as_deref(), Some("arn:aws:iam::123456789012:role/ci"));
+    assert_eq!(
+        call.form("Action").as_deref(),
+        Some("AssumeRoleWithWebIdentity")
+    );
+    assert_eq!(
+        call.form("RoleArn").as_deref(),
+        Some("arn:aws:iam::123456789012:role/ci")
+    );
     assert_eq!(call.form("RoleSessionName").as_deref(), Some("gha-run-1"));
-    assert_eq!(call.form("WebIdentityToken").as_deref(), Some("eyJ.github-oidc.jwt"));
-    assert!(call.header("authorization").is_none(), "the web identity call is unsigned");
+    assert_eq!(
+        call.form("WebIdentityToken").as_deref(),
+        Some("eyJ.github-oidc.jwt")
+    );
+    assert!(
+        call.header("authorization").is_none(),
+        "the web identity call is unsigned"
+    );
     for r in env.server.requests() {
         assert_eq!(key_id(&r), "ASIASTS1");
-        assert_eq!(r.header("x-amz-security-token"), Some(format!("{ISSUED_TOKEN}-1").as_str()));
+        assert_eq!(
+            r.header("x-amz-security-token"),
+            Some(format!("{ISSUED_TOKEN}-1").as_str())
+        );
     }
     env.server.assert_invariants();
 }
@@ -205,7 +241,12 @@ fn web_identity_keys_near_expiry_are_refreshed_before_each_request() {
     assert_eq!(sts.requests().len(), 3);
     let keys: Vec<String> = env.server.requests().iter().map(key_id).collect();
     assert_eq!(keys, ["ASIASTS2", "ASIASTS3"]);
-    assert!(out.stderr.contains("AWS credentials refreshed from web identity"), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("AWS credentials refreshed from web identity"),
+        "{}",
+        out.stderr
+    );
 }
 
 #[test]
@@ -240,10 +281,16 @@ fn a_profile_role_is_assumed_with_its_source_profiles_keys() {
     assert_clean(&out, &[]);
     let call = &sts.requests()[0];
     assert_eq!(call.form("Action").as_deref(), Some("AssumeRole"));
-    assert_eq!(call.form("RoleSessionName").as_deref(), Some("from-profile"));
+    assert_eq!(
+        call.form("RoleSessionName").as_deref(),
+        Some("from-profile")
+    );
     assert_eq!(call.form("ExternalId").as_deref(), Some("ext-1"));
     let auth = call.header("authorization").expect("AssumeRole is signed");
-    assert!(auth.starts_with("AWS4-HMAC-SHA256 Credential=AKIDBASE/"), "{auth}");
+    assert!(
+        auth.starts_with("AWS4-HMAC-SHA256 Credential=AKIDBASE/"),
+        "{auth}"
+    );
     assert!(auth.contains("/us-east-1/sts/aws4_request"), "{auth}");
     assert_eq!(key_id(&env.server.requests()[0]), "ASIASTS1");
 }
@@ -262,12 +309,18 @@ fn a_profile_credential_process_supplies_the_keys() {
     let config = env.out("aws-config");
     std::fs::write(
         &config,
-        format!("[profile proc]\ncredential_process = cat {}\n", json_file.display()),
+        format!(
+            "[profile proc]\ncredential_process = cat {}\n",
+            json_file.display()
+        ),
     )
     .unwrap();
     let out = bedrock(
         &env,
-        &[("AWS_PROFILE", "proc"), ("AWS_CONFIG_FILE", config.to_str().unwrap())],
+        &[
+            ("AWS_PROFILE", "proc"),
+            ("AWS_CONFIG_FILE", config.to_str().unwrap()),
+        ],
         &["hi"],
     );
     out.assert_code(0);
@@ -295,7 +348,10 @@ fn container_credentials_use_the_authorization_token_file() {
         &env,
         &[
             ("AWS_CONTAINER_CREDENTIALS_FULL_URI", &uri),
-            ("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE", token_file.to_str().unwrap()),
+            (
+                "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE",
+                token_file.to_str().unwrap(),
+            ),
         ],
         &["-v", "hi"],
     );
@@ -305,7 +361,12 @@ fn container_credentials_use_the_authorization_token_file() {
     assert_eq!(key_id(&env.server.requests()[0]), "ASIACONTAINER");
     // The container's token went to the container endpoint only.
     let model = &env.server.requests()[0];
-    assert!(model.headers.iter().all(|(_, v)| !v.contains("pod-identity-token")));
+    assert!(
+        model
+            .headers
+            .iter()
+            .all(|(_, v)| !v.contains("pod-identity-token"))
+    );
 }
 
 #[test]
@@ -313,11 +374,19 @@ fn a_container_full_uri_over_plain_http_elsewhere_is_refused() {
     let env = TestEnv::new(vec![]);
     let out = bedrock(
         &env,
-        &[("AWS_CONTAINER_CREDENTIALS_FULL_URI", "http://192.0.2.1/creds")],
+        &[(
+            "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+            "http://192.0.2.1/creds",
+        )],
         &["hi"],
     );
     out.assert_code(2);
-    assert!(out.stderr.contains("bedrock: AWS credentials from container"), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("bedrock: AWS credentials from container"),
+        "{}",
+        out.stderr
+    );
     assert_eq!(env.server.request_count(), 0);
 }
 
@@ -411,7 +480,10 @@ fn a_bedrock_api_key_is_sent_as_a_bearer_token_unsigned() {
     out.assert_code(0);
     assert_clean(&out, &[key]);
     let r = &env.server.requests()[0];
-    assert_eq!(r.header("authorization"), Some(format!("Bearer {key}").as_str()));
+    assert_eq!(
+        r.header("authorization"),
+        Some(format!("Bearer {key}").as_str())
+    );
     assert!(r.header("x-amz-date").is_none());
     env.server.assert_invariants();
 }
@@ -457,14 +529,24 @@ fn exceptions_are_retried_by_their_class() {
     let t = out.json();
     assert_eq!(t["result"], "made it");
     assert_eq!(t["retries"], 2);
-    assert!(out.stderr.contains("throttlingException: try later"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("throttlingException: try later"),
+        "{}",
+        out.stderr
+    );
 
     let env = TestEnv::new(vec![exception("validationException")]);
     let out = bedrock(&env, ENV_KEYS, &["hi"]);
     assert_ne!(out.code(), Some(0));
     let t = out.json();
     assert_eq!(t["status"], "error");
-    assert!(t["error"]["message"].as_str().unwrap().contains("validationException"), "{t}");
+    assert!(
+        t["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("validationException"),
+        "{t}"
+    );
     assert_eq!(env.server.request_count(), 1, "not retried");
 }
 
@@ -477,10 +559,19 @@ fn bad_crcs_and_cut_frames_are_dropped_streams_retried() {
     bad_message[last] ^= 1;
     let cut = eventstream::chunk(r#"{"type":"message_start","message":{"id":"m"}}"#);
     let env = TestEnv::new(vec![
-        Reply::EventStream { bytes: bad_prelude, complete: true },
-        Reply::EventStream { bytes: bad_message, complete: true },
+        Reply::EventStream {
+            bytes: bad_prelude,
+            complete: true,
+        },
+        Reply::EventStream {
+            bytes: bad_message,
+            complete: true,
+        },
         // A body that ends cleanly in the middle of a message.
-        Reply::EventStream { bytes: cut[..cut.len() - 7].to_vec(), complete: true },
+        Reply::EventStream {
+            bytes: cut[..cut.len() - 7].to_vec(),
+            complete: true,
+        },
         Reply::turn(Turn::new().text("whole")).with_fault(Fault::DropAfter(2)),
         Reply::turn(Turn::new().text("whole")),
     ]);
@@ -508,8 +599,16 @@ fn a_service_unavailable_model_falls_back() {
     );
     out.assert_code(0);
     assert_eq!(out.json()["result"], "from the fallback");
-    let paths: Vec<String> = env.server.requests().iter().map(|r| r.path.clone()).collect();
-    assert_eq!(paths[1], format!("/model/{fallback}/invoke-with-response-stream"));
+    let paths: Vec<String> = env
+        .server
+        .requests()
+        .iter()
+        .map(|r| r.path.clone())
+        .collect();
+    assert_eq!(
+        paths[1],
+        format!("/model/{fallback}/invoke-with-response-stream")
+    );
 }
 
 #[test]
@@ -518,7 +617,13 @@ fn thinking_and_betas_go_in_the_body_and_caching_stays() {
     let out = bedrock(
         &env,
         ENV_KEYS,
-        &["--thinking-budget", "2048", "--betas", "context-1m-2025-08-07", "hi"],
+        &[
+            "--thinking-budget",
+            "2048",
+            "--betas",
+            "context-1m-2025-08-07",
+            "hi",
+        ],
     );
     out.assert_code(0);
     let r = &env.server.requests()[0];
@@ -530,9 +635,16 @@ fn thinking_and_betas_go_in_the_body_and_caching_stays() {
         .map(|b| b.as_str().unwrap())
         .collect();
     assert!(betas.contains(&"context-1m-2025-08-07"), "{betas:?}");
-    assert!(betas.contains(&"interleaved-thinking-2025-05-14"), "{betas:?}");
+    assert!(
+        betas.contains(&"interleaved-thinking-2025-05-14"),
+        "{betas:?}"
+    );
     assert_eq!(r.body["thinking"]["budget_tokens"], 2048);
-    assert!(r.body["system"][0]["cache_control"].is_object(), "{}", r.body);
+    assert!(
+        r.body["system"][0]["cache_control"].is_object(),
+        "{}",
+        r.body
+    );
     env.server.assert_invariants();
 }
 
@@ -560,12 +672,23 @@ fn a_recorded_bedrock_run_replays_without_credentials_and_holds_none() {
             assert!(!text.contains(s), "{s} in {}", file.display());
         }
     }
-    let header: Value =
-        serde_json::from_str(std::fs::read_to_string(&cassette).unwrap().lines().next().unwrap())
-            .unwrap();
+    let header: Value = serde_json::from_str(
+        std::fs::read_to_string(&cassette)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
     assert_eq!(header["provider"], "bedrock");
     // No AWS variable, no region, no Bedrock URL: replay needs none.
-    let replayed = env.run(&["run", "--replay", cassette.to_str().unwrap(), "--json", "read notes.txt"]);
+    let replayed = env.run(&[
+        "run",
+        "--replay",
+        cassette.to_str().unwrap(),
+        "--json",
+        "read notes.txt",
+    ]);
     replayed.assert_code(0);
     let t = replayed.json();
     assert_eq!(t["result"], "done");
@@ -582,7 +705,11 @@ fn the_aws_secret_never_reaches_a_bash_command() {
     let out = bedrock(&env, ENV_KEYS, &["--allow-bash", "run env"]);
     out.assert_code(0);
     let results = env.server.requests()[1].tool_results();
-    assert!(results[0].content.contains("AWS_REGION=us-east-1"), "{}", results[0].content);
+    assert!(
+        results[0].content.contains("AWS_REGION=us-east-1"),
+        "{}",
+        results[0].content
+    );
     assert!(!results[0].content.contains(SECRET));
     assert!(!results[0].content.contains(SESSION));
 }

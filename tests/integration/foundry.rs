@@ -11,7 +11,14 @@ const ENTRA: &str = "eyJ0eXAi.entra-token-DO-NOT-LEAK";
 
 fn foundry(env: &TestEnv, vars: &[(&str, &str)], args: &[&str]) -> RunOutput {
     let url = env.server.url();
-    let mut all = vec!["run", "--provider", "foundry", "-m", "claude-sonnet-4-5", "--json"];
+    let mut all = vec![
+        "run",
+        "--provider",
+        "foundry",
+        "-m",
+        "claude-sonnet-4-5",
+        "--json",
+    ];
     all.extend_from_slice(args);
     let mut v = vec![("ANTHROPIC_FOUNDRY_BASE_URL", url.as_str())];
     v.extend_from_slice(vars);
@@ -21,7 +28,10 @@ fn foundry(env: &TestEnv, vars: &[(&str, &str)], args: &[&str]) -> RunOutput {
 fn assert_clean(out: &RunOutput) {
     out.assert_no_secret();
     for s in [FOUNDRY_KEY, ENTRA] {
-        assert!(!out.stdout.contains(s) && !out.stderr.contains(s), "{s} shown");
+        assert!(
+            !out.stdout.contains(s) && !out.stderr.contains(s),
+            "{s} shown"
+        );
     }
 }
 
@@ -36,7 +46,12 @@ fn a_foundry_key_goes_in_both_key_headers() {
     let out = foundry(
         &env,
         &[("ANTHROPIC_FOUNDRY_API_KEY", FOUNDRY_KEY)],
-        &["-v", "--record", cassette.to_str().unwrap(), "read notes.txt"],
+        &[
+            "-v",
+            "--record",
+            cassette.to_str().unwrap(),
+            "read notes.txt",
+        ],
     );
     out.assert_code(0);
     assert_clean(&out);
@@ -52,7 +67,13 @@ fn a_foundry_key_goes_in_both_key_headers() {
     env.server.assert_invariants();
     let text = assert_file_has_no_secret(&cassette);
     assert!(!text.contains(FOUNDRY_KEY));
-    let replayed = env.run(&["run", "--replay", cassette.to_str().unwrap(), "--json", "read notes.txt"]);
+    let replayed = env.run(&[
+        "run",
+        "--replay",
+        cassette.to_str().unwrap(),
+        "--json",
+        "read notes.txt",
+    ]);
     replayed.assert_code(0);
     assert_eq!(replayed.json()["result"], "done");
 }
@@ -60,11 +81,18 @@ fn a_foundry_key_goes_in_both_key_headers() {
 #[test]
 fn an_entra_id_token_is_a_bearer_and_no_key_is_sent() {
     let env = TestEnv::new(vec![Reply::turn(Turn::new().text("ok"))]);
-    let out = foundry(&env, &[("ANTHROPIC_FOUNDRY_AUTH_TOKEN", ENTRA)], &["-v", "hi"]);
+    let out = foundry(
+        &env,
+        &[("ANTHROPIC_FOUNDRY_AUTH_TOKEN", ENTRA)],
+        &["-v", "hi"],
+    );
     out.assert_code(0);
     assert_clean(&out);
     let r = &env.server.requests()[0];
-    assert_eq!(r.header("authorization"), Some(format!("Bearer {ENTRA}").as_str()));
+    assert_eq!(
+        r.header("authorization"),
+        Some(format!("Bearer {ENTRA}").as_str())
+    );
     assert!(r.header("x-api-key").is_none() && r.header("api-key").is_none());
 }
 
@@ -73,12 +101,23 @@ fn claude_code_use_foundry_needs_a_resource_and_a_credential() {
     let env = TestEnv::new(vec![]);
     let out = env.run_with_env(&["run", "hi"], &[("CLAUDE_CODE_USE_FOUNDRY", "1")]);
     out.assert_code(2);
-    assert!(out.stderr.contains("ANTHROPIC_FOUNDRY_API_KEY"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("ANTHROPIC_FOUNDRY_API_KEY"),
+        "{}",
+        out.stderr
+    );
     let out = env.run_with_env(
         &["run", "hi"],
-        &[("CLAUDE_CODE_USE_FOUNDRY", "1"), ("ANTHROPIC_FOUNDRY_API_KEY", FOUNDRY_KEY)],
+        &[
+            ("CLAUDE_CODE_USE_FOUNDRY", "1"),
+            ("ANTHROPIC_FOUNDRY_API_KEY", FOUNDRY_KEY),
+        ],
     );
     out.assert_code(2);
-    assert!(out.stderr.contains("ANTHROPIC_FOUNDRY_RESOURCE"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("ANTHROPIC_FOUNDRY_RESOURCE"),
+        "{}",
+        out.stderr
+    );
     assert_clean(&out);
 }

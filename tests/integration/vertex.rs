@@ -20,7 +20,9 @@ const TOKEN: &str = "ya29.vertex-token-DO-NOT-LEAK";
 const KEYS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/keys");
 
 fn path() -> String {
-    format!("/projects/{PROJECT}/locations/{REGION}/publishers/anthropic/models/{MODEL}:streamRawPredict")
+    format!(
+        "/projects/{PROJECT}/locations/{REGION}/publishers/anthropic/models/{MODEL}:streamRawPredict"
+    )
 }
 
 /// `agent run --provider vertex -m MODEL --json ARGS` at the mock, plus `vars`.
@@ -48,7 +50,9 @@ fn assert_clean(out: &RunOutput, secrets: &[&str]) {
 }
 
 fn b64url(s: &str) -> Vec<u8> {
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(s).unwrap()
+    base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(s)
+        .unwrap()
 }
 
 /// The claims of an RS256 JWT whose signature the public key fixture verifies; panics
@@ -76,20 +80,30 @@ fn google_token_endpoint(expires_in: u64) -> TokenServer {
     let n = std::sync::atomic::AtomicUsize::new(0);
     TokenServer::start(move |r: &TokenRequest| {
         if r.form("grant_type").as_deref() != Some("urn:ietf:params:oauth:grant-type:jwt-bearer") {
-            return (400, "application/json", r#"{"error":"unsupported_grant_type"}"#.into());
+            return (
+                400,
+                "application/json",
+                r#"{"error":"unsupported_grant_type"}"#.into(),
+            );
         }
         match verified_claims(&r.form("assertion").unwrap_or_default()) {
-            Ok(c) if c["iss"] == "ci@proj-1.iam.gserviceaccount.com"
-                && c["scope"] == "https://www.googleapis.com/auth/cloud-platform"
-                && c["aud"].as_str().is_some_and(|a| a.ends_with("/token"))
-                && c["exp"].as_u64().unwrap() - c["iat"].as_u64().unwrap() == 3600 =>
+            Ok(c)
+                if c["iss"] == "ci@proj-1.iam.gserviceaccount.com"
+                    && c["scope"] == "https://www.googleapis.com/auth/cloud-platform"
+                    && c["aud"].as_str().is_some_and(|a| a.ends_with("/token"))
+                    && c["exp"].as_u64().unwrap() - c["iat"].as_u64().unwrap() == 3600 =>
             {
                 let i = n.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
                 let body = json!({"access_token": format!("{TOKEN}-{i}"), "expires_in": expires_in,
                                   "token_type": "Bearer"});
                 (200, "application/json", body.to_string())
             }
-            other => (400, "application/json", json!({"error": "invalid_grant", "error_description": format!("{other:?}")}).to_string()),
+            other => (
+                400,
+                "application/json",
+                json!({"error": "invalid_grant", "error_description": format!("{other:?}")})
+                    .to_string(),
+            ),
         }
     })
 }
@@ -116,7 +130,11 @@ fn two_turns() -> Vec<Reply> {
 }
 
 fn bearer(r: &Recorded) -> String {
-    r.header("authorization").unwrap().strip_prefix("Bearer ").unwrap().to_string()
+    r.header("authorization")
+        .unwrap()
+        .strip_prefix("Bearer ")
+        .unwrap()
+        .to_string()
 }
 
 #[test]
@@ -125,7 +143,11 @@ fn a_service_account_assertion_is_verified_and_its_token_cached() {
     env.write("notes.txt", "alpha\n");
     let google = google_token_endpoint(3600);
     let sa = service_account_file(&env, &google.url());
-    let out = vertex(&env, &[("GOOGLE_APPLICATION_CREDENTIALS", &sa)], &["-v", "read notes.txt"]);
+    let out = vertex(
+        &env,
+        &[("GOOGLE_APPLICATION_CREDENTIALS", &sa)],
+        &["-v", "read notes.txt"],
+    );
     out.assert_code(0);
     assert_clean(&out, &[]);
     let t = out.json();
@@ -138,7 +160,10 @@ fn a_service_account_assertion_is_verified_and_its_token_cached() {
     let (signed, signature) = assertion.rsplit_once('.').unwrap();
     let mut bad = b64url(signature);
     bad[10] ^= 1;
-    let forged = format!("{signed}.{}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bad));
+    let forged = format!(
+        "{signed}.{}",
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bad)
+    );
     assert_eq!(verified_claims(&forged), Err("bad signature".to_string()));
     let reqs = env.server.requests();
     assert_eq!(reqs.len(), 2);
@@ -158,10 +183,18 @@ fn a_token_near_expiry_is_fetched_again_before_each_request() {
     env.write("notes.txt", "alpha\n");
     let google = google_token_endpoint(60);
     let sa = service_account_file(&env, &google.url());
-    let out = vertex(&env, &[("GOOGLE_APPLICATION_CREDENTIALS", &sa)], &["-v", "read notes.txt"]);
+    let out = vertex(
+        &env,
+        &[("GOOGLE_APPLICATION_CREDENTIALS", &sa)],
+        &["-v", "read notes.txt"],
+    );
     out.assert_code(0);
     assert_clean(&out, &[]);
-    assert_eq!(google.requests().len(), 3, "at start, then before each request");
+    assert_eq!(
+        google.requests().len(),
+        3,
+        "at start, then before each request"
+    );
     let tokens: Vec<String> = env.server.requests().iter().map(bearer).collect();
     assert_eq!(tokens, [format!("{TOKEN}-2"), format!("{TOKEN}-3")]);
 }
@@ -172,11 +205,25 @@ fn a_key_that_is_not_rsa_is_named_before_any_request() {
     let google = google_token_endpoint(3600);
     let key = std::fs::read_to_string(format!("{KEYS}/test_ec_p256_pkcs8.pem")).unwrap();
     let file = env.out("sa.json");
-    std::fs::write(&file, json!({"type": "service_account", "private_key": key, "client_email": "x@y",
-        "token_uri": format!("{}/token", google.url())}).to_string()).unwrap();
-    let out = vertex(&env, &[("GOOGLE_APPLICATION_CREDENTIALS", file.to_str().unwrap())], &["hi"]);
+    std::fs::write(
+        &file,
+        json!({"type": "service_account", "private_key": key, "client_email": "x@y",
+        "token_uri": format!("{}/token", google.url())})
+        .to_string(),
+    )
+    .unwrap();
+    let out = vertex(
+        &env,
+        &[("GOOGLE_APPLICATION_CREDENTIALS", file.to_str().unwrap())],
+        &["hi"],
+    );
     out.assert_code(2);
-    assert!(out.stderr.contains("private_key: not an RSA PKCS#8 private key"), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("private_key: not an RSA PKCS#8 private key"),
+        "{}",
+        out.stderr
+    );
     assert!(!out.stderr.contains("BEGIN"), "{}", out.stderr);
     assert_eq!(env.server.request_count(), 0);
     assert_eq!(google.requests().len(), 0);
@@ -189,8 +236,16 @@ fn an_authorized_user_refresh_token_and_the_gcloud_file() {
             && r.form("refresh_token").as_deref() == Some("1//refresh-DO-NOT-LEAK")
             && r.form("client_id").as_deref() == Some("cid.apps.googleusercontent.com");
         match ok {
-            true => (200, "application/json", json!({"access_token": TOKEN, "expires_in": 3599}).to_string()),
-            false => (400, "application/json", r#"{"error":"invalid_grant"}"#.into()),
+            true => (
+                200,
+                "application/json",
+                json!({"access_token": TOKEN, "expires_in": 3599}).to_string(),
+            ),
+            false => (
+                400,
+                "application/json",
+                r#"{"error":"invalid_grant"}"#.into(),
+            ),
         }
     });
     let env = TestEnv::new(vec![Reply::turn(Turn::new().text("ok"))]);
@@ -207,7 +262,10 @@ fn an_authorized_user_refresh_token_and_the_gcloud_file() {
     .unwrap();
     let out = vertex(&env, &[("HOME", home.to_str().unwrap())], &["-v", "hi"]);
     out.assert_code(0);
-    assert_clean(&out, &["client-secret-DO-NOT-LEAK", "1//refresh-DO-NOT-LEAK"]);
+    assert_clean(
+        &out,
+        &["client-secret-DO-NOT-LEAK", "1//refresh-DO-NOT-LEAK"],
+    );
     assert_eq!(bearer(&env.server.requests()[0]), TOKEN);
     assert_eq!(google.requests().len(), 1);
 }
@@ -222,13 +280,25 @@ fn federation() -> TokenServer {
                 && r.form("subject_token").as_deref() == Some("gha-oidc-jwt-DO-NOT-LEAK")
                 && r.form("subject_token_type").as_deref()
                     == Some("urn:ietf:params:oauth:token-type:jwt")
-                && r.form("audience").as_deref() == Some("//iam.googleapis.com/projects/1/locations/global/workloadIdentityPools/gh/providers/gh")
+                && r.form("audience").as_deref()
+                    == Some(
+                        "//iam.googleapis.com/projects/1/locations/global/workloadIdentityPools/gh/providers/gh",
+                    )
                 && r.form("requested_token_type").as_deref()
                     == Some("urn:ietf:params:oauth:token-type:access_token");
             match ok {
-                true => (200, "application/json", json!({"access_token": "federated-DO-NOT-LEAK", "expires_in": 3600,
-                    "issued_token_type": "urn:ietf:params:oauth:token-type:access_token"}).to_string()),
-                false => (400, "application/json", format!("{{\"error\":\"invalid_request\",\"body\":{:?}}}", r.body)),
+                true => (
+                    200,
+                    "application/json",
+                    json!({"access_token": "federated-DO-NOT-LEAK", "expires_in": 3600,
+                    "issued_token_type": "urn:ietf:params:oauth:token-type:access_token"})
+                    .to_string(),
+                ),
+                false => (
+                    400,
+                    "application/json",
+                    format!("{{\"error\":\"invalid_request\",\"body\":{:?}}}", r.body),
+                ),
             }
         }
         "/v1/projects/-/serviceAccounts/ci@proj-1.iam.gserviceaccount.com:generateAccessToken" => {
@@ -238,11 +308,17 @@ fn federation() -> TokenServer {
             {
                 return (403, "application/json", "{}".into());
             }
-            (200, "application/json", json!({"accessToken": TOKEN, "expireTime": in_secs(3600)}).to_string())
+            (
+                200,
+                "application/json",
+                json!({"accessToken": TOKEN, "expireTime": in_secs(3600)}).to_string(),
+            )
         }
-        "/oidc" if r.header("authorization") == Some("bearer gha-request-token") => {
-            (200, "application/json", json!({"value": "gha-oidc-jwt-DO-NOT-LEAK"}).to_string())
-        }
+        "/oidc" if r.header("authorization") == Some("bearer gha-request-token") => (
+            200,
+            "application/json",
+            json!({"value": "gha-oidc-jwt-DO-NOT-LEAK"}).to_string(),
+        ),
         _ => (404, "text/plain", String::new()),
     })
 }
@@ -270,7 +346,11 @@ fn workload_identity_from_a_file_exchanges_then_impersonates() {
     let subject = env.out("oidc.jwt");
     std::fs::write(&subject, "gha-oidc-jwt-DO-NOT-LEAK\n").unwrap();
     let file = external_account(&env, &server, json!({"file": subject.to_str().unwrap()}));
-    let out = vertex(&env, &[("GOOGLE_APPLICATION_CREDENTIALS", &file)], &["-v", "hi"]);
+    let out = vertex(
+        &env,
+        &[("GOOGLE_APPLICATION_CREDENTIALS", &file)],
+        &["-v", "hi"],
+    );
     out.assert_code(0);
     assert_clean(&out, &[]);
     let calls: Vec<String> = server.requests().iter().map(|r| r.path.clone()).collect();
@@ -301,7 +381,11 @@ fn the_gce_metadata_server_with_its_flavor_header() {
         if r.header("metadata-flavor") == Some("Google")
             && r.path == "/computeMetadata/v1/instance/service-accounts/default/token"
         {
-            (200, "application/json", json!({"access_token": TOKEN, "expires_in": 3000}).to_string())
+            (
+                200,
+                "application/json",
+                json!({"access_token": TOKEN, "expires_in": 3000}).to_string(),
+            )
         } else {
             (403, "text/plain", String::new())
         }
@@ -318,11 +402,16 @@ fn no_credentials_names_every_source_tried() {
     let out = vertex(&env, &[], &["hi"]);
     out.assert_code(2);
     assert!(
-        out.stderr.contains("vertex: no Google credentials: tried GOOGLE_APPLICATION_CREDENTIALS, "),
+        out.stderr
+            .contains("vertex: no Google credentials: tried GOOGLE_APPLICATION_CREDENTIALS, "),
         "{}",
         out.stderr
     );
-    assert!(out.stderr.contains("the GCE metadata server"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("the GCE metadata server"),
+        "{}",
+        out.stderr
+    );
 }
 
 #[test]
@@ -343,7 +432,15 @@ fn claude_code_use_vertex_and_record_replay_without_credentials() {
     let transcript = env.out("t.json");
     let url = env.server.url();
     let out = env.run_with_env(
-        &["run", "--json", "--record", cassette.to_str().unwrap(), "-o", transcript.to_str().unwrap(), "read notes.txt"],
+        &[
+            "run",
+            "--json",
+            "--record",
+            cassette.to_str().unwrap(),
+            "-o",
+            transcript.to_str().unwrap(),
+            "read notes.txt",
+        ],
         &[
             ("CLAUDE_CODE_USE_VERTEX", "1"),
             ("ANTHROPIC_VERTEX_BASE_URL", &url),
@@ -363,7 +460,13 @@ fn claude_code_use_vertex_and_record_replay_without_credentials() {
         assert!(!text.contains(TOKEN), "token in {}", file.display());
         assert!(!text.contains("PRIVATE KEY"));
     }
-    let replayed = env.run(&["run", "--replay", cassette.to_str().unwrap(), "--json", "read notes.txt"]);
+    let replayed = env.run(&[
+        "run",
+        "--replay",
+        cassette.to_str().unwrap(),
+        "--json",
+        "read notes.txt",
+    ]);
     replayed.assert_code(0);
     assert_eq!(replayed.json()["result"], "done");
     assert_eq!(replayed.json()["provider"], "vertex");

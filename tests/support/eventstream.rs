@@ -20,8 +20,7 @@ pub(crate) fn crc32(bytes: &[u8]) -> u32 {
 
 /// Standard base64 with padding.
 pub(crate) fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] =
-        b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::new();
     for group in bytes.chunks(3) {
         let n = group
@@ -120,7 +119,10 @@ pub(crate) fn from_sse(sse: &str) -> Vec<u8> {
                 "permission_error" => "accessDeniedException",
                 _ => "internalServerException",
             };
-            out.extend(exception(kind, v["error"]["message"].as_str().unwrap_or("")));
+            out.extend(exception(
+                kind,
+                v["error"]["message"].as_str().unwrap_or(""),
+            ));
         } else {
             out.extend(chunk(&data));
         }

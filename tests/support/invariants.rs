@@ -477,7 +477,9 @@ pub(crate) fn check_bedrock(
     let mut v = Vec::new();
     check_post_json(method, headers, &mut v);
     if !(path.starts_with("/model/") && path.ends_with("/invoke-with-response-stream")) {
-        v.push(format!("path is {path}, want /model/ID/invoke-with-response-stream"));
+        v.push(format!(
+            "path is {path}, want /model/ID/invoke-with-response-stream"
+        ));
     }
     match header(headers, "authorization") {
         Some(a) if a.starts_with("AWS4-HMAC-SHA256 Credential=") => {
@@ -492,7 +494,10 @@ pub(crate) fn check_bedrock(
         v.push("x-api-key sent to Bedrock".into());
     }
     if body["anthropic_version"] != BEDROCK_VERSION {
-        v.push(format!("anthropic_version is {}", body["anthropic_version"]));
+        v.push(format!(
+            "anthropic_version is {}",
+            body["anthropic_version"]
+        ));
     }
     for gone in ["model", "stream"] {
         if body.get(gone).is_some() {
@@ -513,7 +518,11 @@ pub(crate) const VERTEX_VERSION: &str = "vertex-2023-10-16";
 
 /// A Vertex AI request: a Bearer JSON POST whose body is the Messages body with
 /// `anthropic_version` and `stream`, without `model` (it is in the URL).
-pub(crate) fn check_vertex(method: &str, headers: &[(String, String)], body: &Value) -> Vec<String> {
+pub(crate) fn check_vertex(
+    method: &str,
+    headers: &[(String, String)],
+    body: &Value,
+) -> Vec<String> {
     let mut v = Vec::new();
     check_post_json(method, headers, &mut v);
     if !header(headers, "authorization").is_some_and(|a| a.starts_with("Bearer ")) {
@@ -523,7 +532,10 @@ pub(crate) fn check_vertex(method: &str, headers: &[(String, String)], body: &Va
         v.push("x-api-key or anthropic-version sent to Vertex AI".into());
     }
     if body["anthropic_version"] != VERTEX_VERSION {
-        v.push(format!("anthropic_version is {}", body["anthropic_version"]));
+        v.push(format!(
+            "anthropic_version is {}",
+            body["anthropic_version"]
+        ));
     }
     if body.get("model").is_some() {
         v.push("the body has model (it is in the URL)".into());

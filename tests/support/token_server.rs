@@ -129,7 +129,11 @@ impl Drop for TokenServer {
     }
 }
 
-fn serve(conn: TcpStream, requests: &Mutex<Vec<TokenRequest>>, handler: &Handler) -> std::io::Result<()> {
+fn serve(
+    conn: TcpStream,
+    requests: &Mutex<Vec<TokenRequest>>,
+    handler: &Handler,
+) -> std::io::Result<()> {
     let mut writer = conn.try_clone()?;
     let mut reader = BufReader::new(conn);
     let mut line = String::new();
@@ -177,7 +181,13 @@ fn serve(conn: TcpStream, requests: &Mutex<Vec<TokenRequest>>, handler: &Handler
 }
 
 /// An STS answer in STS's XML, for `action` (`AssumeRoleWithWebIdentity`, `AssumeRole`).
-pub(crate) fn sts_xml(action: &str, key_id: &str, secret: &str, token: &str, expiration: &str) -> String {
+pub(crate) fn sts_xml(
+    action: &str,
+    key_id: &str,
+    secret: &str,
+    token: &str,
+    expiration: &str,
+) -> String {
     format!(
         "<{action}Response xmlns=\"https://sts.amazonaws.com/doc/2011-06-15/\"><{action}Result>\
          <Credentials><AccessKeyId>{key_id}</AccessKeyId><SecretAccessKey>{secret}</SecretAccessKey>\

@@ -41,7 +41,9 @@ pub(crate) fn process_env() -> AwsEnv {
 }
 
 fn var<'e>(env: &'e AwsEnv, name: &str) -> Option<&'e str> {
-    env.get(name).map(String::as_str).filter(|v| !v.trim().is_empty())
+    env.get(name)
+        .map(String::as_str)
+        .filter(|v| !v.trim().is_empty())
 }
 
 /// Where the credentials came from, to fetch them again from there.
@@ -107,7 +109,12 @@ impl Chain {
                 }
                 Ok(None) => {}
                 Err(e) if matches!(source, Source::Imds) => imds_why = e,
-                Err(e) => return Err(format!("bedrock: AWS credentials from {}: {e}", source.name())),
+                Err(e) => {
+                    return Err(format!(
+                        "bedrock: AWS credentials from {}: {e}",
+                        source.name()
+                    ));
+                }
             }
         }
         let why = if imds_why.is_empty() {
@@ -158,9 +165,10 @@ fn fetch(env: &AwsEnv, region: &str, source: &Source, now: u64) -> Result<Option
     match source {
         Source::Env => Ok(from_env(env)),
         Source::WebIdentity => {
-            let (Some(role), Some(file)) =
-                (var(env, "AWS_ROLE_ARN"), var(env, "AWS_WEB_IDENTITY_TOKEN_FILE"))
-            else {
+            let (Some(role), Some(file)) = (
+                var(env, "AWS_ROLE_ARN"),
+                var(env, "AWS_WEB_IDENTITY_TOKEN_FILE"),
+            ) else {
                 return Ok(None);
             };
             let session = var(env, "AWS_ROLE_SESSION_NAME").map(String::from);
@@ -301,7 +309,10 @@ fn sts_answer(answer: token_http::Answer) -> Result<String, String> {
     if (200..300).contains(&answer.status) {
         return Ok(answer.body);
     }
-    match (xml_tag(&answer.body, "Code"), xml_tag(&answer.body, "Message")) {
+    match (
+        xml_tag(&answer.body, "Code"),
+        xml_tag(&answer.body, "Message"),
+    ) {
         (Some(code), message) => Err(format!(
             "STS answered HTTP {}: {code}: {}",
             answer.status,
@@ -312,9 +323,7 @@ fn sts_answer(answer: token_http::Answer) -> Result<String, String> {
 }
 
 fn sts_credentials(xml: &str) -> Result<Timed, String> {
-    let get = |tag: &str| {
-        xml_tag(xml, tag).ok_or_else(|| format!("the STS answer has no <{tag}>"))
-    };
+    let get = |tag: &str| xml_tag(xml, tag).ok_or_else(|| format!("the STS answer has no <{tag}>"));
     Ok(Timed {
         creds: AwsCredentials {
             access_key_id: get("AccessKeyId")?,
@@ -379,10 +388,11 @@ impl ProfileFiles {
     /// The profile's settings: the config file's `[profile NAME]` (`[default]` for the
     /// default), with the credentials file's `[NAME]` over them.
     fn get(&self, name: &str) -> Option<BTreeMap<String, String>> {
-        let in_config = self
-            .config
-            .get(&format!("profile {name}"))
-            .or_else(|| (name == "default").then(|| self.config.get("default")).flatten());
+        let in_config = self.config.get(&format!("profile {name}")).or_else(|| {
+            (name == "default")
+                .then(|| self.config.get("default"))
+                .flatten()
+        });
         let in_credentials = self.credentials.get(name);
         if in_config.is_none() && in_credentials.is_none() {
             return None;
@@ -533,7 +543,10 @@ fn json_credentials(v: &serde_json::Value, token_field: &str) -> Result<Timed, S
         creds: AwsCredentials {
             access_key_id: get("AccessKeyId")?,
             secret_access_key: get("SecretAccessKey")?,
-            session_token: v[token_field].as_str().filter(|s| !s.is_empty()).map(String::from),
+            session_token: v[token_field]
+                .as_str()
+                .filter(|s| !s.is_empty())
+                .map(String::from),
         },
         expires: v["Expiration"].as_str().and_then(sigv4::parse_utc),
     })
@@ -611,7 +624,10 @@ fn imds(env: &AwsEnv) -> Result<Timed, String> {
     let token = token_http::call(
         "PUT",
         &format!("{base}/latest/api/token"),
-        &[("x-aws-ec2-metadata-token-ttl-seconds", IMDS_TOKEN_TTL_SECONDS)],
+        &[(
+            "x-aws-ec2-metadata-token-ttl-seconds",
+            IMDS_TOKEN_TTL_SECONDS,
+        )],
         Some(""),
         METADATA_TIMEOUT,
     )?
@@ -636,7 +652,10 @@ fn imds(env: &AwsEnv) -> Result<Timed, String> {
     let v: serde_json::Value =
         serde_json::from_str(&body).map_err(|e| format!("IMDS answered no JSON: {e}"))?;
     if let Some(code) = v["Code"].as_str().filter(|c| *c != "Success") {
-        return Err(format!("IMDS: {code}: {}", v["Message"].as_str().unwrap_or("")));
+        return Err(format!(
+            "IMDS: {code}: {}",
+            v["Message"].as_str().unwrap_or("")
+        ));
     }
     json_credentials(&v, "Token")
 }

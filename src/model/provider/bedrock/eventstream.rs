@@ -95,13 +95,17 @@ impl<R: Read> EventStreamReader<R> {
 
     /// A `chunk`: one Anthropic event, base64 in a JSON payload.
     fn chunk(&mut self, payload: &[u8]) -> io::Result<bool> {
-        let chunk: Chunk = serde_json::from_slice(payload)
-            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("bedrock chunk: {e}")))?;
-        let mut event = crate::util::jwt::base64_std_decode(&chunk.bytes)
-            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("bedrock chunk: {e}")))?;
+        let chunk: Chunk = serde_json::from_slice(payload).map_err(|e| {
+            io::Error::new(io::ErrorKind::InvalidData, format!("bedrock chunk: {e}"))
+        })?;
+        let mut event = crate::util::jwt::base64_std_decode(&chunk.bytes).map_err(|e| {
+            io::Error::new(io::ErrorKind::InvalidData, format!("bedrock chunk: {e}"))
+        })?;
         let kind = serde_json::from_slice::<Typed>(&event)
             .map(|t| t.kind)
-            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("bedrock chunk: {e}")))?;
+            .map_err(|e| {
+                io::Error::new(io::ErrorKind::InvalidData, format!("bedrock chunk: {e}"))
+            })?;
         // A JSON text has line breaks only between tokens: on one line it is the same.
         for b in &mut event {
             if *b == b'\n' || *b == b'\r' {
@@ -146,7 +150,11 @@ impl<R: Read> Read for EventStreamReader<R> {
 /// ones a fresh attempt may get past are retried (`overloaded_error` also lets
 /// `--fallback-model` take over), the request's own faults are not.
 pub(crate) fn error_type(bedrock_kind: &str) -> &'static str {
-    match bedrock_kind.trim_end_matches("Exception").to_ascii_lowercase().as_str() {
+    match bedrock_kind
+        .trim_end_matches("Exception")
+        .to_ascii_lowercase()
+        .as_str()
+    {
         "throttling" => "rate_limit_error",
         "serviceunavailable" => "overloaded_error",
         "modeltimeout" => "timeout_error",

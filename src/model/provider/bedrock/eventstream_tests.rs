@@ -28,8 +28,14 @@ fn decode(reader: impl Read + Send + 'static) -> Result<crate::model::turn::Turn
 fn the_test_encoder_agrees_with_crc32fast_and_known_values() {
     // The check value of CRC-32/ISO-HDLC, and an independent implementation.
     assert_eq!(encoder::crc32(b"123456789"), 0xCBF4_3926);
-    assert_eq!(encoder::crc32(b"hello world"), crc32fast::hash(b"hello world"));
-    assert_eq!(encoder::base64(b"any carnal pleas"), "YW55IGNhcm5hbCBwbGVhcw==");
+    assert_eq!(
+        encoder::crc32(b"hello world"),
+        crc32fast::hash(b"hello world")
+    );
+    assert_eq!(
+        encoder::base64(b"any carnal pleas"),
+        "YW55IGNhcm5hbCBwbGVhcw=="
+    );
 }
 
 #[test]
@@ -39,21 +45,35 @@ fn a_chunk_is_one_sse_event() {
     bytes.extend(encoder::chunk(r#"{"type":"message_stop"}"#));
     assert_eq!(
         sse_of(&bytes).unwrap(),
-        format!("event: message_start\ndata: {event}\n\nevent: message_stop\ndata: {{\"type\":\"message_stop\"}}\n\n")
+        format!(
+            "event: message_start\ndata: {event}\n\nevent: message_stop\ndata: {{\"type\":\"message_stop\"}}\n\n"
+        )
     );
 }
 
 #[test]
 fn line_breaks_in_an_events_json_stay_on_one_data_line() {
     let bytes = encoder::chunk("{\"type\":\"ping\",\n \"x\": 1}");
-    assert_eq!(sse_of(&bytes).unwrap(), "event: ping\ndata: {\"type\":\"ping\",  \"x\": 1}\n\n");
+    assert_eq!(
+        sse_of(&bytes).unwrap(),
+        "event: ping\ndata: {\"type\":\"ping\",  \"x\": 1}\n\n"
+    );
 }
 
 #[test]
 fn events_other_than_chunks_are_skipped() {
-    let mut bytes = encoder::message(&[(":message-type", "event"), (":event-type", "initial-response")], b"{}");
+    let mut bytes = encoder::message(
+        &[
+            (":message-type", "event"),
+            (":event-type", "initial-response"),
+        ],
+        b"{}",
+    );
     bytes.extend(encoder::chunk(r#"{"type":"message_stop"}"#));
-    assert_eq!(sse_of(&bytes).unwrap(), "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n");
+    assert_eq!(
+        sse_of(&bytes).unwrap(),
+        "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
+    );
 }
 
 /// A recorded Anthropic turn, framed as Bedrock frames it, decodes to the same turn
@@ -61,7 +81,8 @@ fn events_other_than_chunks_are_skipped() {
 #[test]
 fn a_turn_decodes_the_same_split_at_every_offset() {
     let sse = fixture("tool_turn_fragmented.sse");
-    let direct = crate::model::provider::anthropic::decode::read_turn(&sse[..], &mut |_| {}).unwrap();
+    let direct =
+        crate::model::provider::anthropic::decode::read_turn(&sse[..], &mut |_| {}).unwrap();
     let framed = encoder::from_sse(&String::from_utf8(sse).unwrap());
     // Every offset of the first messages, then a sample (a debug build decodes slowly).
     let step = framed.len() / 400 + 1;
@@ -100,7 +121,10 @@ fn a_bad_prelude_crc_is_a_dropped_stream() {
     let first = u32::from_be_bytes(bytes[0..4].try_into().unwrap()) as usize;
     bytes[first + 2] ^= 0x40;
     let f = failure(bytes);
-    assert!(f.is_retryable() && f.to_string().contains("prelude CRC"), "{f}");
+    assert!(
+        f.is_retryable() && f.to_string().contains("prelude CRC"),
+        "{f}"
+    );
 }
 
 #[test]
@@ -108,12 +132,18 @@ fn a_bad_message_crc_is_a_dropped_stream() {
     let mut bytes = two_chunks();
     bytes[40] ^= 0x20; // inside the first message's headers
     let f = failure(bytes);
-    assert!(f.is_retryable() && f.to_string().contains("message CRC"), "{f}");
+    assert!(
+        f.is_retryable() && f.to_string().contains("message CRC"),
+        "{f}"
+    );
     let mut bytes = two_chunks();
     let last = bytes.len() - 1;
     bytes[last] ^= 0xFF; // the second message's CRC itself
     let f = failure(bytes);
-    assert!(f.is_retryable() && f.to_string().contains("message CRC"), "{f}");
+    assert!(
+        f.is_retryable() && f.to_string().contains("message CRC"),
+        "{f}"
+    );
 }
 
 #[test]
@@ -149,10 +179,16 @@ fn each_exception_is_an_error_of_its_retry_class() {
         let mut bytes = two_chunks();
         bytes.extend(encoder::exception(kind, "it went wrong"));
         match failure(bytes) {
-            StreamFailure::Api { error_type, message } => {
+            StreamFailure::Api {
+                error_type,
+                message,
+            } => {
                 assert_eq!(error_type, anthropic_type, "{kind}");
                 assert_eq!(message, format!("{kind}: it went wrong"));
-                let f = StreamFailure::Api { error_type, message };
+                let f = StreamFailure::Api {
+                    error_type,
+                    message,
+                };
                 assert_eq!(f.is_retryable(), retried, "{kind}");
             }
             other => panic!("{kind}: {other:?}"),
@@ -164,11 +200,18 @@ fn each_exception_is_an_error_of_its_retry_class() {
 fn an_error_message_type_is_an_error_event() {
     let mut bytes = two_chunks();
     bytes.extend(encoder::message(
-        &[(":message-type", "error"), (":error-code", "InternalFailure"), (":error-message", "boom")],
+        &[
+            (":message-type", "error"),
+            (":error-code", "InternalFailure"),
+            (":error-message", "boom"),
+        ],
         b"",
     ));
     match failure(bytes) {
-        StreamFailure::Api { error_type, message } => {
+        StreamFailure::Api {
+            error_type,
+            message,
+        } => {
             assert_eq!(error_type, "api_error");
             assert_eq!(message, "InternalFailure: boom");
         }
@@ -189,7 +232,10 @@ fn an_absurd_length_is_refused_before_allocating() {
 
 #[test]
 fn a_chunk_that_is_not_base64_json_is_malformed() {
-    let bytes = encoder::message(&[(":message-type", "event"), (":event-type", "chunk")], br#"{"bytes":"!!"}"#);
+    let bytes = encoder::message(
+        &[(":message-type", "event"), (":event-type", "chunk")],
+        br#"{"bytes":"!!"}"#,
+    );
     let e = sse_of(&bytes).unwrap_err();
     assert_eq!(e.kind(), io::ErrorKind::InvalidData);
 }

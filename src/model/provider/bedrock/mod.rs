@@ -68,7 +68,10 @@ impl BedrockWire {
     /// The wire for live requests: `AWS_BEARER_TOKEN_BEDROCK` if set, else the first
     /// source of the AWS credential chain (its error names every source tried).
     pub(crate) fn connect(region: &str, env: credentials::AwsEnv) -> Result<Self, String> {
-        if let Some(token) = env.get("AWS_BEARER_TOKEN_BEDROCK").filter(|t| !t.is_empty()) {
+        if let Some(token) = env
+            .get("AWS_BEARER_TOKEN_BEDROCK")
+            .filter(|t| !t.is_empty())
+        {
             return Ok(BedrockWire::with(region, Auth::Bearer(token.clone())));
         }
         let chain = credentials::Chain::resolve(env, region, unix_now())?;

@@ -64,3 +64,7 @@ impl Wire for FoundryWire {
         self.messages.decode(reader, on_notice)
     }
 }
+
+#[cfg(test)]
+#[path = "mod_tests.rs"]
+mod tests;

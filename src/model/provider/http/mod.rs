@@ -136,14 +136,17 @@ impl HttpProvider {
             headers: &headers,
             body,
         };
-        let credentials = self.wire.authorize(&outgoing).map_err(|message| AttemptError {
-            error: ProviderError {
-                kind: ProviderErrorKind::Transport,
-                message,
-            },
-            retryable: true,
-            retry_after: None,
-        })?;
+        let credentials = self
+            .wire
+            .authorize(&outgoing)
+            .map_err(|message| AttemptError {
+                error: ProviderError {
+                    kind: ProviderErrorKind::Transport,
+                    message,
+                },
+                retryable: true,
+                retry_after: None,
+            })?;
         headers.extend(credentials);
         let mut post = self.agent.post(&url);
         for (name, value) in &headers {

@@ -46,7 +46,9 @@ pub(crate) fn process_env() -> GoogleEnv {
 }
 
 fn var<'e>(env: &'e GoogleEnv, name: &str) -> Option<&'e str> {
-    env.get(name).map(String::as_str).filter(|v| !v.trim().is_empty())
+    env.get(name)
+        .map(String::as_str)
+        .filter(|v| !v.trim().is_empty())
 }
 
 /// What the token comes from.
@@ -54,7 +56,7 @@ enum Source {
     ServiceAccount {
         email: String,
         key_id: Option<String>,
-        key: SigningKey,
+        key: Box<SigningKey>,
         token_uri: String,
     },
     AuthorizedUser {
@@ -85,7 +87,9 @@ impl Adc {
         }
         let gcloud = var(env, "CLOUDSDK_CONFIG")
             .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from(var(env, "HOME").unwrap_or(".")).join(".config/gcloud"))
+            .unwrap_or_else(|| {
+                PathBuf::from(var(env, "HOME").unwrap_or(".")).join(".config/gcloud")
+            })
             .join("application_default_credentials.json");
         if gcloud.exists() {
             return from_file(&gcloud, "the gcloud ADC file");
@@ -143,7 +147,10 @@ impl Adc {
             let token = fetch(&self.source, now)
                 .map_err(|e| format!("vertex: a token from {}: {e}", self.origin))?;
             if had {
-                crate::util::output::debug(&format!("vertex: token refreshed from {}", self.origin));
+                crate::util::output::debug(&format!(
+                    "vertex: token refreshed from {}",
+                    self.origin
+                ));
             }
             self.token = Some(token);
         }
@@ -173,7 +180,8 @@ fn unix_now() -> u64 {
 
 fn from_file(path: &PathBuf, named_by: &str) -> Result<Adc, String> {
     let shown = path.display();
-    let text = std::fs::read_to_string(path).map_err(|e| format!("vertex: {named_by} {shown}: {e}"))?;
+    let text =
+        std::fs::read_to_string(path).map_err(|e| format!("vertex: {named_by} {shown}: {e}"))?;
     let v: Value = serde_json::from_str(&text)
         .map_err(|e| format!("vertex: {named_by} {shown} is not JSON: {e}"))?;
     let s = |k: &str| v[k].as_str().filter(|s| !s.is_empty()).map(String::from);
@@ -181,8 +189,10 @@ fn from_file(path: &PathBuf, named_by: &str) -> Result<Adc, String> {
     let project = s("project_id").or_else(|| s("quota_project_id"));
     let source = match v["type"].as_str().unwrap_or("") {
         "service_account" => Source::ServiceAccount {
-            key: SigningKey::from_pem(&need("private_key")?, Alg::Rs256)
-                .map_err(|e| format!("vertex: {named_by} {shown}: private_key: {e}"))?,
+            key: Box::new(
+                SigningKey::from_pem(&need("private_key")?, Alg::Rs256)
+                    .map_err(|e| format!("vertex: {named_by} {shown}: private_key: {e}"))?,
+            ),
             email: need("client_email")?,
             key_id: s("private_key_id"),
             token_uri: s("token_uri").unwrap_or_else(|| GOOGLE_TOKEN_URI.into()),
@@ -311,7 +321,10 @@ fn external_account(file: &Value, now: u64) -> Result<(String, u64), String> {
                     .collect()
             })
             .unwrap_or_default();
-        let refs: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let refs: Vec<(&str, &str)> = headers
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
         token_http::call("GET", url, &refs, None, Duration::from_secs(10))?
             .ok(&format!("credential_source url {}", token_http::shown(url)))?
     } else {
@@ -355,10 +368,16 @@ fn external_account(file: &Value, now: u64) -> Result<(String, u64), String> {
     let body = post_form(
         s("token_url"),
         &[
-            ("grant_type", "urn:ietf:params:oauth:grant-type:token-exchange"),
+            (
+                "grant_type",
+                "urn:ietf:params:oauth:grant-type:token-exchange",
+            ),
             ("audience", s("audience")),
             ("scope", sts_scope),
-            ("requested_token_type", "urn:ietf:params:oauth:token-type:access_token"),
+            (
+                "requested_token_type",
+                "urn:ietf:params:oauth:token-type:access_token",
+            ),
             ("subject_token", &subject),
             ("subject_token_type", s("subject_token_type")),
         ],
@@ -376,7 +395,10 @@ fn external_account(file: &Value, now: u64) -> Result<(String, u64), String> {
     let body = token_http::call(
         "POST",
         url,
-        &[("content-type", "application/json"), ("authorization", &bearer)],
+        &[
+            ("content-type", "application/json"),
+            ("authorization", &bearer),
+        ],
         Some(&request),
         Duration::from_secs(10),
     )?

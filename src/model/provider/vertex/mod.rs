@@ -34,7 +34,7 @@ pub(crate) fn base_url(region: &str) -> String {
 }
 
 enum Auth {
-    Adc(Mutex<adc::Adc>),
+    Adc(Box<Mutex<adc::Adc>>),
     /// None: the wire decodes a cassette only.
     None,
 }
@@ -84,7 +84,11 @@ impl VertexWire {
                  credentials that name one)",
             )?;
         adc.token(unix_now())?;
-        Ok(VertexWire::with(&project, region, Auth::Adc(Mutex::new(adc))))
+        Ok(VertexWire::with(
+            &project,
+            region,
+            Auth::Adc(Box::new(Mutex::new(adc))),
+        ))
     }
 }
 
@@ -170,7 +174,11 @@ impl Wire for VertexWire {
     /// them; an Anthropic error body passed through.
     fn parse_error_body(&self, raw: &[u8]) -> Option<(String, String)> {
         let v: serde_json::Value = serde_json::from_slice(raw).ok()?;
-        let e = if v.is_array() { &v[0]["error"] } else { &v["error"] };
+        let e = if v.is_array() {
+            &v[0]["error"]
+        } else {
+            &v["error"]
+        };
         let message = e["message"].as_str()?.to_string();
         let kind = e["type"]
             .as_str()
@@ -184,3 +192,7 @@ impl Wire for VertexWire {
         self.messages.decode(reader, on_notice)
     }
 }
+
+#[cfg(test)]
+#[path = "mod_tests.rs"]
+mod tests;
