@@ -713,3 +713,50 @@ fn the_aws_secret_never_reaches_a_bash_command() {
     assert!(!results[0].content.contains(SECRET));
     assert!(!results[0].content.contains(SESSION));
 }
+
+/// The README's GitHub Actions jobs for the clouds parse, use OIDC and set the variables
+/// this agent reads.
+#[test]
+fn the_readme_cloud_jobs_are_oidc_workflows() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let section = readme
+        .split("## Claude on Amazon Bedrock, Google Vertex AI and Microsoft Foundry")
+        .nth(1)
+        .unwrap()
+        .split("\n## ")
+        .next()
+        .unwrap();
+    let jobs: Vec<serde_yaml::Value> = section
+        .split("```yaml\n")
+        .skip(1)
+        .map(|b| serde_yaml::from_str(b.split("```").next().unwrap()).unwrap())
+        .collect();
+    assert_eq!(jobs.len(), 3);
+    let expect = [
+        (
+            "aws-actions/configure-aws-credentials@v4",
+            "role-to-assume",
+            "CLAUDE_CODE_USE_BEDROCK",
+        ),
+        (
+            "google-github-actions/auth@v2",
+            "workload_identity_provider",
+            "CLAUDE_CODE_USE_VERTEX",
+        ),
+        ("azure/login@v2", "client-id", "CLAUDE_CODE_USE_FOUNDRY"),
+    ];
+    for (job, (action, input, switch)) in jobs.iter().zip(expect) {
+        let job = &job["jobs"]["agent"];
+        assert_eq!(job["permissions"]["id-token"], "write");
+        let steps = job["steps"].as_sequence().unwrap();
+        let auth = steps
+            .iter()
+            .find(|s| s["uses"] == action)
+            .unwrap_or_else(|| panic!("{action}"));
+        assert!(auth["with"][input].is_string(), "{action}: {input}");
+        let run = steps.last().unwrap();
+        assert_eq!(run["env"][switch], "1");
+        assert!(run["run"].as_str().unwrap().contains("agent run"));
+    }
+}
