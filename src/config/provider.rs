@@ -264,12 +264,28 @@ fn model(
     }
 }
 
-/// The region of a cloud provider: Bedrock's is `AWS_REGION`, else `AWS_DEFAULT_REGION`
-/// (as the AWS SDKs and `AnthropicBedrock` read them); required, except on replay.
+/// The region of a cloud provider: Bedrock's is `AWS_REGION`, else `AWS_DEFAULT_REGION`,
+/// else the `region` of the AWS profile (as the AWS SDKs and `AnthropicBedrock` find
+/// it); Vertex AI's `CLOUD_ML_REGION`. Required, except on replay.
 fn region(args: &RunArgs, env: &dyn Env, kind: ProviderKind) -> Result<Option<String>, Error> {
     let nonempty = |name: &str| env.var(name).filter(|v| !v.trim().is_empty());
+    let profile_region = || {
+        let aws: crate::model::provider::bedrock::credentials::AwsEnv = [
+            "AWS_PROFILE",
+            "AWS_CONFIG_FILE",
+            "AWS_SHARED_CREDENTIALS_FILE",
+            "HOME",
+        ]
+        .iter()
+        .filter_map(|n| Some((n.to_string(), env.var(n)?)))
+        .collect();
+        crate::model::provider::bedrock::credentials::profile_region(&aws)
+    };
     match kind {
-        ProviderKind::Bedrock => match nonempty("AWS_REGION").or_else(|| nonempty("AWS_DEFAULT_REGION")) {
+        ProviderKind::Bedrock => match nonempty("AWS_REGION")
+            .or_else(|| nonempty("AWS_DEFAULT_REGION"))
+            .or_else(profile_region)
+        {
             Some(r) => Ok(Some(r.trim().to_string())),
             None if args.replay.is_some() => Ok(None),
             None => Err(Error::Usage(

@@ -257,7 +257,7 @@ fn a_profile_role_is_assumed_with_its_source_profiles_keys() {
     std::fs::write(
         &config,
         "[default]\nregion = eu-west-1\n\n[profile ci]\nrole_arn = arn:aws:iam::123456789012:role/deploy\n\
-         source_profile = base\nrole_session_name = from-profile\nexternal_id = ext-1\n\n[profile base]\n",
+         source_profile = base\nrole_session_name = from-profile\nexternal_id = ext-1\nregion = ap-south-1\n\n[profile base]\n",
     )
     .unwrap();
     std::fs::write(
@@ -267,18 +267,26 @@ fn a_profile_role_is_assumed_with_its_source_profiles_keys() {
     .unwrap();
     let sts = sts(3600);
     let sts_url = sts.url();
-    let out = bedrock(
-        &env,
+    let url = env.server.url();
+    // No AWS_REGION: the region is the profile's (eu-west-1 is the default profile's).
+    let out = env.run_with_env(
+        &["run", "--provider", "bedrock", "-m", MODEL, "--json", "hi"],
         &[
+            ("ANTHROPIC_BEDROCK_BASE_URL", &url),
+            ("AWS_EC2_METADATA_DISABLED", "true"),
             ("AWS_PROFILE", "ci"),
             ("AWS_CONFIG_FILE", config.to_str().unwrap()),
             ("AWS_SHARED_CREDENTIALS_FILE", credentials.to_str().unwrap()),
             ("AWS_ENDPOINT_URL", &sts_url),
         ],
-        &["hi"],
     );
     out.assert_code(0);
     assert_clean(&out, &[]);
+    assert!(
+        sigv4(&env.server.requests()[0])
+            .0
+            .contains("/ap-south-1/bedrock/")
+    );
     let call = &sts.requests()[0];
     assert_eq!(call.form("Action").as_deref(), Some("AssumeRole"));
     assert_eq!(
@@ -291,7 +299,7 @@ fn a_profile_role_is_assumed_with_its_source_profiles_keys() {
         auth.starts_with("AWS4-HMAC-SHA256 Credential=AKIDBASE/"),
         "{auth}"
     );
-    assert!(auth.contains("/us-east-1/sts/aws4_request"), "{auth}");
+    assert!(auth.contains("/ap-south-1/sts/aws4_request"), "{auth}");
     assert_eq!(key_id(&env.server.requests()[0]), "ASIASTS1");
 }
 
@@ -759,4 +767,36 @@ fn the_readme_cloud_jobs_are_oidc_workflows() {
         assert_eq!(run["env"][switch], "1");
         assert!(run["run"].as_str().unwrap().contains("agent run"));
     }
+}
+
+/// A token service that answers a redirect is not followed: the web identity token goes
+/// nowhere else.
+#[test]
+fn a_redirect_from_sts_is_not_followed() {
+    let env = TestEnv::new(vec![]);
+    let elsewhere = TokenServer::start(|_| (200, "text/xml", String::new()));
+    let target = format!("{}/", elsewhere.url());
+    let sts = TokenServer::start(move |_| (307, "text/plain", target.clone()));
+    let token_file = env.out("oidc-token");
+    std::fs::write(&token_file, "eyJ.github-oidc.jwt").unwrap();
+    let sts_url = sts.url();
+    let out = bedrock(
+        &env,
+        &[
+            ("AWS_ROLE_ARN", "arn:aws:iam::123456789012:role/ci"),
+            ("AWS_WEB_IDENTITY_TOKEN_FILE", token_file.to_str().unwrap()),
+            ("AWS_ENDPOINT_URL_STS", &sts_url),
+        ],
+        &["hi"],
+    );
+    out.assert_code(2);
+    assert!(out.stderr.contains("redirect"), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("bedrock: AWS credentials from web identity"),
+        "{}",
+        out.stderr
+    );
+    assert!(elsewhere.requests().is_empty(), "the redirect was followed");
+    assert_eq!(env.server.request_count(), 0);
 }

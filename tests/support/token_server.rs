@@ -172,9 +172,14 @@ fn serve(
     };
     let (status, content_type, answer) = handler(&request);
     requests.lock().unwrap().push(request);
+    // A redirect's body is its Location.
+    let location = match status {
+        300..=399 => format!("location: {answer}\r\n"),
+        _ => String::new(),
+    };
     write!(
         writer,
-        "HTTP/1.1 {status} X\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}",
+        "HTTP/1.1 {status} X\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n{location}connection: close\r\n\r\n{answer}",
         answer.len()
     )?;
     writer.flush()

@@ -46,6 +46,18 @@ fn var<'e>(env: &'e AwsEnv, name: &str) -> Option<&'e str> {
         .filter(|v| !v.trim().is_empty())
 }
 
+/// The `region` of the `AWS_PROFILE` (else `default`) in the shared config files, which
+/// the SDKs use when `AWS_REGION` and `AWS_DEFAULT_REGION` are unset.
+pub(crate) fn profile_region(env: &AwsEnv) -> Option<String> {
+    let profile = var(env, "AWS_PROFILE").unwrap_or("default");
+    let files = ProfileFiles::read(env).ok()?;
+    files
+        .get(profile)?
+        .get("region")
+        .filter(|r| !r.trim().is_empty())
+        .map(|r| r.trim().to_string())
+}
+
 /// Where the credentials came from, to fetch them again from there.
 #[derive(Clone, Debug)]
 enum Source {
