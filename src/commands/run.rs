@@ -123,7 +123,10 @@ pub(crate) fn run_observed(args: &RunArgs, observer: Observer) -> ExitCode {
     }
     let session_id = record.locked().session_id().to_string();
     let mut provider = match make_provider(&config, &registry, &session_id) {
-        Ok(p) => p,
+        Ok((p, name)) => {
+            record.locked().record_provider(&name);
+            p
+        }
         Err(e) => return output::usage_failure(&e),
     };
     let gate = PolicyGate::new(
@@ -351,10 +354,11 @@ fn make_provider(
     config: &Config,
     registry: &Registry,
     session_id: &str,
-) -> Result<Box<dyn Provider>, Error> {
+) -> Result<(Box<dyn Provider>, String), Error> {
     if let Some(path) = config.provider().replay() {
         let replay = ReplayProvider::open(path, config.workspace()).map_err(Error::Usage)?;
-        return Ok(Box::new(replay));
+        let name = replay.provider().to_string();
+        return Ok((Box::new(replay), name));
     }
     let recorder = match config.provider().record() {
         Some(path) => Some(cassette_recorder(config, registry, path, session_id)?),
@@ -377,8 +381,35 @@ fn make_provider(
             config.provider().api_key().to_string(),
         )
     };
-    let wire = crate::model::provider::wire(config.provider().kind());
-    Ok(Box::new(HttpProvider::new(wire, http, recorder)))
+    let wire = live_wire(config)?;
+    let name = config.provider().kind().as_str().to_string();
+    Ok((Box::new(HttpProvider::new(wire, http, recorder)), name))
+}
+
+/// The wire of a live run: a cloud's connects its credentials first (their error names
+/// the sources tried), the others are `provider::wire`'s.
+fn live_wire(config: &Config) -> Result<Box<dyn crate::model::provider::http::Wire>, Error> {
+    use crate::config::cli::ProviderKind;
+    use crate::model::provider::bedrock::{BedrockWire, credentials};
+    let kind = config.provider().kind();
+    Ok(match kind {
+        ProviderKind::Bedrock => Box::new(
+            BedrockWire::connect(
+                config.provider().region().unwrap_or_default(),
+                credentials::process_env(),
+            )
+            .map_err(Error::Usage)?,
+        ),
+        ProviderKind::Vertex => Box::new(
+            crate::model::provider::vertex::VertexWire::connect(
+                config.provider().project(),
+                config.provider().region().unwrap_or_default(),
+                crate::model::provider::vertex::adc::process_env(),
+            )
+            .map_err(Error::Usage)?,
+        ),
+        _ => crate::model::provider::wire(kind),
+    })
 }
 
 /// Appends each successful turn to the `--record` cassette, whose header names the

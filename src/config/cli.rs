@@ -40,6 +40,12 @@ pub(crate) enum ProviderKind {
     Anthropic,
     /// An OpenAI-compatible chat-completions server (OpenAI, vLLM, llama.cpp, Ollama).
     Openai,
+    /// Claude on Amazon Bedrock (SigV4 or a Bedrock API key).
+    Bedrock,
+    /// Claude on Google Vertex AI (Application Default Credentials).
+    Vertex,
+    /// Claude in Microsoft Foundry (a Foundry key or an Entra ID token).
+    Foundry,
 }
 
 impl ProviderKind {
@@ -48,7 +54,16 @@ impl ProviderKind {
         match self {
             ProviderKind::Anthropic => "anthropic",
             ProviderKind::Openai => "openai",
+            ProviderKind::Bedrock => "bedrock",
+            ProviderKind::Vertex => "vertex",
+            ProviderKind::Foundry => "foundry",
         }
+    }
+
+    /// Whether the API is Anthropic's Messages API, directly or hosted by a cloud (so
+    /// thinking budgets, betas and cache breakpoints apply).
+    pub(crate) fn speaks_messages(self) -> bool {
+        self != ProviderKind::Openai
     }
 }
 

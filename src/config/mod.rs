@@ -132,6 +132,8 @@ impl Config {
                 gateway: Default::default(),
                 replay: None,
                 record: None,
+                region: None,
+                project: None,
             },
             tools: ToolConfig {
                 selection: Default::default(),

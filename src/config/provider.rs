@@ -41,6 +41,11 @@ pub(crate) struct ProviderConfig {
     pub(super) gateway: Gateway,
     pub(super) replay: Option<PathBuf>,
     pub(super) record: Option<PathBuf>,
+    /// The cloud region (Bedrock: `AWS_REGION`, else `AWS_DEFAULT_REGION`; Vertex AI:
+    /// `CLOUD_ML_REGION`).
+    pub(super) region: Option<String>,
+    /// Vertex AI's project (`ANTHROPIC_VERTEX_PROJECT_ID`; else the credentials').
+    pub(super) project: Option<String>,
 }
 
 impl ProviderConfig {
@@ -67,7 +72,8 @@ impl ProviderConfig {
         warnings: &mut Vec<String>,
     ) -> Result<Self, Error> {
         let kind = provider_kind(args, env)?;
-        let (api_key, gateway, base_url) = endpoint(args, env, kind)?;
+        let region = region(args, env, kind)?;
+        let (api_key, gateway, base_url) = endpoint(args, env, kind, region.as_deref())?;
         let resumed_model = resume.and_then(|r| r.model.clone());
         let model_resumed = args.model.is_none() && resumed_model.is_some();
         let model = model(args, env, kind, resumed_model)?;
@@ -100,7 +106,21 @@ impl ProviderConfig {
             gateway,
             replay: args.replay.clone(),
             record: args.record.clone(),
+            region,
+            project: env
+                .var("ANTHROPIC_VERTEX_PROJECT_ID")
+                .filter(|p| !p.trim().is_empty()),
         })
+    }
+
+    /// The cloud region, for the providers that have one.
+    pub(crate) fn region(&self) -> Option<&str> {
+        self.region.as_deref()
+    }
+
+    /// Vertex AI's project, when configured.
+    pub(crate) fn project(&self) -> Option<&str> {
+        self.project.as_deref()
     }
 
     pub(crate) fn kind(&self) -> ProviderKind {
@@ -146,28 +166,65 @@ fn endpoint(
     args: &RunArgs,
     env: &dyn Env,
     kind: ProviderKind,
+    region: Option<&str>,
 ) -> Result<(String, Gateway, String), Error> {
     let api_key = match kind {
         ProviderKind::Anthropic => anthropic_key(args, env)?,
         // Optional: local servers (vLLM, llama.cpp, Ollama) take no key.
         ProviderKind::Openai => env.var("OPENAI_API_KEY").unwrap_or_default(),
+        // The clouds' credentials are their wires' own (`commands::run::make_provider`).
+        ProviderKind::Bedrock | ProviderKind::Vertex => String::new(),
+        ProviderKind::Foundry => foundry_key(args, env)?,
     };
     let auth_token = match kind {
         ProviderKind::Anthropic => env.var("ANTHROPIC_AUTH_TOKEN"),
-        ProviderKind::Openai => None,
+        // An Entra ID token obtained beforehand (`az account get-access-token`).
+        ProviderKind::Foundry => env.var("ANTHROPIC_FOUNDRY_AUTH_TOKEN"),
+        ProviderKind::Openai | ProviderKind::Bedrock | ProviderKind::Vertex => None,
     };
     let custom = env.var("ANTHROPIC_CUSTOM_HEADERS");
     let gateway =
         Gateway::new(auth_token, &args.request.headers, custom.as_deref()).map_err(Error::Usage)?;
     let (base_var, default_base) = match kind {
-        ProviderKind::Anthropic => ("ANTHROPIC_BASE_URL", DEFAULT_BASE_URL),
-        ProviderKind::Openai => ("OPENAI_BASE_URL", DEFAULT_OPENAI_BASE_URL),
+        ProviderKind::Anthropic => ("ANTHROPIC_BASE_URL", DEFAULT_BASE_URL.to_string()),
+        ProviderKind::Openai => ("OPENAI_BASE_URL", DEFAULT_OPENAI_BASE_URL.to_string()),
+        ProviderKind::Bedrock => (
+            "ANTHROPIC_BEDROCK_BASE_URL",
+            format!(
+                "https://bedrock-runtime.{}.amazonaws.com",
+                region.unwrap_or("us-east-1")
+            ),
+        ),
+        ProviderKind::Vertex => (
+            "ANTHROPIC_VERTEX_BASE_URL",
+            crate::model::provider::vertex::base_url(region.unwrap_or("global")),
+        ),
+        ProviderKind::Foundry => (
+            "ANTHROPIC_FOUNDRY_BASE_URL",
+            match env
+                .var("ANTHROPIC_FOUNDRY_RESOURCE")
+                .filter(|r| !r.trim().is_empty())
+            {
+                Some(resource) => crate::model::provider::foundry::base_url(resource.trim()),
+                None if args.base_url.is_none()
+                    && env.var("ANTHROPIC_FOUNDRY_BASE_URL").is_none()
+                    && args.replay.is_none() =>
+                {
+                    return Err(Error::Usage(
+                        "--provider foundry needs its endpoint: set ANTHROPIC_FOUNDRY_RESOURCE \
+                         (the resource name) or ANTHROPIC_FOUNDRY_BASE_URL"
+                            .into(),
+                    ));
+                }
+                None => String::from("https://foundry.invalid"),
+            },
+        ),
     };
     let base_url = args
         .base_url
         .clone()
         .or_else(|| env.var(base_var))
-        .unwrap_or_else(|| default_base.to_string());
+        .unwrap_or(default_base);
     if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
         return Err(Error::Usage(format!(
             "--base-url / {base_var} must start with http:// or https://, got {base_url:?}"
@@ -197,7 +254,76 @@ fn model(
              AGENT_MODEL (the name your server serves, e.g. qwen2.5-coder:7b)"
                 .into(),
         )),
+        None if kind == ProviderKind::Bedrock => {
+            Ok(crate::model::provider::bedrock::DEFAULT_BEDROCK_MODEL.to_string())
+        }
+        None if kind == ProviderKind::Vertex => {
+            Ok(crate::model::provider::vertex::DEFAULT_VERTEX_MODEL.to_string())
+        }
         None => Ok(DEFAULT_MODEL.to_string()),
+    }
+}
+
+/// The region of a cloud provider: Bedrock's is `AWS_REGION`, else `AWS_DEFAULT_REGION`,
+/// else the `region` of the AWS profile (as the AWS SDKs and `AnthropicBedrock` find
+/// it); Vertex AI's `CLOUD_ML_REGION`. Required, except on replay.
+fn region(args: &RunArgs, env: &dyn Env, kind: ProviderKind) -> Result<Option<String>, Error> {
+    let nonempty = |name: &str| env.var(name).filter(|v| !v.trim().is_empty());
+    let profile_region = || {
+        let aws: crate::model::provider::bedrock::credentials::AwsEnv = [
+            "AWS_PROFILE",
+            "AWS_CONFIG_FILE",
+            "AWS_SHARED_CREDENTIALS_FILE",
+            "HOME",
+        ]
+        .iter()
+        .filter_map(|n| Some((n.to_string(), env.var(n)?)))
+        .collect();
+        crate::model::provider::bedrock::credentials::profile_region(&aws)
+    };
+    match kind {
+        ProviderKind::Bedrock => match nonempty("AWS_REGION")
+            .or_else(|| nonempty("AWS_DEFAULT_REGION"))
+            .or_else(profile_region)
+        {
+            Some(r) => Ok(Some(r.trim().to_string())),
+            None if args.replay.is_some() => Ok(None),
+            None => Err(Error::Usage(
+                "--provider bedrock needs a region: set AWS_REGION (or AWS_DEFAULT_REGION),                  e.g. us-east-1"
+                    .into(),
+            )),
+        },
+        ProviderKind::Vertex => match nonempty("CLOUD_ML_REGION") {
+            Some(r) => Ok(Some(r.trim().to_string())),
+            None if args.replay.is_some() => Ok(None),
+            None => Err(Error::Usage(
+                "--provider vertex needs a region: set CLOUD_ML_REGION (e.g. global, us-east5 \
+                 or europe-west1)"
+                    .into(),
+            )),
+        },
+        ProviderKind::Anthropic | ProviderKind::Openai | ProviderKind::Foundry => Ok(None),
+    }
+}
+
+/// Foundry's key (`ANTHROPIC_FOUNDRY_API_KEY`), unless an Entra ID token stands in for
+/// it (`ANTHROPIC_FOUNDRY_AUTH_TOKEN`) or the run replays.
+fn foundry_key(args: &RunArgs, env: &dyn Env) -> Result<String, Error> {
+    let token = env
+        .var("ANTHROPIC_FOUNDRY_AUTH_TOKEN")
+        .filter(|t| !t.is_empty());
+    match env
+        .var("ANTHROPIC_FOUNDRY_API_KEY")
+        .filter(|k| !k.is_empty())
+    {
+        Some(k) => Ok(k),
+        None if token.is_some() || args.replay.is_some() => Ok(String::new()),
+        None => Err(Error::Usage(
+            "--provider foundry needs a credential: set ANTHROPIC_FOUNDRY_API_KEY, or \
+             ANTHROPIC_FOUNDRY_AUTH_TOKEN to an Entra ID token (az account get-access-token \
+             --resource https://cognitiveservices.azure.com)"
+                .into(),
+        )),
     }
 }
 
@@ -226,7 +352,7 @@ fn request_options(
         }
     }
     let mut request = args.clone();
-    if provider == ProviderKind::Anthropic && anthropic::thinking_budget(args).is_some() {
+    if provider.speaks_messages() && anthropic::thinking_budget(args).is_some() {
         let flag = if args.thinking_budget.is_some() {
             "--thinking-budget"
         } else {
@@ -267,17 +393,30 @@ fn fallback_model(arg: Option<&str>, model: &str) -> Result<Option<String>, Erro
     Ok(Some(fallback.to_string()))
 }
 
-/// `--provider`, else `AGENT_PROVIDER`, else anthropic.
+/// `--provider`, else `AGENT_PROVIDER`, else Claude Code's `CLAUDE_CODE_USE_BEDROCK`,
+/// `…_VERTEX`, `…_FOUNDRY` (`1` or `true`, in Claude Code's order), else anthropic.
 fn provider_kind(args: &RunArgs, env: &dyn Env) -> Result<ProviderKind, Error> {
     if let Some(p) = args.provider {
         return Ok(p);
     }
+    let on = |name: &str| {
+        env.var(name)
+            .is_some_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "1" | "true"))
+    };
     match env.var("AGENT_PROVIDER") {
         Some(v) => ProviderKind::from_str(v.trim(), true).map_err(|_| {
+            let known: Vec<&str> = ProviderKind::value_variants()
+                .iter()
+                .map(|k| k.as_str())
+                .collect();
             Error::Usage(format!(
-                "AGENT_PROVIDER must be `anthropic` or `openai`, got {v:?}"
+                "AGENT_PROVIDER must be one of {}, got {v:?}",
+                known.join(", ")
             ))
         }),
+        None if on("CLAUDE_CODE_USE_BEDROCK") => Ok(ProviderKind::Bedrock),
+        None if on("CLAUDE_CODE_USE_VERTEX") => Ok(ProviderKind::Vertex),
+        None if on("CLAUDE_CODE_USE_FOUNDRY") => Ok(ProviderKind::Foundry),
         None => Ok(ProviderKind::Anthropic),
     }
 }

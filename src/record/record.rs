@@ -124,9 +124,16 @@ pub(crate) struct RunRecord {
     /// `--resume`: `{path, session_id, num_turns, status, usage, cost_usd}` of the
     /// transcript this run continues.
     resumed_from: Option<Value>,
+    /// The API the model was reached through (`--provider`; a cassette's on replay).
+    provider: Option<String>,
 }
 
 impl RunRecord {
+    /// The provider the run speaks to (the transcript's `provider`).
+    pub(crate) fn record_provider(&mut self, name: &str) {
+        self.provider = Some(name.to_string());
+    }
+
     pub(crate) fn new(model: &str, workspace: PathBuf, tools: Vec<String>) -> Self {
         RunRecord {
             started: Instant::now(),
@@ -156,6 +163,7 @@ impl RunRecord {
             session_id: crate::record::session::new_session_id(),
             structured_output: None,
             resumed_from: None,
+            provider: None,
         }
     }
 

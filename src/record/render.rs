@@ -87,6 +87,7 @@ impl RunRecord {
             error,
             model: &self.model,
             models_used: &self.models_used,
+            provider: self.provider.as_deref(),
             stop_reason: self.stop_reason.as_deref(),
             num_turns: self.num_turns,
             duration_ms: self.started.elapsed().as_millis() as u64,
@@ -206,6 +207,9 @@ struct Transcript<'a> {
     model: &'a str,
     /// Every model that answered: `{model, turns, cost_usd}` in order of first use.
     models_used: &'a [ModelUse],
+    /// The API it was reached through (`anthropic`, `openai`, `bedrock` …).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    provider: Option<&'a str>,
     stop_reason: Option<&'a str>,
     num_turns: u32,
     duration_ms: u64,

@@ -2,10 +2,6 @@
 //! person: Google service-account assertions (RS256) and OAuth `private_key_jwt` client
 //! authentication (RS256, ES256). Keys are PEM text; signing is `ring`'s, already compiled
 //! for rustls. Base64 in both alphabets lives here too, so one module owns the encodings.
-#![allow(
-    dead_code,
-    reason = "its callers, the cloud providers and MCP OAuth, land next; removed then"
-)]
 
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
@@ -18,6 +14,10 @@ use ring::signature::{
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Alg {
     Rs256,
+    #[allow(
+        dead_code,
+        reason = "MCP OAuth (private_key_jwt) uses it; the cloud providers do not"
+    )]
     Es256,
 }
 
@@ -30,6 +30,10 @@ impl Alg {
     }
 
     /// `RS256`/`ES256` as written in a config file; anything else is refused by name.
+    #[allow(
+        dead_code,
+        reason = "MCP OAuth (private_key_jwt) uses it; the cloud providers do not"
+    )]
     pub(crate) fn parse(name: &str) -> Result<Alg, String> {
         match name {
             "RS256" => Ok(Alg::Rs256),
@@ -60,6 +64,10 @@ pub(crate) fn base64_std_decode(text: &str) -> Result<Vec<u8>, String> {
 }
 
 /// Decodes base64url (with or without padding).
+#[allow(
+    dead_code,
+    reason = "MCP OAuth (private_key_jwt) uses it; the cloud providers do not"
+)]
 pub(crate) fn base64url_decode(text: &str) -> Result<Vec<u8>, String> {
     URL_SAFE_NO_PAD
         .decode(text.trim().trim_end_matches('='))
@@ -121,6 +129,10 @@ impl SigningKey {
         Ok(SigningKey { alg, key })
     }
 
+    #[allow(
+        dead_code,
+        reason = "MCP OAuth (private_key_jwt) uses it; the cloud providers do not"
+    )]
     pub(crate) fn alg(&self) -> Alg {
         self.alg
     }

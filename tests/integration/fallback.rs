@@ -139,7 +139,7 @@ fn an_overloaded_error_in_the_stream_also_goes_to_the_fallback_on_both_wires() {
             broken,
             // This stream names no model: the one asked for answered.
             Reply::Sse(match wire {
-                Wire::Anthropic => turn_text("recovered"),
+                Wire::Anthropic | Wire::Bedrock | Wire::Vertex => turn_text("recovered"),
                 Wire::OpenAi => chat_without_model("recovered"),
             }),
         ]);
@@ -174,7 +174,7 @@ fn an_overloaded_error_in_the_stream_also_goes_to_the_fallback_on_both_wires() {
         );
         let messages = of("assistant.message");
         let reported = match wire {
-            Wire::Anthropic => sse::MOCK_MODEL,
+            Wire::Anthropic | Wire::Bedrock | Wire::Vertex => sse::MOCK_MODEL,
             Wire::OpenAi => FALLBACK,
         };
         assert_eq!(messages[0]["model"], reported, "{wire:?}");

@@ -498,6 +498,22 @@ struct Module {
     scan: Scan,
 }
 
+/// Whether a path relative to `src/` climbs out of it (`a/../../x`).
+fn leaves_src(path: &Path) -> bool {
+    let mut depth = 0i32;
+    for c in path.components() {
+        match c {
+            std::path::Component::ParentDir => depth -= 1,
+            std::path::Component::Normal(_) => depth += 1,
+            _ => {}
+        }
+        if depth < 0 {
+            return true;
+        }
+    }
+    false
+}
+
 /// The module tree from `lib.rs` down; every other `.rs` file (but `main.rs`) is a problem.
 fn modules(files: &BTreeMap<PathBuf, String>, problems: &mut Vec<String>) -> Vec<Module> {
     let mut found = Vec::new();
@@ -519,6 +535,16 @@ fn modules(files: &BTreeMap<PathBuf, String>, problems: &mut Vec<String>) -> Vec
             dir.join(name.trim_end_matches(".rs"))
         };
         for child in &scan.children {
+            // A test module included from outside `src/` (a shared test helper of
+            // `tests/support`) is not part of the crate's layers.
+            if (test || child.test)
+                && child
+                    .path
+                    .as_ref()
+                    .is_some_and(|p| leaves_src(&dir.join(p)))
+            {
+                continue;
+            }
             let candidates = match &child.path {
                 Some(p) => vec![dir.join(p)],
                 None => vec![
@@ -789,6 +815,23 @@ mod checker {
 
     const TABLE: &str =
         "<!-- layers -->\n    1  b            upper\n    0  a · a::low   lower\n<!-- /layers -->\n";
+
+    #[test]
+    fn a_test_module_included_from_outside_src_is_no_problem_but_a_shipped_one_is() {
+        let lib = "pub(crate) mod a;\n";
+        let test_incl = "#[cfg(test)]\n#[path = \"../../tests/support/enc.rs\"]\nmod enc;\n";
+        let about_enc = |files| -> Vec<String> {
+            check(TABLE, &files)
+                .into_iter()
+                .filter(|p| p.contains("enc"))
+                .collect()
+        };
+        let files = tree(&[("lib.rs", lib), ("a.rs", test_incl)]);
+        assert_eq!(about_enc(files), Vec::<String>::new());
+        let shipped = "#[path = \"../../tests/support/enc.rs\"]\nmod enc;\n";
+        let files = tree(&[("lib.rs", lib), ("a.rs", shipped)]);
+        assert_eq!(about_enc(files), ["src/a.rs:2: `mod enc` names no file"]);
+    }
 
     #[test]
     fn grouped_imports_give_one_target_per_leaf() {

@@ -462,3 +462,88 @@ fn check_chat_pairing(messages: &[Value], v: &mut Vec<String>) {
         }
     }
 }
+
+/// The Anthropic version Bedrock's body carries (the agent's choice, DESIGN.md).
+pub(crate) const BEDROCK_VERSION: &str = "bedrock-2023-05-31";
+
+/// A Bedrock request: a signed (or Bearer) JSON POST to a model's stream path, whose
+/// body is the Messages body with `anthropic_version`, without `model` and `stream`.
+pub(crate) fn check_bedrock(
+    method: &str,
+    path: &str,
+    headers: &[(String, String)],
+    body: &Value,
+) -> Vec<String> {
+    let mut v = Vec::new();
+    check_post_json(method, headers, &mut v);
+    if !(path.starts_with("/model/") && path.ends_with("/invoke-with-response-stream")) {
+        v.push(format!(
+            "path is {path}, want /model/ID/invoke-with-response-stream"
+        ));
+    }
+    match header(headers, "authorization") {
+        Some(a) if a.starts_with("AWS4-HMAC-SHA256 Credential=") => {
+            if header(headers, "x-amz-date").is_none() {
+                v.push("signed without x-amz-date".into());
+            }
+        }
+        Some(a) if a.starts_with("Bearer ") => {}
+        other => v.push(format!("authorization is {other:?}, want SigV4 or Bearer")),
+    }
+    if header(headers, "x-api-key").is_some() {
+        v.push("x-api-key sent to Bedrock".into());
+    }
+    if body["anthropic_version"] != BEDROCK_VERSION {
+        v.push(format!(
+            "anthropic_version is {}",
+            body["anthropic_version"]
+        ));
+    }
+    for gone in ["model", "stream"] {
+        if body.get(gone).is_some() {
+            v.push(format!("the body has {gone} (it is in the URL)"));
+        }
+    }
+    let mut as_messages = body.clone();
+    if let Some(o) = as_messages.as_object_mut() {
+        o.insert("model".into(), Value::String("in-the-url".into()));
+        o.insert("stream".into(), Value::Bool(true));
+    }
+    v.extend(check_body(&as_messages));
+    v
+}
+
+/// The Anthropic version Vertex AI's body carries (the agent's choice, DESIGN.md).
+pub(crate) const VERTEX_VERSION: &str = "vertex-2023-10-16";
+
+/// A Vertex AI request: a Bearer JSON POST whose body is the Messages body with
+/// `anthropic_version` and `stream`, without `model` (it is in the URL).
+pub(crate) fn check_vertex(
+    method: &str,
+    headers: &[(String, String)],
+    body: &Value,
+) -> Vec<String> {
+    let mut v = Vec::new();
+    check_post_json(method, headers, &mut v);
+    if !header(headers, "authorization").is_some_and(|a| a.starts_with("Bearer ")) {
+        v.push("no Bearer authorization".into());
+    }
+    if header(headers, "x-api-key").is_some() || header(headers, "anthropic-version").is_some() {
+        v.push("x-api-key or anthropic-version sent to Vertex AI".into());
+    }
+    if body["anthropic_version"] != VERTEX_VERSION {
+        v.push(format!(
+            "anthropic_version is {}",
+            body["anthropic_version"]
+        ));
+    }
+    if body.get("model").is_some() {
+        v.push("the body has model (it is in the URL)".into());
+    }
+    let mut as_messages = body.clone();
+    if let Some(o) = as_messages.as_object_mut() {
+        o.insert("model".into(), Value::String("in-the-url".into()));
+    }
+    v.extend(check_body(&as_messages));
+    v
+}

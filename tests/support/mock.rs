@@ -34,6 +34,11 @@ pub(crate) enum Wire {
     Anthropic,
     /// `POST …/chat/completions`: `data:` chunks, `authorization: Bearer`.
     OpenAi,
+    /// `POST /model/ID/invoke-with-response-stream`: the Anthropic events in AWS
+    /// event-stream frames (`eventstream.rs`), SigV4 or Bearer.
+    Bedrock,
+    /// `POST …/publishers/anthropic/models/M:streamRawPredict`: Anthropic SSE, Bearer.
+    Vertex,
 }
 
 impl Wire {
@@ -42,6 +47,10 @@ impl Wire {
     pub(crate) fn of_path(path: &str) -> Wire {
         if path.trim_end_matches('/').ends_with("/chat/completions") {
             Wire::OpenAi
+        } else if path.starts_with("/model/") && path.ends_with("/invoke-with-response-stream") {
+            Wire::Bedrock
+        } else if path.ends_with(":streamRawPredict") {
+            Wire::Vertex
         } else {
             Wire::Anthropic
         }
@@ -50,26 +59,29 @@ impl Wire {
     /// A keep-alive ping in this wire: an `event: ping` frame, or an SSE comment.
     pub(crate) fn ping(self) -> String {
         match self {
-            Wire::Anthropic => sse::ping(),
+            Wire::Anthropic | Wire::Vertex => sse::ping(),
             Wire::OpenAi => chat::ping(),
+            Wire::Bedrock => String::new(),
         }
     }
 
     /// An API error body in this wire's shape.
     pub(crate) fn error_body(self, kind: &str, message: &str) -> String {
         match self {
-            Wire::Anthropic => {
+            Wire::Anthropic | Wire::Vertex => {
                 serde_json::json!({"type": "error", "error": {"type": kind, "message": message}})
                     .to_string()
             }
             Wire::OpenAi => chat::error_body(kind, message),
+            Wire::Bedrock => serde_json::json!({"message": message}).to_string(),
         }
     }
 
     /// A mid-stream error frame in this wire.
     pub(crate) fn error_frame(self, kind: &str, message: &str) -> String {
         match self {
-            Wire::Anthropic => sse::error_event(kind, message),
+            // Bedrock's: encoded as the exception of the same class by `eventstream`.
+            Wire::Anthropic | Wire::Bedrock | Wire::Vertex => sse::error_event(kind, message),
             Wire::OpenAi => chat::error_chunk(kind, message),
         }
     }
@@ -77,7 +89,7 @@ impl Wire {
     /// `(every frame, how many of them come before the stop)` of `turn` in this wire.
     pub(crate) fn render(self, turn: &Turn) -> (Vec<String>, usize) {
         let (body, all) = match self {
-            Wire::Anthropic => (turn.body_frames(), turn.frames()),
+            Wire::Anthropic | Wire::Bedrock | Wire::Vertex => (turn.body_frames(), turn.frames()),
             Wire::OpenAi => (chat::body_frames(turn), chat::frames(turn)),
         };
         (all, body.len())
@@ -88,6 +100,8 @@ impl Wire {
         match self {
             Wire::Anthropic => "request-id",
             Wire::OpenAi => "x-request-id",
+            Wire::Bedrock => "x-amzn-requestid",
+            Wire::Vertex => "x-request-id",
         }
     }
 }
@@ -173,6 +187,9 @@ pub(crate) enum Reply {
     /// 200 with event-stream headers, then (with `ping`) one ping in the request's wire,
     /// then nothing until the server is dropped: a server that accepted and stalled.
     Silent { ping: bool },
+    /// 200 `application/vnd.amazon.eventstream` with these bytes as they are (bad CRCs,
+    /// exceptions, cut frames); `complete: false` closes the socket after them.
+    EventStream { bytes: Vec<u8>, complete: bool },
 }
 
 impl Reply {
@@ -617,6 +634,12 @@ fn check_request(req: &Recorded) -> Vec<String> {
     let mut violations = match req.wire {
         Wire::Anthropic => invariants::check_head(&req.method, &req.path, &req.headers),
         Wire::OpenAi => invariants::check_chat_head(&req.method, &req.headers),
+        Wire::Bedrock => {
+            return invariants::check_bedrock(&req.method, &req.path, &req.headers, &req.body);
+        }
+        Wire::Vertex => {
+            return invariants::check_vertex(&req.method, &req.headers, &req.body);
+        }
     };
     if req.body.is_null() {
         violations.push(format!(
@@ -625,7 +648,7 @@ fn check_request(req: &Recorded) -> Vec<String> {
         ));
     } else {
         violations.extend(match req.wire {
-            Wire::Anthropic => invariants::check_body(&req.body),
+            Wire::Anthropic | Wire::Bedrock | Wire::Vertex => invariants::check_body(&req.body),
             Wire::OpenAi => invariants::check_chat_body(&req.body),
         });
     }
@@ -846,6 +869,10 @@ impl Out<'_> {
                 headers,
                 body,
             } => self.plain(*code, content_type, headers, body),
+            Reply::EventStream { bytes, complete } => {
+                let end = if *complete { End::Complete } else { End::Drop };
+                self.stream_bytes(bytes, opts, end)
+            }
             Reply::Sse(frames) => self.stream(frames, opts, End::Complete),
             Reply::SseWith(frames, opts) => self.stream(frames, *opts, End::Complete),
             Reply::DropAfter(frames, n) => {
@@ -918,10 +945,25 @@ impl Out<'_> {
         Ok(true)
     }
 
-    /// A 200 event stream of `frames` (pings interleaved per `opts`), ended per `end`.
+    /// A 200 event stream of `frames` (pings interleaved per `opts`), ended per `end`;
+    /// for Bedrock, the same events in event-stream frames.
     fn stream(self, frames: &[String], opts: SseOpts, end: End) -> io::Result<bool> {
+        let text = sse_text_for(self.wire, frames, opts);
+        let bytes = match self.wire {
+            Wire::Bedrock => super::eventstream::from_sse(&text),
+            _ => text.into_bytes(),
+        };
+        self.stream_bytes(&bytes, opts, end)
+    }
+
+    /// A 200 streamed body of `bytes` in the wire's content type, ended per `end`.
+    fn stream_bytes(self, bytes: &[u8], opts: SseOpts, end: End) -> io::Result<bool> {
+        let content_type = match self.wire {
+            Wire::Bedrock => "application/vnd.amazon.eventstream",
+            _ => "text/event-stream; charset=utf-8",
+        };
         let head = format!(
-            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream; charset=utf-8\r\n\
+            "HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\n\
              cache-control: no-cache\r\ntransfer-encoding: chunked\r\n\
              {}: req_mock_{}\r\nconnection: {}\r\n\r\n",
             self.wire.request_id_header(),
@@ -930,7 +972,7 @@ impl Out<'_> {
         );
         self.w.write_all(head.as_bytes())?;
         self.w.flush()?;
-        write_frames(self.w, &sse_text_for(self.wire, frames, opts), opts)?;
+        write_frames(self.w, bytes, opts)?;
         match end {
             End::Complete => {
                 self.w.write_all(b"0\r\n\r\n")?;
@@ -1032,8 +1074,7 @@ pub(crate) fn chunk_sizes(len: usize, opts: SseOpts) -> Vec<usize> {
 
 /// Writes `text` as HTTP chunks of pseudo-random small sizes, flushing each so that the
 /// client sees events and JSON split at arbitrary places.
-fn write_frames(w: &mut TcpStream, text: &str, opts: SseOpts) -> io::Result<()> {
-    let bytes = text.as_bytes();
+fn write_frames(w: &mut TcpStream, bytes: &[u8], opts: SseOpts) -> io::Result<()> {
     let mut at = 0;
     for size in chunk_sizes(bytes.len(), opts) {
         let chunk = &bytes[at..at + size];

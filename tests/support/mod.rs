@@ -43,10 +43,12 @@
 #![allow(dead_code, unused_imports)] // not every test module uses every helper
 
 pub(crate) mod chat;
+pub(crate) mod eventstream;
 pub(crate) mod github;
 pub(crate) mod invariants;
 pub(crate) mod mock;
 pub(crate) mod sse;
+pub(crate) mod token_server;
 
 pub(crate) use mock::{Fault, MockServer, Recorded, Reply, Rng, SseOpts, ToolResultSeen, Wire};
 pub(crate) use sse::{Turn, turn_max_tokens_cut_tool, turn_raw_tool, turn_text, turn_tools};

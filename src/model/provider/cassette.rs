@@ -291,6 +291,11 @@ impl ReplayProvider {
         })
     }
 
+    /// The provider the cassette was recorded with.
+    pub(crate) fn provider(&self) -> &str {
+        &self.provider
+    }
+
     fn rewrite(&self, value: &mut Value) {
         if self.recorded_workspace.is_empty() || self.recorded_workspace == self.workspace {
             return;

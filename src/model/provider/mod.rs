@@ -4,12 +4,16 @@
 //! the HTTP providers.
 
 pub(crate) mod anthropic;
+pub(crate) mod bedrock;
 pub(crate) mod cassette;
 pub(crate) mod decoding;
+pub(crate) mod foundry;
 pub(crate) mod http;
 pub(crate) mod openai;
 pub(crate) mod retry;
 pub(crate) mod sse;
+pub(crate) mod token_http;
+pub(crate) mod vertex;
 
 use std::io;
 
@@ -28,6 +32,10 @@ pub(crate) fn wire(kind: ProviderKind) -> Box<dyn http::Wire> {
     match kind {
         ProviderKind::Anthropic => Box::new(anthropic::AnthropicWire::default()),
         ProviderKind::Openai => Box::new(openai::OpenAiWire),
+        // Without credentials: this wire decodes cassettes; `agent run` connects its own.
+        ProviderKind::Bedrock => Box::new(bedrock::BedrockWire::decoder()),
+        ProviderKind::Vertex => Box::new(vertex::VertexWire::decoder()),
+        ProviderKind::Foundry => Box::new(foundry::FoundryWire::default()),
     }
 }
 

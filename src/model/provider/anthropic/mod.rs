@@ -60,6 +60,55 @@ pub(crate) struct AnthropicWire {
     /// every turn of a run, so each request copies these bytes instead of building and
     /// serialising it again (a third of a small turn's CPU before).
     head: std::sync::Mutex<Option<CachedHead>>,
+    /// How the clouds that host the Messages API change its body (default: not at all).
+    shape: BodyShape,
+}
+
+/// The Messages body as a cloud takes it (Bedrock, Vertex AI): the model is in the URL,
+/// not the body; the version is a body field; Bedrock also takes the betas and the
+/// streaming choice out of the headers and the body (the official SDK's `_prepare_options`).
+#[derive(Clone, Copy, Default)]
+pub(crate) struct BodyShape {
+    /// `anthropic_version` in the body (`None`: the Anthropic API's header instead).
+    pub version: Option<&'static str>,
+    /// `model` is in the URL only.
+    pub no_model: bool,
+    /// `stream` is in the URL only (Bedrock's `invoke-with-response-stream`).
+    pub no_stream: bool,
+    /// The betas go in the body's `anthropic_beta` array instead of a header.
+    pub betas_in_body: bool,
+}
+
+impl AnthropicWire {
+    /// The Messages body with a cloud's changes (see [`BodyShape`]).
+    pub(crate) fn shaped(shape: BodyShape) -> Self {
+        AnthropicWire {
+            head: std::sync::Mutex::default(),
+            shape,
+        }
+    }
+
+    /// The headers of a cloud that takes the Messages body: content type, and the betas
+    /// when they stay a header (Vertex AI); no key or version header.
+    pub(crate) fn cloud_headers(&self, config: &HttpConfig) -> Vec<(&'static str, String)> {
+        let mut headers = vec![("content-type", "application/json".to_string())];
+        let betas = betas(config);
+        if !betas.is_empty() && !self.shape.betas_in_body {
+            headers.push(("anthropic-beta", betas.join(",")));
+        }
+        headers
+    }
+}
+
+/// `--betas`, then the ones flags added (context-1m, interleaved thinking): each once.
+fn betas(config: &HttpConfig) -> Vec<&str> {
+    let mut betas: Vec<&str> = Vec::new();
+    for beta in config.request.betas.iter().map(|b| b.trim()) {
+        if !beta.is_empty() && !betas.contains(&beta) {
+            betas.push(beta);
+        }
+    }
+    betas
 }
 
 /// A serialised request head and what it was made from. The system prompt and the
@@ -78,11 +127,14 @@ struct HeadKey {
     tools: (usize, usize),
     tool_choice: Option<ToolChoice>,
     thinking_budget: Option<u32>,
+    /// In the body only with [`BodyShape::betas_in_body`].
+    betas: Vec<String>,
 }
 
 impl HeadKey {
     fn of(request: &TurnRequest<'_>, choice: Option<ToolChoice>, budget: Option<u32>) -> Self {
         HeadKey {
+            betas: Vec::new(),
             model: request.model.to_string(),
             max_tokens: request.max_tokens,
             system: (request.system.as_ptr() as usize, request.system.len()),
@@ -108,13 +160,7 @@ impl Wire for AnthropicWire {
             ("anthropic-version", ANTHROPIC_VERSION.to_string()),
             ("content-type", "application/json".to_string()),
         ];
-        // `--betas`, then the ones flags added (context-1m, interleaved thinking): each once.
-        let mut betas: Vec<&str> = Vec::new();
-        for beta in config.request.betas.iter().map(|b| b.trim()) {
-            if !beta.is_empty() && !betas.contains(&beta) {
-                betas.push(beta);
-            }
-        }
+        let betas = betas(config);
         if !betas.is_empty() {
             headers.push(("anthropic-beta", betas.join(",")));
         }
@@ -132,10 +178,13 @@ impl Wire for AnthropicWire {
             .tool_choice
             .filter(|_| !request.tools.is_empty());
         let budget = thinking_budget(&config.request);
-        let key = HeadKey::of(request, choice, budget);
+        let mut key = HeadKey::of(request, choice, budget);
+        if self.shape.betas_in_body {
+            key.betas = betas(config).into_iter().map(String::from).collect();
+        }
         let mut cached = self.head.locked();
         if cached.as_ref().is_none_or(|c| c.key != key) {
-            let bytes = head_bytes(request, choice, budget)?;
+            let bytes = shaped_head_bytes(request, choice, budget, self.shape, &key.betas)?;
             *cached = Some(CachedHead { key, bytes });
         }
         #[expect(clippy::expect_used, reason = "set just above when it was None")]
@@ -162,7 +211,12 @@ impl Wire for AnthropicWire {
 /// The request body of SPEC §3.1, all but `messages`, which are spliced in as stored.
 #[derive(Serialize)]
 struct RequestHead<'a> {
-    model: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    anthropic_version: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    anthropic_beta: Option<&'a [String]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model: Option<&'a str>,
     max_tokens: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
     thinking: Option<Value>,
@@ -172,7 +226,8 @@ struct RequestHead<'a> {
     tools: Vec<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tool_choice: Option<Value>,
-    stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream: Option<bool>,
 }
 
 /// Prompt caching (SPEC §9): the marker every breakpoint carries.
@@ -226,10 +281,28 @@ thread_local! {
 
 /// The body up to its messages: the head object without its closing brace, then
 /// `,"messages":`.
+#[cfg(test)]
 fn head_bytes(
     request: &TurnRequest<'_>,
     tool_choice: Option<ToolChoice>,
     thinking_budget: Option<u32>,
+) -> serde_json::Result<Vec<u8>> {
+    shaped_head_bytes(
+        request,
+        tool_choice,
+        thinking_budget,
+        BodyShape::default(),
+        &[],
+    )
+}
+
+/// [`head_bytes`] with a cloud's changes; `betas` go in the body when `shape` says so.
+fn shaped_head_bytes(
+    request: &TurnRequest<'_>,
+    tool_choice: Option<ToolChoice>,
+    thinking_budget: Option<u32>,
+    shape: BodyShape,
+    betas: &[String],
 ) -> serde_json::Result<Vec<u8>> {
     #[cfg(test)]
     HEADS_MADE.with(|n| n.set(n.get() + 1));
@@ -238,7 +311,9 @@ fn head_bytes(
         [serde_json::json!({"type": "text", "text": request.system, "cache_control": ephemeral()})]
     });
     let head = RequestHead {
-        model: request.model,
+        anthropic_version: shape.version,
+        anthropic_beta: (shape.betas_in_body && !betas.is_empty()).then_some(betas),
+        model: (!shape.no_model).then_some(request.model),
         max_tokens: match thinking_budget {
             Some(budget) => request.max_tokens.saturating_add(budget),
             None => request.max_tokens,
@@ -255,7 +330,7 @@ fn head_bytes(
             };
             serde_json::json!({"type": kind})
         }),
-        stream: true,
+        stream: (!shape.no_stream).then_some(true),
     };
     let mut head = serde_json::to_vec(&head)?;
     head.pop(); // the closing brace: the messages follow

@@ -44,6 +44,43 @@ pub(crate) trait Wire: Send {
     /// The stream decoder: SSE body in, one turn out, returning at the stream's own
     /// end marker (the shell then reads the rest of the body, to keep the connection).
     fn decode(&self, reader: &mut dyn BufRead, on_notice: &mut OnNotice<'_>) -> TurnResult;
+
+    // The hooks of the clouds (Bedrock, Vertex AI, Foundry); the defaults are the
+    // Anthropic API's and OpenAI's.
+
+    /// The URL of a request to `model`: the clouds put the model in the path.
+    fn url(&self, base_url: &str, _model: &str) -> String {
+        format!("{}{}", base_url.trim_end_matches('/'), self.path())
+    }
+    /// The credential headers of one attempt, computed over the request as it will be
+    /// sent (SigV4 signs the URL, the headers and the body; OAuth tokens are fetched and
+    /// refreshed here). `Err` is a credential source that failed (retried).
+    fn authorize(&self, _request: &Outgoing<'_>) -> Result<Vec<(String, String)>, String> {
+        Ok(Vec::new())
+    }
+    /// The values to redact from messages: the credentials in use now.
+    fn secrets(&self) -> Vec<String> {
+        Vec::new()
+    }
+    /// The content type of a streamed answer (a 200 of any other is refused).
+    fn stream_content_type(&self) -> &'static str {
+        "text/event-stream"
+    }
+    /// The response body as the SSE text `decode` reads: Bedrock's binary event-stream
+    /// frames become Anthropic events here. What this returns is also what cassettes
+    /// record, so replay decodes every provider's turns as SSE.
+    fn unframe<'r>(&self, body: Box<dyn Read + Send + 'r>) -> Box<dyn Read + Send + 'r> {
+        body
+    }
+}
+
+/// One attempt's request as [`Wire::authorize`] sees it.
+pub(crate) struct Outgoing<'r> {
+    pub method: &'static str,
+    pub url: &'r str,
+    /// The wire's and the gateway's headers, lower-case names.
+    pub headers: &'r [(String, String)],
+    pub body: &'r Body<'r>,
 }
 
 /// What a decoder makes of a response body.
@@ -57,7 +94,6 @@ pub(crate) type Recorder = Box<dyn FnMut(&TurnRequest<'_>, &[u8]) + Send>;
 pub(crate) struct HttpProvider {
     wire: Box<dyn Wire>,
     config: HttpConfig,
-    url: String,
     agent: ureq::Agent,
     recorder: Option<Recorder>,
     /// Set once the model was overloaded and the fallback took over: from then on every
@@ -71,11 +107,9 @@ impl HttpProvider {
     /// not recorded).
     pub(crate) fn new(wire: Box<dyn Wire>, config: HttpConfig, recorder: Option<Recorder>) -> Self {
         let agent = retry::http_agent(config.idle_timeout);
-        let url = format!("{}{}", config.base_url.trim_end_matches('/'), wire.path());
         HttpProvider {
             wire,
             config,
-            url,
             agent,
             recorder,
             on_fallback: false,
@@ -88,11 +122,34 @@ impl HttpProvider {
         request: &TurnRequest<'_>,
         on_notice: &mut dyn FnMut(StreamNotice<'_>),
     ) -> Result<Turn, AttemptError> {
-        let mut post = self.agent.post(&self.url);
-        for (name, value) in self.wire.headers(&self.config) {
-            post = post.header(name, &value);
-        }
-        for (name, value) in &self.config.gateway.headers {
+        let url = self.wire.url(&self.config.base_url, request.model);
+        let mut headers: Vec<(String, String)> = self
+            .wire
+            .headers(&self.config)
+            .into_iter()
+            .map(|(n, v)| (n.to_string(), v))
+            .chain(self.config.gateway.headers.iter().cloned())
+            .collect();
+        let outgoing = Outgoing {
+            method: "POST",
+            url: &url,
+            headers: &headers,
+            body,
+        };
+        let credentials = self
+            .wire
+            .authorize(&outgoing)
+            .map_err(|message| AttemptError {
+                error: ProviderError {
+                    kind: ProviderErrorKind::Transport,
+                    message,
+                },
+                retryable: true,
+                retry_after: None,
+            })?;
+        headers.extend(credentials);
+        let mut post = self.agent.post(&url);
+        for (name, value) in &headers {
             post = post.header(name, value);
         }
         // With the length given, ureq sends the pieces as one plain body (no chunking).
@@ -119,14 +176,18 @@ impl HttpProvider {
         // No content type is let through (some servers send none); any other than an
         // event stream means something else answered.
         if let Some(kind) = retry::header(response.headers(), "content-type")
-            && !kind.to_ascii_lowercase().contains("text/event-stream")
+            && !kind
+                .to_ascii_lowercase()
+                .contains(self.wire.stream_content_type())
         {
             let kind = kind.to_string();
             return Err(retry::wrong_content_type(response, &kind));
         }
         on_notice(StreamNotice::TurnStarted);
         let tee = Tee {
-            inner: response.into_body().into_reader(),
+            inner: self
+                .wire
+                .unframe(Box::new(response.into_body().into_reader())),
             copy: self.recorder.as_ref().map(|_| Vec::new()),
         };
         let mut reader = io::BufReader::with_capacity(retry::READ_BUFFER_BYTES, tee);
@@ -185,6 +246,7 @@ impl HttpProvider {
             .filter(|k| !k.is_empty())
             .into_iter()
             .chain(self.config.gateway.secret_values())
+            .chain(self.wire.secrets())
             .collect();
         let policy = RetryPolicy {
             max_retries: self.config.max_retries,
@@ -194,7 +256,8 @@ impl HttpProvider {
         // second request through), never again.
         let mut wrong_type_seen = false;
         retry::with_retries(policy, &secrets, on_notice, &mut |on_notice| {
-            log_request(&self.url, request, body.len());
+            let url = self.wire.url(&self.config.base_url, request.model);
+            log_request(&url, request, body.len());
             self.attempt(body, request, on_notice).map_err(|mut e| {
                 if matches!(&e.error.kind, ProviderErrorKind::Http { error_type, .. }
                     if error_type == retry::WRONG_CONTENT_TYPE)
