@@ -37,6 +37,8 @@ pub(crate) enum ProviderKind {
     Anthropic,
     /// An OpenAI-compatible chat-completions server (OpenAI, vLLM, llama.cpp, Ollama).
     Openai,
+    /// OpenAI's Responses API (`/responses`: OpenAI, Azure OpenAI, gateways).
+    OpenaiResponses,
 }
 
 impl ProviderKind {
@@ -45,6 +47,7 @@ impl ProviderKind {
         match self {
             ProviderKind::Anthropic => "anthropic",
             ProviderKind::Openai => "openai",
+            ProviderKind::OpenaiResponses => "openai-responses",
         }
     }
 }

@@ -150,18 +150,22 @@ fn endpoint(
     let api_key = match kind {
         ProviderKind::Anthropic => anthropic_key(args, env)?,
         // Optional: local servers (vLLM, llama.cpp, Ollama) take no key.
-        ProviderKind::Openai => env.var("OPENAI_API_KEY").unwrap_or_default(),
+        ProviderKind::Openai | ProviderKind::OpenaiResponses => {
+            env.var("OPENAI_API_KEY").unwrap_or_default()
+        }
     };
     let auth_token = match kind {
         ProviderKind::Anthropic => env.var("ANTHROPIC_AUTH_TOKEN"),
-        ProviderKind::Openai => None,
+        ProviderKind::Openai | ProviderKind::OpenaiResponses => None,
     };
     let custom = env.var("ANTHROPIC_CUSTOM_HEADERS");
     let gateway =
         Gateway::new(auth_token, &args.request.headers, custom.as_deref()).map_err(Error::Usage)?;
     let (base_var, default_base) = match kind {
         ProviderKind::Anthropic => ("ANTHROPIC_BASE_URL", DEFAULT_BASE_URL),
-        ProviderKind::Openai => ("OPENAI_BASE_URL", DEFAULT_OPENAI_BASE_URL),
+        ProviderKind::Openai | ProviderKind::OpenaiResponses => {
+            ("OPENAI_BASE_URL", DEFAULT_OPENAI_BASE_URL)
+        }
     };
     let base_url = args
         .base_url
@@ -197,6 +201,13 @@ fn model(
              AGENT_MODEL (the name your server serves, e.g. qwen2.5-coder:7b)"
                 .into(),
         )),
+        None if kind == ProviderKind::OpenaiResponses && args.replay.is_none() => {
+            Err(Error::Usage(
+                "--provider openai-responses needs a model: pass -m/--model MODEL or set \
+                 AGENT_MODEL (e.g. gpt-5-codex, or an Azure OpenAI deployment name)"
+                    .into(),
+            ))
+        }
         None => Ok(DEFAULT_MODEL.to_string()),
     }
 }
@@ -215,6 +226,13 @@ fn request_options(
             return Err(Error::Usage(
                 "--thinking-budget is for the Anthropic API; with --provider openai use \
                  --effort low|medium|high (sent as reasoning_effort)"
+                    .into(),
+            ));
+        }
+        if provider == ProviderKind::OpenaiResponses {
+            return Err(Error::Usage(
+                "--thinking-budget is for the Anthropic API; with --provider \
+                 openai-responses use --effort low|medium|high (sent as reasoning.effort)"
                     .into(),
             ));
         }
@@ -275,7 +293,7 @@ fn provider_kind(args: &RunArgs, env: &dyn Env) -> Result<ProviderKind, Error> {
     match env.var("AGENT_PROVIDER") {
         Some(v) => ProviderKind::from_str(v.trim(), true).map_err(|_| {
             Error::Usage(format!(
-                "AGENT_PROVIDER must be `anthropic` or `openai`, got {v:?}"
+                "AGENT_PROVIDER must be `anthropic`, `openai` or `openai-responses`, got {v:?}"
             ))
         }),
         None => Ok(ProviderKind::Anthropic),

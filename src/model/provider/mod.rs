@@ -8,6 +8,7 @@ pub(crate) mod cassette;
 pub(crate) mod decoding;
 pub(crate) mod http;
 pub(crate) mod openai;
+pub(crate) mod openai_responses;
 pub(crate) mod retry;
 pub(crate) mod sse;
 
@@ -28,6 +29,7 @@ pub(crate) fn wire(kind: ProviderKind) -> Box<dyn http::Wire> {
     match kind {
         ProviderKind::Anthropic => Box::new(anthropic::AnthropicWire::default()),
         ProviderKind::Openai => Box::new(openai::OpenAiWire),
+        ProviderKind::OpenaiResponses => Box::new(openai_responses::ResponsesWire),
     }
 }
 

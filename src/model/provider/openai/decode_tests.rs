@@ -93,6 +93,7 @@ fn text_only_fixture() {
             output_tokens: 11,
             cache_creation_input_tokens: 0,
             cache_read_input_tokens: 64,
+            reasoning_output_tokens: 0,
             unknown: false
         }
     );
@@ -211,6 +212,7 @@ fn fragmented_arguments_fixture() {
             output_tokens: 30,
             cache_creation_input_tokens: 0,
             cache_read_input_tokens: 128,
+            reasoning_output_tokens: 0,
             unknown: false
         }
     );
