@@ -40,6 +40,7 @@ mod prompt_input;
 mod real_servers;
 mod redaction;
 mod resume;
+mod responses;
 mod resume_input;
 mod run_end;
 mod schema;

@@ -10,6 +10,7 @@
 
 use super::chat;
 use super::invariants;
+use super::responses;
 use super::sse::{self, Turn};
 use serde_json::Value;
 use std::collections::VecDeque;
@@ -34,6 +35,8 @@ pub(crate) enum Wire {
     Anthropic,
     /// `POST …/chat/completions`: `data:` chunks, `authorization: Bearer`.
     OpenAi,
+    /// `POST …/responses`: OpenAI's Responses API, typed events.
+    Responses,
 }
 
 impl Wire {
@@ -42,6 +45,8 @@ impl Wire {
     pub(crate) fn of_path(path: &str) -> Wire {
         if path.trim_end_matches('/').ends_with("/chat/completions") {
             Wire::OpenAi
+        } else if path.trim_end_matches('/').ends_with("/responses") {
+            Wire::Responses
         } else {
             Wire::Anthropic
         }
@@ -52,6 +57,7 @@ impl Wire {
         match self {
             Wire::Anthropic => sse::ping(),
             Wire::OpenAi => chat::ping(),
+            Wire::Responses => responses::ping(),
         }
     }
 
@@ -62,7 +68,7 @@ impl Wire {
                 serde_json::json!({"type": "error", "error": {"type": kind, "message": message}})
                     .to_string()
             }
-            Wire::OpenAi => chat::error_body(kind, message),
+            Wire::OpenAi | Wire::Responses => chat::error_body(kind, message),
         }
     }
 
@@ -71,6 +77,7 @@ impl Wire {
         match self {
             Wire::Anthropic => sse::error_event(kind, message),
             Wire::OpenAi => chat::error_chunk(kind, message),
+            Wire::Responses => responses::error_event(kind, message),
         }
     }
 
@@ -79,6 +86,7 @@ impl Wire {
         let (body, all) = match self {
             Wire::Anthropic => (turn.body_frames(), turn.frames()),
             Wire::OpenAi => (chat::body_frames(turn), chat::frames(turn)),
+            Wire::Responses => (responses::body_frames(turn), responses::frames(turn)),
         };
         (all, body.len())
     }
@@ -87,7 +95,7 @@ impl Wire {
     fn request_id_header(self) -> &'static str {
         match self {
             Wire::Anthropic => "request-id",
-            Wire::OpenAi => "x-request-id",
+            Wire::OpenAi | Wire::Responses => "x-request-id",
         }
     }
 }
@@ -616,7 +624,7 @@ impl Drop for MockServer {
 fn check_request(req: &Recorded) -> Vec<String> {
     let mut violations = match req.wire {
         Wire::Anthropic => invariants::check_head(&req.method, &req.path, &req.headers),
-        Wire::OpenAi => invariants::check_chat_head(&req.method, &req.headers),
+        Wire::OpenAi | Wire::Responses => invariants::check_chat_head(&req.method, &req.headers),
     };
     if req.body.is_null() {
         violations.push(format!(
@@ -627,6 +635,7 @@ fn check_request(req: &Recorded) -> Vec<String> {
         violations.extend(match req.wire {
             Wire::Anthropic => invariants::check_body(&req.body),
             Wire::OpenAi => invariants::check_chat_body(&req.body),
+            Wire::Responses => responses::check_body(&req.body),
         });
     }
     violations
