@@ -298,6 +298,42 @@ fn openai_provider_key_base_url_and_model() {
 }
 
 #[test]
+fn openai_responses_provider_reads_the_openai_variables_and_needs_a_model() {
+    let env = FakeEnv(vec![
+        ("AGENT_PROVIDER", "openai-responses"),
+        ("OPENAI_API_KEY", "sk-o"),
+        ("OPENAI_BASE_URL", "https://r.openai.azure.com/openai/v1/"),
+        ("ANTHROPIC_BASE_URL", "http://wrong"),
+    ]);
+    let c = Config::from_args(&parse(&["hi", "-m", "dep"]), &env).unwrap();
+    assert_eq!(c.provider().kind(), ProviderKind::OpenaiResponses);
+    assert_eq!(c.provider().api_key(), "sk-o");
+    assert_eq!(
+        c.provider().base_url(),
+        "https://r.openai.azure.com/openai/v1"
+    );
+    let e = Config::from_args(&parse(&["hi"]), &env)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("--provider openai-responses needs a model"),
+        "{e}"
+    );
+    let e = Config::from_args(
+        &parse(&["hi", "-m", "m", "--thinking-budget", "2048"]),
+        &env,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("reasoning.effort"), "{e}");
+    let bad = FakeEnv(vec![("AGENT_PROVIDER", "responses")]);
+    let e = Config::from_args(&parse(&["hi"]), &bad)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("openai-responses"), "{e}");
+}
+
+#[test]
 fn openai_usage_errors_name_what_to_fix() {
     let no_model = Config::from_args(&parse(&["hi", "--provider", "openai"]), &FakeEnv(vec![]));
     let e = no_model.unwrap_err();

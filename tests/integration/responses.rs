@@ -77,7 +77,10 @@ fn a_session_sends_reasoning_back_byte_for_byte_and_counts_its_tokens() {
     let block = &t["messages"][1]["content"][0];
     assert_eq!(block["type"], "reasoning");
     assert_eq!(block["summary"], "Plan: read both.");
-    assert_eq!(block["item"], reasoning_item(0, "Plan: read both.", ENCRYPTED));
+    assert_eq!(
+        block["item"],
+        reasoning_item(0, "Plan: read both.", ENCRYPTED)
+    );
 
     env.server.assert_invariants();
     let reqs = env.server.requests();
@@ -104,7 +107,11 @@ fn a_session_sends_reasoning_back_byte_for_byte_and_counts_its_tokens() {
                 "content": [{"type": "input_text", "text": "look"}]})]
     );
     let tools = b["tools"].as_array().unwrap();
-    assert!(tools.iter().any(|t| t["name"] == "ReadFile" && t["strict"] == false));
+    assert!(
+        tools
+            .iter()
+            .any(|t| t["name"] == "ReadFile" && t["strict"] == false)
+    );
     // One cache key for the run: its session id.
     assert_eq!(b["prompt_cache_key"], t["session_id"]);
     assert_eq!(reqs[1].body["prompt_cache_key"], t["session_id"]);
@@ -140,7 +147,11 @@ fn a_session_sends_reasoning_back_byte_for_byte_and_counts_its_tokens() {
 #[test]
 fn a_max_output_tokens_stop_is_continued_and_joined() {
     let env = TestEnv::new(vec![
-        Reply::turn(Turn::new().text("The first half, ").stop_reason("max_tokens")),
+        Reply::turn(
+            Turn::new()
+                .text("The first half, ")
+                .stop_reason("max_tokens"),
+        ),
         Reply::turn(Turn::new().text("and the second.")),
     ]);
     let out = run(&env, &responses_args(&env, &["explain"]));
@@ -154,28 +165,43 @@ fn a_max_output_tokens_stop_is_continued_and_joined() {
 fn failed(code: &str) -> Reply {
     Reply::Sse(vec![
         responses::event(&json!({"type": "response.created", "response": {"id": "resp_f"}})),
-        responses::event(&json!({"type": "response.failed", "response": {"status": "failed",
-            "error": {"code": code, "message": "it broke"}}})),
+        responses::event(
+            &json!({"type": "response.failed", "response": {"status": "failed",
+            "error": {"code": code, "message": "it broke"}}}),
+        ),
     ])
 }
 
 #[test]
 fn a_failed_response_is_retried_by_its_class() {
-    let env = TestEnv::new(vec![failed("server_error"), Reply::turn(Turn::new().text("ok"))]);
+    let env = TestEnv::new(vec![
+        failed("server_error"),
+        Reply::turn(Turn::new().text("ok")),
+    ]);
     let out = run(&env, &responses_args(&env, &["--max-retries", "2", "hi"]));
     out.assert_code(0);
     assert_eq!(env.server.request_count(), 2);
 
-    let env = TestEnv::new(vec![failed("invalid_prompt"), Reply::turn(Turn::new().text("no"))]);
+    let env = TestEnv::new(vec![
+        failed("invalid_prompt"),
+        Reply::turn(Turn::new().text("no")),
+    ]);
     let out = run(&env, &responses_args(&env, &["--max-retries", "2", "hi"]));
     assert_ne!(out.code(), Some(0));
     let t = out.json();
     assert_eq!(t["status"], "error");
     assert!(
-        t["error"]["message"].as_str().unwrap().contains("invalid_prompt"),
+        t["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("invalid_prompt"),
         "{t}"
     );
-    assert_eq!(env.server.request_count(), 1, "a permanent class is not retried");
+    assert_eq!(
+        env.server.request_count(),
+        1,
+        "a permanent class is not retried"
+    );
 }
 
 #[test]
@@ -200,7 +226,11 @@ fn an_azure_style_base_url_and_api_key_header_are_used_as_given() {
     let reqs = env.server.requests();
     assert_eq!(reqs[0].path, "/openai/v1/responses");
     assert_eq!(reqs[0].header("api-key"), Some("azure-secret-key-123456"));
-    assert_eq!(reqs[0].header("authorization"), None, "no OPENAI_API_KEY, no bearer");
+    assert_eq!(
+        reqs[0].header("authorization"),
+        None,
+        "no OPENAI_API_KEY, no bearer"
+    );
     assert_eq!(reqs[0].body["model"], "my-deployment");
     env.server.assert_invariants();
 }
@@ -208,11 +238,11 @@ fn an_azure_style_base_url_and_api_key_header_are_used_as_given() {
 #[test]
 fn a_responses_run_is_recorded_replayed_and_resumed_with_its_reasoning() {
     let env = TestEnv::new(vec![
-        Reply::turn(
-            Turn::new()
-                .thinking("Write it.", ENCRYPTED)
-                .tool("call_w", "WriteFile", json!({"path": "made.txt", "content": "made\n"})),
-        ),
+        Reply::turn(Turn::new().thinking("Write it.", ENCRYPTED).tool(
+            "call_w",
+            "WriteFile",
+            json!({"path": "made.txt", "content": "made\n"}),
+        )),
         Reply::turn(Turn::new().thinking("Done now.", "enc-2").text("made it")),
         Reply::turn(Turn::new().text("and again")),
     ]);
@@ -274,13 +304,16 @@ fn a_responses_run_is_recorded_replayed_and_resumed_with_its_reasoning() {
     let reqs = env.server.requests();
     assert_eq!(reqs.len(), 3);
     let raw = String::from_utf8(reqs[2].raw_body.clone()).unwrap();
-    assert!(raw.contains(&reasoning_item(0, "Write it.", ENCRYPTED)), "{raw}");
-    assert!(raw.contains(&reasoning_item(0, "Done now.", "enc-2")), "{raw}");
+    assert!(
+        raw.contains(&reasoning_item(0, "Write it.", ENCRYPTED)),
+        "{raw}"
+    );
+    assert!(
+        raw.contains(&reasoning_item(0, "Done now.", "enc-2")),
+        "{raw}"
+    );
     assert_eq!(reqs[2].body["model"], "gpt-mock");
     let input = input_of(&reqs[2].body);
-    assert_eq!(
-        input.last().unwrap()["content"][0]["text"],
-        "once more"
-    );
+    assert_eq!(input.last().unwrap()["content"][0]["text"], "once more");
     env.server.assert_invariants();
 }

@@ -65,7 +65,10 @@ pub(crate) fn body_frames(turn: &Turn) -> Vec<String> {
                 frames.push(event(&json!({"type": "response.output_item.added",
                     "output_index": index, "item": {"id": id, "type": "message",
                     "role": "assistant", "status": "in_progress", "content": []}})));
-                let mid = t.char_indices().nth(t.chars().count() / 2).map_or(0, |(i, _)| i);
+                let mid = t
+                    .char_indices()
+                    .nth(t.chars().count() / 2)
+                    .map_or(0, |(i, _)| i);
                 for piece in [&t[..mid], &t[mid..]] {
                     if !piece.is_empty() {
                         frames.push(event(&json!({"type": "response.output_text.delta",
@@ -83,14 +86,21 @@ pub(crate) fn body_frames(turn: &Turn) -> Vec<String> {
                 frames.push(event(&json!({"type": "response.output_item.added",
                     "output_index": index, "item": {"id": id, "type": "reasoning",
                     "summary": []}})));
-                frames.push(event(&json!({"type": "response.reasoning_summary_text.delta",
-                    "output_index": index, "item_id": id, "summary_index": 0, "delta": t})));
+                frames.push(event(
+                    &json!({"type": "response.reasoning_summary_text.delta",
+                    "output_index": index, "item_id": id, "summary_index": 0, "delta": t}),
+                ));
                 frames.push(format!(
                     "event: response.output_item.done\ndata: {{\"type\":\"response.output_item.done\",\"output_index\":{index},\"item\":{}}}\n\n",
                     reasoning_item(index, t, signature)
                 ));
             }
-            Block::Tool { id, name, raw } | Block::CutTool { id, name, partial: raw } => {
+            Block::Tool { id, name, raw }
+            | Block::CutTool {
+                id,
+                name,
+                partial: raw,
+            } => {
                 let cut = matches!(block, Block::CutTool { .. });
                 let item_id = format!("fc_mock_{index}");
                 frames.push(event(&json!({"type": "response.output_item.added",
@@ -99,12 +109,16 @@ pub(crate) fn body_frames(turn: &Turn) -> Vec<String> {
                 let chars: Vec<char> = raw.chars().collect();
                 for piece in chars.chunks(ARGUMENT_DELTA_CHARS) {
                     let piece: String = piece.iter().collect();
-                    frames.push(event(&json!({"type": "response.function_call_arguments.delta",
-                        "output_index": index, "item_id": item_id, "delta": piece})));
+                    frames.push(event(
+                        &json!({"type": "response.function_call_arguments.delta",
+                        "output_index": index, "item_id": item_id, "delta": piece}),
+                    ));
                 }
                 if !cut {
-                    frames.push(event(&json!({"type": "response.function_call_arguments.done",
-                        "output_index": index, "item_id": item_id, "arguments": raw})));
+                    frames.push(event(
+                        &json!({"type": "response.function_call_arguments.done",
+                        "output_index": index, "item_id": item_id, "arguments": raw}),
+                    ));
                     frames.push(event(&json!({"type": "response.output_item.done",
                         "output_index": index, "item": {"id": item_id,
                         "type": "function_call", "status": "completed", "call_id": id,
@@ -177,11 +191,15 @@ pub(crate) fn check_body(body: &Value) -> Vec<String> {
         match item["type"].as_str().unwrap_or("") {
             "message" => {
                 let role = item["role"].as_str().unwrap_or("");
-                let part = if role == "user" { "input_text" } else { "output_text" };
-                if !["user", "assistant"].contains(&role)
-                    || item["content"][0]["type"] != part
-                {
-                    v.push(format!("input[{i}] is not a {role} message of {part}: {item}"));
+                let part = if role == "user" {
+                    "input_text"
+                } else {
+                    "output_text"
+                };
+                if !["user", "assistant"].contains(&role) || item["content"][0]["type"] != part {
+                    v.push(format!(
+                        "input[{i}] is not a {role} message of {part}: {item}"
+                    ));
                 }
             }
             "function_call" => {

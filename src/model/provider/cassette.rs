@@ -374,7 +374,7 @@ fn encode_anthropic(turn: &Turn) -> String {
                 (json!({"type": "redacted_thinking", "data": data}), vec![])
             }
             ContentBlock::ToolResult { .. } => continue, // never in an assistant turn
-            ContentBlock::Reasoning { .. } => continue, // Responses turns are encoded as such
+            ContentBlock::Reasoning { .. } => continue,  // Responses turns are encoded as such
         };
         event(
             "content_block_start",

@@ -304,7 +304,8 @@ event: message_stop\ndata: {{\"type\":\"message_stop\"}}\n\n"
 #[test]
 fn a_responses_turn_echoing_a_secret_is_re_encoded_as_responses_with_its_reasoning_bytes() {
     let secret = "sk-openai-secret-value-789";
-    let item = r#"{"type":"reasoning", "id":"rs_1","summary":[],"encrypted_content":"enc\u00e9=="}"#;
+    let item =
+        r#"{"type":"reasoning", "id":"rs_1","summary":[],"encrypted_content":"enc\u00e9=="}"#;
     let sse = |text: &str| {
         format!(
             "event: response.output_item.done\ndata: {{\"type\":\"response.output_item.done\",\"output_index\":0,\"item\":{item}}}\n\n\

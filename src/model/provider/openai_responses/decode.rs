@@ -344,10 +344,7 @@ impl ResponsesAccumulator {
                 self.end = Some(End::Incomplete(reason));
             }
             "response.failed" => {
-                let error = event
-                    .response
-                    .and_then(|r| r.error)
-                    .unwrap_or(Value::Null);
+                let error = event.response.and_then(|r| r.error).unwrap_or(Value::Null);
                 return Err(failure_of(&error));
             }
             "error" => {
@@ -486,7 +483,8 @@ impl ResponsesAccumulator {
     /// Announces the calls whose arguments are done, in output order, up to the first
     /// that is not (`all`: every call, at the end of the response).
     fn announce(&mut self, on_notice: &mut dyn FnMut(StreamNotice<'_>), all: bool) {
-        let cut_by_length = matches!(&self.end, Some(End::Incomplete(r)) if r == "max_output_tokens");
+        let cut_by_length =
+            matches!(&self.end, Some(End::Incomplete(r)) if r == "max_output_tokens");
         for position in 0..self.items.len() {
             let (earlier, rest) = self.items.split_at_mut(position);
             let item = &mut rest[0];
@@ -697,8 +695,11 @@ pub(crate) fn encode(turn: &Turn) -> String {
         let name = data["type"].as_str().unwrap_or("").to_string();
         out.push_str(&format!("event: {name}\ndata: {data}\n\n"));
     };
-    event(&mut out, json!({"type": "response.created",
-                 "response": {"id": turn.id, "model": turn.model, "status": "in_progress"}}));
+    event(
+        &mut out,
+        json!({"type": "response.created",
+                 "response": {"id": turn.id, "model": turn.model, "status": "in_progress"}}),
+    );
     let mut index = 0;
     for block in &turn.message.content {
         // The item's text as it is: a reasoning item keeps its bytes.
@@ -726,11 +727,17 @@ pub(crate) fn encode(turn: &Turn) -> String {
                "output_tokens_details": {"reasoning_tokens": u.reasoning_output_tokens}})
     });
     match &turn.stop_reason {
-        StopReason::MaxTokens => event(&mut out, json!({"type": "response.incomplete",
+        StopReason::MaxTokens => event(
+            &mut out,
+            json!({"type": "response.incomplete",
             "response": {"status": "incomplete", "usage": usage,
-                         "incomplete_details": {"reason": "max_output_tokens"}}})),
-        _ => event(&mut out, json!({"type": "response.completed",
-            "response": {"status": "completed", "usage": usage}})),
+                         "incomplete_details": {"reason": "max_output_tokens"}}}),
+        ),
+        _ => event(
+            &mut out,
+            json!({"type": "response.completed",
+            "response": {"status": "completed", "usage": usage}}),
+        ),
     }
     out
 }

@@ -20,7 +20,10 @@ fn read(bytes: &[u8]) -> Result<Turn, StreamFailure> {
 fn stream(events: &[Value]) -> Vec<u8> {
     let mut out = String::new();
     for e in events {
-        out.push_str(&format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap_or("")));
+        out.push_str(&format!(
+            "event: {}\ndata: {e}\n\n",
+            e["type"].as_str().unwrap_or("")
+        ));
     }
     out.into_bytes()
 }
@@ -85,7 +88,11 @@ fn reasoning_text_and_parallel_calls_fixture() {
     // Each call is announced when its arguments are done, before the response ends.
     assert_eq!(heard.order, "TTTRR");
     assert_eq!(
-        heard.ready.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(),
+        heard
+            .ready
+            .iter()
+            .map(|c| c.id.as_str())
+            .collect::<Vec<_>>(),
         ["call_A1", "call_B2"]
     );
     assert_eq!(
@@ -142,8 +149,10 @@ fn incomplete_by_max_output_tokens_is_a_max_tokens_stop_with_the_cut_call_failed
 
 #[test]
 fn incomplete_by_content_filter_is_a_refusal() {
-    let turn = read(&stream(&[json!({"type": "response.incomplete", "response": {
-        "status": "incomplete", "incomplete_details": {"reason": "content_filter"}}})]))
+    let turn = read(&stream(&[
+        json!({"type": "response.incomplete", "response": {
+        "status": "incomplete", "incomplete_details": {"reason": "content_filter"}}}),
+    ]))
     .unwrap();
     assert_eq!(turn.stop_reason, StopReason::Refusal);
     assert!(turn.usage.unknown);
@@ -151,15 +160,17 @@ fn incomplete_by_content_filter_is_a_refusal() {
 
 #[test]
 fn a_later_call_done_first_waits_for_the_earlier_one() {
-    let (turn, heard) = read_with_notices(&stream(&[
-        call_added(0, "fc_a", "call_a", "Glob"),
-        call_added(1, "fc_b", "call_b", "Grep"),
-        args_delta(0, "fc_a", "{\"pattern\""),
-        args_done(1, "fc_b", "{\"pattern\":\"x\"}"),
-        args_delta(0, "fc_a", ":\"*\"}"),
-        args_done(0, "fc_a", "{\"pattern\":\"*\"}"),
-        completed(json!({"input_tokens": 5, "output_tokens": 3})),
-    ])[..]);
+    let (turn, heard) = read_with_notices(
+        &stream(&[
+            call_added(0, "fc_a", "call_a", "Glob"),
+            call_added(1, "fc_b", "call_b", "Grep"),
+            args_delta(0, "fc_a", "{\"pattern\""),
+            args_done(1, "fc_b", "{\"pattern\":\"x\"}"),
+            args_delta(0, "fc_a", ":\"*\"}"),
+            args_done(0, "fc_a", "{\"pattern\":\"*\"}"),
+            completed(json!({"input_tokens": 5, "output_tokens": 3})),
+        ])[..],
+    );
     let turn = turn.unwrap();
     assert_eq!(heard.order, "RR");
     assert_eq!(heard.ready[0].id, "call_a");
@@ -214,8 +225,10 @@ fn repeated_or_missing_call_ids_get_fresh_ones() {
 #[test]
 fn failed_responses_and_error_events_map_to_retry_classes() {
     let failed = |code: &str| {
-        read(&stream(&[json!({"type": "response.failed", "response": {"status": "failed",
-            "error": {"code": code, "message": "nope"}}})]))
+        read(&stream(&[
+            json!({"type": "response.failed", "response": {"status": "failed",
+            "error": {"code": code, "message": "nope"}}}),
+        ]))
         .unwrap_err()
     };
     for (code, class, retryable) in [
@@ -240,8 +253,10 @@ fn failed_responses_and_error_events_map_to_retry_classes() {
         }
         assert_eq!(f.is_retryable(), retryable, "{code}");
     }
-    let error = read(&stream(&[json!({"type": "error", "code": "rate_limit_exceeded",
-        "message": "slow down", "param": null, "sequence_number": 3})]))
+    let error = read(&stream(&[
+        json!({"type": "error", "code": "rate_limit_exceeded",
+        "message": "slow down", "param": null, "sequence_number": 3}),
+    ]))
     .unwrap_err();
     assert!(
         matches!(&error, StreamFailure::Api { error_type, message }

@@ -4,7 +4,8 @@ use super::*;
 use crate::record::history::Entry;
 use std::sync::Arc;
 
-const ITEM: &str = r#"{"type":"reasoning", "id":"rs_1","summary":[],"encrypted_content":"e\u00e9=="}"#;
+const ITEM: &str =
+    r#"{"type":"reasoning", "id":"rs_1","summary":[],"encrypted_content":"e\u00e9=="}"#;
 
 fn history() -> Vec<Arc<Entry>> {
     [
