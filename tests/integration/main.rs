@@ -14,6 +14,7 @@ mod provider_servers;
 mod support;
 
 mod answer_continuation;
+mod apply_patch;
 mod bad_input;
 mod batch_scale;
 mod cassette;
