@@ -104,7 +104,10 @@ fn a_gpt_model_gets_apply_patch_and_a_multi_file_patch_is_applied_and_recorded()
     // Offered instead of WriteFile and EditFile.
     let tools = env.server.requests()[0].tool_names();
     assert!(tools.contains(&"apply_patch".to_string()), "{tools:?}");
-    assert!(!tools.iter().any(|t| t == "EditFile" || t == "WriteFile"), "{tools:?}");
+    assert!(
+        !tools.iter().any(|t| t == "EditFile" || t == "WriteFile"),
+        "{tools:?}"
+    );
     env.server.assert_invariants();
 }
 
@@ -124,9 +127,9 @@ fn the_journal_of_a_killed_run_holds_the_patch_and_its_changes() {
     let journal = std::fs::read_to_string(format!("{}.journal", out_file.display())).unwrap();
     let last = journal
         .lines()
+        .rev()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|l| l["type"] == "checkpoint")
-        .last()
+        .find(|l| l["type"] == "checkpoint")
         .unwrap();
     let mut files = changed(&last["transcript"]);
     files.sort();
@@ -169,7 +172,10 @@ fn a_failing_hunk_changes_nothing_and_the_model_is_told_where() {
         .as_str()
         .unwrap()
         .to_string();
-    assert!(output.starts_with("Error: ") && output.contains("hunk 1"), "{output}");
+    assert!(
+        output.starts_with("Error: ") && output.contains("hunk 1"),
+        "{output}"
+    );
 }
 
 #[test]
@@ -190,7 +196,11 @@ fn a_deny_rule_on_one_path_denies_the_whole_patch() {
     let out = run(&env, &gpt_args(&env, &["patch it"]));
     out.assert_code(0);
     let t = out.json();
-    assert_eq!(env.read("src/a.txt"), "a\n", "the allowed path was not written either");
+    assert_eq!(
+        env.read("src/a.txt"),
+        "a\n",
+        "the allowed path was not written either"
+    );
     assert_eq!(env.read("secrets/key"), "k\n");
     assert_eq!(
         t["permission_denials"][0]["reason"],
@@ -205,14 +215,20 @@ fn a_deny_rule_on_one_path_denies_the_whole_patch() {
         Reply::turn(Turn::new().text("denied")),
     ]);
     env.write("src/a.txt", "a\n");
-    let args = gpt_args(&env, &["--allowed-tools", "apply_patch(src/**)", "patch it"]);
+    let args = gpt_args(
+        &env,
+        &["--allowed-tools", "apply_patch(src/**)", "patch it"],
+    );
     let out = run(&env, &args);
     out.assert_code(0);
     assert_eq!(env.read("src/a.txt"), "a\n");
     assert!(!env.path("elsewhere.txt").exists());
     let reason = out.json()["permission_denials"][0]["reason"].clone();
     assert!(
-        reason.as_str().unwrap().contains("elsewhere.txt matches no allow rule"),
+        reason
+            .as_str()
+            .unwrap()
+            .contains("elsewhere.txt matches no allow rule"),
         "{reason}"
     );
 }
@@ -220,7 +236,14 @@ fn a_deny_rule_on_one_path_denies_the_whole_patch() {
 #[test]
 fn any_model_can_ask_for_apply_patch_and_a_gpt_model_for_edit_file() {
     let env = TestEnv::new(vec![Reply::turn(Turn::new().text("hi"))]);
-    let out = env.run(&["run", "--allow-write", "--edit-tool", "apply-patch", "--json", "hi"]);
+    let out = env.run(&[
+        "run",
+        "--allow-write",
+        "--edit-tool",
+        "apply-patch",
+        "--json",
+        "hi",
+    ]);
     out.assert_code(0);
     let tools = env.server.requests()[0].tool_names();
     assert!(tools.contains(&"apply_patch".to_string()), "{tools:?}");

@@ -66,6 +66,9 @@ fn normalise(s: &str) -> String {
         .collect()
 }
 
+/// Whether a file line and a patch line are the same, at one tolerance.
+type LineMatch = dyn Fn(&str, &str) -> bool;
+
 /// Where `pattern` occurs in `lines` at or after `start`, trying each tolerance in turn;
 /// with `at_end`, where it ends the file first.
 fn seek(lines: &[&str], pattern: &[String], start: usize, at_end: bool) -> Option<usize> {
@@ -76,7 +79,7 @@ fn seek(lines: &[&str], pattern: &[String], start: usize, at_end: bool) -> Optio
         return None;
     }
     let last = lines.len() - pattern.len();
-    let passes: [&dyn Fn(&str, &str) -> bool; 4] = [
+    let passes: [&LineMatch; 4] = [
         &|a, b| a == b,
         &|a, b| a.trim_end() == b.trim_end(),
         &|a, b| a.trim() == b.trim(),
