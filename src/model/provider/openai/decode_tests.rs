@@ -654,3 +654,21 @@ fn reasoning_deltas_become_one_unsigned_thinking_block_first() {
         [ContentBlock::Text { text: "hi".into() }]
     );
 }
+
+#[test]
+fn reasoning_tokens_of_a_reasoning_model_are_reported() {
+    let turn = read(&stream(
+        &[
+            delta(json!({"content": "ok"})),
+            finish("stop"),
+            json!({"id": "chatcmpl-1", "model": "o4-mini", "choices": [], "usage": {
+                "prompt_tokens": 50, "completion_tokens": 40, "total_tokens": 90,
+                "prompt_tokens_details": {"cached_tokens": 0},
+                "completion_tokens_details": {"reasoning_tokens": 32}}}),
+        ],
+        true,
+    ))
+    .unwrap();
+    assert_eq!(turn.usage.output_tokens, 40);
+    assert_eq!(turn.usage.reasoning_output_tokens, 32);
+}
