@@ -37,7 +37,7 @@ LONG_FILE_BYTES = 6000  # each long-session result: ~6 KB, ~150k tokens over the
 LONG_RUNS = 3  # long-session repetitions per agent mode (claude -p: LONG_CLAUDE_RUNS)
 LONG_CLAUDE_RUNS = 1  # claude -p takes a minute or more per long session
 LONG_WINDOW = 20  # turns compared: the first 20 against the last 20
-SECTIONS = ("session", "long", "search", "streaming", "startup")
+SECTIONS = ("session", "codex", "long", "search", "streaming", "startup")
 TIME = "/usr/bin/time"  # GNU time: a small parent, so %M is the peer's own peak RSS
 SESSION_TIMEOUT_S = 600  # one peer's whole session; claude -p takes seconds, a hang must not block
 DEFAULT_RUNS = 5  # session repetitions per peer (medians are quoted)
@@ -372,6 +372,138 @@ def bench_session(agent, claude, out_dir, runs):
     return res
 
 
+# codex exec's features that reach the network or run services: off, as the issue asks
+# (update checks, analytics, OTel and plugin sync are off in its config.toml too).
+CODEX_DISABLED_FEATURES = ("plugins", "remote_plugin", "apps", "in_app_updates", "daemon_auto_start",
+                           "goals", "multi_agent", "browser_use", "computer_use",
+                           "skill_mcp_dependency_install")
+CODEX_MODEL = "gpt-5-codex"
+
+
+def codex_home(path, url):
+    """A fresh CODEX_HOME whose config points codex exec at the mock's Responses API."""
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path)
+    with open(os.path.join(path, "config.toml"), "w") as f:
+        f.write(f"""model = "{CODEX_MODEL}"
+model_provider = "mock"
+check_for_update_on_startup = false
+web_search = "disabled"
+
+[model_providers.mock]
+name = "mock"
+base_url = "{url}/v1"
+wire_api = "responses"
+env_key = "BENCH_MOCK_API_KEY"
+
+[analytics]
+enabled = false
+
+[otel]
+exporter = "none"
+""")
+
+
+def bench_codex(agent, codex, out_dir, runs):
+    """codex exec and agent --provider openai-responses on one Responses mock: 100 turns,
+    each one command (codex exec_command, agent Bash) or read (agent ReadFile), then the
+    answer: CPU per turn and peak RSS, the peers alternating."""
+    ws = os.path.join(out_dir, "codex-ws")
+    shutil.rmtree(ws, ignore_errors=True)
+    os.makedirs(os.path.join(ws, "files"))
+    for n in range(1, SESSION_TURNS + 1):
+        with open(os.path.join(ws, "files", f"f{n:03d}.txt"), "w") as f:
+            f.write(f"small file {n}\n" + "some content line\n" * 8)
+    expected = f"Ran {SESSION_TURNS} commands. Done."
+    res = {"turns": SESSION_TURNS + 1, "codex_error": None}
+    with Mock(out_dir, "codex", "--script", "shell", "--turns", str(SESSION_TURNS),
+              "--workspace", ws) as mock:
+        home = os.path.join(out_dir, "codex-home")
+        codex_home(home, mock.url)
+        base = dict(os.environ, OPENAI_API_KEY="sk-bench-not-a-real-key",
+                    BENCH_MOCK_API_KEY="sk-bench-not-a-real-key")
+        agent_argv = [agent, "run", "Run the commands one by one.", "-C", ws, "--provider",
+                      "openai-responses", "--base-url", mock.url + "/v1", "-m", CODEX_MODEL,
+                      "--max-turns", str(SESSION_TURNS + 10), "-q"]
+        peers = {"agent-bash": (agent_argv + ["--allowed-tools", "Bash"], base),
+                 "agent-read": (agent_argv, base)}
+        if codex:
+            disable = [x for f in CODEX_DISABLED_FEATURES for x in ("--disable", f)]
+            peers["codex"] = ([codex, "exec", "--skip-git-repo-check", "-s", "danger-full-access",
+                               "--color", "never", *disable, "Run the commands one by one."],
+                              dict(base, CODEX_HOME=home))
+        else:
+            res["codex_error"] = "the codex binary was not found (npm install failed?)"
+        for peer in peers:
+            res[peer] = []
+        for i in range(runs + 1):
+            for peer, (argv, env) in list(peers.items()):
+                before = len(mock.requests())
+                r = measure(argv, ws, env)
+                reqs = mock.requests()[before:]
+                main = [q for q in reqs if q.get("peer") == peer]
+                r["requests"] = len(reqs)
+                r["tool_errors"] = max([q.get("tool_errors", 0) for q in main] or [0])
+                ok = r["rc"] == 0 and expected in r["stdout"] and len(main) == SESSION_TURNS + 1
+                label = "warm-up" if i == 0 else f"run {i}"
+                log(f"codex section {peer} {label}: rc={r['rc']} cpu={r['cpu_s']:.3f}s "
+                    f"rss={r['rss_mb']:.1f}MB wall={r['wall_s']:.2f}s requests={len(reqs)} "
+                    f"(main {len(main)}, tool errors {r['tool_errors']})")
+                if not ok:
+                    why = (f"exit {r['rc']}, {len(main)} of {SESSION_TURNS + 1} model requests, "
+                           f"stdout {r['stdout'][-200:]!r}, stderr {r['stderr'][-400:]!r}")
+                    if peer != "codex":
+                        raise RuntimeError(f"{peer}'s session failed: {why}")
+                    res["codex_error"] = f"codex exec did not complete the session: {why}"
+                    del peers["codex"]
+                    continue
+                if i > 0:
+                    res[peer].append(r)
+        res["side_requests"] = sorted({f"{q.get('method')} {q.get('path')}" for q in mock.requests()
+                                       if q.get("peer") == "side" or q.get("method") != "POST"})
+    for peer in ("agent-bash", "agent-read", "codex"):
+        rs = res.get(peer) or []
+        if rs:
+            res[peer + "_summary"] = {
+                "cpu_s": statistics.median(r["cpu_s"] for r in rs),
+                "cpu_per_turn_ms": statistics.median(r["cpu_s"] for r in rs) / res["turns"] * 1000,
+                "rss_mb": statistics.median(r["rss_mb"] for r in rs),
+                "wall_s": statistics.median(r["wall_s"] for r in rs),
+                "runs": len(rs),
+            }
+        res[peer] = [{k: v for k, v in r.items() if k not in ("stdout", "stderr")} for r in rs]
+    return res
+
+
+def report_codex(codex, add, targets):
+    turns = codex["turns"]
+    add(f"**codex exec on the same wire** ({SESSION_TURNS} turns of one command, then a final answer: "
+        f"{turns} requests to a loopback mock of OpenAI's Responses API; codex exec with "
+        "`exec_command`, agent `--provider openai-responses` with Bash and with ReadFile; CPU and "
+        "peak RSS as above, medians after a warm-up, the peers alternating)")
+    add("")
+    add("| peer | CPU per turn | CPU total | peak RSS | wall |")
+    add("|---|---|---|---|---|")
+    rows = [("codex exec (`exec_command`)", "codex"), ("agent, Bash", "agent-bash"),
+            ("agent, ReadFile", "agent-read")]
+    for label, key in rows:
+        s = codex.get(key + "_summary")
+        if s:
+            add(f"| {label} | {s['cpu_per_turn_ms']:.2f} ms | {s['cpu_s'] * 1000:.0f} ms "
+                f"| {s['rss_mb']:.1f} MB | {s['wall_s']:.2f} s |")
+    c, b = codex.get("codex_summary"), codex.get("agent-bash_summary")
+    if c and b:
+        add(f"| ratio (codex / agent with Bash) | {c['cpu_s'] / b['cpu_s']:.1f}× | "
+            f"| {c['rss_mb'] / b['rss_mb']:.1f}× | {c['wall_s'] / b['wall_s']:.1f}× |")
+    add("")
+    if codex.get("codex_error"):
+        add(f"codex exec could not be measured: {codex['codex_error']}")
+        add("")
+    if codex.get("side_requests"):
+        add("Other requests to the mock: " + ", ".join(f"`{s}`" for s in codex["side_requests"]) + ".")
+        add("")
+
+
 def window_cpu_ms(reqs, first, last):
     """CPU per turn (ms) over turns first..last (1-based) from the mock's samples: turn k
     runs from the arrival of model request k to that of request k+1."""
@@ -563,7 +695,7 @@ def verdict(ok):
     return "PASS" if ok else "MISS"
 
 
-def report(m, versions, session, long, search, streaming, startup):
+def report(m, versions, session, codex, long, search, streaming, startup):
     lines = []
     add = lines.append
     add(f"Measured {m['date']} on {m['nproc']} × {m['cpu']}, {m['kernel']} "
@@ -575,6 +707,8 @@ def report(m, versions, session, long, search, streaming, startup):
 
     if session:
         report_session(session, add, targets)
+    if codex:
+        report_codex(codex, add, targets)
     if long:
         report_long(long, add, targets)
     if search:
@@ -770,6 +904,9 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--agent", default=os.path.join(ROOT, "target", "release", "agent"))
     p.add_argument("--claude", default=os.path.join(HERE, "node_modules", ".bin", "claude"))
+    p.add_argument("--codex", default=os.path.join(HERE, "node_modules", "@openai", "codex-linux-x64", "vendor",
+                                                    "x86_64-unknown-linux-musl", "bin", "codex"),
+                   help="codex's native binary (npm @openai/codex), run directly")
     p.add_argument("--tree", default=os.environ.get("BENCH_TREE") or None)
     p.add_argument("--pattern", default=os.environ.get("BENCH_PATTERN") or DEFAULT_PATTERN)
     p.add_argument("--runs", type=int, default=int(os.environ.get("BENCH_RUNS") or DEFAULT_RUNS))
@@ -785,6 +922,7 @@ def main():
     if not os.access(agent, os.X_OK):
         sys.exit(f"bench: no agent binary at {agent} (cargo build --release)")
     claude = os.path.abspath(a.claude) if os.access(a.claude, os.X_OK) else shutil.which("claude")
+    codex = os.path.abspath(a.codex) if os.access(a.codex, os.X_OK) else None
     only = set(a.only.split(",")) if a.only else set(SECTIONS)
     unknown = only - set(SECTIONS)
     if unknown:
@@ -807,6 +945,8 @@ def main():
     versions = {"agent": first_line([agent, "--version"]).removeprefix("agent "),
                 "Claude Code": first_line([claude, "--version"]).removesuffix(" (Claude Code)") if claude else "not installed",
                 "Python": platform.python_version()}
+    if "codex" in only:
+        versions["codex"] = first_line([codex, "--version"]).removeprefix("codex-cli ") if codex else "not installed"
     if searching:
         versions["ripgrep"] = first_line(["rg", "--version"]).removeprefix("ripgrep ")
         versions["fd"] = first_line([fd, "--version"]).split()[-1]
@@ -820,6 +960,8 @@ def main():
         log(f"{i + 1}/{len(only)} {name}")
         if name == "session":
             got[name] = bench_session(agent, claude, a.out, a.runs)
+        elif name == "codex":
+            got[name] = bench_codex(agent, codex, a.out, a.runs)
         elif name == "long":
             got[name] = bench_long(agent, claude, a.out, LONG_RUNS)
         elif name == "search":

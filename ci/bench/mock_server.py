@@ -19,6 +19,12 @@ Scripts (`--script`):
   stream   turn 1 streams one Grep call for --pattern over the workspace, then keeps
            streaming text for --text-seconds before message_stop (a prompt containing
            `text_seconds=S` overrides it for that run); turn 2 ends the run.
+  shell    OpenAI's Responses API (`POST …/responses`), for codex exec and `agent
+           --provider openai-responses`: N tool turns, each one command or read of
+           files/fNNN.txt, then a final answer. The peer is told apart by its tools: codex
+           offers `exec_command` (gets `{"cmd": "cat files/fNNN.txt"}`), agent with Bash
+           gets `Bash {"command"}`, agent without it `ReadFile {"path"}`; the turn is the
+           number of `function_call_output` items in the request.
 
 With `--pid-file F` (a file holding the pid of the process that spawned the peer, e.g.
 /usr/bin/time), each model request of the peer is logged with the peer's CPU time so far
@@ -200,6 +206,74 @@ class Script:
         return r
 
 
+def responses_event(data):
+    return f"event: {data['type']}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n".encode()
+
+
+def responses_peer(names):
+    if "exec_command" in names or "shell" in names or "shell_command" in names:
+        return "codex"
+    if "Bash" in names:
+        return "agent-bash"
+    if "ReadFile" in names:
+        return "agent-read"
+    return "side"
+
+
+def responses_done(body):
+    return sum(1 for i in body.get("input") or [] if isinstance(i, dict)
+               and i.get("type") == "function_call_output")
+
+
+def responses_reply(peer, body, turns):
+    """The events of one Responses turn of the shell script."""
+    rid = f"resp_bench_{peer}_{responses_done(body):04d}"
+    model = body.get("model") or "gpt-5-codex"
+    head = {"id": rid, "object": "response", "status": "in_progress", "model": model, "output": []}
+    yield responses_event({"type": "response.created", "response": head})
+    done = responses_done(body)
+    items = []
+    if peer == "side" or done >= turns:
+        text = "Benchmark session" if peer == "side" else f"Ran {done} commands. Done."
+        items.append({"id": f"msg_{rid}", "type": "message", "role": "assistant", "status": "completed",
+                      "content": [{"type": "output_text", "text": text, "annotations": []}]})
+    else:
+        n = done + 1
+        rel = f"files/f{n:03d}.txt"
+        name, args = {"codex": ("exec_command", {"cmd": f"cat {rel}"}),
+                      "agent-bash": ("Bash", {"command": f"cat {rel}"}),
+                      "agent-read": ("ReadFile", {"path": rel})}[peer]
+        items.append({"id": f"fc_{rid}", "type": "function_call", "status": "completed",
+                      "call_id": f"call_bench_{n:04d}", "name": name, "arguments": json.dumps(args)})
+    for i, item in enumerate(items):
+        added = dict(item, status="in_progress")
+        if item["type"] == "function_call":
+            added["arguments"] = ""
+        else:
+            added["content"] = []
+        yield responses_event({"type": "response.output_item.added", "output_index": i, "item": added})
+        if item["type"] == "function_call":
+            a = item["arguments"]
+            for j in range(0, len(a), 24):
+                yield responses_event({"type": "response.function_call_arguments.delta", "output_index": i,
+                                       "item_id": item["id"], "delta": a[j:j + 24]})
+            yield responses_event({"type": "response.function_call_arguments.done", "output_index": i,
+                                   "item_id": item["id"], "arguments": a})
+        else:
+            yield responses_event({"type": "response.content_part.added", "output_index": i,
+                                   "item_id": item["id"], "content_index": 0,
+                                   "part": {"type": "output_text", "text": "", "annotations": []}})
+            yield responses_event({"type": "response.output_text.delta", "output_index": i,
+                                   "item_id": item["id"], "content_index": 0,
+                                   "delta": item["content"][0]["text"]})
+        yield responses_event({"type": "response.output_item.done", "output_index": i, "item": item})
+    final = dict(head, status="completed", output=items,
+                 usage={"input_tokens": 100, "input_tokens_details": {"cached_tokens": 0},
+                        "output_tokens": 20, "output_tokens_details": {"reasoning_tokens": 0},
+                        "total_tokens": 120})
+    yield responses_event({"type": "response.completed", "response": final})
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "bench-mock/1"
@@ -248,9 +322,14 @@ class Handler(BaseHTTPRequestHandler):
         body = self.body()
         names = tool_names(body)
         peer = peer_of(names)
+        if path.endswith("/responses"):
+            peer = responses_peer(names)
+            results = responses_done(body)
+        else:
+            results = tool_results(body)
         entry = {"t": time.time(), "method": "POST", "path": self.path, "model": body.get("model"),
                  "stream": bool(body.get("stream")), "peer": peer, "messages": len(body.get("messages") or []),
-                 "tool_results": tool_results(body), "max_tokens": body.get("max_tokens"),
+                 "tool_results": results, "max_tokens": body.get("max_tokens"),
                  "tools": len(names), "ua": self.headers.get("user-agent")}
         if peer in ("agent", "claude") and self.server.pid_file:
             entry.update(sample_peer(self.server.pid_file))
@@ -258,15 +337,26 @@ class Handler(BaseHTTPRequestHandler):
         if results:  # enough to see that the peer really ran the tool
             entry["tool_errors"] = sum(1 for b in results if b.get("is_error"))
             entry["last_result"] = result_text(results[-1])[:120]
+        outputs = [i for i in body.get("input") or [] if isinstance(i, dict)
+                   and i.get("type") == "function_call_output"]
+        if outputs:
+            entry["tool_errors"] = sum(1 for o in outputs if str(o.get("output", "")).startswith("Error: "))
+            entry["last_result"] = str(outputs[-1].get("output", ""))[:120]
         self.record(entry)
         if path.endswith("/count_tokens"):
             return self.send_json(200, {"input_tokens": 100})
+        if path.endswith("/responses"):
+            return self.stream(responses_reply(responses_peer(names), body, self.server.script.args.turns))
         if not path.endswith("/v1/messages"):
             return self.send_json(404, {"type": "error", "error": {"type": "not_found_error",
                                                                    "message": f"mock: no {path}"}})
         reply = self.server.script.reply(peer, body, self.body_bytes)
         if not body.get("stream"):
             return self.send_json(200, reply.message())
+        return self.stream(reply.events())
+
+    def stream(self, frames):
+        """A 200 event stream of `frames`, chunked."""
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
         self.send_header("cache-control", "no-cache")
@@ -274,7 +364,7 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("request-id", "req_bench")
         self.end_headers()
         try:
-            for frame in reply.events():
+            for frame in frames:
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(frame), frame))
                 self.wfile.flush()
             self.wfile.write(b"0\r\n\r\n")
@@ -323,7 +413,7 @@ class Server(ThreadingHTTPServer):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--script", choices=["session", "long", "stream"], required=True)
+    p.add_argument("--script", choices=["session", "long", "stream", "shell"], required=True)
     p.add_argument("--turns", type=int, default=100)
     p.add_argument("--workspace", required=True)
     p.add_argument("--pattern", default="")

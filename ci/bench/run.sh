@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The benchmark suite in one command, from a clean clone: installs what it needs
-# (hyperfine, ripgrep, fd-find from Debian; Claude Code from npm into ci/bench/node_modules),
+# (hyperfine, ripgrep, fd-find from Debian; Claude Code and codex from npm into ci/bench/node_modules),
 # builds the release binary, runs ci/bench/bench.py, prints the table and writes it into
 # README.md's "Performance" section. Takes several minutes; not part of .ci/run.
 #   ci/bench/run.sh [--tree DIR] [--runs N] [--no-readme] [--only session,long,...]
@@ -28,6 +28,14 @@ if [ ! -x "$here/node_modules/.bin/claude" ]; then
       || echo "bench: npm install failed; claude -p will be reported as not measured" >&2
   else
     echo "bench: npm is not installed; claude -p will be reported as not measured" >&2
+  fi
+fi
+
+if [ ! -x "$here/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex" ]; then
+  echo "== npm install @openai/codex (into ci/bench/node_modules; its native binary is run directly)" >&2
+  if command -v npm >/dev/null; then
+    npm install --prefix "$here" --no-save --no-audit --no-fund @openai/codex >&2 \
+      || echo "bench: npm install failed; codex exec will be reported as not measured" >&2
   fi
 fi
 

@@ -376,6 +376,7 @@ fn make_provider(
         request,
         gateway: config.provider().gateway().clone(),
         fallback_model: config.provider().fallback_model().map(String::from),
+        cache_key: session_id.to_string(),
         ..HttpConfig::new(
             config.provider().base_url().to_string(),
             config.provider().api_key().to_string(),

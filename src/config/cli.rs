@@ -46,6 +46,8 @@ pub(crate) enum ProviderKind {
     Vertex,
     /// Claude in Microsoft Foundry (a Foundry key or an Entra ID token).
     Foundry,
+    /// OpenAI's Responses API (`/responses`: OpenAI, Azure OpenAI, gateways).
+    OpenaiResponses,
 }
 
 impl ProviderKind {
@@ -57,13 +59,14 @@ impl ProviderKind {
             ProviderKind::Bedrock => "bedrock",
             ProviderKind::Vertex => "vertex",
             ProviderKind::Foundry => "foundry",
+            ProviderKind::OpenaiResponses => "openai-responses",
         }
     }
 
     /// Whether the API is Anthropic's Messages API, directly or hosted by a cloud (so
     /// thinking budgets, betas and cache breakpoints apply).
     pub(crate) fn speaks_messages(self) -> bool {
-        self != ProviderKind::Openai
+        !matches!(self, ProviderKind::Openai | ProviderKind::OpenaiResponses)
     }
 }
 
@@ -138,6 +141,21 @@ pub(crate) struct ToolArgs {
     /// the calls it matches, as a deny rule in the settings does.
     #[arg(long, value_delimiter = ',', value_name = "TOOLS")]
     pub disallowed_tools: Vec<String>,
+    /// How files are edited: apply_patch, or WriteFile and EditFile.
+    ///
+    /// Default: apply-patch for GPT and o-series models on the OpenAI providers (they are
+    /// trained on its patch format), edit-file otherwise.
+    #[arg(long, value_enum, value_name = "TOOL")]
+    pub edit_tool: Option<EditTool>,
+}
+
+/// `--edit-tool`: which editing tools a run offers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum EditTool {
+    /// apply_patch, codex's patch format (instead of WriteFile and EditFile).
+    ApplyPatch,
+    /// WriteFile and EditFile.
+    EditFile,
 }
 
 /// `agent run`'s flags. Declared in the order of the `--help` sections (clap shows a

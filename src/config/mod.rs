@@ -56,7 +56,7 @@ impl Config {
     /// part.
     pub(crate) fn from_args(args: &RunArgs, env: &dyn Env) -> Result<Config, Error> {
         let (workspace, mut resume) = session::resumed_session(args)?;
-        let selection = tool_selection(&args.tools)?;
+        let mut selection = tool_selection(&args.tools)?;
         let (prompt, stdin_warning) = prompt::task(args, resume.as_mut())?;
         let mut warnings: Vec<String> = stdin_warning.into_iter().collect();
         // The plain numbers first: a wrong one is named before a missing key or file.
@@ -72,6 +72,10 @@ impl Config {
             files: &args.security.settings,
             no_project_settings: args.security.no_project_settings,
         })?;
+        if args.tools.edit_tool.is_none() {
+            selection.patch_edits =
+                tools::patch_edits_by_default(provider.kind(), provider.model());
+        }
         let tools = ToolConfig::from_args(args, selection, &workspace, &files, env)?;
         let session = SessionConfig::from_args(args, prompt, resume, &workspace, tools.add_dirs())?;
         let ci = CiConfig::from_args(args, &files, &provider)?;

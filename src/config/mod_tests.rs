@@ -298,6 +298,42 @@ fn openai_provider_key_base_url_and_model() {
 }
 
 #[test]
+fn openai_responses_provider_reads_the_openai_variables_and_needs_a_model() {
+    let env = FakeEnv(vec![
+        ("AGENT_PROVIDER", "openai-responses"),
+        ("OPENAI_API_KEY", "sk-o"),
+        ("OPENAI_BASE_URL", "https://r.openai.azure.com/openai/v1/"),
+        ("ANTHROPIC_BASE_URL", "http://wrong"),
+    ]);
+    let c = Config::from_args(&parse(&["hi", "-m", "dep"]), &env).unwrap();
+    assert_eq!(c.provider().kind(), ProviderKind::OpenaiResponses);
+    assert_eq!(c.provider().api_key(), "sk-o");
+    assert_eq!(
+        c.provider().base_url(),
+        "https://r.openai.azure.com/openai/v1"
+    );
+    let e = Config::from_args(&parse(&["hi"]), &env)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("--provider openai-responses needs a model"),
+        "{e}"
+    );
+    let e = Config::from_args(
+        &parse(&["hi", "-m", "m", "--thinking-budget", "2048"]),
+        &env,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("reasoning.effort"), "{e}");
+    let bad = FakeEnv(vec![("AGENT_PROVIDER", "responses")]);
+    let e = Config::from_args(&parse(&["hi"]), &bad)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("openai-responses"), "{e}");
+}
+
+#[test]
 fn openai_usage_errors_name_what_to_fix() {
     let no_model = Config::from_args(&parse(&["hi", "--provider", "openai"]), &FakeEnv(vec![]));
     let e = no_model.unwrap_err();
@@ -319,4 +355,75 @@ fn openai_usage_errors_name_what_to_fix() {
         &FakeEnv(vec![]),
     );
     assert!(c.is_ok());
+}
+
+#[test]
+fn edit_tool_defaults_by_model_family_and_the_flag_overrides() {
+    use crate::tools::registry::Registry;
+    let env = FakeEnv(vec![("OPENAI_API_KEY", "k"), ("ANTHROPIC_API_KEY", "k")]);
+    let offered = |args: &[&str]| -> Vec<String> {
+        let mut all = vec!["hi", "--allow-write"];
+        all.extend(args);
+        let c = Config::from_args(&parse(&all), &env).unwrap();
+        let r = Registry::builtin(c.tools().selection());
+        let names = r.enabled_names();
+        ["apply_patch", "EditFile", "WriteFile"]
+            .iter()
+            .filter(|n| names.contains(n))
+            .map(|n| n.to_string())
+            .collect()
+    };
+    let patch = vec!["apply_patch".to_string()];
+    let replace = vec!["EditFile".to_string(), "WriteFile".to_string()];
+    for model in [
+        "gpt-5-codex",
+        "o4-mini",
+        "o3",
+        "openai/gpt-4.1",
+        "codex-mini-latest",
+    ] {
+        for provider in ["openai", "openai-responses"] {
+            assert_eq!(
+                offered(&["--provider", provider, "-m", model]),
+                patch,
+                "{provider} {model}"
+            );
+        }
+    }
+    for model in ["qwen2.5-coder:7b", "llama3.1", "my-deployment", "omni"] {
+        assert_eq!(
+            offered(&["--provider", "openai", "-m", model]),
+            replace,
+            "{model}"
+        );
+    }
+    assert_eq!(offered(&["-m", "claude-sonnet-4-5"]), replace);
+    // Anthropic serves no GPT: its default stays, whatever the name.
+    assert_eq!(offered(&["-m", "gpt-5"]), replace);
+    assert_eq!(
+        offered(&[
+            "--provider",
+            "openai",
+            "-m",
+            "gpt-5",
+            "--edit-tool",
+            "edit-file"
+        ]),
+        replace
+    );
+    assert_eq!(offered(&["--edit-tool", "apply-patch"]), patch);
+    // An exact --allowed-tools list is taken as given.
+    assert_eq!(
+        offered(&[
+            "--provider",
+            "openai",
+            "-m",
+            "gpt-5",
+            "--allowed-tools",
+            "EditFile"
+        ]),
+        vec!["EditFile".to_string()]
+    );
+    let e = crate::config::cli::Cli::try_parse_from(["agent", "run", "--edit-tool", "sed"]);
+    assert!(e.is_err());
 }

@@ -171,7 +171,9 @@ fn endpoint(
     let api_key = match kind {
         ProviderKind::Anthropic => anthropic_key(args, env)?,
         // Optional: local servers (vLLM, llama.cpp, Ollama) take no key.
-        ProviderKind::Openai => env.var("OPENAI_API_KEY").unwrap_or_default(),
+        ProviderKind::Openai | ProviderKind::OpenaiResponses => {
+            env.var("OPENAI_API_KEY").unwrap_or_default()
+        }
         // The clouds' credentials are their wires' own (`commands::run::make_provider`).
         ProviderKind::Bedrock | ProviderKind::Vertex => String::new(),
         ProviderKind::Foundry => foundry_key(args, env)?,
@@ -180,14 +182,19 @@ fn endpoint(
         ProviderKind::Anthropic => env.var("ANTHROPIC_AUTH_TOKEN"),
         // An Entra ID token obtained beforehand (`az account get-access-token`).
         ProviderKind::Foundry => env.var("ANTHROPIC_FOUNDRY_AUTH_TOKEN"),
-        ProviderKind::Openai | ProviderKind::Bedrock | ProviderKind::Vertex => None,
+        ProviderKind::Openai
+        | ProviderKind::OpenaiResponses
+        | ProviderKind::Bedrock
+        | ProviderKind::Vertex => None,
     };
     let custom = env.var("ANTHROPIC_CUSTOM_HEADERS");
     let gateway =
         Gateway::new(auth_token, &args.request.headers, custom.as_deref()).map_err(Error::Usage)?;
     let (base_var, default_base) = match kind {
         ProviderKind::Anthropic => ("ANTHROPIC_BASE_URL", DEFAULT_BASE_URL.to_string()),
-        ProviderKind::Openai => ("OPENAI_BASE_URL", DEFAULT_OPENAI_BASE_URL.to_string()),
+        ProviderKind::Openai | ProviderKind::OpenaiResponses => {
+            ("OPENAI_BASE_URL", DEFAULT_OPENAI_BASE_URL.to_string())
+        }
         ProviderKind::Bedrock => (
             "ANTHROPIC_BEDROCK_BASE_URL",
             format!(
@@ -260,6 +267,13 @@ fn model(
         None if kind == ProviderKind::Vertex => {
             Ok(crate::model::provider::vertex::DEFAULT_VERTEX_MODEL.to_string())
         }
+        None if kind == ProviderKind::OpenaiResponses && args.replay.is_none() => {
+            Err(Error::Usage(
+                "--provider openai-responses needs a model: pass -m/--model MODEL or set \
+                 AGENT_MODEL (e.g. gpt-5-codex, or an Azure OpenAI deployment name)"
+                    .into(),
+            ))
+        }
         None => Ok(DEFAULT_MODEL.to_string()),
     }
 }
@@ -289,7 +303,8 @@ fn region(args: &RunArgs, env: &dyn Env, kind: ProviderKind) -> Result<Option<St
             Some(r) => Ok(Some(r.trim().to_string())),
             None if args.replay.is_some() => Ok(None),
             None => Err(Error::Usage(
-                "--provider bedrock needs a region: set AWS_REGION (or AWS_DEFAULT_REGION),                  e.g. us-east-1"
+                "--provider bedrock needs a region: set AWS_REGION (or AWS_DEFAULT_REGION), \
+                 e.g. us-east-1"
                     .into(),
             )),
         },
@@ -302,7 +317,10 @@ fn region(args: &RunArgs, env: &dyn Env, kind: ProviderKind) -> Result<Option<St
                     .into(),
             )),
         },
-        ProviderKind::Anthropic | ProviderKind::Openai | ProviderKind::Foundry => Ok(None),
+        ProviderKind::Anthropic
+        | ProviderKind::Openai
+        | ProviderKind::OpenaiResponses
+        | ProviderKind::Foundry => Ok(None),
     }
 }
 
@@ -341,6 +359,13 @@ fn request_options(
             return Err(Error::Usage(
                 "--thinking-budget is for the Anthropic API; with --provider openai use \
                  --effort low|medium|high (sent as reasoning_effort)"
+                    .into(),
+            ));
+        }
+        if provider == ProviderKind::OpenaiResponses {
+            return Err(Error::Usage(
+                "--thinking-budget is for the Anthropic API; with --provider \
+                 openai-responses use --effort low|medium|high (sent as reasoning.effort)"
                     .into(),
             ));
         }

@@ -29,7 +29,8 @@ fn base_system_prompt(workspace: &Path, add_dirs: &[PathBuf]) -> String {
          You work in the workspace {ws}. Paths in tool inputs may be absolute (inside the \
          workspace) or relative to it; nothing outside it may be changed.\n\
          Use the dedicated tools for files: ReadFile to read, Glob to find files, Grep to search \
-         contents, EditFile and WriteFile to change files. Use Bash (when enabled) for running \
+         contents, and the editing tools offered (EditFile and WriteFile, or apply_patch) to change \
+         files. Use Bash (when enabled) for running \
          builds, tests and other commands, not for reading, searching or editing files.\n\
          Independent read-only calls (ReadFile, Glob, Grep) may be made together in one response: \
          they run in parallel.\n\

@@ -75,6 +75,7 @@ pub(crate) fn tool_selection(args: &ToolArgs) -> Result<ToolSelection, Error> {
         disallowed,
         allow_rules,
         deny_rules,
+        patch_edits: args.edit_tool == Some(crate::config::cli::EditTool::ApplyPatch),
         ..ToolSelection::default()
     })
 }

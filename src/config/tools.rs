@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::config::cli::{OnDeny, RunArgs, SandboxMode, SecurityArgs};
+use crate::config::cli::{OnDeny, ProviderKind, RunArgs, SandboxMode, SecurityArgs};
 use crate::config::env::Env;
 use crate::config::settings::SettingsFiles;
 use crate::error::Error;
@@ -13,6 +13,20 @@ use crate::mcp::McpSettings;
 use crate::policy::Settings;
 use crate::process::sandbox::{self, SandboxSpec};
 use crate::tools::registry::{Registry, ToolSelection};
+
+/// Whether a run offers apply_patch instead of WriteFile and EditFile when
+/// `--edit-tool` is not given: for GPT and o-series models (`gpt-…`, `o1`, `o3`,
+/// `o4-mini`, `codex-…`, also behind a gateway's `vendor/` prefix) on either OpenAI
+/// provider, which are trained on its patch format.
+pub(super) fn patch_edits_by_default(kind: ProviderKind, model: &str) -> bool {
+    if !matches!(kind, ProviderKind::Openai | ProviderKind::OpenaiResponses) {
+        return false;
+    }
+    let model = model.to_ascii_lowercase();
+    let name = model.rsplit('/').next().unwrap_or(&model);
+    let o_series = name.starts_with('o') && name[1..].starts_with(|c: char| c.is_ascii_digit());
+    name.starts_with("gpt-") || name.starts_with("gpt5") || o_series || name.contains("codex")
+}
 
 /// What the model may call, and under which rules, validated.
 #[derive(Debug, Clone)]

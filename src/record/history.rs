@@ -158,11 +158,15 @@ impl Entry {
 }
 
 /// The message as the Messages API may get it, when that differs: without its unsigned
-/// thinking blocks. Those hold an OpenAI-compatible server's reasoning (a transcript of
-/// one can be resumed with the Anthropic API), and the API rejects a thinking block
-/// whose signature it cannot verify. `None`: the message goes as it is.
+/// thinking blocks and Responses reasoning items. Those hold an OpenAI server's
+/// reasoning (a transcript of one can be resumed with the Anthropic API), and the API
+/// rejects a thinking block whose signature it cannot verify. `None`: the message goes
+/// as it is.
 fn api_form(message: &Message) -> Option<Message> {
-    let unsigned = |b: &ContentBlock| matches!(b, ContentBlock::Thinking { signature, .. } if signature.is_empty());
+    let unsigned = |b: &ContentBlock| {
+        matches!(b, ContentBlock::Thinking { signature, .. } if signature.is_empty())
+            || matches!(b, ContentBlock::Reasoning { .. })
+    };
     message.content.iter().any(unsigned).then(|| Message {
         role: message.role,
         content: message
@@ -235,6 +239,7 @@ fn block_type(b: &ContentBlock) -> &'static str {
         ContentBlock::ToolResult { .. } => "tool_result",
         ContentBlock::Thinking { .. } => "thinking",
         ContentBlock::RedactedThinking { .. } => "redacted_thinking",
+        ContentBlock::Reasoning { .. } => "reasoning",
     }
 }
 

@@ -450,8 +450,17 @@ impl RunRecord {
             .map(|u| u.model.as_str())
     }
 
-    /// Notes a file change reported by a tool's metadata (`path`, `change`).
+    /// Notes a file change reported by a tool's metadata (`path`, `change`), or the
+    /// changes of a tool that changes several files (`changes: [{path, change}]`).
     pub(crate) fn note_file_change(&mut self, metadata: &Map<String, Value>) {
+        if let Some(Value::Array(changes)) = metadata.get("changes") {
+            for change in changes {
+                if let Value::Object(one) = change {
+                    self.note_file_change(one);
+                }
+            }
+            return;
+        }
         let (Some(path), Some(change)) = (
             metadata.get("path").and_then(Value::as_str),
             metadata.get("change").and_then(Value::as_str),

@@ -19,6 +19,7 @@ fn usage(i: u64, o: u64, cw: u64, cr: u64) -> Usage {
         output_tokens: o,
         cache_creation_input_tokens: cw,
         cache_read_input_tokens: cr,
+        reasoning_output_tokens: 0,
         unknown: false,
     }
 }

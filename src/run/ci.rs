@@ -142,8 +142,8 @@ impl CiRun {
 
     /// The turn is complete (already in the record, cost included): `assistant.message`, and —
     /// when no tool will run for it — `turn.finished`.
-    /// `message_json` is the turn's message as the history stored it (not serialised
-    /// again for the event).
+    /// `message_json` is the turn's message as the transcript stores it (not serialised
+    /// again for the event; reasoning and unsigned thinking included).
     pub(crate) fn after_turn(
         &self,
         turn_no: u32,

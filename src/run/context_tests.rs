@@ -6,6 +6,7 @@ fn usage(input: u64, read: u64, created: u64) -> Usage {
         output_tokens: 7,
         cache_read_input_tokens: read,
         cache_creation_input_tokens: created,
+        reasoning_output_tokens: 0,
         unknown: false,
     }
 }

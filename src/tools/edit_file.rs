@@ -13,7 +13,7 @@ use std::io::Read;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Subject, ToolContext, ToolError, ToolResult, Traits, TypedTool, paths};
+use super::{EditStyle, Subject, ToolContext, ToolError, ToolResult, Traits, TypedTool, paths};
 
 /// Largest file EditFile loads: it holds the old and the new content in memory.
 const MAX_EDIT_FILE_BYTES: u64 = 32 * 1024 * 1024;
@@ -58,7 +58,10 @@ result without reading the file again.";
 
 impl TypedTool for EditFile {
     type Input = Input;
-    const TRAITS: Traits = Traits::FILE_WRITE;
+    const TRAITS: Traits = Traits {
+        edit_style: EditStyle::Replace,
+        ..Traits::FILE_WRITE
+    };
 
     fn name(&self) -> &str {
         "EditFile"

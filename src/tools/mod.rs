@@ -4,6 +4,7 @@
 //! A tool never decides whether it may run (that is `dispatch` and `policy`) and never
 //! writes to stdout. Its failures are `ToolError`s that become `is_error` results.
 
+pub(crate) mod apply_patch;
 pub(crate) mod bash;
 pub(crate) mod dispatch;
 pub(crate) mod edit_file;
@@ -96,6 +97,18 @@ pub(crate) enum Category {
     Answer,
 }
 
+/// Which family of editing tools a file tool belongs to: a run offers one of them
+/// (`--edit-tool`, by default by model family), so a model sees one way to edit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EditStyle {
+    /// Not an editing tool (or one offered whatever the style).
+    Any,
+    /// WriteFile and EditFile: whole files and exact string replacements.
+    Replace,
+    /// apply_patch: codex's patch format, which GPT and o-series models are trained on.
+    Patch,
+}
+
 impl Category {
     pub(crate) fn as_str(self) -> &'static str {
         match self {
@@ -172,6 +185,10 @@ pub(crate) trait Tool: Send + Sync {
     /// Whether the tool reports every file it changes itself (`metadata.change`), so that
     /// enabling it alone needs no scan of the workspace to find what the run changed.
     fn records_changes(&self) -> bool;
+    /// The editing family it belongs to (`--edit-tool`).
+    fn edit_style(&self) -> EditStyle {
+        EditStyle::Any
+    }
     /// `None`: never spilled (ReadFile, so that reading a spilled file never spills again).
     fn max_result_chars(&self) -> Option<usize>;
     /// Parses and checks the input once, before any side effect: the prepared call then
@@ -202,6 +219,8 @@ pub(crate) struct Traits {
     pub(crate) subject_kind: SubjectKind,
     /// Whether the tool reports every file it changes itself (`metadata.change`).
     pub(crate) records_changes: bool,
+    /// The editing family it belongs to (`--edit-tool` offers one).
+    pub(crate) edit_style: EditStyle,
 }
 
 impl Traits {
@@ -219,6 +238,7 @@ impl Traits {
         category: Category::File,
         subject_kind: SubjectKind::Paths,
         records_changes: true,
+        edit_style: EditStyle::Any,
     };
     /// Searches the workspace: read-only, parallel, rules name the searched path.
     pub(crate) const SEARCH: Traits = Traits {
@@ -233,6 +253,7 @@ impl Traits {
         category: Category::Shell,
         subject_kind: SubjectKind::Command,
         records_changes: false,
+        edit_style: EditStyle::Any,
     };
 }
 
@@ -305,6 +326,9 @@ impl<T: TypedTool> Tool for T {
     }
     fn records_changes(&self) -> bool {
         TypedTool::records_changes(self)
+    }
+    fn edit_style(&self) -> EditStyle {
+        T::TRAITS.edit_style
     }
     fn max_result_chars(&self) -> Option<usize> {
         TypedTool::max_result_chars(self)

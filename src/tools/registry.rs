@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::{Category, KnownTool, Tool};
+use super::{Category, EditStyle, KnownTool, Tool};
 
 /// Which tools a run enables, from the command line (SPEC §2, §6), and what the built-in
 /// tools are told about the run.
@@ -28,6 +28,9 @@ pub(crate) struct ToolSelection {
     /// Rules given in `--disallowed-tools` (`Bash(rm:*)`): deny rules; they do not
     /// disable the tool.
     pub deny_rules: Vec<String>,
+    /// `--edit-tool apply-patch` (or its default for GPT and o-series models): the
+    /// patch tool is offered for editing instead of WriteFile and EditFile.
+    pub patch_edits: bool,
 }
 
 impl Default for ToolSelection {
@@ -40,6 +43,7 @@ impl Default for ToolSelection {
             bash_timeout: super::bash::DEFAULT_TIMEOUT,
             allow_rules: Vec::new(),
             deny_rules: Vec::new(),
+            patch_edits: false,
         }
     }
 }
@@ -142,6 +146,7 @@ impl Registry {
         r.register(Arc::new(super::grep::Grep));
         r.register(Arc::new(super::write_file::WriteFile));
         r.register(Arc::new(super::edit_file::EditFile));
+        r.register(Arc::new(super::apply_patch::ApplyPatch));
         r.register(Arc::new(super::bash::Bash::new(selection.bash_timeout)));
         r.apply(selection);
         r
@@ -166,7 +171,15 @@ impl Registry {
 fn default_on(tool: &dyn Tool, sel: &ToolSelection) -> bool {
     match tool.category() {
         _ if tool.is_read_only() => true,
-        Category::File => sel.allow_write && !tool.is_destructive(),
+        Category::File => {
+            sel.allow_write
+                && !tool.is_destructive()
+                && match tool.edit_style() {
+                    EditStyle::Any => true,
+                    EditStyle::Replace => !sel.patch_edits,
+                    EditStyle::Patch => sel.patch_edits,
+                }
+        }
         Category::Shell => sel.allow_bash,
         Category::Search => false,
         // Registered (and enabled) by `mcp::tool::register`, never by `builtin`.

@@ -7,7 +7,7 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Subject, ToolContext, ToolError, ToolResult, Traits, TypedTool, paths};
+use super::{EditStyle, Subject, ToolContext, ToolError, ToolResult, Traits, TypedTool, paths};
 
 pub(crate) struct WriteFile;
 
@@ -37,7 +37,10 @@ not regular files (FIFO, socket, device).
 
 impl TypedTool for WriteFile {
     type Input = Input;
-    const TRAITS: Traits = Traits::FILE_WRITE;
+    const TRAITS: Traits = Traits {
+        edit_style: EditStyle::Replace,
+        ..Traits::FILE_WRITE
+    };
 
     fn name(&self) -> &str {
         "WriteFile"

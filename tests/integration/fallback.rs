@@ -7,6 +7,7 @@
 
 use serde_json::{Value, json};
 
+use crate::support::responses;
 use crate::support::*;
 
 const PRIMARY: &str = "claude-sonnet-4-5";
@@ -128,7 +129,7 @@ fn after_the_retries_for_529_the_fallback_answers_the_rest_of_the_run() {
 
 #[test]
 fn an_overloaded_error_in_the_stream_also_goes_to_the_fallback_on_both_wires() {
-    for wire in [Wire::Anthropic, Wire::OpenAi] {
+    for wire in [Wire::Anthropic, Wire::OpenAi, Wire::Responses] {
         let broken =
             Reply::turn(Turn::new().text("Partial-walrus")).with_fault(Fault::ErrorBeforeEnd {
                 kind: "overloaded_error".into(),
@@ -141,12 +142,16 @@ fn an_overloaded_error_in_the_stream_also_goes_to_the_fallback_on_both_wires() {
             Reply::Sse(match wire {
                 Wire::Anthropic | Wire::Bedrock | Wire::Vertex => turn_text("recovered"),
                 Wire::OpenAi => chat_without_model("recovered"),
+                Wire::Responses => responses_without_model("recovered"),
             }),
         ]);
         let mut args = vec!["run", "--jsonl", "--max-retries", "1"];
         let url = env.server.openai_url();
         if wire == Wire::OpenAi {
             args.extend(["--provider", "openai", "--base-url", &url]);
+        }
+        if wire == Wire::Responses {
+            args.extend(["--provider", "openai-responses", "--base-url", &url]);
         }
         args.extend(["-m", PRIMARY, "--fallback-model", FALLBACK, "hi"]);
         let out = env.run_with_env(&args, &[("OPENAI_API_KEY", OPENAI_KEY)]);
@@ -175,7 +180,7 @@ fn an_overloaded_error_in_the_stream_also_goes_to_the_fallback_on_both_wires() {
         let messages = of("assistant.message");
         let reported = match wire {
             Wire::Anthropic | Wire::Bedrock | Wire::Vertex => sse::MOCK_MODEL,
-            Wire::OpenAi => FALLBACK,
+            Wire::OpenAi | Wire::Responses => FALLBACK,
         };
         assert_eq!(messages[0]["model"], reported, "{wire:?}");
         assert_eq!(of("turn.finished")[0]["model"], reported);
@@ -193,6 +198,15 @@ fn an_overloaded_error_in_the_stream_also_goes_to_the_fallback_on_both_wires() {
 }
 
 /// An OpenAI-compatible stream whose chunks carry no `model` (some servers send none).
+/// A Responses stream of `text` whose response objects name no model.
+fn responses_without_model(text: &str) -> Vec<String> {
+    let model = format!("\"model\":{},", json!(responses::RESPONSES_MODEL));
+    responses::frames(&Turn::new().text(text))
+        .into_iter()
+        .map(|frame| frame.replace(&model, ""))
+        .collect()
+}
+
 fn chat_without_model(text: &str) -> Vec<String> {
     chat::frames(&Turn::new().text(text))
         .into_iter()

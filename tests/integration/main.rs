@@ -14,6 +14,7 @@ mod provider_servers;
 mod support;
 
 mod answer_continuation;
+mod apply_patch;
 mod bad_input;
 mod batch_scale;
 mod bedrock;
@@ -42,6 +43,7 @@ mod proc_secrets;
 mod prompt_input;
 mod real_servers;
 mod redaction;
+mod responses;
 mod resume;
 mod resume_input;
 mod run_end;

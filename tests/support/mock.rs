@@ -10,6 +10,7 @@
 
 use super::chat;
 use super::invariants;
+use super::responses;
 use super::sse::{self, Turn};
 use serde_json::Value;
 use std::collections::VecDeque;
@@ -39,6 +40,8 @@ pub(crate) enum Wire {
     Bedrock,
     /// `POST …/publishers/anthropic/models/M:streamRawPredict`: Anthropic SSE, Bearer.
     Vertex,
+    /// `POST …/responses`: OpenAI's Responses API, typed events.
+    Responses,
 }
 
 impl Wire {
@@ -51,6 +54,8 @@ impl Wire {
             Wire::Bedrock
         } else if path.ends_with(":streamRawPredict") {
             Wire::Vertex
+        } else if path.trim_end_matches('/').ends_with("/responses") {
+            Wire::Responses
         } else {
             Wire::Anthropic
         }
@@ -62,6 +67,7 @@ impl Wire {
             Wire::Anthropic | Wire::Vertex => sse::ping(),
             Wire::OpenAi => chat::ping(),
             Wire::Bedrock => String::new(),
+            Wire::Responses => responses::ping(),
         }
     }
 
@@ -72,7 +78,7 @@ impl Wire {
                 serde_json::json!({"type": "error", "error": {"type": kind, "message": message}})
                     .to_string()
             }
-            Wire::OpenAi => chat::error_body(kind, message),
+            Wire::OpenAi | Wire::Responses => chat::error_body(kind, message),
             Wire::Bedrock => serde_json::json!({"message": message}).to_string(),
         }
     }
@@ -83,6 +89,7 @@ impl Wire {
             // Bedrock's: encoded as the exception of the same class by `eventstream`.
             Wire::Anthropic | Wire::Bedrock | Wire::Vertex => sse::error_event(kind, message),
             Wire::OpenAi => chat::error_chunk(kind, message),
+            Wire::Responses => responses::error_event(kind, message),
         }
     }
 
@@ -91,6 +98,7 @@ impl Wire {
         let (body, all) = match self {
             Wire::Anthropic | Wire::Bedrock | Wire::Vertex => (turn.body_frames(), turn.frames()),
             Wire::OpenAi => (chat::body_frames(turn), chat::frames(turn)),
+            Wire::Responses => (responses::body_frames(turn), responses::frames(turn)),
         };
         (all, body.len())
     }
@@ -99,7 +107,7 @@ impl Wire {
     fn request_id_header(self) -> &'static str {
         match self {
             Wire::Anthropic => "request-id",
-            Wire::OpenAi => "x-request-id",
+            Wire::OpenAi | Wire::Responses => "x-request-id",
             Wire::Bedrock => "x-amzn-requestid",
             Wire::Vertex => "x-request-id",
         }
@@ -633,7 +641,7 @@ impl Drop for MockServer {
 fn check_request(req: &Recorded) -> Vec<String> {
     let mut violations = match req.wire {
         Wire::Anthropic => invariants::check_head(&req.method, &req.path, &req.headers),
-        Wire::OpenAi => invariants::check_chat_head(&req.method, &req.headers),
+        Wire::OpenAi | Wire::Responses => invariants::check_chat_head(&req.method, &req.headers),
         Wire::Bedrock => {
             return invariants::check_bedrock(&req.method, &req.path, &req.headers, &req.body);
         }
@@ -650,6 +658,7 @@ fn check_request(req: &Recorded) -> Vec<String> {
         violations.extend(match req.wire {
             Wire::Anthropic | Wire::Bedrock | Wire::Vertex => invariants::check_body(&req.body),
             Wire::OpenAi => invariants::check_chat_body(&req.body),
+            Wire::Responses => responses::check_body(&req.body),
         });
     }
     violations

@@ -18,6 +18,7 @@ fn row(id: &str, status: &str, turns: u64, ms: u64, cost: Option<f64>) -> TaskOu
             output_tokens: 200,
             cache_creation_input_tokens: 0,
             cache_read_input_tokens: 0,
+            reasoning_output_tokens: 0,
             unknown: false,
         },
         transcript: Some(format!("{id}.json")),

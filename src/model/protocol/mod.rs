@@ -102,6 +102,15 @@ pub(crate) enum ContentBlock {
     RedactedThinking {
         data: String,
     },
+    /// A reasoning item of OpenAI's Responses API: `item` is its JSON exactly as the
+    /// stream delivered it (sent back byte for byte, `encrypted_content` included, so the
+    /// reasoning survives with `store: false`), `summary` its summary text for readers.
+    /// Only the Responses wire sends it; the other wires leave it out.
+    Reasoning {
+        #[serde(default)]
+        summary: String,
+        item: String,
+    },
 }
 
 /// Token usage. Every field is optional on the wire; absent means "not reported".
@@ -111,6 +120,9 @@ pub(crate) struct Usage {
     pub output_tokens: u64,
     pub cache_creation_input_tokens: u64,
     pub cache_read_input_tokens: u64,
+    /// Of `output_tokens`, those spent reasoning (OpenAI reports them; written only when
+    /// not 0, as `reasoning_output_tokens`).
+    pub reasoning_output_tokens: u64,
     /// A turn came with no usage at all (llama-cpp-python sends none): the counts are
     /// not known, so they are written as `null` and no cost is computed from them.
     pub unknown: bool,
@@ -131,6 +143,9 @@ impl Serialize for Usage {
             "cache_read_input_tokens",
             &count(self.cache_read_input_tokens),
         )?;
+        if self.reasoning_output_tokens > 0 && !self.unknown {
+            s.serialize_field("reasoning_output_tokens", &self.reasoning_output_tokens)?;
+        }
         s.end()
     }
 }
@@ -147,6 +162,8 @@ impl<'de> Deserialize<'de> for Usage {
             cache_creation_input_tokens: Option<u64>,
             #[serde(default)]
             cache_read_input_tokens: Option<u64>,
+            #[serde(default)]
+            reasoning_output_tokens: Option<u64>,
         }
         let c = Counts::deserialize(deserializer)?;
         let counts = [
@@ -160,6 +177,7 @@ impl<'de> Deserialize<'de> for Usage {
             output_tokens: c.output_tokens.unwrap_or(0),
             cache_creation_input_tokens: c.cache_creation_input_tokens.unwrap_or(0),
             cache_read_input_tokens: c.cache_read_input_tokens.unwrap_or(0),
+            reasoning_output_tokens: c.reasoning_output_tokens.unwrap_or(0),
             unknown: counts.iter().any(Option::is_none),
         })
     }
@@ -189,6 +207,7 @@ impl Usage {
         self.output_tokens += other.output_tokens;
         self.cache_creation_input_tokens += other.cache_creation_input_tokens;
         self.cache_read_input_tokens += other.cache_read_input_tokens;
+        self.reasoning_output_tokens += other.reasoning_output_tokens;
         self.unknown |= other.unknown;
     }
 }

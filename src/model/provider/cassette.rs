@@ -141,6 +141,11 @@ impl CassetteWriter {
         self.turns += 1;
         let raw = String::from_utf8_lossy(sse).into_owned();
         let (sse, encoding) = match decode(&self.provider, &raw) {
+            // A Responses turn stays one (its reasoning items have no Anthropic form).
+            Ok(turn) if self.holds_secret(&turn) && self.provider == "openai-responses" => (
+                super::openai_responses::decode::encode(&self.redacted(turn)),
+                Some(self.provider.clone()),
+            ),
             Ok(turn) if self.holds_secret(&turn) => (
                 encode_anthropic(&self.redacted(turn)),
                 Some("anthropic".to_string()),
@@ -188,6 +193,10 @@ impl CassetteWriter {
                 ContentBlock::ToolUse { input, .. } => redact_value(input, &self.secrets),
                 ContentBlock::ToolResult { content, .. } => redact(content),
                 ContentBlock::RedactedThinking { .. } => {}
+                ContentBlock::Reasoning { summary, item } => {
+                    redact(summary);
+                    redact(item);
+                }
             }
         }
         turn
@@ -370,6 +379,7 @@ fn encode_anthropic(turn: &Turn) -> String {
                 (json!({"type": "redacted_thinking", "data": data}), vec![])
             }
             ContentBlock::ToolResult { .. } => continue, // never in an assistant turn
+            ContentBlock::Reasoning { .. } => continue,  // Responses turns are encoded as such
         };
         event(
             "content_block_start",

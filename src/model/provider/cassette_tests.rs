@@ -300,3 +300,47 @@ event: message_stop\ndata: {{\"type\":\"message_stop\"}}\n\n"
         );
     }
 }
+
+#[test]
+fn a_responses_turn_echoing_a_secret_is_re_encoded_as_responses_with_its_reasoning_bytes() {
+    let secret = "sk-openai-secret-value-789";
+    let item =
+        r#"{"type":"reasoning", "id":"rs_1","summary":[],"encrypted_content":"enc\u00e9=="}"#;
+    let sse = |text: &str| {
+        format!(
+            "event: response.output_item.done\ndata: {{\"type\":\"response.output_item.done\",\"output_index\":0,\"item\":{item}}}\n\n\
+event: response.output_text.delta\ndata: {{\"type\":\"response.output_text.delta\",\"output_index\":1,\"item_id\":\"msg_1\",\"delta\":\"{text}\"}}\n\n\
+event: response.completed\ndata: {{\"type\":\"response.completed\",\"response\":{{\"id\":\"resp_1\",\"model\":\"gpt-5\",\"usage\":{{\"input_tokens\":9,\"output_tokens\":2}}}}}}\n\n"
+        )
+    };
+    for (text, encoding) in [("done", None), (secret, Some("openai-responses"))] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.jsonl");
+        let mut w = CassetteWriter::create(
+            &path,
+            "openai-responses",
+            "gpt-5",
+            Path::new("/w"),
+            &[],
+            "s",
+            vec![secret.into()],
+        )
+        .unwrap();
+        w.append(&request(&[]), sse(text).as_bytes()).unwrap();
+        drop(w);
+        let written = std::fs::read_to_string(&path).unwrap();
+        let line: Value = serde_json::from_str(written.lines().nth(1).unwrap()).unwrap();
+        assert_eq!(line["encoding"].as_str(), encoding);
+        assert!(!written.contains(secret));
+        let mut p = ReplayProvider::open(&path, Path::new("/w")).unwrap();
+        let turn = p.stream_turn(&request(&[]), &mut |_| {}).unwrap();
+        assert_eq!(
+            turn.message.content[0],
+            ContentBlock::Reasoning {
+                summary: String::new(),
+                item: item.into()
+            }
+        );
+        assert_eq!(turn.model, "gpt-5");
+    }
+}

@@ -10,6 +10,7 @@ pub(crate) mod decoding;
 pub(crate) mod foundry;
 pub(crate) mod http;
 pub(crate) mod openai;
+pub(crate) mod openai_responses;
 pub(crate) mod retry;
 pub(crate) mod sse;
 pub(crate) mod token_http;
@@ -36,6 +37,7 @@ pub(crate) fn wire(kind: ProviderKind) -> Box<dyn http::Wire> {
         ProviderKind::Bedrock => Box::new(bedrock::BedrockWire::decoder()),
         ProviderKind::Vertex => Box::new(vertex::VertexWire::decoder()),
         ProviderKind::Foundry => Box::new(foundry::FoundryWire::default()),
+        ProviderKind::OpenaiResponses => Box::new(openai_responses::ResponsesWire),
     }
 }
 

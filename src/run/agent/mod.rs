@@ -357,8 +357,13 @@ impl<'a> Agent<'a> {
         if !runs_tools {
             dispatcher.turn_answered();
         }
-        run.ci
-            .after_turn(turn_no, &turn, entry.json(), run.record, runs_tools);
+        run.ci.after_turn(
+            turn_no,
+            &turn,
+            entry.transcript_json(),
+            run.record,
+            runs_tools,
+        );
         // Before the calls run: a run killed during one leaves an `-o` file that holds
         // the call, so `--resume` can answer it (README "Resume").
         run.checkpoint();

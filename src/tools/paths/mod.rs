@@ -191,6 +191,25 @@ pub(crate) fn write_atomic(
     Ok(change)
 }
 
+/// Removes the resolved regular file without following a symlink anywhere below the
+/// trusted root (`unlinkat` on the last component removes a symlink swapped in, never
+/// its target). Refuses directories, FIFOs, sockets and devices.
+pub(crate) fn remove_file(
+    ctx: &ToolContext,
+    resolved: &Path,
+    shown: &str,
+) -> Result<(), ToolError> {
+    let (root, dirs, name) = split_under_root(ctx, resolved, shown, false)?;
+    let dir = open_dir_chain(ctx, &root, &dirs, false, shown)?;
+    match stat_at(&dir, &name).map_err(|e| io_error(&e, shown, "delete"))? {
+        None => return Err(not_found(shown)),
+        Some(md) => check_regular(&md, shown)?,
+    }
+    unlinkat(&dir, &name).map_err(|e| io_error(&e, shown, "delete"))?;
+    let _ = dir.sync_all(); // durability of the removal; harmless where refused
+    Ok(())
+}
+
 #[cfg(test)]
 pub(crate) mod test_util;
 #[cfg(test)]

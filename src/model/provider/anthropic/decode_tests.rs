@@ -71,6 +71,7 @@ fn text_turn() {
             output_tokens: 9,
             cache_creation_input_tokens: 7,
             cache_read_input_tokens: 11,
+            reasoning_output_tokens: 0,
             unknown: false
         }
     );

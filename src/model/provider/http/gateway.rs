@@ -28,6 +28,9 @@ pub(crate) struct HttpConfig {
     pub gateway: Gateway,
     /// `--fallback-model`: where a request goes once the model's retries end overloaded.
     pub fallback_model: Option<String>,
+    /// The same for every request of a run (its session id): the Responses API's
+    /// `prompt_cache_key`, so the run's requests reach one prompt cache. Empty: none sent.
+    pub cache_key: String,
 }
 
 /// What gateways and proxies need besides the API key: a bearer token, extra headers.
@@ -140,6 +143,7 @@ impl HttpConfig {
             request: RequestArgs::default(),
             gateway: Gateway::default(),
             fallback_model: None,
+            cache_key: String::new(),
         }
     }
 }
@@ -155,6 +159,7 @@ impl std::fmt::Debug for HttpConfig {
             .field("request", &self.request)
             .field("gateway", &self.gateway)
             .field("fallback_model", &self.fallback_model)
+            .field("cache_key", &self.cache_key)
             .finish()
     }
 }

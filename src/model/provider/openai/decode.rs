@@ -104,6 +104,14 @@ struct ChatUsage {
     completion_tokens: Option<u64>,
     #[serde(default)]
     prompt_tokens_details: Option<PromptDetails>,
+    #[serde(default)]
+    completion_tokens_details: Option<CompletionDetails>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+struct CompletionDetails {
+    #[serde(default)]
+    reasoning_tokens: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize)]
@@ -180,6 +188,9 @@ impl ChatAccumulator {
             }
             if let Some(c) = u.completion_tokens {
                 self.usage.output_tokens = c;
+            }
+            if let Some(r) = u.completion_tokens_details.and_then(|d| d.reasoning_tokens) {
+                self.usage.reasoning_output_tokens = r;
             }
             self.usage_seen |= u.prompt_tokens.is_some() || u.completion_tokens.is_some();
         }

@@ -93,6 +93,7 @@ fn text_only_fixture() {
             output_tokens: 11,
             cache_creation_input_tokens: 0,
             cache_read_input_tokens: 64,
+            reasoning_output_tokens: 0,
             unknown: false
         }
     );
@@ -211,6 +212,7 @@ fn fragmented_arguments_fixture() {
             output_tokens: 30,
             cache_creation_input_tokens: 0,
             cache_read_input_tokens: 128,
+            reasoning_output_tokens: 0,
             unknown: false
         }
     );
@@ -651,4 +653,22 @@ fn reasoning_deltas_become_one_unsigned_thinking_block_first() {
         plain.message.content,
         [ContentBlock::Text { text: "hi".into() }]
     );
+}
+
+#[test]
+fn reasoning_tokens_of_a_reasoning_model_are_reported() {
+    let turn = read(&stream(
+        &[
+            delta(json!({"content": "ok"})),
+            finish("stop"),
+            json!({"id": "chatcmpl-1", "model": "o4-mini", "choices": [], "usage": {
+                "prompt_tokens": 50, "completion_tokens": 40, "total_tokens": 90,
+                "prompt_tokens_details": {"cached_tokens": 0},
+                "completion_tokens_details": {"reasoning_tokens": 32}}}),
+        ],
+        true,
+    ))
+    .unwrap();
+    assert_eq!(turn.usage.output_tokens, 40);
+    assert_eq!(turn.usage.reasoning_output_tokens, 32);
 }

@@ -251,7 +251,7 @@ pub(crate) fn chat_messages(system: &str, messages: &[Message]) -> Vec<Value> {
 
 /// The type (or, without one, the code) and the message of an error object; a code
 /// beside a type is appended to the message.
-fn error_fields(e: &Value) -> (String, String) {
+pub(crate) fn error_fields(e: &Value) -> (String, String) {
     let text = |key: &str| match e.get(key) {
         Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
         Some(Value::Number(n)) => Some(n.to_string()),
