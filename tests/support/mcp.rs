@@ -23,10 +23,15 @@ pub(super) fn write_config(path: &Path, servers: Value) -> String {
     path.to_str().unwrap().to_string()
 }
 
-/// Every message the server logged (`--log FILE`), in order.
+/// Every message the server logged (`--log FILE`), in order. A last line still being
+/// written (no newline yet: the server is alive and logging) is not one yet.
 pub(super) fn read_log(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let complete = match text.rfind('\n') {
+        Some(end) => &text[..end],
+        None => "",
+    };
+    complete
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
