@@ -140,7 +140,7 @@ fn handshake_follows_cursors_and_accepts_an_older_revision() {
         Ok(json!({"tools": [{"name": "a"}], "nextCursor": "p2"})),
         Ok(json!({"tools": [{"name": "b"}, {"name": "c"}]})),
     ]);
-    let h = handshake(&t, later()).unwrap();
+    let h = handshake(&t, later(), None).unwrap();
     assert_eq!(h.protocol_version, "2025-03-26");
     assert_eq!(h.server_info["name"], "s");
     let names: Vec<_> = h.tools.iter().map(|t| t["name"].clone()).collect();
@@ -169,13 +169,13 @@ fn handshake_follows_cursors_and_accepts_an_older_revision() {
 #[test]
 fn handshake_failures_say_which_step() {
     let t = Scripted::new(vec![Ok(json!({"protocolVersion": "1999-01-01"}))]);
-    assert!(handshake(&t, later()).unwrap_err().contains("1999-01-01"));
+    assert!(handshake(&t, later(), None).unwrap_err().contains("1999-01-01"));
     let t = Scripted::new(vec![Err(CallError::Rpc {
         code: -32600,
         message: "no".into(),
     })]);
     assert!(
-        handshake(&t, later())
+        handshake(&t, later(), None)
             .unwrap_err()
             .starts_with("initialize: error -32600")
     );
@@ -185,7 +185,7 @@ fn handshake_failures_say_which_step() {
         Ok(json!({"tools": [], "nextCursor": "same"})),
     ]);
     assert!(
-        handshake(&t, later())
+        handshake(&t, later(), None)
             .unwrap_err()
             .contains("repeated the cursor")
     );
@@ -193,5 +193,5 @@ fn handshake_failures_say_which_step() {
         Ok(json!({"protocolVersion": PROTOCOL_VERSION})),
         Ok(json!({"items": []})),
     ]);
-    assert!(handshake(&t, later()).unwrap_err().contains("no \"tools\""));
+    assert!(handshake(&t, later(), None).unwrap_err().contains("no \"tools\""));
 }

@@ -11,6 +11,7 @@ pub(crate) mod config;
 pub(crate) mod content;
 mod http;
 pub(crate) mod names;
+pub(crate) mod oauth;
 mod stdio;
 pub(crate) mod tool;
 
@@ -34,6 +35,10 @@ pub(crate) struct McpSettings {
     pub(crate) strict: bool,
     /// `--allow-mcp` or `--full-auto`: tools that are not read-only are enabled too.
     pub(crate) allow_all: bool,
+    /// `--mcp-token-cache`.
+    pub(crate) token_cache: Option<std::path::PathBuf>,
+    /// `--mcp-elicitation`.
+    pub(crate) elicitation: Option<crate::config::cli::McpElicitation>,
 }
 
 impl McpSettings {
@@ -65,6 +70,8 @@ impl McpSettings {
             startup_timeout: args.mcp_startup_timeout,
             strict: args.strict_mcp,
             allow_all: args.allow_mcp || full_auto,
+            token_cache: args.mcp_token_cache.clone(),
+            elicitation: args.mcp_elicitation,
         })
     }
 
@@ -89,6 +96,10 @@ pub(crate) struct Options {
     pub workspace: std::path::PathBuf,
     /// The scrubbed child environment; a server's own `env` is added to it.
     pub child_env: Arc<Vec<(String, String)>>,
+    /// `--mcp-token-cache`.
+    pub token_cache: Option<std::path::PathBuf>,
+    /// `--mcp-elicitation`: `None` declares no elicitation.
+    pub elicitation: Option<crate::config::cli::McpElicitation>,
 }
 
 /// One tool as the server listed it, with the name the model sees.
@@ -167,6 +178,23 @@ impl Server {
                 }
                 _ => format!("MCP server {:?}: {e}", self.name),
             })
+    }
+}
+
+impl Server {
+    /// The elicitations the server asked for since the last call, as answered.
+    pub(crate) fn take_elicitations(&self) -> Vec<Value> {
+        self.transport
+            .inbox()
+            .map(client::Inbox::take_elicitations)
+            .unwrap_or_default()
+    }
+
+    /// Whether the server said its tool list changed since this was last asked.
+    pub(crate) fn take_tools_changed(&self) -> bool {
+        self.transport
+            .inbox()
+            .is_some_and(client::Inbox::take_tools_changed)
     }
 }
 
@@ -405,15 +433,34 @@ fn connect(spec: &ServerSpec, opts: &Options) -> Result<(Server, client::Handsha
                 args: args.clone(),
                 env: full,
                 cwd,
+                elicitation: opts.elicitation,
             })?)
         }
-        Spec::Http { url, headers } => {
-            Arc::new(http::HttpTransport::new(&spec.name, url, headers.clone()))
+        Spec::Http {
+            url,
+            headers,
+            oauth,
+        } => {
+            // A configured Authorization header is the credential: no OAuth then.
+            let has_auth = headers
+                .iter()
+                .any(|(k, _)| k.eq_ignore_ascii_case("authorization"));
+            let authorizer = (!oauth.disabled && !has_auth).then(|| {
+                oauth::Authorizer::new(&spec.name, url, oauth.clone(), opts.token_cache.clone())
+            });
+            Arc::new(http::HttpTransport::new(
+                &spec.name,
+                url,
+                headers.clone(),
+                authorizer,
+                opts.elicitation,
+            ))
         }
     };
     LIVE.locked().push(Arc::downgrade(&transport));
-    let hs = client::handshake(transport.as_ref(), deadline)
+    let hs = client::handshake(transport.as_ref(), deadline, opts.elicitation)
         .inspect_err(|_| transport.close("the start-up failed"))?;
+    transport.clone().listen();
     Ok((
         Server {
             name: spec.name.clone(),

@@ -104,6 +104,13 @@ impl PreparedCall for McpCall<'_> {
             }
             Err(e) => ToolResult::error(e),
         };
+        // What the server asked while the call ran, and the decided answers.
+        let elicitations = server.take_elicitations();
+        let result = if elicitations.is_empty() {
+            result
+        } else {
+            result.with_meta("elicitations", Value::Array(elicitations))
+        };
         Ok(result
             .with_meta("server", server.name.as_str())
             .with_meta("mcp_tool", def.tool.as_str()))

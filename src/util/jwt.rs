@@ -2,10 +2,6 @@
 //! person: Google service-account assertions (RS256) and OAuth `private_key_jwt` client
 //! authentication (RS256, ES256). Keys are PEM text; signing is `ring`'s, already compiled
 //! for rustls. Base64 in both alphabets lives here too, so one module owns the encodings.
-#![allow(
-    dead_code,
-    reason = "its callers, the cloud providers and MCP OAuth, land next; removed then"
-)]
 
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
