@@ -104,6 +104,15 @@ impl PreparedCall for McpCall<'_> {
             }
             Err(e) => ToolResult::error(e),
         };
+        // The refresh of a changed tool list is not done mid-run: said, so that a
+        // missing tool is explained.
+        if server.take_tools_changed() {
+            crate::util::output::warn(&format!(
+                "MCP server {:?} says its tool list changed; the run keeps the tools it \
+                 listed at start-up",
+                server.name
+            ));
+        }
         // What the server asked while the call ran, and the decided answers.
         let elicitations = server.take_elicitations();
         let result = if elicitations.is_empty() {
