@@ -229,7 +229,9 @@ impl Inbox {
                 ));
                 self.elicitations.locked().push(entry);
             }
-            Incoming::Notification { method, .. } if method == "notifications/tools/list_changed" => {
+            Incoming::Notification { method, .. }
+                if method == "notifications/tools/list_changed" =>
+            {
                 self.tools_changed
                     .store(true, std::sync::atomic::Ordering::SeqCst);
             }
@@ -301,6 +303,8 @@ fn step_error(step: &str, e: CallError) -> String {
 pub(crate) struct Handshake {
     pub protocol_version: String,
     pub server_info: Value,
+    /// The server's `capabilities` (`resources` adds the resource tools).
+    pub capabilities: Value,
     /// The tool definitions, as listed (every page).
     pub tools: Vec<Value>,
 }
@@ -369,6 +373,7 @@ pub(crate) fn handshake(
                 return Ok(Handshake {
                     protocol_version: version,
                     server_info: init.get("serverInfo").cloned().unwrap_or(Value::Null),
+                    capabilities: init.get("capabilities").cloned().unwrap_or(Value::Null),
                     tools,
                 });
             }

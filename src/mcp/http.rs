@@ -580,7 +580,8 @@ impl HttpTransport {
                 if let Some(id) = &resume.last_id {
                     req = req.header("Last-Event-ID", id.as_str());
                 }
-                req.call().map_err(|e| transport_error(e, STREAM_OPEN_TIMEOUT))
+                req.call()
+                    .map_err(|e| transport_error(e, STREAM_OPEN_TIMEOUT))
             };
             let resp = match self.authorized(STREAM_OPEN_TIMEOUT, &send) {
                 Ok(r) => r,
@@ -608,7 +609,10 @@ impl HttpTransport {
                 ));
                 return;
             }
-            crate::util::output::debug(&format!("mcp {}: the standalone stream is open", self.name));
+            crate::util::output::debug(&format!(
+                "mcp {}: the standalone stream is open",
+                self.name
+            ));
             self.read_standalone(resp.into_body().into_reader(), &mut resume);
             if self.closed.load(Ordering::SeqCst) {
                 return;

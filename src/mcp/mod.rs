@@ -113,6 +113,61 @@ pub(crate) struct ToolDef {
     pub input_schema: Value,
     pub read_only: bool,
     pub destructive: bool,
+    /// A tool of the server, or one of the two `agent` adds for its resources.
+    pub kind: ToolKind,
+}
+
+/// What calling a `ToolDef` does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ToolKind {
+    /// `tools/call` of the server's tool.
+    Call,
+    /// `resources/list`, one page (`cursor`).
+    ListResources,
+    /// `resources/read` of one `uri`.
+    ReadResource,
+}
+
+/// The names of the resource tools `agent` adds for a server that has resources.
+pub(crate) const LIST_RESOURCES: &str = "list_resources";
+pub(crate) const READ_RESOURCE: &str = "read_resource";
+
+impl ToolDef {
+    /// The two read-only tools that reach a server's resources (MCP resources are read by
+    /// the client, not called; codex offers one pair for all servers, one pair per
+    /// server keeps rules and names per server: `mcp__<server>__*`).
+    fn resource_tools(server: &str) -> [ToolDef; 2] {
+        let def = |tool: &str, kind, description: String, input_schema| ToolDef {
+            exposed: names::tool_name(server, tool),
+            tool: tool.to_string(),
+            description,
+            input_schema,
+            read_only: true,
+            destructive: false,
+            kind,
+        };
+        [
+            def(
+                LIST_RESOURCES,
+                ToolKind::ListResources,
+                format!(
+                    "Lists the resources (files, records, documents) of the MCP server                      {server}: uri, name, type, description, one page at a time (pass the                      nextCursor it returns as cursor for the next page)."
+                ),
+                json!({"type": "object", "properties": {
+                    "cursor": {"type": "string", "description": "nextCursor of the previous page"}}}),
+            ),
+            def(
+                READ_RESOURCE,
+                ToolKind::ReadResource,
+                format!(
+                    "Reads one resource of the MCP server {server} by its uri (from                      {} or a resource link in a tool result).",
+                    names::tool_name(server, LIST_RESOURCES)
+                ),
+                json!({"type": "object", "properties": {"uri": {"type": "string"}},
+                       "required": ["uri"]}),
+            ),
+        ]
+    }
 }
 
 impl ToolDef {
@@ -146,6 +201,7 @@ impl ToolDef {
             input_schema,
             read_only,
             destructive,
+            kind: ToolKind::Call,
         })
     }
 }
@@ -182,6 +238,20 @@ impl Server {
 }
 
 impl Server {
+    /// Any request of the server (`resources/list`, `resources/read`); errors as
+    /// `call_tool`'s.
+    pub(crate) fn request(&self, method: &str, params: Value) -> Result<Value, String> {
+        self.transport
+            .request(method, params, self.call_timeout)
+            .map_err(|e| match e {
+                CallError::Rpc { .. } => format!("MCP server {:?} answered with {e}", self.name),
+                CallError::Timeout(_) | CallError::Stalled(_) => {
+                    format!("MCP server {:?}: {e} (--mcp-timeout)", self.name)
+                }
+                _ => format!("MCP server {:?}: {e}", self.name),
+            })
+    }
+
     /// The elicitations the server asked for since the last call, as answered.
     pub(crate) fn take_elicitations(&self) -> Vec<Value> {
         self.transport
@@ -362,8 +432,17 @@ pub(crate) fn start(
         match outcome {
             Ok((server, hs)) => {
                 let mut defs = Vec::new();
-                for raw in &hs.tools {
-                    match ToolDef::parse(&spec.name, raw) {
+                let parsed = hs.tools.iter().map(|raw| ToolDef::parse(&spec.name, raw));
+                let resources = hs
+                    .capabilities
+                    .get("resources")
+                    .is_some_and(Value::is_object);
+                let extra = resources
+                    .then(|| ToolDef::resource_tools(&spec.name).map(Ok))
+                    .into_iter()
+                    .flatten();
+                for parsed in parsed.chain(extra) {
+                    match parsed {
                         Ok(d) if taken.contains(&d.exposed) => crate::util::output::warn(&format!(
                             "MCP server {:?}: the tool {:?} has the same name as another \
                              ({}); it is left out",

@@ -41,9 +41,14 @@ pub(crate) struct OAuthMode {
 impl OAuthMode {
     pub(crate) fn parse(spec: &str) -> OAuthMode {
         let mut m = OAuthMode {
-            methods: ["client_secret_basic", "client_secret_post", "none", "private_key_jwt"]
-                .map(String::from)
-                .to_vec(),
+            methods: [
+                "client_secret_basic",
+                "client_secret_post",
+                "none",
+                "private_key_jwt",
+            ]
+            .map(String::from)
+            .to_vec(),
             grants: [
                 "authorization_code",
                 "refresh_token",
@@ -155,13 +160,21 @@ fn b64url_decode(s: &str) -> Vec<u8> {
 
 fn b64_decode(s: &str) -> String {
     use base64::Engine as _;
-    String::from_utf8_lossy(&base64::engine::general_purpose::STANDARD.decode(s).unwrap_or_default())
-        .into_owned()
+    String::from_utf8_lossy(
+        &base64::engine::general_purpose::STANDARD
+            .decode(s)
+            .unwrap_or_default(),
+    )
+    .into_owned()
 }
 
 impl OAuthMode {
     fn issuer(&self, origin: &str) -> String {
-        if self.no_prm { origin.to_string() } else { format!("{origin}/as") }
+        if self.no_prm {
+            origin.to_string()
+        } else {
+            format!("{origin}/as")
+        }
     }
 
     fn metadata(&self, origin: &str) -> Value {
@@ -199,7 +212,13 @@ impl OAuthMode {
     }
 
     /// Checks an MCP request's token. `None`: go on; `Some`: the answer.
-    pub(crate) fn guard(&self, st: &Mutex<AuthState>, req: &Req, mcp_method: &str, tool: &str) -> Option<Resp> {
+    pub(crate) fn guard(
+        &self,
+        st: &Mutex<AuthState>,
+        req: &Req,
+        mcp_method: &str,
+        tool: &str,
+    ) -> Option<Resp> {
         let token = req
             .headers
             .get("authorization")
@@ -209,11 +228,19 @@ impl OAuthMode {
             let www = self.challenge(&req.origin, "invalid_token", "mcp:read");
             return Some((
                 "401 Unauthorized".into(),
-                vec![("WWW-Authenticate".into(), www), ("Content-Type".into(), "application/json".into())],
-                json!({"error": "invalid_token", "error_description": "Missing or unknown token"}).to_string(),
+                vec![
+                    ("WWW-Authenticate".into(), www),
+                    ("Content-Type".into(), "application/json".into()),
+                ],
+                json!({"error": "invalid_token", "error_description": "Missing or unknown token"})
+                    .to_string(),
             ));
         };
-        if self.step_up && mcp_method == "tools/call" && tool == "write_note" && !scopes.iter().any(|s| s == "mcp:write") {
+        if self.step_up
+            && mcp_method == "tools/call"
+            && tool == "write_note"
+            && !scopes.iter().any(|s| s == "mcp:write")
+        {
             let www = self.challenge(&req.origin, "insufficient_scope", "mcp:read mcp:write");
             return Some((
                 "403 Forbidden".into(),
@@ -222,13 +249,22 @@ impl OAuthMode {
             ));
         }
         if let Some(to) = &self.redirect {
-            return Some(("307 Temporary Redirect".into(), vec![("Location".into(), to.clone())], String::new()));
+            return Some((
+                "307 Temporary Redirect".into(),
+                vec![("Location".into(), to.clone())],
+                String::new(),
+            ));
         }
         None
     }
 
     /// The metadata and AS routes; `None` for a path that is not one of them.
-    pub(crate) fn route(&self, st: &Mutex<AuthState>, req: &Req, log: &dyn Fn(&str, &Value)) -> Option<Resp> {
+    pub(crate) fn route(
+        &self,
+        st: &Mutex<AuthState>,
+        req: &Req,
+        log: &dyn Fn(&str, &Value),
+    ) -> Option<Resp> {
         let origin = req.origin.as_str();
         let not_found = || ("404 Not Found".to_string(), vec![], "not here".to_string());
         match (req.method, req.path) {
@@ -237,11 +273,14 @@ impl OAuthMode {
                 if self.no_prm || p != "/.well-known/oauth-protected-resource/mcp" {
                     return Some(not_found());
                 }
-                Some(json_resp("200 OK", &json!({
-                    "resource": format!("{origin}/mcp"),
-                    "authorization_servers": [self.issuer(origin)],
-                    "scopes_supported": ["mcp:read"],
-                })))
+                Some(json_resp(
+                    "200 OK",
+                    &json!({
+                        "resource": format!("{origin}/mcp"),
+                        "authorization_servers": [self.issuer(origin)],
+                        "scopes_supported": ["mcp:read"],
+                    }),
+                ))
             }
             ("GET", p) if p.starts_with("/.well-known/") => {
                 log("as-metadata", &json!({"path": p}));
@@ -277,40 +316,81 @@ impl OAuthMode {
         let mut s = st.lock().unwrap();
         s.n += 1;
         let code = format!("code-{}-0123456789", s.n);
-        let scopes: Vec<String> = q.get("scope").map(|x| x.split(' ').map(String::from).collect()).unwrap_or_default();
+        let scopes: Vec<String> = q
+            .get("scope")
+            .map(|x| x.split(' ').map(String::from).collect())
+            .unwrap_or_default();
         let redirect = q.get("redirect_uri").cloned().unwrap_or_default();
-        s.codes.insert(code.clone(), (q.get("code_challenge").cloned().unwrap_or_default(), scopes, redirect.clone()));
+        s.codes.insert(
+            code.clone(),
+            (
+                q.get("code_challenge").cloned().unwrap_or_default(),
+                scopes,
+                redirect.clone(),
+            ),
+        );
         let state = q.get("state").cloned().unwrap_or_default();
         // Through a page of our own first, as an approval step does.
         let to = format!("{redirect}?code={code}&state={state}");
-        ("302 Found".into(), vec![("Location".into(), to)], String::new())
+        (
+            "302 Found".into(),
+            vec![("Location".into(), to)],
+            String::new(),
+        )
     }
 
     /// The client authentication of a token request: (method, client id), or an error.
-    fn client_auth(&self, st: &Mutex<AuthState>, req: &Req, f: &HashMap<String, String>) -> Result<(String, String), String> {
-        let (method, id, secret) = if let Some(b) = req.headers.get("authorization").and_then(|a| a.strip_prefix("Basic ")) {
+    fn client_auth(
+        &self,
+        st: &Mutex<AuthState>,
+        req: &Req,
+        f: &HashMap<String, String>,
+    ) -> Result<(String, String), String> {
+        let (method, id, secret) = if let Some(b) = req
+            .headers
+            .get("authorization")
+            .and_then(|a| a.strip_prefix("Basic "))
+        {
             let pair = b64_decode(b);
             let (i, s) = pair.split_once(':').unwrap_or((&pair, ""));
             ("client_secret_basic", decode(i), Some(decode(s)))
         } else if let Some(a) = f.get("client_assertion") {
             let id = f.get("client_id").cloned().unwrap_or_default();
             let parts: Vec<&str> = a.split('.').collect();
-            let claims: Value = serde_json::from_slice(&b64url_decode(parts.get(1).unwrap_or(&""))).unwrap_or_default();
+            let claims: Value = serde_json::from_slice(&b64url_decode(parts.get(1).unwrap_or(&"")))
+                .unwrap_or_default();
             let issuer = self.issuer(&req.origin);
-            if claims["iss"] != json!(id) || claims["sub"] != json!(id) || claims["aud"] != json!(issuer) {
+            if claims["iss"] != json!(id)
+                || claims["sub"] != json!(id)
+                || claims["aud"] != json!(issuer)
+            {
                 return Err(format!("bad assertion claims {claims}"));
             }
             if let Some(der) = &self.jwt_key {
-                let key = ring::signature::UnparsedPublicKey::new(&ring::signature::RSA_PKCS1_2048_8192_SHA256, der);
+                let key = ring::signature::UnparsedPublicKey::new(
+                    &ring::signature::RSA_PKCS1_2048_8192_SHA256,
+                    der,
+                );
                 let input = format!("{}.{}", parts[0], parts[1]);
-                key.verify(input.as_bytes(), &b64url_decode(parts.get(2).unwrap_or(&"")))
-                    .map_err(|_| "the assertion's signature does not verify".to_string())?;
+                key.verify(
+                    input.as_bytes(),
+                    &b64url_decode(parts.get(2).unwrap_or(&"")),
+                )
+                .map_err(|_| "the assertion's signature does not verify".to_string())?;
             }
             return Ok(("private_key_jwt".into(), id));
         } else if let Some(s) = f.get("client_secret") {
-            ("client_secret_post", f.get("client_id").cloned().unwrap_or_default(), Some(s.clone()))
+            (
+                "client_secret_post",
+                f.get("client_id").cloned().unwrap_or_default(),
+                Some(s.clone()),
+            )
         } else {
-            ("none", f.get("client_id").cloned().unwrap_or_default(), None)
+            (
+                "none",
+                f.get("client_id").cloned().unwrap_or_default(),
+                None,
+            )
         };
         if !self.methods.iter().any(|m| m == method) {
             return Err(format!("{method} is not accepted"));
@@ -344,25 +424,40 @@ impl OAuthMode {
         let f = form(&String::from_utf8_lossy(req.body));
         let grant = f.get("grant_type").cloned().unwrap_or_default();
         let auth = self.client_auth(st, req, &f);
-        log("as-token", &json!({"form": f, "authorization": req.headers.get("authorization"),
-                                "client_auth": auth.as_ref().map(|a| a.0.clone()).unwrap_or_else(|e| e.clone())}));
+        log(
+            "as-token",
+            &json!({"form": f, "authorization": req.headers.get("authorization"),
+                                "client_auth": auth.as_ref().map(|a| a.0.clone()).unwrap_or_else(|e| e.clone())}),
+        );
         if let Err(e) = auth {
-            return json_resp("401 Unauthorized", &json!({"error": "invalid_client", "error_description": e}));
+            return json_resp(
+                "401 Unauthorized",
+                &json!({"error": "invalid_client", "error_description": e}),
+            );
         }
         if !self.grants.contains(&grant) {
-            return json_resp("400 Bad Request", &json!({"error": "unsupported_grant_type"}));
+            return json_resp(
+                "400 Bad Request",
+                &json!({"error": "unsupported_grant_type"}),
+            );
         }
         let scopes = |k: &str| -> Vec<String> {
-            f.get(k).map(|x| x.split(' ').map(String::from).collect()).unwrap_or_else(|| vec!["mcp:read".into()])
+            f.get(k)
+                .map(|x| x.split(' ').map(String::from).collect())
+                .unwrap_or_else(|| vec!["mcp:read".into()])
         };
         let granted = match grant.as_str() {
             "client_credentials" => scopes("scope"),
             "refresh_token" => {
                 let r = f.get("refresh_token").cloned().unwrap_or_default();
                 let known = st.lock().unwrap().refresh.get(&r).cloned();
-                match known.or_else(|| (r == "given-refresh-token-0123").then(|| vec!["mcp:read".into()])) {
+                match known
+                    .or_else(|| (r == "given-refresh-token-0123").then(|| vec!["mcp:read".into()]))
+                {
                     Some(s) => s,
-                    None => return json_resp("400 Bad Request", &json!({"error": "invalid_grant"})),
+                    None => {
+                        return json_resp("400 Bad Request", &json!({"error": "invalid_grant"}));
+                    }
                 }
             }
             "authorization_code" => {
@@ -371,9 +466,14 @@ impl OAuthMode {
                     return json_resp("400 Bad Request", &json!({"error": "invalid_grant"}));
                 };
                 let verifier = f.get("code_verifier").cloned().unwrap_or_default();
-                let computed = b64url(ring::digest::digest(&ring::digest::SHA256, verifier.as_bytes()).as_ref());
+                let computed = b64url(
+                    ring::digest::digest(&ring::digest::SHA256, verifier.as_bytes()).as_ref(),
+                );
                 if computed != challenge || f.get("redirect_uri") != Some(&redirect) {
-                    return json_resp("400 Bad Request", &json!({"error": "invalid_grant", "error_description": "PKCE or redirect_uri mismatch"}));
+                    return json_resp(
+                        "400 Bad Request",
+                        &json!({"error": "invalid_grant", "error_description": "PKCE or redirect_uri mismatch"}),
+                    );
                 }
                 s
             }
@@ -383,7 +483,12 @@ impl OAuthMode {
                 }
                 scopes("scope")
             }
-            _ => return json_resp("400 Bad Request", &json!({"error": "unsupported_grant_type"})),
+            _ => {
+                return json_resp(
+                    "400 Bad Request",
+                    &json!({"error": "unsupported_grant_type"}),
+                );
+            }
         };
         json_resp("200 OK", &self.issue(st, granted))
     }
@@ -397,7 +502,11 @@ impl OAuthMode {
         let public = self.methods.iter().any(|m| m == "none");
         let secret = (!public).then(|| format!("dcr-secret-{}-0123456789", s.n));
         s.clients.insert(id.clone(), secret.clone());
-        let method = if public { "none" } else { self.methods[0].as_str() };
+        let method = if public {
+            "none"
+        } else {
+            self.methods[0].as_str()
+        };
         let mut answer = json!({"client_id": id, "token_endpoint_auth_method": method,
                                 "redirect_uris": body["redirect_uris"]});
         if let Some(sec) = secret {
@@ -409,15 +518,21 @@ impl OAuthMode {
     fn idp(&self, req: &Req, log: &dyn Fn(&str, &Value)) -> Resp {
         let f = form(&String::from_utf8_lossy(req.body));
         log("idp-token", &json!(f));
-        let ok = f.get("grant_type").map(String::as_str) == Some("urn:ietf:params:oauth:grant-type:token-exchange")
+        let ok = f.get("grant_type").map(String::as_str)
+            == Some("urn:ietf:params:oauth:grant-type:token-exchange")
             && f.get("subject_token").map(String::as_str) == Some("idp-id-token-0123456789")
-            && f.get("subject_token_type").map(String::as_str) == Some("urn:ietf:params:oauth:token-type:id_token")
-            && f.get("requested_token_type").map(String::as_str) == Some("urn:ietf:params:oauth:token-type:id-jag")
+            && f.get("subject_token_type").map(String::as_str)
+                == Some("urn:ietf:params:oauth:token-type:id_token")
+            && f.get("requested_token_type").map(String::as_str)
+                == Some("urn:ietf:params:oauth:token-type:id-jag")
             && f.get("audience") == Some(&self.issuer(&req.origin));
         if !ok {
             return json_resp("400 Bad Request", &json!({"error": "invalid_request"}));
         }
-        json_resp("200 OK", &json!({"access_token": "id-jag-0123456789",
-            "issued_token_type": "urn:ietf:params:oauth:token-type:id-jag", "token_type": "N_A"}))
+        json_resp(
+            "200 OK",
+            &json!({"access_token": "id-jag-0123456789",
+            "issued_token_type": "urn:ietf:params:oauth:token-type:id-jag", "token_type": "N_A"}),
+        )
     }
 }

@@ -64,6 +64,9 @@ struct Opts {
     oauth: Option<OAuthMode>,
     /// HTTP: offer the standalone GET stream, and the `elicit` tool that uses it.
     standalone: bool,
+    /// Declare `resources` (two, a page each: a text and a blob) and the `linked` tool,
+    /// whose result links to one.
+    resources: bool,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -116,6 +119,7 @@ fn main() {
         flood_stderr: 0,
         oauth: None,
         standalone: false,
+        resources: false,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut it = args.iter();
@@ -137,6 +141,7 @@ fn main() {
             "--flood-stderr" => opts.flood_stderr = val().parse().unwrap_or(1),
             "--oauth" => opts.oauth = Some(OAuthMode::parse(&val())),
             "--standalone" => opts.standalone = true,
+            "--resources" => opts.resources = true,
             "--on-eof" => {
                 opts.on_eof = match val().as_str() {
                     "ignore" => OnEof::Ignore,
@@ -253,15 +258,43 @@ impl Server {
             "initialize" if self.opts.flood_stderr > 0 && !flood_stderr(self.opts.flood_stderr) => {
                 Err((-32603, "stderr could not be written".into()))
             }
-            "initialize" => Ok(json!({
-                "protocolVersion": self.opts.protocol.clone()
-                    .unwrap_or_else(|| params["protocolVersion"].as_str().unwrap_or("").into()),
-                "capabilities": {"tools": {"listChanged": true}, "logging": {}},
-                "serverInfo": {"name": "mcp-test-server", "version": "1.2.3"},
-            })),
+            "initialize" => {
+                let mut caps = json!({"tools": {"listChanged": true}, "logging": {}});
+                if self.opts.resources {
+                    caps["resources"] = json!({});
+                }
+                Ok(json!({
+                    "protocolVersion": self.opts.protocol.clone()
+                        .unwrap_or_else(|| params["protocolVersion"].as_str().unwrap_or("").into()),
+                    "capabilities": caps,
+                    "serverInfo": {"name": "mcp-test-server", "version": "1.2.3"},
+                }))
+            }
+            "resources/list" if self.opts.resources => Ok(match params["cursor"].as_str() {
+                None => json!({"resources": [{"uri": "file:///notes.txt", "name": "notes",
+                                              "mimeType": "text/plain", "description": "The notes."}],
+                               "nextCursor": "res-2"}),
+                Some("res-2") => json!({"resources": [{"uri": "file:///logo.png", "name": "logo",
+                                                       "mimeType": "image/png"}]}),
+                Some(_) => return Err((-32602, "bad cursor".into())),
+            }),
+            "resources/read" if self.opts.resources => match params["uri"].as_str() {
+                Some("file:///notes.txt") => Ok(json!({"contents": [{"uri": "file:///notes.txt",
+                    "mimeType": "text/plain", "text": "The launch code is 4242."}]})),
+                Some("file:///logo.png") => Ok(json!({"contents": [{"uri": "file:///logo.png",
+                    "mimeType": "image/png", "blob": "aGVsbG8gd29ybGQ="}]})),
+                _ => Err((-32002, "Resource not found".into())),
+            },
             "ping" => Ok(json!({})),
             "tools/list" => {
                 let mut all = tools();
+                if self.opts.resources {
+                    all.push(
+                        json!({"name": "linked", "description": "Links to a resource.",
+                                    "annotations": {"readOnlyHint": true},
+                                    "inputSchema": {"type": "object", "properties": {}}}),
+                    );
+                }
                 if self.opts.standalone {
                     all.push(json!({"name": "elicit", "description": "Asks the client on the standalone stream.",
                                     "annotations": {"readOnlyHint": true},
@@ -375,6 +408,10 @@ impl Server {
                 "structuredContent": {"width": 1, "height": 2}})),
             LONG_TOOL => Ok(text("long name reached".into())),
             "elicit" => self.elicit(args),
+            "linked" => Ok(
+                json!({"content": [{"type": "text", "text": "see the notes"},
+                {"type": "resource_link", "uri": "file:///notes.txt", "name": "notes"}]}),
+            ),
             other => Err((-32602, format!("Unknown tool: {other}"))),
         }
     }
@@ -405,8 +442,10 @@ impl Server {
         c.flush().unwrap();
         drop(stream);
         let answer = self.wait_answer(&json!("el-1"));
-        Ok(json!({"content": [{"type": "text", "text": format!("answer: {}",
-            answer.map(|a| a["result"].to_string()).unwrap_or_else(|| "none".into()))}]}))
+        Ok(
+            json!({"content": [{"type": "text", "text": format!("answer: {}",
+            answer.map(|a| a["result"].to_string()).unwrap_or_else(|| "none".into()))}]}),
+        )
     }
 }
 
@@ -592,7 +631,10 @@ fn http_exchange(server: &Server, mut conn: TcpStream) -> std::io::Result<()> {
             query,
             headers: &headers,
             body: &body,
-            origin: format!("http://{}", headers.get("host").cloned().unwrap_or_default()),
+            origin: format!(
+                "http://{}",
+                headers.get("host").cloned().unwrap_or_default()
+            ),
         };
         let log = |what: &str, v: &Value| server.log(what, v);
         let answer = match mode.route(&server.auth, &req, &log) {
@@ -606,8 +648,11 @@ fn http_exchange(server: &Server, mut conn: TcpStream) -> std::io::Result<()> {
                     msg["params"]["name"].as_str().unwrap_or(""),
                 );
                 if let Some((status, _, _)) = &r {
-                    server.log("http-refused", &json!({"status": status, "method": method,
-                        "authorization": headers.get("authorization"), "body": msg}));
+                    server.log(
+                        "http-refused",
+                        &json!({"status": status, "method": method,
+                        "authorization": headers.get("authorization"), "body": msg}),
+                    );
                 }
                 r
             }

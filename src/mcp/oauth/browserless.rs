@@ -99,13 +99,16 @@ pub(crate) fn authorize(
         if at.starts_with(&loopback.redirect_uri) {
             if let Some(err) = url::query_param(&at, "error") {
                 let detail = url::query_param(&at, "error_description").unwrap_or_default();
-                return Err(format!("the authorization was refused: {err} {detail}").trim().to_string());
+                return Err(format!("the authorization was refused: {err} {detail}")
+                    .trim()
+                    .to_string());
             }
             if url::query_param(&at, "state").as_deref() != Some(state.as_str()) {
                 return Err("the redirect's state does not match the request's: refused".into());
             }
             code = Some(
-                url::query_param(&at, "code").ok_or("the redirect carries no authorization code")?,
+                url::query_param(&at, "code")
+                    .ok_or("the redirect carries no authorization code")?,
             );
             break;
         }
@@ -121,7 +124,10 @@ pub(crate) fn authorize(
                 };
                 return Err(needs_a_person(
                     server,
-                    &format!("the authorization URL answered with a page (HTTP {}, {kind}), a login or consent screen", page.status),
+                    &format!(
+                        "the authorization URL answered with a page (HTTP {}, {kind}), a login or consent screen",
+                        page.status
+                    ),
                 ));
             }
             (status, _) => {
@@ -133,7 +139,10 @@ pub(crate) fn authorize(
         }
     }
     let Some(code) = code else {
-        return Err(needs_a_person(server, &format!("more than {MAX_REDIRECTS} redirects")));
+        return Err(needs_a_person(
+            server,
+            &format!("more than {MAX_REDIRECTS} redirects"),
+        ));
     };
     crate::util::output::add_secret(&code);
     let form = vec![

@@ -138,8 +138,9 @@ pub(crate) fn parse(
                 ..OAuthSpec::default()
             });
         }
-        Value::Object(_) => serde_json::from_value::<Raw>(value.clone())
-            .map_err(|e| format!("\"oauth\": {e}"))?,
+        Value::Object(_) => {
+            serde_json::from_value::<Raw>(value.clone()).map_err(|e| format!("\"oauth\": {e}"))?
+        }
         _ => return Err("\"oauth\" must be an object, true or false".into()),
     };
     let mut x = |key: &str, v: Option<String>| -> Result<Option<String>, String> {
@@ -211,7 +212,9 @@ pub(crate) fn parse(
         authorization_server: x("authorization_server", raw.authorization_server)?,
     };
     if spec.idp_id_token.is_some() && spec.idp_token_endpoint.is_none() {
-        return Err("\"oauth\".idp_id_token needs \"idp_token_endpoint\" (the IdP's token endpoint)".into());
+        return Err(
+            "\"oauth\".idp_id_token needs \"idp_token_endpoint\" (the IdP's token endpoint)".into(),
+        );
     }
     if spec.private_key.is_some() && spec.client_id.is_none() {
         return Err("\"oauth\".private_key needs \"client_id\"".into());
@@ -224,3 +227,7 @@ pub(crate) fn parse(
     }
     Ok(spec)
 }
+
+#[cfg(test)]
+#[path = "config_tests.rs"]
+mod tests;

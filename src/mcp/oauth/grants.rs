@@ -26,7 +26,11 @@ pub(crate) struct Token {
 
 impl std::fmt::Debug for Token {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "token (scopes {:?}, expires {:?})", self.scopes, self.expires_at)
+        write!(
+            f,
+            "token (scopes {:?}, expires {:?})",
+            self.scopes, self.expires_at
+        )
     }
 }
 
@@ -56,7 +60,10 @@ fn token(answer: &Value, asked: &[String], old_refresh: Option<&str>) -> Result<
     }
     let expires_at = answer
         .get("expires_in")
-        .and_then(|v| v.as_u64().or_else(|| v.as_str().and_then(|s| s.parse().ok())))
+        .and_then(|v| {
+            v.as_u64()
+                .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
+        })
         .map(|s| now_secs() + s)
         .or_else(|| jwt_expiry(&access));
     let scopes = match answer.get("scope").and_then(Value::as_str) {
@@ -76,7 +83,10 @@ fn token(answer: &Value, asked: &[String], old_refresh: Option<&str>) -> Result<
 fn jwt_expiry(token: &str) -> Option<u64> {
     let claims = token.split('.').nth(1)?;
     let bytes = crate::util::jwt::base64url_decode(claims).ok()?;
-    serde_json::from_slice::<Value>(&bytes).ok()?.get("exp")?.as_u64()
+    serde_json::from_slice::<Value>(&bytes)
+        .ok()?
+        .get("exp")?
+        .as_u64()
 }
 
 fn pair(k: &str, v: &str) -> (String, String) {
@@ -118,7 +128,14 @@ pub(crate) fn client_credentials(
     scopes: &[String],
     timeout: Duration,
 ) -> Result<Token, String> {
-    request(agent, found, id, vec![pair("grant_type", "client_credentials")], scopes, timeout)
+    request(
+        agent,
+        found,
+        id,
+        vec![pair("grant_type", "client_credentials")],
+        scopes,
+        timeout,
+    )
 }
 
 pub(crate) fn refresh(
@@ -149,10 +166,19 @@ pub(crate) fn cross_app(
         return Err("cross-app access needs \"idp_id_token\" and \"idp_token_endpoint\"".into());
     };
     let mut form = vec![
-        pair("grant_type", "urn:ietf:params:oauth:grant-type:token-exchange"),
-        pair("requested_token_type", "urn:ietf:params:oauth:token-type:id-jag"),
+        pair(
+            "grant_type",
+            "urn:ietf:params:oauth:grant-type:token-exchange",
+        ),
+        pair(
+            "requested_token_type",
+            "urn:ietf:params:oauth:token-type:id-jag",
+        ),
         pair("subject_token", id_token),
-        pair("subject_token_type", "urn:ietf:params:oauth:token-type:id_token"),
+        pair(
+            "subject_token_type",
+            "urn:ietf:params:oauth:token-type:id_token",
+        ),
         pair("audience", &found.issuer.issuer),
         pair("resource", &found.resource),
     ];

@@ -30,7 +30,13 @@ pub(crate) struct Identity {
 
 impl std::fmt::Debug for Identity {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "client {:?} ({}, {}", self.client_id, self.source, self.method.as_str())?;
+        write!(
+            f,
+            "client {:?} ({}, {}",
+            self.client_id,
+            self.source,
+            self.method.as_str()
+        )?;
         match &self.key {
             Some(k) => write!(f, " {})", k.alg().as_str()),
             None => f.write_str(")"),
@@ -40,7 +46,12 @@ impl std::fmt::Debug for Identity {
 
 /// The method for a client with `secret`/`key`, when neither the block nor a
 /// registration said: the first the server lists that the client can do.
-fn pick_method(spec_method: Option<AuthMethod>, has_secret: bool, has_key: bool, issuer: &Issuer) -> AuthMethod {
+fn pick_method(
+    spec_method: Option<AuthMethod>,
+    has_secret: bool,
+    has_key: bool,
+    issuer: &Issuer,
+) -> AuthMethod {
     if let Some(m) = spec_method {
         return m;
     }
@@ -139,7 +150,12 @@ pub(crate) fn identify(
     } else {
         &["client_credentials"]
     };
-    let answer = web::post_json(agent, endpoint, &registration_request(redirect_uri, grants, wanted), timeout)?;
+    let answer = web::post_json(
+        agent,
+        endpoint,
+        &registration_request(redirect_uri, grants, wanted),
+        timeout,
+    )?;
     let client_id = answer
         .get("client_id")
         .and_then(Value::as_str)

@@ -87,9 +87,11 @@ impl Authorizer {
     /// needs no person); a failure is logged and the request goes with the old one.
     pub(crate) fn before_request(&self, timeout: Duration) {
         let mut st = self.state.locked();
-        let due = st.token.as_ref().and_then(|t| t.expires_at).is_some_and(|at| {
-            at <= grants::now_secs() + RENEW_BEFORE_SECS
-        });
+        let due = st
+            .token
+            .as_ref()
+            .and_then(|t| t.expires_at)
+            .is_some_and(|at| at <= grants::now_secs() + RENEW_BEFORE_SECS);
         if !due || st.found.is_none() {
             return;
         }
@@ -148,7 +150,10 @@ impl Authorizer {
                 scopes.push(s);
             }
         }
-        self.log(&format!("403 insufficient_scope: asking for {:?}", scopes.join(" ")));
+        self.log(&format!(
+            "403 insufficient_scope: asking for {:?}",
+            scopes.join(" ")
+        ));
         st.scopes = scopes;
         self.obtain(&mut st, timeout)
     }
@@ -186,11 +191,19 @@ impl Authorizer {
         Grant::AuthorizationCode
     }
 
-    fn identity(&self, st: &mut State, redirect: bool, timeout: Duration) -> Result<Identity, String> {
+    fn identity(
+        &self,
+        st: &mut State,
+        redirect: bool,
+        timeout: Duration,
+    ) -> Result<Identity, String> {
         if let Some(id) = &st.identity {
             return Ok(id.clone());
         }
-        let found = st.found.clone().ok_or("no authorization server discovered")?;
+        let found = st
+            .found
+            .clone()
+            .ok_or("no authorization server discovered")?;
         if redirect && st.loopback.is_none() {
             st.loopback = Some(browserless::Loopback::bind(self.spec.redirect_port)?);
         }
@@ -209,7 +222,10 @@ impl Authorizer {
 
     /// Runs the grant for `st.scopes` and keeps the token.
     fn obtain(&self, st: &mut State, timeout: Duration) -> Result<(), String> {
-        let found = st.found.clone().ok_or("no authorization server discovered")?;
+        let found = st
+            .found
+            .clone()
+            .ok_or("no authorization server discovered")?;
         let grant = self.grant(&found);
         let mut scopes = st.scopes.clone();
         // A refresh token needs offline_access where the server lists it (SEP-2207);
@@ -238,10 +254,20 @@ impl Authorizer {
                     .ok_or("no refresh token")?;
                 grants::refresh(&self.agent, &found, &id, &refresh, &scopes, timeout)
             }
-            Grant::CrossApp => grants::cross_app(&self.agent, &found, &self.spec, &id, &scopes, timeout),
+            Grant::CrossApp => {
+                grants::cross_app(&self.agent, &found, &self.spec, &id, &scopes, timeout)
+            }
             Grant::AuthorizationCode => {
                 let loopback = st.loopback.as_ref().ok_or("no redirect listener")?;
-                browserless::authorize(&self.agent, &found, &id, loopback, &scopes, &self.name, timeout)
+                browserless::authorize(
+                    &self.agent,
+                    &found,
+                    &id,
+                    loopback,
+                    &scopes,
+                    &self.name,
+                    timeout,
+                )
             }
         }?;
         self.keep(st, token);

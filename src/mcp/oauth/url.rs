@@ -17,7 +17,11 @@ pub(crate) fn split(url: &str) -> Option<(String, String)> {
     }
     let path = tail.split('?').next().unwrap_or("");
     Some((
-        format!("{}://{}", scheme.to_ascii_lowercase(), host.to_ascii_lowercase()),
+        format!(
+            "{}://{}",
+            scheme.to_ascii_lowercase(),
+            host.to_ascii_lowercase()
+        ),
         path.to_string(),
     ))
 }

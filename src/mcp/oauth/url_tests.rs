@@ -25,7 +25,10 @@ fn a_resource_covers_its_own_paths_on_its_own_origin_only() {
     assert!(resource_covers("http://h:1/mcp", "http://h:1/mcp"));
     assert!(resource_covers("http://h:1", "http://h:1/mcp"));
     assert!(!resource_covers("http://h:1/mc", "http://h:1/mcp"));
-    assert!(!resource_covers("https://evil.example.com/mcp", "http://h:1/mcp"));
+    assert!(!resource_covers(
+        "https://evil.example.com/mcp",
+        "http://h:1/mcp"
+    ));
     assert!(!resource_covers("http://h:2/mcp", "http://h:1/mcp"));
 }
 

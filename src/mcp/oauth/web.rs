@@ -95,8 +95,15 @@ pub(crate) fn get_json(
 /// The error of a non-2xx token or registration answer: the OAuth `error` and
 /// `error_description` when it has them.
 fn oauth_error(what: &str, page: &Page) -> String {
-    if let Some(loc) = page.location.as_ref().filter(|_| (300..400).contains(&page.status)) {
-        return format!("{what}: HTTP {} redirect to {loc}: not followed", page.status);
+    if let Some(loc) = page
+        .location
+        .as_ref()
+        .filter(|_| (300..400).contains(&page.status))
+    {
+        return format!(
+            "{what}: HTTP {} redirect to {loc}: not followed",
+            page.status
+        );
     }
     let parsed: Option<Value> = serde_json::from_str(&page.body).ok();
     let field = |k: &str| {
@@ -162,7 +169,10 @@ pub(crate) fn post_json(
         .map(read)
         .map_err(|e| format!("POST {url}: {}", failed(e)))?;
     if !(200..300).contains(&page.status) {
-        return Err(oauth_error(&format!("the registration endpoint {url}"), &page));
+        return Err(oauth_error(
+            &format!("the registration endpoint {url}"),
+            &page,
+        ));
     }
     serde_json::from_str(&page.body).map_err(|e| format!("{url}: the answer is not JSON: {e}"))
 }
