@@ -33,8 +33,9 @@ pub(crate) enum Transport {
     Http {
         url: String,
         headers: Vec<(String, String)>,
-        /// The `"oauth"` block (the default: OAuth on a 401, with dynamic registration).
-        oauth: super::oauth::config::OAuthSpec,
+        /// The `"oauth"` block (the default: OAuth on a 401, with dynamic registration);
+        /// boxed, being large and rare.
+        oauth: Box<super::oauth::config::OAuthSpec>,
     },
 }
 
@@ -301,13 +302,13 @@ fn transport(
                 ));
             }
             let headers = strings("header", &raw.headers)?;
-            let oauth = match &raw.oauth {
+            let oauth = Box::new(match &raw.oauth {
                 Some(v) => {
                     let mut x = |t: &str| expand_into(t, var, &mut expanded);
                     super::oauth::config::parse(v, &mut x)?
                 }
                 None => super::oauth::config::OAuthSpec::default(),
-            };
+            });
             Ok((
                 Transport::Http {
                     url,

@@ -525,7 +525,7 @@ fn connect(spec: &ServerSpec, opts: &Options) -> Result<(Server, client::Handsha
                 .iter()
                 .any(|(k, _)| k.eq_ignore_ascii_case("authorization"));
             let authorizer = (!oauth.disabled && !has_auth).then(|| {
-                oauth::Authorizer::new(&spec.name, url, oauth.clone(), opts.token_cache.clone())
+                oauth::Authorizer::new(&spec.name, url, (**oauth).clone(), opts.token_cache.clone())
             });
             Arc::new(http::HttpTransport::new(
                 &spec.name,
