@@ -1,3 +1,5 @@
+//! Unit tests of `challenge.rs`: WWW-Authenticate parameters.
+
 use super::*;
 
 #[test]

@@ -1,3 +1,5 @@
+//! Unit tests of `config.rs`: the `"oauth"` block.
+
 use serde_json::json;
 
 use super::*;

@@ -1,3 +1,5 @@
+//! Unit tests of `url.rs`: well-known locations, resource matching, queries.
+
 use super::*;
 
 #[test]
