@@ -271,6 +271,8 @@ fn start_mcp(
         strict: config.tools().mcp().strict,
         workspace: config.workspace().to_path_buf(),
         child_env: child_env.clone(),
+        token_cache: config.tools().mcp().token_cache.clone(),
+        elicitation: config.tools().mcp().elicitation,
     };
     let ended = |report| {
         let mut r = record.locked();

@@ -116,6 +116,8 @@ fn tools_mcp(
         strict: settings.strict,
         workspace: cwd,
         child_env: Arc::new(crate::util::secrets::scrubbed_env(std::env::vars(), &[])),
+        token_cache: settings.token_cache.clone(),
+        elicitation: settings.elicitation,
     };
     let started = mcp::start(&settings.servers, &opts, &|_| {}).map_err(Error::Usage)?;
     output::progress_done();

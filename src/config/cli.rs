@@ -287,6 +287,25 @@ pub(crate) struct McpArgs {
     /// Bound of a server's start-up (spawn, initialize, tools/list).
     #[arg(long, value_parser = parse_duration, default_value = "60s", value_name = "DURATION")]
     pub mcp_startup_timeout: Duration,
+    /// Keep HTTP servers' OAuth tokens in FILE (mode 0600) between runs.
+    ///
+    /// Without it no token is written to disk.
+    #[arg(long = "mcp-token-cache", value_name = "FILE")]
+    pub mcp_token_cache: Option<PathBuf>,
+    /// Declare elicitation and answer servers' requests: decline, or accept with each
+    /// field's default (declined unless every required field has one).
+    #[arg(long = "mcp-elicitation", value_enum, value_name = "MODE")]
+    pub mcp_elicitation: Option<McpElicitation>,
+}
+
+/// `--mcp-elicitation`: how a server's `elicitation/create` is answered, nobody being
+/// there to fill in its form.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum McpElicitation {
+    /// Decline every request.
+    Decline,
+    /// Accept with the schema's defaults when every required field has one; else decline.
+    Defaults,
 }
 
 /// The context window: its size and when old tool results are cleared.

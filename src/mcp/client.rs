@@ -68,6 +68,13 @@ pub(crate) trait Transport: Send + Sync {
     /// `why`, then HTTP deletes the session and stdio closes stdin, then SIGTERM, then
     /// SIGKILL (the spec's shutdown). Later calls do nothing.
     fn close(&self, _why: &str) {}
+    /// What the server sent outside the answers.
+    fn inbox(&self) -> Option<&Inbox> {
+        None
+    }
+    /// After the handshake: opens what the server offers for messages outside calls
+    /// (HTTP's standalone GET stream).
+    fn listen(self: std::sync::Arc<Self>) {}
 }
 
 /// A message from the server, classified.
@@ -86,16 +93,24 @@ pub(crate) enum Incoming {
     Invalid(String),
 }
 
-/// Classifies one decoded message. A request's `id` may be any JSON value, 0 included:
-/// the presence of the key decides, never its truthiness.
+/// Classifies one decoded message, for a client that declares no elicitation.
+#[cfg(test)]
 pub(crate) fn classify(msg: Value) -> Incoming {
+    classify_with(msg, None)
+}
+
+/// Classifies one decoded message; `elicitation` is how `elicitation/create` is answered
+/// (`None`: not offered). A request's `id` may be any JSON value, 0 included: the presence
+/// of the key decides, never its truthiness.
+pub(crate) fn classify_with(msg: Value, elicitation: Option<Elicitation>) -> Incoming {
     let Value::Object(mut m) = msg else {
         return Incoming::Invalid("not a JSON object".into());
     };
     let method = m.get("method").and_then(Value::as_str).map(str::to_string);
     match (method, m.remove("id")) {
         (Some(method), Some(id)) => {
-            let reply = reply_to(id, &method);
+            let params = m.get("params").cloned().unwrap_or(Value::Null);
+            let reply = reply_to(id, &method, &params, elicitation);
             Incoming::Request { method, reply }
         }
         (Some(method), None) => Incoming::Notification {
@@ -128,17 +143,113 @@ pub(crate) fn classify(msg: Value) -> Incoming {
     }
 }
 
-/// The answer to a server's request: `ping` is answered, everything else (sampling,
-/// elicitation, roots: capabilities this client does not declare) is "method not found".
-fn reply_to(id: Value, method: &str) -> Value {
+/// The answer to a server's request: `ping` is answered, `elicitation/create` when
+/// `--mcp-elicitation` declared it, everything else (sampling, roots: capabilities this
+/// client does not declare) is "method not found".
+fn reply_to(id: Value, method: &str, params: &Value, elicitation: Option<Elicitation>) -> Value {
     if method == "ping" {
         return json!({"jsonrpc": "2.0", "id": id, "result": {}});
+    }
+    if method == "elicitation/create"
+        && let Some(mode) = elicitation
+    {
+        return json!({"jsonrpc": "2.0", "id": id, "result": elicit(params, mode)});
     }
     json!({"jsonrpc": "2.0", "id": id, "error": {
         "code": METHOD_NOT_FOUND,
         "message": format!("Method not found: {method} (agent runs unattended and offers \
                             no sampling, elicitation or roots)"),
     }})
+}
+
+pub(crate) use crate::config::cli::McpElicitation as Elicitation;
+
+/// The answer to `elicitation/create`, decided ahead of time: `decline` declines;
+/// `defaults` accepts a form with each field's schema default when every required field
+/// has one, and declines otherwise (and declines URL-mode requests: nobody can open one).
+pub(crate) fn elicit(params: &Value, mode: Elicitation) -> Value {
+    let decline = json!({"action": "decline"});
+    if mode == Elicitation::Decline || params.get("mode").and_then(Value::as_str) == Some("url") {
+        return decline;
+    }
+    let schema = params.get("requestedSchema").unwrap_or(&Value::Null);
+    let empty = serde_json::Map::new();
+    let props = schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .unwrap_or(&empty);
+    let mut content = serde_json::Map::new();
+    for (name, field) in props {
+        if let Some(d) = field.get("default") {
+            content.insert(name.clone(), d.clone());
+        }
+    }
+    let required = schema.get("required").and_then(Value::as_array);
+    let all_given = required
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .all(|r| content.contains_key(r));
+    if !all_given {
+        return decline;
+    }
+    json!({"action": "accept", "content": content})
+}
+
+/// What the transcript lists of one elicitation: the server's message and the answer.
+pub(crate) fn elicitation_entry(params: &Value, reply: &Value) -> Value {
+    let result = reply.get("result").unwrap_or(&Value::Null);
+    json!({
+        "message": params.get("message").cloned().unwrap_or(Value::Null),
+        "action": result.get("action").cloned().unwrap_or(Value::Null),
+        "content": result.get("content").cloned().unwrap_or(Value::Null),
+    })
+}
+
+/// What a server sent outside the answers, kept for the run: the elicitations answered
+/// (listed in the transcript with the call they came in) and whether its tool list
+/// changed (`notifications/tools/list_changed`).
+#[derive(Default)]
+pub(crate) struct Inbox {
+    elicitations: std::sync::Mutex<Vec<Value>>,
+    tools_changed: std::sync::atomic::AtomicBool,
+}
+
+impl Inbox {
+    /// Notes a message the transport did not route to a caller: logs elicitations and
+    /// list changes.
+    pub(crate) fn note(&self, server: &str, msg: &Incoming, params: &Value) {
+        use crate::util::sync::Locked;
+        match msg {
+            Incoming::Request { method, reply } if method == "elicitation/create" => {
+                let entry = elicitation_entry(params, reply);
+                crate::util::output::debug(&format!(
+                    "mcp {server}: elicitation {} answered {}",
+                    entry["message"], entry["action"]
+                ));
+                self.elicitations.locked().push(entry);
+            }
+            Incoming::Notification { method, .. }
+                if method == "notifications/tools/list_changed" =>
+            {
+                self.tools_changed
+                    .store(true, std::sync::atomic::Ordering::SeqCst);
+            }
+            _ => {}
+        }
+    }
+
+    /// The elicitations answered since the last call.
+    pub(crate) fn take_elicitations(&self) -> Vec<Value> {
+        use crate::util::sync::Locked;
+        std::mem::take(&mut *self.elicitations.locked())
+    }
+
+    /// Whether the tool list changed since the last call (and clears it).
+    pub(crate) fn take_tools_changed(&self) -> bool {
+        self.tools_changed
+            .swap(false, std::sync::atomic::Ordering::SeqCst)
+    }
 }
 
 /// A request message.
@@ -192,22 +303,32 @@ fn step_error(step: &str, e: CallError) -> String {
 pub(crate) struct Handshake {
     pub protocol_version: String,
     pub server_info: Value,
+    /// The server's `capabilities` (`resources` adds the resource tools).
+    pub capabilities: Value,
     /// The tool definitions, as listed (every page).
     pub tools: Vec<Value>,
 }
 
 /// `initialize` → `notifications/initialized` → `tools/list` (every page), all before
 /// `deadline`.
-pub(crate) fn handshake(t: &dyn Transport, deadline: Instant) -> Result<Handshake, String> {
+pub(crate) fn handshake(
+    t: &dyn Transport,
+    deadline: Instant,
+    elicitation: Option<Elicitation>,
+) -> Result<Handshake, String> {
+    // No roots: the filesystem server would replace the directories on its command line
+    // with them. No sampling: nobody answers. Elicitation only when decided ahead of time.
+    let capabilities = match elicitation {
+        Some(_) => json!({"elicitation": {}}),
+        None => json!({}),
+    };
     let left = || deadline.saturating_duration_since(Instant::now());
     let init = t
         .request(
             "initialize",
             json!({
                 "protocolVersion": PROTOCOL_VERSION,
-                // No roots: the filesystem server would replace the directories on its
-                // command line with them. No sampling or elicitation: nobody answers.
-                "capabilities": {},
+                "capabilities": capabilities,
                 "clientInfo": {"name": "agent", "version": env!("CARGO_PKG_VERSION")},
             }),
             left(),
@@ -252,6 +373,7 @@ pub(crate) fn handshake(t: &dyn Transport, deadline: Instant) -> Result<Handshak
                 return Ok(Handshake {
                     protocol_version: version,
                     server_info: init.get("serverInfo").cloned().unwrap_or(Value::Null),
+                    capabilities: init.get("capabilities").cloned().unwrap_or(Value::Null),
                     tools,
                 });
             }

@@ -140,7 +140,7 @@ fn handshake_follows_cursors_and_accepts_an_older_revision() {
         Ok(json!({"tools": [{"name": "a"}], "nextCursor": "p2"})),
         Ok(json!({"tools": [{"name": "b"}, {"name": "c"}]})),
     ]);
-    let h = handshake(&t, later()).unwrap();
+    let h = handshake(&t, later(), None).unwrap();
     assert_eq!(h.protocol_version, "2025-03-26");
     assert_eq!(h.server_info["name"], "s");
     let names: Vec<_> = h.tools.iter().map(|t| t["name"].clone()).collect();
@@ -169,13 +169,17 @@ fn handshake_follows_cursors_and_accepts_an_older_revision() {
 #[test]
 fn handshake_failures_say_which_step() {
     let t = Scripted::new(vec![Ok(json!({"protocolVersion": "1999-01-01"}))]);
-    assert!(handshake(&t, later()).unwrap_err().contains("1999-01-01"));
+    assert!(
+        handshake(&t, later(), None)
+            .unwrap_err()
+            .contains("1999-01-01")
+    );
     let t = Scripted::new(vec![Err(CallError::Rpc {
         code: -32600,
         message: "no".into(),
     })]);
     assert!(
-        handshake(&t, later())
+        handshake(&t, later(), None)
             .unwrap_err()
             .starts_with("initialize: error -32600")
     );
@@ -185,7 +189,7 @@ fn handshake_failures_say_which_step() {
         Ok(json!({"tools": [], "nextCursor": "same"})),
     ]);
     assert!(
-        handshake(&t, later())
+        handshake(&t, later(), None)
             .unwrap_err()
             .contains("repeated the cursor")
     );
@@ -193,5 +197,46 @@ fn handshake_failures_say_which_step() {
         Ok(json!({"protocolVersion": PROTOCOL_VERSION})),
         Ok(json!({"items": []})),
     ]);
-    assert!(handshake(&t, later()).unwrap_err().contains("no \"tools\""));
+    assert!(
+        handshake(&t, later(), None)
+            .unwrap_err()
+            .contains("no \"tools\"")
+    );
+}
+
+#[test]
+fn elicitation_is_decided_ahead_of_time() {
+    let params = json!({"message": "Which?", "requestedSchema": {"type": "object",
+        "properties": {"a": {"type": "string", "default": "x"}, "n": {"type": "integer", "default": 3},
+                       "free": {"type": "string"}},
+        "required": ["a"]}});
+    assert_eq!(
+        elicit(&params, Elicitation::Defaults),
+        json!({"action": "accept", "content": {"a": "x", "n": 3}})
+    );
+    assert_eq!(
+        elicit(&params, Elicitation::Decline),
+        json!({"action": "decline"})
+    );
+    let mut missing = params.clone();
+    missing["requestedSchema"]["required"] = json!(["a", "free"]);
+    assert_eq!(
+        elicit(&missing, Elicitation::Defaults),
+        json!({"action": "decline"})
+    );
+    let url = json!({"mode": "url", "url": "https://x", "message": "open"});
+    assert_eq!(
+        elicit(&url, Elicitation::Defaults),
+        json!({"action": "decline"})
+    );
+    // Without the flag: method not found, as for sampling.
+    let req = json!({"jsonrpc": "2.0", "id": 4, "method": "elicitation/create", "params": params});
+    match classify_with(req.clone(), None) {
+        Incoming::Request { reply, .. } => assert_eq!(reply["error"]["code"], METHOD_NOT_FOUND),
+        other => panic!("{other:?}"),
+    }
+    match classify_with(req, Some(Elicitation::Defaults)) {
+        Incoming::Request { reply, .. } => assert_eq!(reply["result"]["action"], "accept"),
+        other => panic!("{other:?}"),
+    }
 }

@@ -33,6 +33,9 @@ pub(crate) enum Transport {
     Http {
         url: String,
         headers: Vec<(String, String)>,
+        /// The `"oauth"` block (the default: OAuth on a 401, with dynamic registration);
+        /// boxed, being large and rare.
+        oauth: Box<super::oauth::config::OAuthSpec>,
     },
 }
 
@@ -64,7 +67,11 @@ impl ServerSpec {
     pub(crate) fn secret_values(&self) -> Vec<String> {
         match &self.transport {
             Transport::Stdio { env, .. } => env.iter().map(|(_, v)| v.clone()).collect(),
-            Transport::Http { headers, .. } => headers.iter().map(|(_, v)| v.clone()).collect(),
+            Transport::Http { headers, oauth, .. } => headers
+                .iter()
+                .map(|(_, v)| v.clone())
+                .chain(oauth.secret_values())
+                .collect(),
         }
     }
 
@@ -103,6 +110,7 @@ struct RawServer {
     url: Option<String>,
     #[serde(default)]
     headers: Map<String, Value>,
+    oauth: Option<Value>,
 }
 
 /// Which files to read, in order; a later definition of a name replaces an earlier one.
@@ -247,8 +255,10 @@ fn transport(
     };
     match kind {
         "stdio" => {
-            if raw.url.is_some() || !raw.headers.is_empty() {
-                return Err("\"url\" and \"headers\" belong to \"type\": \"http\"".into());
+            if raw.url.is_some() || !raw.headers.is_empty() || raw.oauth.is_some() {
+                return Err(
+                    "\"url\", \"headers\" and \"oauth\" belong to \"type\": \"http\"".into(),
+                );
             }
             let command = raw
                 .command
@@ -292,7 +302,21 @@ fn transport(
                 ));
             }
             let headers = strings("header", &raw.headers)?;
-            Ok((Transport::Http { url, headers }, expanded))
+            let oauth = Box::new(match &raw.oauth {
+                Some(v) => {
+                    let mut x = |t: &str| expand_into(t, var, &mut expanded);
+                    super::oauth::config::parse(v, &mut x)?
+                }
+                None => super::oauth::config::OAuthSpec::default(),
+            });
+            Ok((
+                Transport::Http {
+                    url,
+                    headers,
+                    oauth,
+                },
+                expanded,
+            ))
         }
         "sse" => Err(
             "\"type\": \"sse\" (the HTTP+SSE transport of 2024-11-05, deprecated) is \

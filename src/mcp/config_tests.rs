@@ -57,6 +57,7 @@ fn http_entry_with_headers() {
         Transport::Http {
             url: "http://127.0.0.1:8/mcp".into(),
             headers: vec![("Authorization".into(), "Bearer ghp_secretvalue123".into())],
+            oauth: Box::default(),
         }
     );
     assert_eq!(s.secret_values(), vec!["Bearer ghp_secretvalue123"]);

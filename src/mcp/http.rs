@@ -4,8 +4,13 @@
 //! server's own requests and notifications before the response. The session id the
 //! server assigns at `initialize` and the agreed protocol version go on every later
 //! request; redirects are never followed, so headers (tokens) reach only the configured
-//! URL. When the run ends (every way out), requests still in flight get
-//! `notifications/cancelled` and then the session is deleted, all within `CLOSE_TIMEOUT`.
+//! URL. A 401 is answered by OAuth (`oauth::Authorizer`: discovery, a grant, the request
+//! sent again with the token), a 403 `insufficient_scope` by a step-up, at most
+//! `MAX_STEP_UPS` times per request. After `initialize`, the standalone GET stream is
+//! opened when the server offers it (405: it does not): what arrives there (requests,
+//! list changes, logs) is handled like what arrives inside a call. When the run ends
+//! (every way out), requests still in flight get `notifications/cancelled` and then the
+//! session is deleted, all within `CLOSE_TIMEOUT`.
 
 use std::io::{BufReader, Read};
 use std::sync::Mutex;
@@ -14,7 +19,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::client::{self, CallError, Incoming, Transport};
+use super::client::{self, CallError, Elicitation, Inbox, Incoming, Transport};
+use super::oauth::{Authorizer, Challenge};
 use crate::model::provider::sse::SseReader;
 use crate::util::sync::Locked;
 
@@ -39,6 +45,13 @@ const MAX_RESUMES: usize = 5;
 const DEFAULT_RETRY_MS: u64 = 1_000;
 /// Longest wait before resuming, whatever `retry` says.
 const MAX_RETRY_WAIT: Duration = Duration::from_secs(5);
+/// Step-ups (a new grant for more scopes after a 403 `insufficient_scope`) per request:
+/// a server that keeps asking is not going to be satisfied.
+const MAX_STEP_UPS: usize = 2;
+/// Times the standalone GET stream is opened again after the server closed it.
+const MAX_STREAM_OPENS: usize = 20;
+/// Bound of opening the standalone stream (its reading is unbounded: it lasts the run).
+const STREAM_OPEN_TIMEOUT: Duration = Duration::from_secs(30);
 
 pub(crate) struct HttpTransport {
     name: String,
@@ -55,10 +68,20 @@ pub(crate) struct HttpTransport {
     in_flight: Mutex<Vec<u64>>,
     /// `close` has run.
     closed: AtomicBool,
+    /// OAuth, unless off or an Authorization header is configured.
+    oauth: Option<Authorizer>,
+    elicitation: Option<Elicitation>,
+    inbox: Inbox,
 }
 
 impl HttpTransport {
-    pub(crate) fn new(name: &str, url: &str, headers: Vec<(String, String)>) -> Self {
+    pub(crate) fn new(
+        name: &str,
+        url: &str,
+        headers: Vec<(String, String)>,
+        oauth: Option<Authorizer>,
+        elicitation: Option<Elicitation>,
+    ) -> Self {
         let agent = ureq::Agent::new_with_config(
             ureq::Agent::config_builder()
                 .http_status_as_error(false)
@@ -78,6 +101,42 @@ impl HttpTransport {
             next_id: AtomicU64::new(0),
             in_flight: Mutex::new(Vec::new()),
             closed: AtomicBool::new(false),
+            oauth,
+            elicitation,
+            inbox: Inbox::default(),
+        }
+    }
+
+    /// Sends with the OAuth token, if any: a 401 runs the authorization and a 403
+    /// `insufficient_scope` a step-up (bounded), each followed by sending again.
+    fn authorized(
+        &self,
+        timeout: Duration,
+        send: &dyn Fn() -> Result<ureq::http::Response<ureq::Body>, CallError>,
+    ) -> Result<ureq::http::Response<ureq::Body>, CallError> {
+        let Some(auth) = &self.oauth else {
+            return send();
+        };
+        auth.before_request(timeout);
+        let mut resp = send()?;
+        let (mut authorized, mut step_ups) = (false, 0);
+        loop {
+            let www = header(&resp, "www-authenticate");
+            let outcome = match resp.status().as_u16() {
+                401 if !authorized => {
+                    authorized = true;
+                    auth.unauthorized(www.as_deref(), timeout)
+                }
+                403 if step_ups < MAX_STEP_UPS
+                    && Challenge::parse(www.as_deref().unwrap_or("")).insufficient_scope() =>
+                {
+                    step_ups += 1;
+                    auth.step_up(www.as_deref(), timeout)
+                }
+                _ => return Ok(resp),
+            };
+            outcome.map_err(|e| CallError::Transport(format!("OAuth: {e}")))?;
+            resp = send()?;
         }
     }
 
@@ -91,7 +150,7 @@ impl HttpTransport {
         msg: &Value,
         timeout: Duration,
     ) -> Result<ureq::http::Response<ureq::Body>, CallError> {
-        let resp = self.post_unchecked(msg, timeout)?;
+        let resp = self.authorized(timeout, &|| self.post_unchecked(msg, timeout))?;
         self.check(resp)
     }
 
@@ -118,6 +177,9 @@ impl HttpTransport {
     fn with_session<B>(&self, mut req: ureq::RequestBuilder<B>) -> ureq::RequestBuilder<B> {
         for (k, v) in &self.headers {
             req = req.header(k.as_str(), v.as_str());
+        }
+        if let Some(token) = self.oauth.as_ref().and_then(Authorizer::bearer) {
+            req = req.header("Authorization", format!("Bearer {token}"));
         }
         if let Some(s) = self.session() {
             req = req.header("Mcp-Session-Id", s.as_str());
@@ -184,7 +246,8 @@ impl HttpTransport {
     }
 
     /// Handles a message that is not the awaited response.
-    fn other(&self, msg: Incoming, timeout: Duration) {
+    fn other(&self, msg: Incoming, params: &Value, timeout: Duration) {
+        self.inbox.note(&self.name, &msg, params);
         match msg {
             Incoming::Request { method, reply } => {
                 crate::util::output::debug(&format!(
@@ -223,12 +286,13 @@ impl HttpTransport {
         };
         let mut found = None;
         for m in msgs {
-            match client::classify(m) {
+            let params = m.get("params").cloned().unwrap_or(Value::Null);
+            match client::classify_with(m, self.elicitation) {
                 Incoming::Response {
                     id: Some(got),
                     outcome,
                 } if got == id && found.is_none() => found = Some(outcome),
-                other => self.other(other, timeout),
+                other => self.other(other, &params, timeout),
             }
         }
         found
@@ -282,18 +346,19 @@ impl HttpTransport {
 
     /// GET the endpoint to resume a stream after `last_id`.
     fn get_stream(&self, last_id: &str, timeout: Duration) -> Result<impl Read, CallError> {
-        let req = self
-            .agent
-            .get(&self.url)
-            .config()
-            .timeout_global(Some(timeout))
-            .build()
-            .header("Accept", "text/event-stream")
-            .header("Last-Event-ID", last_id);
-        let resp = self
-            .with_session(req)
-            .call()
-            .map_err(|e| transport_error(e, timeout))?;
+        let resp = self.authorized(timeout, &|| {
+            let req = self
+                .agent
+                .get(&self.url)
+                .config()
+                .timeout_global(Some(timeout))
+                .build()
+                .header("Accept", "text/event-stream")
+                .header("Last-Event-ID", last_id);
+            self.with_session(req)
+                .call()
+                .map_err(|e| transport_error(e, timeout))
+        })?;
         let resp = self.check(resp)?;
         Ok(resp.into_body().into_reader().take(MAX_BODY_BYTES))
     }
@@ -341,10 +406,11 @@ impl HttpTransport {
         method: &str,
         timeout: Duration,
     ) -> Result<Value, CallError> {
-        let mut resp = self.post_unchecked(msg, timeout)?;
+        let send = || self.post_unchecked(msg, timeout);
+        let mut resp = self.authorized(timeout, &send)?;
         if method != "initialize" && self.session_ended(&resp) {
             self.reinitialize(timeout)?;
-            resp = self.post_unchecked(msg, timeout)?;
+            resp = self.authorized(timeout, &send)?;
         }
         let resp = self.check(resp)?;
         if method == "initialize"
@@ -443,6 +509,18 @@ impl Transport for HttpTransport {
         *self.protocol.locked() = Some(version.to_string());
     }
 
+    fn inbox(&self) -> Option<&Inbox> {
+        Some(&self.inbox)
+    }
+
+    /// Opens the standalone GET stream on a thread of its own, for the run.
+    fn listen(self: std::sync::Arc<Self>) {
+        let name = format!("mcp-{}-stream", self.name);
+        let _ = std::thread::Builder::new()
+            .name(name)
+            .spawn(move || self.standalone_stream());
+    }
+
     /// The calls in flight are cancelled (in parallel, within half the bound), then the
     /// session is deleted within what is left of `CLOSE_TIMEOUT`.
     fn close(&self, why: &str) {
@@ -475,5 +553,103 @@ impl Transport for HttpTransport {
             .timeout_global(Some(left))
             .build();
         let _ = self.with_session(req).call();
+    }
+}
+
+impl HttpTransport {
+    /// The standalone stream: GET the endpoint (405: not offered), handle every message
+    /// that arrives, and open it again (after the server's `retry`, with `Last-Event-ID`)
+    /// when the server closes it, until the run ends.
+    fn standalone_stream(&self) {
+        let mut resume = Resume::default();
+        for _ in 0..MAX_STREAM_OPENS {
+            if self.closed.load(Ordering::SeqCst) {
+                return;
+            }
+            let send = || {
+                let base = self
+                    .agent
+                    .get(&self.url)
+                    .config()
+                    .timeout_global(None)
+                    .timeout_connect(Some(STREAM_OPEN_TIMEOUT))
+                    .timeout_recv_response(Some(STREAM_OPEN_TIMEOUT))
+                    .build()
+                    .header("Accept", "text/event-stream");
+                let mut req = self.with_session(base);
+                if let Some(id) = &resume.last_id {
+                    req = req.header("Last-Event-ID", id.as_str());
+                }
+                req.call()
+                    .map_err(|e| transport_error(e, STREAM_OPEN_TIMEOUT))
+            };
+            let resp = match self.authorized(STREAM_OPEN_TIMEOUT, &send) {
+                Ok(r) => r,
+                Err(e) => {
+                    crate::util::output::debug(&format!(
+                        "mcp {}: the standalone stream: {e}",
+                        self.name
+                    ));
+                    return;
+                }
+            };
+            let status = resp.status().as_u16();
+            let kind = header(&resp, "content-type").unwrap_or_default();
+            if status == 405 {
+                crate::util::output::debug(&format!(
+                    "mcp {}: the server offers no standalone stream (405)",
+                    self.name
+                ));
+                return;
+            }
+            if !(200..300).contains(&status) || !kind.starts_with("text/event-stream") {
+                crate::util::output::debug(&format!(
+                    "mcp {}: no standalone stream (HTTP {status}, {kind:?})",
+                    self.name
+                ));
+                return;
+            }
+            crate::util::output::debug(&format!(
+                "mcp {}: the standalone stream is open",
+                self.name
+            ));
+            self.read_standalone(resp.into_body().into_reader(), &mut resume);
+            if self.closed.load(Ordering::SeqCst) {
+                return;
+            }
+            let wait = Duration::from_millis(resume.retry_ms.unwrap_or(DEFAULT_RETRY_MS))
+                .min(MAX_RETRY_WAIT);
+            std::thread::sleep(wait);
+        }
+    }
+
+    /// Reads the standalone stream until it ends, handling every message.
+    fn read_standalone(&self, body: impl Read, resume: &mut Resume) {
+        let mut events = SseReader::new(BufReader::new(body));
+        while let Ok(Some(ev)) = events.next_event() {
+            if ev.id.is_some() {
+                resume.last_id = ev.id.clone();
+            }
+            resume.retry_ms = events.retry_ms().or(resume.retry_ms);
+            if ev.data.trim().is_empty() {
+                continue;
+            }
+            let Ok(value) = serde_json::from_str::<Value>(&ev.data) else {
+                crate::util::output::debug(&format!(
+                    "mcp {}: the standalone stream sent an event that is not JSON",
+                    self.name
+                ));
+                continue;
+            };
+            let msgs = match value {
+                Value::Array(v) => v,
+                v => vec![v],
+            };
+            for m in msgs {
+                let params = m.get("params").cloned().unwrap_or(Value::Null);
+                let msg = client::classify_with(m, self.elicitation);
+                self.other(msg, &params, NOTIFY_TIMEOUT);
+            }
+        }
     }
 }

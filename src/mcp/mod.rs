@@ -11,6 +11,7 @@ pub(crate) mod config;
 pub(crate) mod content;
 mod http;
 pub(crate) mod names;
+pub(crate) mod oauth;
 mod stdio;
 pub(crate) mod tool;
 
@@ -34,6 +35,10 @@ pub(crate) struct McpSettings {
     pub(crate) strict: bool,
     /// `--allow-mcp` or `--full-auto`: tools that are not read-only are enabled too.
     pub(crate) allow_all: bool,
+    /// `--mcp-token-cache`.
+    pub(crate) token_cache: Option<std::path::PathBuf>,
+    /// `--mcp-elicitation`.
+    pub(crate) elicitation: Option<crate::config::cli::McpElicitation>,
 }
 
 impl McpSettings {
@@ -65,6 +70,8 @@ impl McpSettings {
             startup_timeout: args.mcp_startup_timeout,
             strict: args.strict_mcp,
             allow_all: args.allow_mcp || full_auto,
+            token_cache: args.mcp_token_cache.clone(),
+            elicitation: args.mcp_elicitation,
         })
     }
 
@@ -89,6 +96,10 @@ pub(crate) struct Options {
     pub workspace: std::path::PathBuf,
     /// The scrubbed child environment; a server's own `env` is added to it.
     pub child_env: Arc<Vec<(String, String)>>,
+    /// `--mcp-token-cache`.
+    pub token_cache: Option<std::path::PathBuf>,
+    /// `--mcp-elicitation`: `None` declares no elicitation.
+    pub elicitation: Option<crate::config::cli::McpElicitation>,
 }
 
 /// One tool as the server listed it, with the name the model sees.
@@ -102,6 +113,61 @@ pub(crate) struct ToolDef {
     pub input_schema: Value,
     pub read_only: bool,
     pub destructive: bool,
+    /// A tool of the server, or one of the two `agent` adds for its resources.
+    pub kind: ToolKind,
+}
+
+/// What calling a `ToolDef` does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ToolKind {
+    /// `tools/call` of the server's tool.
+    Call,
+    /// `resources/list`, one page (`cursor`).
+    ListResources,
+    /// `resources/read` of one `uri`.
+    ReadResource,
+}
+
+/// The names of the resource tools `agent` adds for a server that has resources.
+pub(crate) const LIST_RESOURCES: &str = "list_resources";
+pub(crate) const READ_RESOURCE: &str = "read_resource";
+
+impl ToolDef {
+    /// The two read-only tools that reach a server's resources (MCP resources are read by
+    /// the client, not called; codex offers one pair for all servers, one pair per
+    /// server keeps rules and names per server: `mcp__<server>__*`).
+    fn resource_tools(server: &str) -> [ToolDef; 2] {
+        let def = |tool: &str, kind, description: String, input_schema| ToolDef {
+            exposed: names::tool_name(server, tool),
+            tool: tool.to_string(),
+            description,
+            input_schema,
+            read_only: true,
+            destructive: false,
+            kind,
+        };
+        [
+            def(
+                LIST_RESOURCES,
+                ToolKind::ListResources,
+                format!(
+                    "Lists the resources (files, records, documents) of the MCP server                      {server}: uri, name, type, description, one page at a time (pass the                      nextCursor it returns as cursor for the next page)."
+                ),
+                json!({"type": "object", "properties": {
+                    "cursor": {"type": "string", "description": "nextCursor of the previous page"}}}),
+            ),
+            def(
+                READ_RESOURCE,
+                ToolKind::ReadResource,
+                format!(
+                    "Reads one resource of the MCP server {server} by its uri (from                      {} or a resource link in a tool result).",
+                    names::tool_name(server, LIST_RESOURCES)
+                ),
+                json!({"type": "object", "properties": {"uri": {"type": "string"}},
+                       "required": ["uri"]}),
+            ),
+        ]
+    }
 }
 
 impl ToolDef {
@@ -135,6 +201,7 @@ impl ToolDef {
             input_schema,
             read_only,
             destructive,
+            kind: ToolKind::Call,
         })
     }
 }
@@ -167,6 +234,37 @@ impl Server {
                 }
                 _ => format!("MCP server {:?}: {e}", self.name),
             })
+    }
+}
+
+impl Server {
+    /// Any request of the server (`resources/list`, `resources/read`); errors as
+    /// `call_tool`'s.
+    pub(crate) fn request(&self, method: &str, params: Value) -> Result<Value, String> {
+        self.transport
+            .request(method, params, self.call_timeout)
+            .map_err(|e| match e {
+                CallError::Rpc { .. } => format!("MCP server {:?} answered with {e}", self.name),
+                CallError::Timeout(_) | CallError::Stalled(_) => {
+                    format!("MCP server {:?}: {e} (--mcp-timeout)", self.name)
+                }
+                _ => format!("MCP server {:?}: {e}", self.name),
+            })
+    }
+
+    /// The elicitations the server asked for since the last call, as answered.
+    pub(crate) fn take_elicitations(&self) -> Vec<Value> {
+        self.transport
+            .inbox()
+            .map(client::Inbox::take_elicitations)
+            .unwrap_or_default()
+    }
+
+    /// Whether the server said its tool list changed since this was last asked.
+    pub(crate) fn take_tools_changed(&self) -> bool {
+        self.transport
+            .inbox()
+            .is_some_and(client::Inbox::take_tools_changed)
     }
 }
 
@@ -334,8 +432,17 @@ pub(crate) fn start(
         match outcome {
             Ok((server, hs)) => {
                 let mut defs = Vec::new();
-                for raw in &hs.tools {
-                    match ToolDef::parse(&spec.name, raw) {
+                let parsed = hs.tools.iter().map(|raw| ToolDef::parse(&spec.name, raw));
+                let resources = hs
+                    .capabilities
+                    .get("resources")
+                    .is_some_and(Value::is_object);
+                let extra = resources
+                    .then(|| ToolDef::resource_tools(&spec.name).map(Ok))
+                    .into_iter()
+                    .flatten();
+                for parsed in parsed.chain(extra) {
+                    match parsed {
                         Ok(d) if taken.contains(&d.exposed) => crate::util::output::warn(&format!(
                             "MCP server {:?}: the tool {:?} has the same name as another \
                              ({}); it is left out",
@@ -405,15 +512,34 @@ fn connect(spec: &ServerSpec, opts: &Options) -> Result<(Server, client::Handsha
                 args: args.clone(),
                 env: full,
                 cwd,
+                elicitation: opts.elicitation,
             })?)
         }
-        Spec::Http { url, headers } => {
-            Arc::new(http::HttpTransport::new(&spec.name, url, headers.clone()))
+        Spec::Http {
+            url,
+            headers,
+            oauth,
+        } => {
+            // A configured Authorization header is the credential: no OAuth then.
+            let has_auth = headers
+                .iter()
+                .any(|(k, _)| k.eq_ignore_ascii_case("authorization"));
+            let authorizer = (!oauth.disabled && !has_auth).then(|| {
+                oauth::Authorizer::new(&spec.name, url, (**oauth).clone(), opts.token_cache.clone())
+            });
+            Arc::new(http::HttpTransport::new(
+                &spec.name,
+                url,
+                headers.clone(),
+                authorizer,
+                opts.elicitation,
+            ))
         }
     };
     LIVE.locked().push(Arc::downgrade(&transport));
-    let hs = client::handshake(transport.as_ref(), deadline)
+    let hs = client::handshake(transport.as_ref(), deadline, opts.elicitation)
         .inspect_err(|_| transport.close("the start-up failed"))?;
+    transport.clone().listen();
     Ok((
         Server {
             name: spec.name.clone(),

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::{Server, Started, ToolDef, content, names};
+use super::{Server, Started, ToolDef, ToolKind, content, names};
 use crate::tools::registry::{Registry, ToolSelection};
 use crate::tools::{
     Category, DEFAULT_MAX_RESULT_CHARS, PreparedCall, Subject, SubjectKind, Tool, ToolContext,
@@ -17,11 +17,17 @@ use crate::tools::{
 pub(crate) struct McpTool {
     server: Arc<Server>,
     def: ToolDef,
+    /// The server's `read_resource` tool, named in the note of a resource link.
+    read_tool: Option<String>,
 }
 
 impl McpTool {
-    pub(crate) fn new(server: Arc<Server>, def: ToolDef) -> Self {
-        McpTool { server, def }
+    pub(crate) fn new(server: Arc<Server>, def: ToolDef, read_tool: Option<String>) -> Self {
+        McpTool {
+            server,
+            def,
+            read_tool,
+        }
     }
 }
 
@@ -93,16 +99,60 @@ impl PreparedCall for McpCall<'_> {
 
     fn execute(&self, _ctx: &ToolContext) -> Result<ToolResult, ToolError> {
         let (server, def) = (&self.tool.server, &self.tool.def);
-        let result = match server.call_tool(&def.tool, &self.input) {
-            Ok(r) => {
-                let (text, is_error) = content::to_text(&r);
-                ToolResult {
-                    content: text,
-                    is_error,
-                    metadata: Default::default(),
+        let text = |content: String| ToolResult {
+            content,
+            is_error: false,
+            metadata: Default::default(),
+        };
+        let arg = |k: &str| self.input.get(k).and_then(Value::as_str);
+        let result = match def.kind {
+            ToolKind::Call => match server.call_tool(&def.tool, &self.input) {
+                Ok(r) => {
+                    let (text, is_error) =
+                        content::to_text_linked(&r, self.tool.read_tool.as_deref());
+                    ToolResult {
+                        content: text,
+                        is_error,
+                        metadata: Default::default(),
+                    }
+                }
+                Err(e) => ToolResult::error(e),
+            },
+            ToolKind::ListResources => {
+                let params = match arg("cursor") {
+                    Some(c) => serde_json::json!({"cursor": c}),
+                    None => serde_json::json!({}),
+                };
+                match server.request("resources/list", params) {
+                    Ok(page) => text(content::resource_list(&page)),
+                    Err(e) => ToolResult::error(e),
                 }
             }
-            Err(e) => ToolResult::error(e),
+            ToolKind::ReadResource => match arg("uri") {
+                None => ToolResult::error("read_resource needs \"uri\""),
+                Some(uri) => {
+                    match server.request("resources/read", serde_json::json!({"uri": uri})) {
+                        Ok(r) => text(content::resource_contents(&r)).with_meta("uri", uri),
+                        Err(e) => ToolResult::error(e),
+                    }
+                }
+            },
+        };
+        // The refresh of a changed tool list is not done mid-run: said, so that a
+        // missing tool is explained.
+        if server.take_tools_changed() {
+            crate::util::output::warn(&format!(
+                "MCP server {:?} says its tool list changed; the run keeps the tools it \
+                 listed at start-up",
+                server.name
+            ));
+        }
+        // What the server asked while the call ran, and the decided answers.
+        let elicitations = server.take_elicitations();
+        let result = if elicitations.is_empty() {
+            result
+        } else {
+            result.with_meta("elicitations", Value::Array(elicitations))
         };
         Ok(result
             .with_meta("server", server.name.as_str())
@@ -127,6 +177,10 @@ pub(crate) fn register(
         .filter(|p| names::is_mcp_pattern(p))
         .collect();
     for (server, defs) in &started.servers {
+        let read_tool = defs
+            .iter()
+            .find(|d| d.kind == ToolKind::ReadResource)
+            .map(|d| d.exposed.clone());
         for def in defs {
             let named = |p: &String| names::pattern_names(p, &server.name, &def.exposed);
             unmatched.retain(|p| !named(p));
@@ -135,7 +189,11 @@ pub(crate) fn register(
                 None => def.read_only || allow_all,
             };
             let off = selection.disallowed.iter().any(named);
-            registry.register(Arc::new(McpTool::new(server.clone(), def.clone())));
+            registry.register(Arc::new(McpTool::new(
+                server.clone(),
+                def.clone(),
+                read_tool.clone(),
+            )));
             registry.set_enabled(&def.exposed, on && !off);
         }
     }

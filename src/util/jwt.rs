@@ -14,10 +14,6 @@ use ring::signature::{
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Alg {
     Rs256,
-    #[allow(
-        dead_code,
-        reason = "MCP OAuth (private_key_jwt) uses it; the cloud providers do not"
-    )]
     Es256,
 }
 
@@ -30,10 +26,6 @@ impl Alg {
     }
 
     /// `RS256`/`ES256` as written in a config file; anything else is refused by name.
-    #[allow(
-        dead_code,
-        reason = "MCP OAuth (private_key_jwt) uses it; the cloud providers do not"
-    )]
     pub(crate) fn parse(name: &str) -> Result<Alg, String> {
         match name {
             "RS256" => Ok(Alg::Rs256),
@@ -64,10 +56,6 @@ pub(crate) fn base64_std_decode(text: &str) -> Result<Vec<u8>, String> {
 }
 
 /// Decodes base64url (with or without padding).
-#[allow(
-    dead_code,
-    reason = "MCP OAuth (private_key_jwt) uses it; the cloud providers do not"
-)]
 pub(crate) fn base64url_decode(text: &str) -> Result<Vec<u8>, String> {
     URL_SAFE_NO_PAD
         .decode(text.trim().trim_end_matches('='))
@@ -129,10 +117,6 @@ impl SigningKey {
         Ok(SigningKey { alg, key })
     }
 
-    #[allow(
-        dead_code,
-        reason = "MCP OAuth (private_key_jwt) uses it; the cloud providers do not"
-    )]
     pub(crate) fn alg(&self) -> Alg {
         self.alg
     }

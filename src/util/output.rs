@@ -17,6 +17,9 @@ static LEVEL: AtomicU8 = AtomicU8::new(1);
 /// Off a terminal (a CI log), progress is one plain line per turn and per tool call.
 static PLAIN: AtomicBool = AtomicBool::new(false);
 static SECRETS: OnceLock<Vec<String>> = OnceLock::new();
+/// Secrets learnt during the run (OAuth tokens, registered client secrets): redacted
+/// like those given to `init`.
+static LATE_SECRETS: Mutex<Vec<String>> = Mutex::new(Vec::new());
 static BAR: Mutex<Option<ProgressBar>> = Mutex::new(None);
 
 /// How much goes to stderr: `-q`, the default, `-v`.
@@ -71,9 +74,23 @@ pub(crate) fn secrets() -> &'static [String] {
 
 /// Removes every known secret value from `text`.
 pub(crate) fn redact(text: &str) -> String {
-    match SECRETS.get() {
+    let text = match SECRETS.get() {
         Some(s) if !s.is_empty() => crate::util::secrets::redact(text, s),
         _ => text.to_string(),
+    };
+    let late = LATE_SECRETS.locked();
+    if late.is_empty() {
+        return text;
+    }
+    crate::util::secrets::redact(&text, &late)
+}
+
+/// Adds a secret learnt during the run (a token, a registered client's secret) to the
+/// values redacted from everything written from now on.
+pub(crate) fn add_secret(value: &str) {
+    let mut late = LATE_SECRETS.locked();
+    if !late.iter().any(|v| v == value) {
+        late.push(value.to_string());
     }
 }
 

@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 mod mcp_support;
 
 mod hardening;
+mod oauth;
 mod ways_out;
 
 use crate::support::{Reply, TestEnv, turn_text, turn_tools};
@@ -726,7 +727,7 @@ fn a_dropped_sse_stream_is_resumed_with_last_event_id() {
     let log = read_log(&server.log);
     let get = log
         .iter()
-        .find(|e| e["what"] == "http-get")
+        .find(|e| e["what"] == "http-get" && !e["msg"]["last_event_id"].is_null())
         .expect("a GET resumes");
     assert_eq!(get["msg"]["last_event_id"], "drop-1");
     assert_eq!(get["msg"]["headers"]["session"], "test-session-7f3a");

@@ -22,6 +22,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+#[path = "mcp_oauth.rs"]
+mod mcp_oauth;
+use mcp_oauth::{AuthState, OAuthMode, Req};
+
 /// How long `barrier` waits for its partners: far longer than parallel calls need.
 const BARRIER_WAIT: Duration = Duration::from_secs(20);
 /// How long `ask` waits for the client's answers.
@@ -56,6 +60,13 @@ struct Opts {
     on_eof: OnEof,
     /// MiB of stderr written as one line before `initialize` is answered.
     flood_stderr: u64,
+    /// HTTP: `--oauth SPEC`, see `mcp_oauth`.
+    oauth: Option<OAuthMode>,
+    /// HTTP: offer the standalone GET stream, and the `elicit` tool that uses it.
+    standalone: bool,
+    /// Declare `resources` (two, a page each: a text and a blob) and the `linked` tool,
+    /// whose result links to one.
+    resources: bool,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -83,6 +94,10 @@ struct Server {
     session: Mutex<(u32, u32)>,
     /// HTTP: answers of dropped streams, by the id of their last event; and a counter.
     replays: Mutex<(HashMap<String, Value>, u32)>,
+    auth: Mutex<AuthState>,
+    /// HTTP: the open standalone stream.
+    stream: Mutex<Option<TcpStream>>,
+    stream_open: Condvar,
 }
 
 fn main() {
@@ -102,6 +117,9 @@ fn main() {
         stop_reading: false,
         on_eof: OnEof::Exit,
         flood_stderr: 0,
+        oauth: None,
+        standalone: false,
+        resources: false,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut it = args.iter();
@@ -121,6 +139,9 @@ fn main() {
             "--describe-env" => opts.describe_env = Some(val()),
             "--stop-reading" => opts.stop_reading = true,
             "--flood-stderr" => opts.flood_stderr = val().parse().unwrap_or(1),
+            "--oauth" => opts.oauth = Some(OAuthMode::parse(&val())),
+            "--standalone" => opts.standalone = true,
+            "--resources" => opts.resources = true,
             "--on-eof" => {
                 opts.on_eof = match val().as_str() {
                     "ignore" => OnEof::Ignore,
@@ -164,6 +185,9 @@ fn main() {
         log: Mutex::new(()),
         session: Mutex::new((0, 0)),
         replays: Mutex::new((HashMap::new(), 0)),
+        auth: Mutex::new(AuthState::default()),
+        stream: Mutex::new(None),
+        stream_open: Condvar::new(),
     });
     server.log("pid", &json!(std::process::id()));
     if server.opts.grandchild {
@@ -236,15 +260,48 @@ impl Server {
             "initialize" if self.opts.flood_stderr > 0 && !flood_stderr(self.opts.flood_stderr) => {
                 Err((-32603, "stderr could not be written".into()))
             }
-            "initialize" => Ok(json!({
-                "protocolVersion": self.opts.protocol.clone()
-                    .unwrap_or_else(|| params["protocolVersion"].as_str().unwrap_or("").into()),
-                "capabilities": {"tools": {"listChanged": true}, "logging": {}},
-                "serverInfo": {"name": "mcp-test-server", "version": "1.2.3"},
-            })),
+            "initialize" => {
+                let mut caps = json!({"tools": {"listChanged": true}, "logging": {}});
+                if self.opts.resources {
+                    caps["resources"] = json!({});
+                }
+                Ok(json!({
+                    "protocolVersion": self.opts.protocol.clone()
+                        .unwrap_or_else(|| params["protocolVersion"].as_str().unwrap_or("").into()),
+                    "capabilities": caps,
+                    "serverInfo": {"name": "mcp-test-server", "version": "1.2.3"},
+                }))
+            }
+            "resources/list" if self.opts.resources => Ok(match params["cursor"].as_str() {
+                None => json!({"resources": [{"uri": "file:///notes.txt", "name": "notes",
+                                              "mimeType": "text/plain", "description": "The notes."}],
+                               "nextCursor": "res-2"}),
+                Some("res-2") => json!({"resources": [{"uri": "file:///logo.png", "name": "logo",
+                                                       "mimeType": "image/png"}]}),
+                Some(_) => return Err((-32602, "bad cursor".into())),
+            }),
+            "resources/read" if self.opts.resources => match params["uri"].as_str() {
+                Some("file:///notes.txt") => Ok(json!({"contents": [{"uri": "file:///notes.txt",
+                    "mimeType": "text/plain", "text": "The launch code is 4242."}]})),
+                Some("file:///logo.png") => Ok(json!({"contents": [{"uri": "file:///logo.png",
+                    "mimeType": "image/png", "blob": "aGVsbG8gd29ybGQ="}]})),
+                _ => Err((-32002, "Resource not found".into())),
+            },
             "ping" => Ok(json!({})),
             "tools/list" => {
                 let mut all = tools();
+                if self.opts.resources {
+                    all.push(
+                        json!({"name": "linked", "description": "Links to a resource.",
+                                    "annotations": {"readOnlyHint": true},
+                                    "inputSchema": {"type": "object", "properties": {}}}),
+                    );
+                }
+                if self.opts.standalone {
+                    all.push(json!({"name": "elicit", "description": "Asks the client on the standalone stream.",
+                                    "annotations": {"readOnlyHint": true},
+                                    "inputSchema": {"type": "object", "properties": {}}}));
+                }
                 if let Some(name) = &self.opts.describe_env {
                     // A server that puts what it was given into its descriptions.
                     let value = std::env::var(name).unwrap_or_default();
@@ -352,8 +409,45 @@ impl Server {
                 {"type": "image", "data": "aGVsbG8=", "mimeType": "image/png"}],
                 "structuredContent": {"width": 1, "height": 2}})),
             LONG_TOOL => Ok(text("long name reached".into())),
+            "elicit" => self.elicit(args),
+            "linked" => Ok(
+                json!({"content": [{"type": "text", "text": "see the notes"},
+                {"type": "resource_link", "uri": "file:///notes.txt", "name": "notes"}]}),
+            ),
             other => Err((-32602, format!("Unknown tool: {other}"))),
         }
+    }
+}
+
+impl Server {
+    /// Sends `notifications/tools/list_changed` and an `elicitation/create` on the
+    /// standalone stream (waiting, bounded, for the client to open it) and returns the
+    /// client's answer.
+    fn elicit(&self, args: &Value) -> Result<Value, (i64, String)> {
+        let deadline = Instant::now() + ASK_WAIT;
+        let mut stream = self.stream.lock().unwrap();
+        while stream.is_none() {
+            let Some(left) = deadline.checked_duration_since(Instant::now()) else {
+                return Err((-32603, "the client opened no standalone stream".into()));
+            };
+            stream = self.stream_open.wait_timeout(stream, left).unwrap().0;
+        }
+        let required = args.get("required").cloned().unwrap_or(json!([]));
+        let c = stream.as_mut().unwrap();
+        let changed = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"});
+        let ask = json!({"jsonrpc": "2.0", "id": "el-1", "method": "elicitation/create", "params": {
+            "message": "Which branch?",
+            "requestedSchema": {"type": "object", "properties": {
+                "branch": {"type": "string", "default": "main"},
+                "reason": {"type": "string"}}, "required": required}}});
+        write!(c, "id: s-1\ndata: {changed}\n\nid: s-2\ndata: {ask}\n\n").unwrap();
+        c.flush().unwrap();
+        drop(stream);
+        let answer = self.wait_answer(&json!("el-1"));
+        Ok(
+            json!({"content": [{"type": "text", "text": format!("answer: {}",
+            answer.map(|a| a["result"].to_string()).unwrap_or_else(|| "none".into()))}]}),
+        )
     }
 }
 
@@ -530,6 +624,48 @@ fn http_exchange(server: &Server, mut conn: TcpStream) -> std::io::Result<()> {
     let mut body = vec![0; len];
     reader.read_exact(&mut body)?;
     let method = request_line.split_whitespace().next().unwrap_or("");
+    let target = request_line.split_whitespace().nth(1).unwrap_or("/");
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    if let Some(mode) = &server.opts.oauth {
+        let req = Req {
+            method,
+            path,
+            query,
+            headers: &headers,
+            body: &body,
+            origin: format!(
+                "http://{}",
+                headers.get("host").cloned().unwrap_or_default()
+            ),
+        };
+        let log = |what: &str, v: &Value| server.log(what, v);
+        let answer = match mode.route(&server.auth, &req, &log) {
+            Some(a) => Some(a),
+            None if path == "/mcp" && method != "DELETE" => {
+                let msg: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                let r = mode.guard(
+                    &server.auth,
+                    &req,
+                    msg["method"].as_str().unwrap_or(""),
+                    msg["params"]["name"].as_str().unwrap_or(""),
+                );
+                if let Some((status, _, _)) = &r {
+                    server.log(
+                        "http-refused",
+                        &json!({"status": status, "method": method,
+                        "authorization": headers.get("authorization"), "body": msg}),
+                    );
+                }
+                r
+            }
+            None if path != "/mcp" => Some(("404 Not Found".into(), vec![], String::new())),
+            None => None,
+        };
+        if let Some((status, h, b)) = answer {
+            let h: Vec<(&str, &str)> = h.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            return respond(&mut conn, &status, &h, &b);
+        }
+    }
     let seen = json!({"method": method, "session": headers.get("mcp-session-id"),
                       "protocol": headers.get("mcp-protocol-version"),
                       "accept": headers.get("accept"),
@@ -546,6 +682,15 @@ fn http_exchange(server: &Server, mut conn: TcpStream) -> std::io::Result<()> {
         let replay = headers
             .get("last-event-id")
             .and_then(|id| server.replays.lock().unwrap().0.remove(id));
+        if replay.is_none() && server.opts.standalone {
+            let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n";
+            conn.write_all(head.as_bytes())?;
+            conn.write_all(b"id: s-0\ndata:\n\n")?;
+            conn.flush()?;
+            *server.stream.lock().unwrap() = Some(conn);
+            server.stream_open.notify_all();
+            return Ok(());
+        }
         let Some(reply) = replay else {
             return respond(&mut conn, "405 Method Not Allowed", &[], "");
         };

@@ -60,6 +60,8 @@ pub(crate) struct Launch {
     /// The whole environment (scrubbed child env plus the server's own `env`).
     pub env: Vec<(String, String)>,
     pub cwd: PathBuf,
+    /// `--mcp-elicitation`.
+    pub elicitation: Option<client::Elicitation>,
 }
 
 type Reply = Result<Value, CallError>;
@@ -114,6 +116,8 @@ struct Shared {
     sent: Mutex<Option<(libc::c_int, &'static str)>>,
     /// `close` has run.
     closed: AtomicBool,
+    elicitation: Option<client::Elicitation>,
+    inbox: client::Inbox,
 }
 
 impl Shared {
@@ -266,6 +270,8 @@ impl StdioTransport {
             exited: Condvar::new(),
             sent: Mutex::new(None),
             closed: AtomicBool::new(false),
+            elicitation: launch.elicitation,
+            inbox: client::Inbox::default(),
         });
         let (started_tx, started_rx) = mpsc::channel();
         let sup = shared.clone();
@@ -444,7 +450,10 @@ fn read_messages(stdout: impl Read, shared: Arc<Shared>) {
 }
 
 fn route(msg: Value, shared: &Arc<Shared>) {
-    match client::classify(msg) {
+    let params = msg.get("params").cloned().unwrap_or(Value::Null);
+    let incoming = client::classify_with(msg, shared.elicitation);
+    shared.inbox.note(&shared.name, &incoming, &params);
+    match incoming {
         Incoming::Response { id, outcome } => {
             let pending = id.and_then(|id| shared.lock().pending.remove(&id));
             match pending {
@@ -483,6 +492,10 @@ fn route(msg: Value, shared: &Arc<Shared>) {
 }
 
 impl Transport for StdioTransport {
+    fn inbox(&self) -> Option<&client::Inbox> {
+        Some(&self.shared.inbox)
+    }
+
     fn request(&self, method: &str, params: Value, timeout: Duration) -> Result<Value, CallError> {
         let start = Instant::now();
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
