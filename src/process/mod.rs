@@ -27,8 +27,11 @@ use std::time::{Duration, Instant};
 use wait_timeout::ChildExt;
 
 mod capture;
+pub(crate) mod egress;
 mod groups;
+mod netns;
 pub(crate) mod sandbox;
+mod seccomp;
 mod spill;
 mod supervisor;
 

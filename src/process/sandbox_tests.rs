@@ -44,7 +44,7 @@ fn run_confined(spec: &SandboxSpec, ws: &Path, cmd: &str) -> String {
         std::time::Duration::from_secs(20),
         ws.join(".spill"),
     );
-    s.pre_exec = Some(c.pre_exec());
+    c.confine(&mut s);
     crate::process::run(&s).unwrap().output.text
 }
 

@@ -124,6 +124,10 @@ pub(crate) struct RunRecord {
     /// `--resume`: `{path, session_id, num_turns, status, usage, cost_usd}` of the
     /// transcript this run continues.
     resumed_from: Option<Value>,
+    /// Which network tier confined the commands (`{"tier": …}`), once known.
+    network: Option<Value>,
+    /// Connections the `--allow-domain` proxy refused, in order.
+    network_denials: Vec<crate::net::proxy::Denial>,
 }
 
 impl RunRecord {
@@ -156,7 +160,19 @@ impl RunRecord {
             session_id: crate::record::session::new_session_id(),
             structured_output: None,
             resumed_from: None,
+            network: None,
+            network_denials: Vec::new(),
         }
+    }
+
+    /// The network tier the commands run under (`agent run` at start-up).
+    pub(crate) fn record_network(&mut self, tier: Value) {
+        self.network = Some(tier);
+    }
+
+    /// A connection the proxy refused.
+    pub(crate) fn record_network_denial(&mut self, denial: crate::net::proxy::Denial) {
+        self.network_denials.push(denial);
     }
 
     // ---- what happens during a run ----
