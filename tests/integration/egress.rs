@@ -38,7 +38,8 @@ fn have(tool: &str) -> bool {
     ok
 }
 
-/// A loopback HTTP server answering every request with 200 and `body`; counts requests.
+/// A loopback HTTP server answering every request with 200 and `body` (or, with a
+/// root, the file the path names, 404 if none); counts requests.
 struct HttpServer {
     port: u16,
     hits: Arc<AtomicUsize>,
@@ -46,7 +47,14 @@ struct HttpServer {
 
 impl HttpServer {
     fn start(body: &'static str) -> HttpServer {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        HttpServer::on(TcpListener::bind("127.0.0.1:0").unwrap(), body, None)
+    }
+
+    fn files(root: &Path) -> HttpServer {
+        HttpServer::on(TcpListener::bind("127.0.0.1:0").unwrap(), "", Some(root.to_path_buf()))
+    }
+
+    fn on(l: TcpListener, body: &'static str, root: Option<std::path::PathBuf>) -> HttpServer {
         let port = l.local_addr().unwrap().port();
         let hits = Arc::new(AtomicUsize::new(0));
         let h = hits.clone();
@@ -54,6 +62,7 @@ impl HttpServer {
             for s in l.incoming() {
                 let Ok(mut s) = s else { continue };
                 h.fetch_add(1, Ordering::SeqCst);
+                let root = root.clone();
                 std::thread::spawn(move || {
                     let mut buf = Vec::new();
                     let mut chunk = [0u8; 1024];
@@ -63,11 +72,28 @@ impl HttpServer {
                             Ok(n) => buf.extend_from_slice(&chunk[..n]),
                         }
                     }
+                    let head = String::from_utf8_lossy(&buf).into_owned();
+                    let (status, bytes) = match &root {
+                        None => ("200 OK", body.as_bytes().to_vec()),
+                        Some(root) => {
+                            let path = head.split(' ').nth(1).unwrap_or("/");
+                            let path = path.split('?').next().unwrap_or("/");
+                            let mut file = root.join(path.trim_start_matches('/'));
+                            if file.is_dir() {
+                                file = file.join("index.html");
+                            }
+                            match std::fs::read(&file) {
+                                Ok(b) => ("200 OK", b),
+                                Err(_) => ("404 Not Found", b"not found".to_vec()),
+                            }
+                        }
+                    };
                     let _ = write!(
                         s,
-                        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                        body.len()
+                        "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                        bytes.len()
                     );
+                    let _ = s.write_all(&bytes);
                 });
             }
         });
@@ -128,7 +154,6 @@ fn curl_reaches_an_allowed_name_and_a_denied_one_is_refused_and_recorded() {
     out.assert_code(0);
     let t = out.json();
     let text = bash_result(&t);
-    eprintln!("{text}");
     assert!(text.contains("hello from allowed"), "{text}");
     assert!(text.contains("denied:403"), "{text}");
     assert!(
@@ -149,4 +174,178 @@ fn curl_reaches_an_allowed_name_and_a_denied_one_is_refused_and_recorded() {
         assert!(d["command"].as_str().unwrap().contains("curl -sS http://allowed.test"), "{d}");
         assert_eq!(d["reason"], "denied.test is not in --allow-domain");
     }
+}
+
+#[test]
+fn jsonl_streams_each_refusal_as_network_denied() {
+    if !userns_available() || !have("curl") {
+        return;
+    }
+    let env = TestEnv::new(bash("curl -s -o /dev/null http://denied.test/x; echo ok"));
+    let out = env.run_with_env(
+        &["run", "--allow-bash", "--jsonl", "--allow-domain", "allowed.test", "go"],
+        &[("AGENT_TEST_RESOLVE", RESOLVE)],
+    );
+    out.assert_code(0);
+    let events: Vec<Value> = out
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let denied: Vec<&Value> = events.iter().filter(|e| e["type"] == "network.denied").collect();
+    assert_eq!(denied.len(), 1, "{events:?}");
+    assert_eq!(denied[0]["host"], "denied.test");
+    assert_eq!(denied[0]["port"], 80);
+    assert_eq!(denied[0]["reason"], "denied.test is not in --allow-domain");
+}
+
+#[test]
+fn deny_domain_wins_ports_are_80_and_443_and_loopback_names_are_refused() {
+    if !userns_available() || !have("curl") {
+        return;
+    }
+    let server = HttpServer::start("literal ok");
+    let p = server.port;
+    // `localhost` is allowed by name but resolves (by the system's resolver) to
+    // loopback: refused. 127.0.0.1:P is allowed literally: reached.
+    let cmd = format!(
+        "curl -s -o /dev/null -w 'a:%{{http_code}}\\n' http://a.allowed.test/; \
+         curl -s -o /dev/null -w 'b:%{{http_code}}\\n' http://b.allowed.test/; \
+         curl -s -o /dev/null -w 'port:%{{http_code}}\\n' http://a.allowed.test:{p}/; \
+         curl -s -o /dev/null -w 'localhost:%{{http_code}}\\n' http://localhost:{p}/; \
+         curl -sS http://127.0.0.1:{p}/; echo"
+    );
+    let env = TestEnv::new(bash(&cmd));
+    let out = run_net(
+        &env,
+        &[
+            "--allow-domain",
+            &format!("*.allowed.test,localhost:{p}"),
+            "--allow-domain",
+            &format!("127.0.0.1:{p}"),
+            "--deny-domain",
+            "b.allowed.test",
+        ],
+        &[("AGENT_TEST_RESOLVE", "a.allowed.test=127.0.0.1;b.allowed.test=127.0.0.1")],
+    );
+    out.assert_code(0);
+    let t = out.json();
+    let text = bash_result(&t);
+    // a.allowed.test:80 is allowed and dialed: nothing listens there, so 502.
+    assert!(text.contains("a:502"), "{text}");
+    assert!(text.contains("b:403"), "{text}");
+    assert!(text.contains("port:403"), "{text}");
+    assert!(text.contains("localhost:403"), "{text}");
+    assert!(text.contains("literal ok"), "{text}");
+    let reasons: Vec<&str> = t["network_denials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["reason"].as_str().unwrap())
+        .collect();
+    assert_eq!(reasons.len(), 3, "{reasons:?}");
+    assert_eq!(reasons[0], "denied by --deny-domain b.allowed.test");
+    assert!(reasons[1].starts_with(&format!("port {p} is not allowed for a.allowed.test")), "{reasons:?}");
+    assert!(reasons[2].contains("resolves to 127.0.0.1 (a loopback address)"), "{reasons:?}");
+    assert_eq!(server.hits.load(Ordering::SeqCst), 1);
+}
+
+/// Some non-loopback address of this machine, if it has one.
+fn host_address() -> Option<std::net::IpAddr> {
+    let s = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
+    s.connect("192.0.2.1:9").ok()?;
+    let ip = s.local_addr().ok()?.ip();
+    (!ip.is_loopback() && !ip.is_unspecified()).then_some(ip)
+}
+
+#[test]
+fn the_port_bypass_is_closed_a_host_listener_on_the_bridge_port_is_unreachable() {
+    if !userns_available() {
+        return;
+    }
+    // The host listens on every address, on the very port the inside bridge uses.
+    let host = TcpListener::bind("0.0.0.0:0").unwrap();
+    let q = host.local_addr().unwrap().port();
+    let other = host_address().map(|ip| ip.to_string()).unwrap_or_else(|| "127.0.0.2".into());
+    let cmd = format!(
+        "exec 3<>/dev/tcp/127.0.0.1/{q} && printf 'HELLO\\r\\n\\r\\n' >&3 && head -c 12 <&3; echo; \
+         (exec 4<>/dev/tcp/{other}/{q}) 2>&1 || echo other-failed"
+    );
+    let env = TestEnv::new(bash(&cmd));
+    let out = run_net(
+        &env,
+        &["--allow-domain", "allowed.test"],
+        &[("AGENT_TEST_PROXY_PORT", &q.to_string())],
+    );
+    out.assert_code(0);
+    let text = bash_result(&out.json());
+    // 127.0.0.1:Q inside is the agent's proxy (it answers a non-request with 400)...
+    assert!(text.contains("HTTP/1.1 400"), "{text}");
+    assert!(text.contains("other-failed"), "{text}");
+    // ...and the host's listener on Q got nothing. A loopback connect that completed
+    // would be in its queue already: the command has ended.
+    host.set_nonblocking(true).unwrap();
+    match host.accept() {
+        Err(e) => assert_eq!(e.kind(), std::io::ErrorKind::WouldBlock),
+        Ok((_, from)) => panic!("the host listener on the bridge's port was reached from {from}"),
+    }
+}
+
+#[test]
+fn no_way_out_but_the_proxy_raw_tcp_udp_and_other_socket_families_fail() {
+    if !userns_available() || !have("python3") {
+        return;
+    }
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let u = udp.local_addr().unwrap().port();
+    let script = format!(
+        r#"(exec 3<>/dev/tcp/192.0.2.1/80) 2>&1 || echo tcp-failed
+echo query > /dev/udp/127.0.0.1/{u}
+(echo query > /dev/udp/8.8.8.8/53) 2>&1 || echo udp-resolver-failed
+getent hosts example.com || echo dns-failed
+unshare -Ur true 2>&1 || echo unshare-failed
+python3 - <<'PY'
+import socket, errno
+for name, fam, typ in [("unix", socket.AF_UNIX, socket.SOCK_STREAM),
+                       ("netlink", socket.AF_NETLINK, socket.SOCK_RAW),
+                       ("packet", socket.AF_PACKET, socket.SOCK_RAW),
+                       ("vsock", 40, socket.SOCK_STREAM)]:
+    try:
+        socket.socket(fam, typ)
+        print(name, "opened")
+    except OSError as e:
+        print(name, errno.errorcode.get(e.errno))
+a, b = socket.socketpair()
+a.send(b"x")
+print("socketpair", b.recv(1))
+PY"#
+    );
+    let confined = {
+        let env = TestEnv::new(bash(&script));
+        let out = run_net(&env, &["--allow-domain", "allowed.test"], &[]);
+        out.assert_code(0);
+        bash_result(&out.json())
+    };
+    udp.set_nonblocking(true).unwrap();
+    let mut buf = [0u8; 64];
+    assert!(udp.recv(&mut buf).is_err(), "a UDP datagram got out:\n{confined}");
+    for expected in [
+        "tcp-failed",
+        "udp-resolver-failed",
+        "dns-failed",
+        "unshare-failed",
+        "unix EPERM",
+        "netlink EPERM",
+        "packet EPERM",
+        "vsock EPERM",
+        "socketpair b'x'",
+    ] {
+        assert!(confined.contains(expected), "no `{expected}` in:\n{confined}");
+    }
+    // The same script unconfined: the checks can fail.
+    let env = TestEnv::new(bash(&script));
+    let out = env.run(&["run", "--allow-bash", "--json", "go"]);
+    let free = bash_result(&out.json());
+    assert!(free.contains("unix opened"), "{free}");
+    assert!(udp.recv(&mut buf).is_ok(), "the unconfined datagram did not arrive:\n{free}");
 }
