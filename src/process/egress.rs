@@ -156,7 +156,8 @@ pub(crate) fn refusal(e: SetupError) -> String {
     } else if read("/proc/sys/user/max_user_namespaces").as_deref() == Some("0")
         || e.errno == libc::ENOSPC
     {
-        "no user namespace may be created (user.max_user_namespaces = 0, or its limit is reached)"
+        "no user namespace may be created (user.max_user_namespaces = 0, or its limit is \
+         reached; `sudo sysctl -w user.max_user_namespaces=10000` raises it)"
             .into()
     } else if e.step == Step::Unshare && e.errno == libc::EPERM {
         "unshare returned EPERM: a seccomp filter refuses it (Docker's default profile, or an \

@@ -239,13 +239,31 @@ fn isolate() -> Result<(), SetupError> {
         if libc::unshare(NS_FLAGS) != 0 {
             return Err(SetupError::last(Step::Unshare));
         }
+        // The agent is not dumpable (its memory holds the key), so its /proc files,
+        // ours too, belong to root: a user other than root cannot open its own
+        // uid_map. Dumpable for the three writes only, then closed again; during them
+        // the only same-user processes are the user's own and confined commands, which
+        // see their own /proc and may not ptrace.
+        let reopen = uid != 0;
+        if reopen {
+            libc::prctl(libc::PR_SET_DUMPABLE, 1 as libc::c_ulong, 0, 0, 0);
+        }
         let mut buf = [0u8; 40];
         let map_err = |_| SetupError::last(Step::IdMap);
-        write_file(c"/proc/self/setgroups", b"deny").map_err(map_err)?;
-        let n = id_map(&mut buf, uid);
-        write_file(c"/proc/self/uid_map", &buf[..n]).map_err(map_err)?;
-        let n = id_map(&mut buf, gid);
-        write_file(c"/proc/self/gid_map", &buf[..n]).map_err(map_err)?;
+        let written = write_file(c"/proc/self/setgroups", b"deny")
+            .and_then(|()| {
+                let n = id_map(&mut buf, uid);
+                write_file(c"/proc/self/uid_map", &buf[..n])
+            })
+            .and_then(|()| {
+                let n = id_map(&mut buf, gid);
+                write_file(c"/proc/self/gid_map", &buf[..n])
+            })
+            .map_err(map_err);
+        if reopen {
+            libc::prctl(libc::PR_SET_DUMPABLE, 0 as libc::c_ulong, 0, 0, 0);
+        }
+        written?;
         loopback_up().map_err(|_| SetupError::last(Step::Loopback))
     }
 }

@@ -73,6 +73,7 @@ impl HttpServer {
                         }
                     }
                     let head = String::from_utf8_lossy(&buf).into_owned();
+                    let mut kind = "text/plain";
                     let (status, bytes) = match &root {
                         None => ("200 OK", body.as_bytes().to_vec()),
                         Some(root) => {
@@ -82,6 +83,9 @@ impl HttpServer {
                             if file.is_dir() {
                                 file = file.join("index.html");
                             }
+                            if file.extension().is_some_and(|e| e == "html") {
+                                kind = "text/html";
+                            }
                             match std::fs::read(&file) {
                                 Ok(b) => ("200 OK", b),
                                 Err(_) => ("404 Not Found", b"not found".to_vec()),
@@ -90,7 +94,8 @@ impl HttpServer {
                     };
                     let _ = write!(
                         s,
-                        "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                        "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\n\
+                         Connection: close\r\n\r\n",
                         bytes.len()
                     );
                     let _ = s.write_all(&bytes);
@@ -348,4 +353,315 @@ PY"#
     let free = bash_result(&out.json());
     assert!(free.contains("unix opened"), "{free}");
     assert!(udp.recv(&mut buf).is_ok(), "the unconfined datagram did not arrive:\n{free}");
+}
+
+/// A "remote host": a second network namespace joined to this one by a veth pair, with
+/// an HTTP server on its side. Needs root and iproute2; removed on drop.
+struct RemoteHost {
+    ns: String,
+    ip: String,
+    port: u16,
+}
+
+impl RemoteHost {
+    fn start() -> Option<RemoteHost> {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 || !have("ip") {
+            eprintln!("SKIPPED: a veth \"remote host\" needs root and iproute2 (`ip`)");
+            return None;
+        }
+        let id = std::process::id() % 10_000;
+        let ns = format!("agt{id}");
+        let (a, b) = (format!("agta{id}"), format!("agtb{id}"));
+        let net = format!("10.{}.{}", 100 + (id / 250) % 100, id % 250);
+        let ip = format!("{net}.2");
+        let sh = |c: &str| {
+            let st = std::process::Command::new("sh").args(["-c", c]).status().unwrap();
+            assert!(st.success(), "{c}");
+        };
+        let _ = std::process::Command::new("ip").args(["netns", "del", &ns]).status();
+        sh(&format!(
+            "ip netns add {ns} && ip link add {a} type veth peer name {b} && \
+             ip link set {b} netns {ns} && ip addr add {net}.1/24 dev {a} && ip link set {a} up && \
+             ip -n {ns} addr add {ip}/24 dev {b} && ip -n {ns} link set {b} up && \
+             ip -n {ns} link set lo up"
+        ));
+        // The server's socket is made in the remote namespace (by a thread that joined
+        // it); the accepting can then happen anywhere.
+        let nsfile = format!("/run/netns/{ns}");
+        let bind_ip = ip.clone();
+        let listener = std::thread::spawn(move || {
+            let f = std::fs::File::open(&nsfile).unwrap();
+            use std::os::fd::AsRawFd;
+            // SAFETY: setns on a namespace fd we hold; this thread ends right after.
+            assert_eq!(unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) }, 0);
+            TcpListener::bind(format!("{bind_ip}:0")).unwrap()
+        })
+        .join()
+        .unwrap();
+        let server = HttpServer::on(listener, "remote says hi", None);
+        Some(RemoteHost {
+            ns,
+            ip,
+            port: server.port,
+        })
+    }
+}
+
+impl Drop for RemoteHost {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("ip")
+            .args(["netns", "del", &self.ns])
+            .status();
+    }
+}
+
+#[test]
+fn a_remote_host_is_unreachable_by_address_directly_and_through_the_proxy() {
+    if !userns_available() || !have("curl") {
+        return;
+    }
+    let Some(remote) = RemoteHost::start() else {
+        return;
+    };
+    let (ip, p) = (remote.ip.clone(), remote.port);
+    // The host reaches it: what stops the command is the confinement.
+    let mut s = TcpStream::connect((ip.as_str(), p)).unwrap();
+    s.write_all(b"GET / HTTP/1.0\r\n\r\n").unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    assert!(answer.contains("remote says hi"), "{answer}");
+    let cmd = format!(
+        "(exec 3<>/dev/tcp/{ip}/{p}) 2>&1 || echo direct-failed; \
+         curl -s -o /dev/null -w 'by-address:%{{http_code}}\\n' http://{ip}:{p}/; \
+         curl -sS http://remote.test:{p}/; echo"
+    );
+    let env = TestEnv::new(bash(&cmd));
+    let out = run_net(
+        &env,
+        &["--allow-domain", &format!("remote.test:{p}")],
+        &[("AGENT_TEST_RESOLVE", &format!("remote.test={ip}"))],
+    );
+    out.assert_code(0);
+    let t = out.json();
+    let text = bash_result(&t);
+    assert!(text.contains("direct-failed"), "{text}");
+    assert!(text.contains("by-address:403"), "{text}");
+    // The same host by an allowed name: the proxy dials it.
+    assert!(text.contains("remote says hi"), "{text}");
+    assert_eq!(t["network_denials"][0]["host"], ip);
+    assert_eq!(t["network_denials"][0]["reason"], format!("{ip} is not in --allow-domain"));
+}
+
+/// Runs `c` with a seccomp filter that makes `unshare` and namespace-creating `clone`
+/// fail with EPERM (what Docker's default profile does), so the agent meets a machine
+/// that refuses user namespaces.
+fn refuse_namespaces(c: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    const NEW_NS: u32 = (libc::CLONE_NEWUSER | libc::CLONE_NEWNET) as u32;
+    let f = |code: u16, k: u32, jt: u8, jf: u8| libc::sock_filter { code, jt, jf, k };
+    let eperm = 0x0005_0000 | libc::EPERM as u32;
+    let prog = vec![
+        f(0x20, 0, 0, 0), // ld nr
+        f(0x15, libc::SYS_unshare as u32, 0, 1),
+        f(0x06, eperm, 0, 0),
+        f(0x15, libc::SYS_clone3 as u32, 0, 1),
+        f(0x06, 0x0005_0000 | libc::ENOSYS as u32, 0, 0),
+        f(0x15, libc::SYS_clone as u32, 0, 3),
+        f(0x20, 0, 0, 16), // ld args[0]
+        f(0x45, NEW_NS, 0, 1),
+        f(0x06, eperm, 0, 0),
+        f(0x06, 0x7fff_0000, 0, 0),
+    ];
+    // SAFETY: two prctls on a program the closure owns; nothing allocates.
+    unsafe {
+        c.pre_exec(move || {
+            let fprog = libc::sock_fprog {
+                len: prog.len() as u16,
+                filter: prog.as_ptr() as *mut libc::sock_filter,
+            };
+            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
+                || libc::prctl(libc::PR_SET_SECCOMP, 2, &fprog as *const _) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+#[test]
+fn without_user_namespaces_allow_domain_is_exit_2_with_the_cause_and_the_fix() {
+    let env = TestEnv::new(bash("echo should-not-run"));
+    let mut c = env.command(&["run", "--allow-bash", "--allow-domain", "allowed.test", "go"]);
+    refuse_namespaces(&mut c);
+    let out = env.spawn_command(c).wait();
+    out.assert_code(2);
+    for needle in [
+        "--allow-domain needs new user and network namespaces",
+        "unshare returned EPERM: a seccomp filter refuses it",
+        "sudo sysctl -w kernel.unprivileged_userns_clone=1",
+        "sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0",
+        "AppArmor profile that grants `userns`",
+        "does not fall back",
+    ] {
+        assert!(out.stderr.contains(needle), "no `{needle}` in:\n{}", out.stderr);
+    }
+    assert!(!out.stdout.contains("should-not-run"));
+    // --no-network needs no namespace: it still works under the same harness, where
+    // the kernel offers Landlock's network rules.
+    let env = TestEnv::new(bash("echo landlock-ran"));
+    let mut c = env.command(&["run", "--allow-bash", "--json", "--no-network", "go"]);
+    refuse_namespaces(&mut c);
+    let out = env.spawn_command(c).wait();
+    if out.stderr.contains("--no-network needs Landlock ABI 4") {
+        eprintln!("SKIPPED (second half): this kernel has no Landlock ABI 4");
+        return;
+    }
+    out.assert_code(0);
+    let t = out.json();
+    assert!(bash_result(&t).contains("landlock-ran"));
+    assert_eq!(t["network"]["tier"], "landlock");
+}
+
+#[test]
+fn with_no_user_namespace_left_the_message_names_the_limit() {
+    if !userns_available() {
+        return;
+    }
+    // Inside a user namespace whose limit is 0, as a host with user.max_user_namespaces=0.
+    let env = TestEnv::new(bash("echo should-not-run"));
+    let inner = env.command(&["run", "--allow-bash", "--allow-domain", "allowed.test", "go"]);
+    let mut c = std::process::Command::new("unshare");
+    c.args(["-Ur", "sh", "-c", "echo 0 > /proc/sys/user/max_user_namespaces && exec \"$0\" \"$@\""])
+        .arg(inner.get_program())
+        .args(inner.get_args())
+        .env_clear()
+        .envs(inner.get_envs().filter_map(|(k, v)| v.map(|v| (k, v))))
+        .current_dir(env.ws())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let out = env.spawn_command(c).wait();
+    out.assert_code(2);
+    assert!(out.stderr.contains("user.max_user_namespaces = 0"), "{}", out.stderr);
+    assert!(out.stderr.contains("sudo sysctl -w"), "{}", out.stderr);
+}
+
+/// `git` through the proxy: a bare repository served over plain ("dumb") HTTP.
+#[test]
+fn git_clone_and_pip_download_work_through_the_proxy_environment() {
+    if !userns_available() || !have("git") {
+        return;
+    }
+    let site = tempfile::tempdir().unwrap();
+    let sh = |dir: &Path, c: &str| {
+        let out = std::process::Command::new("sh")
+            .args(["-c", c])
+            .current_dir(dir)
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@t")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@t")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{c}: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    sh(
+        site.path(),
+        "git init -q src && cd src && echo 'cloned through the proxy' > README && git add README && \
+         git commit -qm one && cd .. && git clone -q --bare src repo.git && \
+         cd repo.git && git update-server-info",
+    );
+    let pip = have("pip3") && {
+        // A one-file wheel and a PEP 503 index page for it.
+        sh(
+            site.path(),
+            r#"mkdir -p simple/demo-pkg files && python3 - <<'PY'
+import zipfile
+name = "demo_pkg-1.0"
+with zipfile.ZipFile(f"files/{name}-py3-none-any.whl", "w") as z:
+    z.writestr("demo_pkg/__init__.py", "")
+    z.writestr(f"{name}.dist-info/METADATA", "Metadata-Version: 2.1\nName: demo-pkg\nVersion: 1.0\n")
+    z.writestr(f"{name}.dist-info/WHEEL", "Wheel-Version: 1.0\nGenerator: t\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+    z.writestr(f"{name}.dist-info/RECORD", "")
+open("simple/demo-pkg/index.html", "w").write(f'<a href="/files/{name}-py3-none-any.whl">{name}-py3-none-any.whl</a>')
+PY"#,
+        );
+        true
+    };
+    let server = HttpServer::files(site.path());
+    let p = server.port;
+    let mut cmd = format!(
+        "git clone -q http://pkgs.test:{p}/repo.git cloned 2>&1 && cat cloned/README; \
+         git clone -q http://denied.test:{p}/repo.git nope 2>&1 | tail -1"
+    );
+    if pip {
+        cmd.push_str(&format!(
+            "; pip3 download -q --no-deps --no-cache-dir --disable-pip-version-check -d dl \
+             --trusted-host pkgs.test --index-url http://pkgs.test:{p}/simple/ demo-pkg 2>&1 | tail -3; ls dl"
+        ));
+    }
+    let env = TestEnv::new(bash(&cmd));
+    let out = run_net(
+        &env,
+        &["--allow-domain", &format!("pkgs.test:{p}")],
+        &[("AGENT_TEST_RESOLVE", "pkgs.test=127.0.0.1;denied.test=127.0.0.1")],
+    );
+    out.assert_code(0);
+    let t = out.json();
+    let text = bash_result(&t);
+    assert!(text.contains("cloned through the proxy"), "{text}");
+    assert!(text.contains("refused a connection to denied.test"), "{text}");
+    if pip {
+        assert!(text.contains("demo_pkg-1.0-py3-none-any.whl"), "{text}");
+    }
+    assert_eq!(t["network_denials"][0]["host"], "denied.test", "{}", t["network_denials"]);
+}
+
+/// The same confinement for a user without privileges (here: `nobody`, when the tests
+/// run as root; otherwise the whole suite already is such a user).
+#[test]
+fn an_unprivileged_user_gets_the_same_confinement() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("SKIPPED: not root, so every other test here already runs unprivileged");
+        return;
+    }
+    if !userns_available() || !have("curl") || !have("setpriv") {
+        return;
+    }
+    let server = HttpServer::start("hello nobody");
+    let p = server.port;
+    let env = TestEnv::new(bash(&format!(
+        "id -u; curl -sS http://allowed.test:{p}/; echo; \
+         curl -s -o /dev/null -w 'denied:%{{http_code}}' http://denied.test:{p}/"
+    )));
+    let st = std::process::Command::new("chown")
+        .args(["-R", "65534:65534"])
+        .arg(env.ws().parent().unwrap())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let allow = format!("allowed.test:{p}");
+    let inner = env.command(&["run", "--allow-bash", "--json", "--allow-domain", &allow, "go"]);
+    let mut c = std::process::Command::new("setpriv");
+    c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(inner.get_program())
+        .args(inner.get_args())
+        .env_clear()
+        .envs(inner.get_envs().filter_map(|(k, v)| v.map(|v| (k, v))))
+        .env("AGENT_TEST_RESOLVE", RESOLVE)
+        .current_dir(env.ws())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let out = env.spawn_command(c).wait();
+    out.assert_code(0);
+    let t = out.json();
+    let text = bash_result(&t);
+    assert!(text.contains("65534"), "{text}");
+    assert!(text.contains("hello nobody"), "{text}");
+    assert!(text.contains("denied:403"), "{text}");
+    assert_eq!(t["network_denials"].as_array().unwrap().len(), 1);
 }
