@@ -40,13 +40,13 @@ pub(super) fn egress_spec(
                     )));
                 }
             };
-            let entries: Option<Vec<String>> = value.as_array().and_then(|a| {
-                a.iter()
-                    .map(|v| v.as_str().map(str::to_string))
-                    .collect()
-            });
+            let entries: Option<Vec<String>> = value
+                .as_array()
+                .and_then(|a| a.iter().map(|v| v.as_str().map(str::to_string)).collect());
             let entries = entries.ok_or_else(|| {
-                Error::Usage(format!("{label}: `network.{key}` must be a list of strings"))
+                Error::Usage(format!(
+                    "{label}: `network.{key}` must be a list of strings"
+                ))
             })?;
             policy
                 .add(allow, &format!("{label}: network.{key}"), &entries)
@@ -76,9 +76,12 @@ pub(super) fn egress_spec(
         None => Resolver::default(),
     };
     let port = match env.var(egress::TEST_PORT_ENV) {
-        Some(p) => p.trim().parse().ok().filter(|&p: &u16| p != 0).ok_or_else(|| {
-            Error::Usage(format!("{}: not a port", egress::TEST_PORT_ENV))
-        })?,
+        Some(p) => p
+            .trim()
+            .parse()
+            .ok()
+            .filter(|&p: &u16| p != 0)
+            .ok_or_else(|| Error::Usage(format!("{}: not a port", egress::TEST_PORT_ENV)))?,
         None => egress::pick_port(),
     };
     Ok(Some(EgressSpec {
@@ -87,3 +90,7 @@ pub(super) fn egress_spec(
         port,
     }))
 }
+
+#[cfg(test)]
+#[path = "network_tests.rs"]
+mod tests;

@@ -111,8 +111,8 @@ fn receive(sock: RawFd) -> io::Result<Option<(String, [OwnedFd; HANDOFF_FDS])>> 
         while !cmsg.is_null() {
             if (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == libc::SCM_RIGHTS {
                 let data = libc::CMSG_DATA(cmsg).cast::<RawFd>();
-                let count = ((*cmsg).cmsg_len - libc::CMSG_LEN(0) as usize)
-                    / std::mem::size_of::<RawFd>();
+                let count =
+                    ((*cmsg).cmsg_len - libc::CMSG_LEN(0) as usize) / std::mem::size_of::<RawFd>();
                 for i in 0..count {
                     fds.push(OwnedFd::from_raw_fd(data.add(i).read_unaligned()));
                 }

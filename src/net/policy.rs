@@ -159,20 +159,31 @@ pub(crate) struct EgressPolicy {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Verdict {
     /// Allowed; `literal` when an IP-literal rule allowed it (non-public addresses too).
-    Allow { literal: bool },
+    Allow {
+        literal: bool,
+    },
     Deny(String),
 }
 
 impl EgressPolicy {
     /// Each entry may be a comma list. `source` names the flag or setting for errors.
-    pub(crate) fn add(&mut self, allow: bool, source: &str, entries: &[String]) -> Result<(), String> {
+    pub(crate) fn add(
+        &mut self,
+        allow: bool,
+        source: &str,
+        entries: &[String],
+    ) -> Result<(), String> {
         for entry in entries {
             for part in entry.split(',') {
                 if part.trim().is_empty() {
                     continue;
                 }
                 let rule = Rule::parse(part).map_err(|e| format!("{source}: {e}"))?;
-                let list = if allow { &mut self.allow } else { &mut self.deny };
+                let list = if allow {
+                    &mut self.allow
+                } else {
+                    &mut self.deny
+                };
                 if !list.contains(&rule) {
                     list.push(rule);
                 }
@@ -199,7 +210,11 @@ impl EgressPolicy {
         if let Some(rule) = self.deny.iter().find(|r| r.covers(&host, port, &[])) {
             return Verdict::Deny(format!("denied by --deny-domain {rule}"));
         }
-        match self.allow.iter().find(|r| r.covers(&host, port, &DEFAULT_PORTS)) {
+        match self
+            .allow
+            .iter()
+            .find(|r| r.covers(&host, port, &DEFAULT_PORTS))
+        {
             Some(rule) => Verdict::Allow {
                 literal: rule.is_ip(),
             },

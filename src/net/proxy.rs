@@ -160,7 +160,10 @@ pub(crate) fn serve(session: &Session, mut client: TcpStream) {
         Verdict::Deny(reason) => return session.deny(&host, port, reason, &mut client),
         Verdict::Allow { literal } => literal,
     };
-    let addrs = match session.resolver.resolve(host.trim_end_matches('.'), port, literal) {
+    let addrs = match session
+        .resolver
+        .resolve(host.trim_end_matches('.'), port, literal)
+    {
         Ok(a) => a,
         Err(reason) => return session.deny(&host, port, reason, &mut client),
     };
@@ -283,7 +286,12 @@ impl Request {
     fn origin_form_head(&self) -> String {
         let mut out = format!("{} {} {}\r\n", self.method, self.path, self.version);
         for h in &self.headers {
-            let name = h.split(':').next().unwrap_or("").trim().to_ascii_lowercase();
+            let name = h
+                .split(':')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase();
             if name.starts_with("proxy-") || name == "connection" || name == "keep-alive" {
                 continue;
             }

@@ -69,7 +69,11 @@ impl Egress {
 
     /// In the child, between fork and exec: the namespaces, then `confine` (Landlock),
     /// no capabilities, the seccomp filter. Async-signal-safe.
-    pub(crate) fn enter(&self, command: &[u8], confine: &dyn Fn() -> io::Result<()>) -> io::Result<()> {
+    pub(crate) fn enter(
+        &self,
+        command: &[u8],
+        confine: &dyn Fn() -> io::Result<()>,
+    ) -> io::Result<()> {
         let last = || {
             confine()?;
             netns::drop_capabilities()?;
@@ -98,7 +102,12 @@ impl Egress {
             "PIP_PROXY",
             "CARGO_HTTP_PROXY",
         ];
-        let cleared = ["NO_PROXY", "no_proxy", "npm_config_noproxy", "NPM_CONFIG_NOPROXY"];
+        let cleared = [
+            "NO_PROXY",
+            "no_proxy",
+            "npm_config_noproxy",
+            "NPM_CONFIG_NOPROXY",
+        ];
         let mut env: Vec<(String, String)> = base
             .iter()
             .filter(|(k, _)| !set.contains(&k.as_str()) && !cleared.contains(&k.as_str()))
@@ -120,7 +129,10 @@ impl Egress {
     /// For the log and the transcript.
     pub(crate) fn summary(&self) -> String {
         let list = |r: &[crate::net::policy::Rule]| {
-            r.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+            r.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
         };
         let mut s = format!(
             "network: namespace tier (allow: {}",
@@ -144,7 +156,11 @@ impl Egress {
 /// A refused namespace as an exit-2 message: what failed, the likely cause, the fix.
 pub(crate) fn refusal(e: SetupError) -> String {
     let err = io::Error::from_raw_os_error(e.errno);
-    let read = |p: &str| std::fs::read_to_string(p).ok().map(|s| s.trim().to_string());
+    let read = |p: &str| {
+        std::fs::read_to_string(p)
+            .ok()
+            .map(|s| s.trim().to_string())
+    };
     let cause = if read("/proc/sys/kernel/apparmor_restrict_unprivileged_userns").as_deref()
         == Some("1")
     {

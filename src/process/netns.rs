@@ -67,7 +67,9 @@ impl SetupError {
     fn last(step: Step) -> SetupError {
         SetupError {
             step,
-            errno: io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO),
+            errno: io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EIO),
         }
     }
 }
@@ -469,7 +471,8 @@ pub(crate) fn probe(port: u16) -> Result<(), SetupError> {
                 let mut st = 0;
                 while libc::waitpid(child, &mut st, 0) < 0
                     && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted
-                {}
+                {
+                }
                 if n != report.len() as isize {
                     return Err(SetupError {
                         step: Step::Unshare,

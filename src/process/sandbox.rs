@@ -270,12 +270,7 @@ impl Confinement {
             if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
                 return Err(io::Error::last_os_error());
             }
-            if libc::syscall(
-                libc::SYS_landlock_restrict_self,
-                ruleset.as_raw_fd(),
-                0u32,
-            ) != 0
-            {
+            if libc::syscall(libc::SYS_landlock_restrict_self, ruleset.as_raw_fd(), 0u32) != 0 {
                 return Err(io::Error::last_os_error());
             }
         }

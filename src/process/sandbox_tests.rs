@@ -128,6 +128,7 @@ fn read_only_and_writable_dirs() {
         mode: SandboxMode::WorkspaceWrite,
         writable: vec![extra.path().canonicalize().unwrap()],
         no_network: false,
+        egress: None,
     };
     let out = run_confined(
         &ww,

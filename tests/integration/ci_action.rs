@@ -493,7 +493,11 @@ fn action_allow_domain_input_confines_the_commands() {
     assert!(script.contains("sudo sysctl -w kernel.unprivileged_userns_clone=1"));
     assert!(script.contains("sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0"));
     let cond = steps[lift]["if"].as_str().unwrap();
-    for part in ["inputs.allow-domain != ''", "runner.os == 'Linux'", "github-hosted"] {
+    for part in [
+        "inputs.allow-domain != ''",
+        "runner.os == 'Linux'",
+        "github-hosted",
+    ] {
         assert!(cond.contains(part), "{cond}");
     }
     if !std::process::Command::new("unshare")
@@ -522,5 +526,8 @@ fn action_allow_domain_input_confines_the_commands() {
         .unwrap();
     let t = read_json(std::path::Path::new(path));
     assert_eq!(t["network"]["tier"], "namespace");
-    assert_eq!(t["network"]["allow"], serde_json::json!(["pypi.org", "*.github.com"]));
+    assert_eq!(
+        t["network"]["allow"],
+        serde_json::json!(["pypi.org", "*.github.com"])
+    );
 }

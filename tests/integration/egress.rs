@@ -51,7 +51,11 @@ impl HttpServer {
     }
 
     fn files(root: &Path) -> HttpServer {
-        HttpServer::on(TcpListener::bind("127.0.0.1:0").unwrap(), "", Some(root.to_path_buf()))
+        HttpServer::on(
+            TcpListener::bind("127.0.0.1:0").unwrap(),
+            "",
+            Some(root.to_path_buf()),
+        )
     }
 
     fn on(l: TcpListener, body: &'static str, root: Option<std::path::PathBuf>) -> HttpServer {
@@ -109,7 +113,11 @@ impl HttpServer {
 /// One Bash call running `cmd`, then a final answer.
 fn bash(cmd: &str) -> Vec<Reply> {
     vec![
-        Reply::Sse(turn_tools(&[("toolu_net", "Bash", json!({"command": cmd}))])),
+        Reply::Sse(turn_tools(&[(
+            "toolu_net",
+            "Bash",
+            json!({"command": cmd}),
+        )])),
         Reply::Sse(turn_text("done")),
     ]
 }
@@ -168,7 +176,11 @@ fn curl_reaches_an_allowed_name_and_a_denied_one_is_refused_and_recorded() {
         "{text}"
     );
     assert!(text.contains("proxy=http://127.0.0.1:"), "{text}");
-    assert_eq!(server.hits.load(Ordering::SeqCst), 1, "only the allowed request got through");
+    assert_eq!(
+        server.hits.load(Ordering::SeqCst),
+        1,
+        "only the allowed request got through"
+    );
     assert_eq!(t["network"]["tier"], "namespace", "{}", t["network"]);
     assert_eq!(t["network"]["allow"], json!([allow]));
     let denials = t["network_denials"].as_array().unwrap();
@@ -176,7 +188,13 @@ fn curl_reaches_an_allowed_name_and_a_denied_one_is_refused_and_recorded() {
     for d in denials {
         assert_eq!(d["host"], "denied.test");
         assert_eq!(d["port"], p);
-        assert!(d["command"].as_str().unwrap().contains("curl -sS http://allowed.test"), "{d}");
+        assert!(
+            d["command"]
+                .as_str()
+                .unwrap()
+                .contains("curl -sS http://allowed.test"),
+            "{d}"
+        );
         assert_eq!(d["reason"], "denied.test is not in --allow-domain");
     }
 }
@@ -188,7 +206,14 @@ fn jsonl_streams_each_refusal_as_network_denied() {
     }
     let env = TestEnv::new(bash("curl -s -o /dev/null http://denied.test/x; echo ok"));
     let out = env.run_with_env(
-        &["run", "--allow-bash", "--jsonl", "--allow-domain", "allowed.test", "go"],
+        &[
+            "run",
+            "--allow-bash",
+            "--jsonl",
+            "--allow-domain",
+            "allowed.test",
+            "go",
+        ],
         &[("AGENT_TEST_RESOLVE", RESOLVE)],
     );
     out.assert_code(0);
@@ -197,7 +222,10 @@ fn jsonl_streams_each_refusal_as_network_denied() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    let denied: Vec<&Value> = events.iter().filter(|e| e["type"] == "network.denied").collect();
+    let denied: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "network.denied")
+        .collect();
     assert_eq!(denied.len(), 1, "{events:?}");
     assert_eq!(denied[0]["host"], "denied.test");
     assert_eq!(denied[0]["port"], 80);
@@ -231,7 +259,10 @@ fn deny_domain_wins_ports_are_80_and_443_and_loopback_names_are_refused() {
             "--deny-domain",
             "b.allowed.test",
         ],
-        &[("AGENT_TEST_RESOLVE", "a.allowed.test=127.0.0.1;b.allowed.test=127.0.0.1")],
+        &[(
+            "AGENT_TEST_RESOLVE",
+            "a.allowed.test=127.0.0.1;b.allowed.test=127.0.0.1",
+        )],
     );
     out.assert_code(0);
     let t = out.json();
@@ -250,8 +281,14 @@ fn deny_domain_wins_ports_are_80_and_443_and_loopback_names_are_refused() {
         .collect();
     assert_eq!(reasons.len(), 3, "{reasons:?}");
     assert_eq!(reasons[0], "denied by --deny-domain b.allowed.test");
-    assert!(reasons[1].starts_with(&format!("port {p} is not allowed for a.allowed.test")), "{reasons:?}");
-    assert!(reasons[2].contains("resolves to 127.0.0.1 (a loopback address)"), "{reasons:?}");
+    assert!(
+        reasons[1].starts_with(&format!("port {p} is not allowed for a.allowed.test")),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons[2].contains("resolves to 127.0.0.1 (a loopback address)"),
+        "{reasons:?}"
+    );
     assert_eq!(server.hits.load(Ordering::SeqCst), 1);
 }
 
@@ -271,7 +308,9 @@ fn the_port_bypass_is_closed_a_host_listener_on_the_bridge_port_is_unreachable()
     // The host listens on every address, on the very port the inside bridge uses.
     let host = TcpListener::bind("0.0.0.0:0").unwrap();
     let q = host.local_addr().unwrap().port();
-    let other = host_address().map(|ip| ip.to_string()).unwrap_or_else(|| "127.0.0.2".into());
+    let other = host_address()
+        .map(|ip| ip.to_string())
+        .unwrap_or_else(|| "127.0.0.2".into());
     let cmd = format!(
         "exec 3<>/dev/tcp/127.0.0.1/{q} && printf 'HELLO\\r\\n\\r\\n' >&3 && head -c 12 <&3; echo; \
          (exec 4<>/dev/tcp/{other}/{q}) 2>&1 || echo other-failed"
@@ -333,7 +372,10 @@ PY"#
     };
     udp.set_nonblocking(true).unwrap();
     let mut buf = [0u8; 64];
-    assert!(udp.recv(&mut buf).is_err(), "a UDP datagram got out:\n{confined}");
+    assert!(
+        udp.recv(&mut buf).is_err(),
+        "a UDP datagram got out:\n{confined}"
+    );
     for expected in [
         "tcp-failed",
         "udp-resolver-failed",
@@ -345,14 +387,20 @@ PY"#
         "vsock EPERM",
         "socketpair b'x'",
     ] {
-        assert!(confined.contains(expected), "no `{expected}` in:\n{confined}");
+        assert!(
+            confined.contains(expected),
+            "no `{expected}` in:\n{confined}"
+        );
     }
     // The same script unconfined: the checks can fail.
     let env = TestEnv::new(bash(&script));
     let out = env.run(&["run", "--allow-bash", "--json", "go"]);
     let free = bash_result(&out.json());
     assert!(free.contains("unix opened"), "{free}");
-    assert!(udp.recv(&mut buf).is_ok(), "the unconfined datagram did not arrive:\n{free}");
+    assert!(
+        udp.recv(&mut buf).is_ok(),
+        "the unconfined datagram did not arrive:\n{free}"
+    );
 }
 
 /// A "remote host": a second network namespace joined to this one by a veth pair, with
@@ -376,10 +424,15 @@ impl RemoteHost {
         let net = format!("10.{}.{}", 100 + (id / 250) % 100, id % 250);
         let ip = format!("{net}.2");
         let sh = |c: &str| {
-            let st = std::process::Command::new("sh").args(["-c", c]).status().unwrap();
+            let st = std::process::Command::new("sh")
+                .args(["-c", c])
+                .status()
+                .unwrap();
             assert!(st.success(), "{c}");
         };
-        let _ = std::process::Command::new("ip").args(["netns", "del", &ns]).status();
+        let _ = std::process::Command::new("ip")
+            .args(["netns", "del", &ns])
+            .status();
         sh(&format!(
             "ip netns add {ns} && ip link add {a} type veth peer name {b} && \
              ip link set {b} netns {ns} && ip addr add {net}.1/24 dev {a} && ip link set {a} up && \
@@ -450,7 +503,10 @@ fn a_remote_host_is_unreachable_by_address_directly_and_through_the_proxy() {
     // The same host by an allowed name: the proxy dials it.
     assert!(text.contains("remote says hi"), "{text}");
     assert_eq!(t["network_denials"][0]["host"], ip);
-    assert_eq!(t["network_denials"][0]["reason"], format!("{ip} is not in --allow-domain"));
+    assert_eq!(
+        t["network_denials"][0]["reason"],
+        format!("{ip} is not in --allow-domain")
+    );
 }
 
 /// Runs `c` with a seccomp filter that makes `unshare` and namespace-creating `clone`
@@ -493,7 +549,13 @@ fn refuse_namespaces(c: &mut std::process::Command) {
 #[test]
 fn without_user_namespaces_allow_domain_is_exit_2_with_the_cause_and_the_fix() {
     let env = TestEnv::new(bash("echo should-not-run"));
-    let mut c = env.command(&["run", "--allow-bash", "--allow-domain", "allowed.test", "go"]);
+    let mut c = env.command(&[
+        "run",
+        "--allow-bash",
+        "--allow-domain",
+        "allowed.test",
+        "go",
+    ]);
     refuse_namespaces(&mut c);
     let out = env.spawn_command(c).wait();
     out.assert_code(2);
@@ -505,7 +567,11 @@ fn without_user_namespaces_allow_domain_is_exit_2_with_the_cause_and_the_fix() {
         "AppArmor profile that grants `userns`",
         "does not fall back",
     ] {
-        assert!(out.stderr.contains(needle), "no `{needle}` in:\n{}", out.stderr);
+        assert!(
+            out.stderr.contains(needle),
+            "no `{needle}` in:\n{}",
+            out.stderr
+        );
     }
     assert!(!out.stdout.contains("should-not-run"));
     // --no-network needs no namespace: it still works under the same harness, where
@@ -531,20 +597,35 @@ fn with_no_user_namespace_left_the_message_names_the_limit() {
     }
     // Inside a user namespace whose limit is 0, as a host with user.max_user_namespaces=0.
     let env = TestEnv::new(bash("echo should-not-run"));
-    let inner = env.command(&["run", "--allow-bash", "--allow-domain", "allowed.test", "go"]);
+    let inner = env.command(&[
+        "run",
+        "--allow-bash",
+        "--allow-domain",
+        "allowed.test",
+        "go",
+    ]);
     let mut c = std::process::Command::new("unshare");
-    c.args(["-Ur", "sh", "-c", "echo 0 > /proc/sys/user/max_user_namespaces && exec \"$0\" \"$@\""])
-        .arg(inner.get_program())
-        .args(inner.get_args())
-        .env_clear()
-        .envs(inner.get_envs().filter_map(|(k, v)| v.map(|v| (k, v))))
-        .current_dir(env.ws())
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
+    c.args([
+        "-Ur",
+        "sh",
+        "-c",
+        "echo 0 > /proc/sys/user/max_user_namespaces && exec \"$0\" \"$@\"",
+    ])
+    .arg(inner.get_program())
+    .args(inner.get_args())
+    .env_clear()
+    .envs(inner.get_envs().filter_map(|(k, v)| v.map(|v| (k, v))))
+    .current_dir(env.ws())
+    .stdin(std::process::Stdio::null())
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped());
     let out = env.spawn_command(c).wait();
     out.assert_code(2);
-    assert!(out.stderr.contains("user.max_user_namespaces = 0"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("user.max_user_namespaces = 0"),
+        "{}",
+        out.stderr
+    );
     assert!(out.stderr.contains("sudo sysctl -w"), "{}", out.stderr);
 }
 
@@ -565,7 +646,11 @@ fn git_clone_and_pip_download_work_through_the_proxy_environment() {
             .env("GIT_COMMITTER_EMAIL", "t@t")
             .output()
             .unwrap();
-        assert!(out.status.success(), "{c}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{c}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     };
     sh(
         site.path(),
@@ -573,11 +658,12 @@ fn git_clone_and_pip_download_work_through_the_proxy_environment() {
          git commit -qm one && cd .. && git clone -q --bare src repo.git && \
          cd repo.git && git update-server-info",
     );
-    let pip = have("pip3") && {
-        // A one-file wheel and a PEP 503 index page for it.
-        sh(
-            site.path(),
-            r#"mkdir -p simple/demo-pkg files && python3 - <<'PY'
+    let pip = have("pip3")
+        && {
+            // A one-file wheel and a PEP 503 index page for it.
+            sh(
+                site.path(),
+                r#"mkdir -p simple/demo-pkg files && python3 - <<'PY'
 import zipfile
 name = "demo_pkg-1.0"
 with zipfile.ZipFile(f"files/{name}-py3-none-any.whl", "w") as z:
@@ -587,9 +673,9 @@ with zipfile.ZipFile(f"files/{name}-py3-none-any.whl", "w") as z:
     z.writestr(f"{name}.dist-info/RECORD", "")
 open("simple/demo-pkg/index.html", "w").write(f'<a href="/files/{name}-py3-none-any.whl">{name}-py3-none-any.whl</a>')
 PY"#,
-        );
-        true
-    };
+            );
+            true
+        };
     let server = HttpServer::files(site.path());
     let p = server.port;
     let mut cmd = format!(
@@ -606,17 +692,27 @@ PY"#,
     let out = run_net(
         &env,
         &["--allow-domain", &format!("pkgs.test:{p}")],
-        &[("AGENT_TEST_RESOLVE", "pkgs.test=127.0.0.1;denied.test=127.0.0.1")],
+        &[(
+            "AGENT_TEST_RESOLVE",
+            "pkgs.test=127.0.0.1;denied.test=127.0.0.1",
+        )],
     );
     out.assert_code(0);
     let t = out.json();
     let text = bash_result(&t);
     assert!(text.contains("cloned through the proxy"), "{text}");
-    assert!(text.contains("refused a connection to denied.test"), "{text}");
+    assert!(
+        text.contains("refused a connection to denied.test"),
+        "{text}"
+    );
     if pip {
         assert!(text.contains("demo_pkg-1.0-py3-none-any.whl"), "{text}");
     }
-    assert_eq!(t["network_denials"][0]["host"], "denied.test", "{}", t["network_denials"]);
+    assert_eq!(
+        t["network_denials"][0]["host"], "denied.test",
+        "{}",
+        t["network_denials"]
+    );
 }
 
 /// The same confinement for a user without privileges (here: `nobody`, when the tests
@@ -644,7 +740,14 @@ fn an_unprivileged_user_gets_the_same_confinement() {
         .unwrap();
     assert!(st.success());
     let allow = format!("allowed.test:{p}");
-    let inner = env.command(&["run", "--allow-bash", "--json", "--allow-domain", &allow, "go"]);
+    let inner = env.command(&[
+        "run",
+        "--allow-bash",
+        "--json",
+        "--allow-domain",
+        &allow,
+        "go",
+    ]);
     let mut c = std::process::Command::new("setpriv");
     c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
         .arg(inner.get_program())
