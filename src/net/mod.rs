@@ -4,6 +4,7 @@
 //! built by `process::netns`. Imports nothing of the crate: refusals go out through the
 //! command's output and the `proxy::on_denial` sink, which the run sets.
 
+#[cfg(target_os = "linux")]
 pub(crate) mod broker;
 pub(crate) mod policy;
 pub(crate) mod proxy;

@@ -318,7 +318,11 @@ fn split_authority(a: &str, default: Option<u16>) -> Option<(String, u16)> {
         Some(p) => p.parse().ok().filter(|&p| p != 0)?,
         None => default?,
     };
-    (!host.is_empty()).then_some((host, port))
+    // A name or an address, nothing else (no `user@`, no spaces or control bytes).
+    let plain = host
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_' | ':'));
+    (!host.is_empty() && plain).then_some((host, port))
 }
 
 /// Copies both ways until each side has finished sending.

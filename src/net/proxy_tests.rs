@@ -28,6 +28,10 @@ fn connect_and_absolute_form_requests_are_parsed() {
     assert!(Request::parse("CONNECT example.com HTTP/1.1").is_none());
     assert!(Request::parse("CONNECT example.com:0 HTTP/1.1").is_none());
     assert!(Request::parse("HELLO").is_none());
+    // Only a plain name: `*.allowed.test` must not match `evil@x.allowed.test` and dial
+    // whatever the resolver makes of it.
+    assert!(Request::parse("CONNECT evil.com@x.allowed.test:443 HTTP/1.1").is_none());
+    assert!(Request::parse("CONNECT a%2fb.test:443 HTTP/1.1").is_none());
 }
 
 #[test]

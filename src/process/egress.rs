@@ -12,10 +12,13 @@
 use std::io;
 use std::sync::Arc;
 
+#[cfg(target_os = "linux")]
 use crate::net::broker::Broker;
 use crate::net::policy::EgressPolicy;
 use crate::net::proxy::Resolver;
+#[cfg(target_os = "linux")]
 use crate::process::netns::{self, SetupError, Step};
+#[cfg(target_os = "linux")]
 use crate::process::seccomp::Filter;
 
 /// Test-only: the proxy's resolver maps these names (`name=ip;…`), standing for public hosts.
@@ -43,16 +46,23 @@ pub(crate) fn pick_port() -> u16 {
 #[derive(Debug)]
 pub(crate) struct Egress {
     spec: EgressSpec,
+    #[cfg(target_os = "linux")]
     broker: Broker,
+    #[cfg(target_os = "linux")]
     filter: Filter,
 }
 
 impl Egress {
-    /// Probes, builds the filter and starts the broker. Err: the message for exit 2.
+    /// Other systems have no namespace tier: the flag is refused (exit 2).
+    #[cfg(not(target_os = "linux"))]
     pub(crate) fn start(spec: &EgressSpec) -> Result<Egress, String> {
-        if !cfg!(target_os = "linux") {
-            return Err("--allow-domain needs Linux (user and network namespaces)".into());
-        }
+        let _ = spec;
+        Err("--allow-domain needs Linux (user and network namespaces)".into())
+    }
+
+    /// Probes, builds the filter and starts the broker. Err: the message for exit 2.
+    #[cfg(target_os = "linux")]
+    pub(crate) fn start(spec: &EgressSpec) -> Result<Egress, String> {
         netns::probe(spec.port).map_err(refusal)?;
         let filter = Filter::build()?;
         let broker = Broker::start(
@@ -69,6 +79,7 @@ impl Egress {
 
     /// In the child, between fork and exec: the namespaces, then `confine` (Landlock),
     /// no capabilities, the seccomp filter. Async-signal-safe.
+    #[cfg(target_os = "linux")]
     pub(crate) fn enter(
         &self,
         command: &[u8],
@@ -80,6 +91,17 @@ impl Egress {
             self.filter.install()
         };
         netns::enter(self.broker.child_fd(), self.spec.port, command, &last)
+    }
+
+    /// Never called: `start` refuses every other system.
+    #[cfg(not(target_os = "linux"))]
+    pub(crate) fn enter(
+        &self,
+        command: &[u8],
+        confine: &dyn Fn() -> io::Result<()>,
+    ) -> io::Result<()> {
+        let _ = (command, confine);
+        Err(io::Error::from_raw_os_error(libc::ENOSYS))
     }
 
     /// `base` with every proxy variable pointing at the inside listener and `NO_PROXY`
@@ -154,6 +176,7 @@ impl Egress {
 }
 
 /// A refused namespace as an exit-2 message: what failed, the likely cause, the fix.
+#[cfg(target_os = "linux")]
 pub(crate) fn refusal(e: SetupError) -> String {
     let err = io::Error::from_raw_os_error(e.errno);
     let read = |p: &str| {

@@ -29,8 +29,10 @@ use wait_timeout::ChildExt;
 mod capture;
 pub(crate) mod egress;
 mod groups;
+#[cfg(target_os = "linux")]
 mod netns;
 pub(crate) mod sandbox;
+#[cfg(target_os = "linux")]
 mod seccomp;
 mod spill;
 mod supervisor;
