@@ -768,3 +768,40 @@ fn an_unprivileged_user_gets_the_same_confinement() {
     assert!(text.contains("denied:403"), "{text}");
     assert_eq!(t["network_denials"].as_array().unwrap().len(), 1);
 }
+
+/// `--sandbox` still applies inside the namespace: Landlock's write rules and the proxy
+/// together.
+#[test]
+fn landlock_write_rules_apply_inside_the_namespace_too() {
+    if !userns_available() || !have("curl") {
+        return;
+    }
+    let outside = dir_outside_temp(&format!("egress-landlock-{}", std::process::id()));
+    let server = HttpServer::start("still reachable");
+    let p = server.port;
+    let env = TestEnv::new(bash(&format!(
+        "touch {}/x 2>/dev/null; echo outside=$?; touch inside; echo inside=$?; \
+         curl -sS http://allowed.test:{p}/",
+        outside.display()
+    )));
+    let out = run_net(
+        &env,
+        &[
+            "--sandbox",
+            "workspace-write",
+            "--allow-domain",
+            &format!("allowed.test:{p}"),
+        ],
+        &[],
+    );
+    if out.stderr.contains("needs Landlock ABI") {
+        eprintln!("SKIPPED: no Landlock ABI 3 here");
+        return;
+    }
+    out.assert_code(0);
+    let text = bash_result(&out.json());
+    let _ = std::fs::remove_dir_all(&outside);
+    assert!(text.contains("outside=1"), "{text}");
+    assert!(text.contains("inside=0"), "{text}");
+    assert!(text.contains("still reachable"), "{text}");
+}
