@@ -362,6 +362,13 @@ for name, fam, typ in [("unix", socket.AF_UNIX, socket.SOCK_STREAM),
 a, b = socket.socketpair()
 a.send(b"x")
 print("socketpair", b.recv(1))
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+# x86_64 numbers: ptrace(PTRACE_TRACEME), process_vm_readv, io_uring_setup.
+for name, nr, args in [("ptrace", 101, (0, 0, 0, 0)), ("process_vm_readv", 310, (os.getpid(), 0, 0, 0, 0, 0)),
+                       ("io_uring_setup", 425, (1, 0))]:
+    r = libc.syscall(nr, *args)
+    print(name, "allowed" if r >= 0 else errno.errorcode.get(ctypes.get_errno()))
 PY"#
     );
     let confined = {
@@ -392,11 +399,24 @@ PY"#
             "no `{expected}` in:\n{confined}"
         );
     }
+    #[cfg(target_arch = "x86_64")]
+    for expected in [
+        "ptrace EPERM",
+        "process_vm_readv EPERM",
+        "io_uring_setup EPERM",
+    ] {
+        assert!(
+            confined.contains(expected),
+            "no `{expected}` in:\n{confined}"
+        );
+    }
     // The same script unconfined: the checks can fail.
     let env = TestEnv::new(bash(&script));
     let out = env.run(&["run", "--allow-bash", "--json", "go"]);
     let free = bash_result(&out.json());
     assert!(free.contains("unix opened"), "{free}");
+    #[cfg(target_arch = "x86_64")]
+    assert!(free.contains("ptrace allowed"), "{free}");
     assert!(
         udp.recv(&mut buf).is_ok(),
         "the unconfined datagram did not arrive:\n{free}"
