@@ -71,6 +71,11 @@ if [ -n "${AGENT_ARGS:-}" ]; then
   rm -f "$words"
 fi
 
+if [ -n "${AGENT_ALLOW_DOMAIN:-}" ]; then
+  # The `allow-domain` input: commas or newlines between hosts.
+  extra+=(--allow-domain "$(printf '%s' "$AGENT_ALLOW_DOMAIN" | tr '\n' ',')")
+fi
+
 rm -f "$transcript"
 if [ "$mode" = github ]; then
   gh=(--trigger-phrase "${AGENT_TRIGGER_PHRASE:-@agent}")

@@ -97,6 +97,7 @@ pub(crate) fn run_observed(args: &RunArgs, observer: Observer) -> ExitCode {
     // starting (`--timeout` counts the start-up: it bounds the whole run).
     let finisher = make_finisher(&config, &record, &ctx, observer.on_event);
     let _ = FINISHER.set(finisher.clone());
+    note_network(&config, &ctx, &record, &finisher.events);
     if let Some(limit) = config.ci().timeout() {
         finisher.start_deadline(limit);
     }
@@ -170,6 +171,47 @@ pub(crate) fn run_observed(args: &RunArgs, observer: Observer) -> ExitCode {
     match finisher.finish(&outcome, false) {
         Some(code) => ExitCode::from(code),
         None => park_for_the_way_out(),
+    }
+}
+
+/// The network tier in the record and the log; with `--allow-domain`, each refusal goes
+/// to the record, the log and `--jsonl` (`network.denied`) as it happens.
+fn note_network(
+    config: &Config,
+    ctx: &ToolContext,
+    record: &Arc<Mutex<RunRecord>>,
+    events: &Arc<events::Events>,
+) {
+    let egress = ctx.sandbox.as_ref().and_then(|s| s.egress());
+    let tier = match egress {
+        Some(e) => {
+            let list = |r: &[crate::net::policy::Rule]| {
+                r.iter().map(ToString::to_string).collect::<Vec<_>>()
+            };
+            output::info(&e.summary());
+            serde_json::json!({
+                "tier": "namespace",
+                "allow": list(e.spec().policy.allowed()),
+                "deny": list(e.spec().policy.denied()),
+                "dns": "none",
+            })
+        }
+        None if config.tools().sandbox().no_network => {
+            serde_json::json!({"tier": "landlock", "tcp": "denied"})
+        }
+        None => serde_json::json!({"tier": "host"}),
+    };
+    record.locked().record_network(tier);
+    if egress.is_some() {
+        let (record, events) = (record.clone(), events.clone());
+        crate::net::proxy::on_denial(move |d| {
+            output::warn(&d.text());
+            events.emit(
+                "network.denied",
+                serde_json::to_value(d).unwrap_or(serde_json::Value::Null),
+            );
+            record.locked().record_network_denial(d.clone());
+        });
     }
 }
 

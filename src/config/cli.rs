@@ -566,6 +566,15 @@ pub(crate) struct SecurityArgs {
     /// Deny Bash commands TCP connect and bind (Landlock ABI 4+).
     #[arg(long, help_heading = heading::SANDBOX)]
     pub no_network: bool,
+    /// Let Bash reach only these hosts, through the agent's proxy (repeatable, comma lists).
+    ///
+    /// `host`, `*.host` (its subdomains) or `host:port`; ports 80 and 443 unless one is
+    /// named. Commands run in their own network namespace (Linux user namespaces).
+    #[arg(long, value_name = "LIST", help_heading = heading::SANDBOX)]
+    pub allow_domain: Vec<String>,
+    /// Refuse these hosts even if --allow-domain names them (repeatable, comma lists).
+    #[arg(long, value_name = "LIST", help_heading = heading::SANDBOX)]
+    pub deny_domain: Vec<String>,
     /// Keep the variable NAME for Bash and hooks even if it looks secret (repeatable).
     #[arg(long, value_name = "NAME")]
     pub keep_env: Vec<String>,

@@ -12,6 +12,7 @@
 pub(crate) mod ci;
 pub(crate) mod cli;
 mod env;
+mod network;
 pub(crate) mod output;
 mod prompt;
 pub(crate) mod provider;

@@ -70,7 +70,8 @@ impl ToolConfig {
         let mut settings = Settings::from_files(files, &known)?;
         settings.add_rules("--allowed-tools", true, &selection.allow_rules, &known)?;
         settings.add_rules("--disallowed-tools", false, &selection.deny_rules, &known)?;
-        let sandbox = sandbox_spec(&args.security, &add_dirs, env)?;
+        let mut sandbox = sandbox_spec(&args.security, &add_dirs, env)?;
+        sandbox.egress = super::network::egress_spec(&args.security, files, env)?;
         let mcp = McpSettings::from_args(
             &args.mcp,
             workspace,
@@ -170,6 +171,7 @@ fn sandbox_spec(
         mode: args.sandbox,
         writable,
         no_network: args.no_network,
+        egress: None,
     };
     if !spec.is_off() {
         let abi = sandbox::kernel_abi(env.var(sandbox::TEST_ABI_ENV).as_deref());

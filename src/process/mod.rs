@@ -27,8 +27,13 @@ use std::time::{Duration, Instant};
 use wait_timeout::ChildExt;
 
 mod capture;
+pub(crate) mod egress;
 mod groups;
+#[cfg(target_os = "linux")]
+mod netns;
 pub(crate) mod sandbox;
+#[cfg(target_os = "linux")]
+mod seccomp;
 mod spill;
 mod supervisor;
 

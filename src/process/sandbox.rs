@@ -10,6 +10,10 @@
 //! documented as allocation-free, so it is not used there. The agent itself stays
 //! unconfined. A kernel without the needed Landlock ABI makes an explicit flag a usage
 //! error: the sandbox is never silently weaker than asked.
+//!
+//! `--allow-domain` adds the namespace tier (`process::egress`): `confine` puts a model
+//! command in its own namespaces behind the proxy; `--verify` (`pre_exec_own`) keeps
+//! the host network, as hooks do: they are the user's own commands.
 
 use std::fmt;
 use std::io;
@@ -23,7 +27,8 @@ use landlock::{
 };
 
 use crate::config::cli::SandboxMode;
-use crate::process::PreExec;
+use crate::process::egress::{Egress, EgressSpec};
+use crate::process::{CommandSpec, PreExec};
 
 /// Test-only: pretend the kernel offers this Landlock ABI (0 = no Landlock), so that the
 /// refusal on old kernels can be tested on a new one. Never needed in normal use.
@@ -45,11 +50,13 @@ pub(crate) struct SandboxSpec {
     /// Canonical extra writable directories (`--writable`).
     pub writable: Vec<PathBuf>,
     pub no_network: bool,
+    /// `--allow-domain`: the namespace tier and its policy.
+    pub egress: Option<EgressSpec>,
 }
 
 impl SandboxSpec {
     pub(crate) fn is_off(&self) -> bool {
-        self.mode == SandboxMode::Off && !self.no_network
+        self.mode == SandboxMode::Off && !self.no_network && self.egress.is_none()
     }
 
     /// Refuses a sandbox the kernel cannot enforce. `abi` is from [`kernel_abi`].
@@ -118,8 +125,10 @@ fn probe_abi() -> i32 {
 
 /// A built ruleset, applied to each Bash child before exec.
 pub(crate) struct Confinement {
-    ruleset: OwnedFd,
+    /// `None` with `--allow-domain` alone (no Landlock rules asked for).
+    ruleset: Option<OwnedFd>,
     summary: String,
+    egress: Option<Egress>,
 }
 
 impl fmt::Debug for Confinement {
@@ -137,6 +146,15 @@ impl Confinement {
     ) -> Result<Option<Arc<Confinement>>, String> {
         if spec.is_off() {
             return Ok(None);
+        }
+        let egress = spec.egress.as_ref().map(Egress::start).transpose()?;
+        if spec.mode == SandboxMode::Off && !spec.no_network {
+            let summary = egress.as_ref().map(Egress::summary).unwrap_or_default();
+            return Ok(Some(Arc::new(Confinement {
+                ruleset: None,
+                summary,
+                egress,
+            })));
         }
         let ll = |e: landlock::RulesetError| format!("cannot set up the Landlock sandbox: {e}");
         let mut ruleset = Ruleset::default().set_compatibility(CompatLevel::HardRequirement);
@@ -178,7 +196,7 @@ impl Confinement {
         }
         let fd: Option<OwnedFd> = created.into();
         let ruleset = fd.ok_or("cannot set up the Landlock sandbox: the kernel gave no ruleset")?;
-        let summary = format!(
+        let mut summary = format!(
             "Landlock sandbox: {}{}{}",
             mode_name(spec.mode),
             if writable.is_empty() {
@@ -195,33 +213,64 @@ impl Confinement {
             },
             if spec.no_network { ", no network" } else { "" }
         );
-        Ok(Some(Arc::new(Confinement { ruleset, summary })))
+        if let Some(e) = &egress {
+            summary = format!("{summary}; {}", e.summary());
+        }
+        Ok(Some(Arc::new(Confinement {
+            ruleset: Some(ruleset),
+            summary,
+            egress,
+        })))
     }
 
     pub(crate) fn summary(&self) -> &str {
         &self.summary
     }
 
-    /// The hook that confines a child: run between fork and exec.
-    pub(crate) fn pre_exec(self: &Arc<Self>) -> PreExec {
+    /// Confines a command the model runs (Bash, background commands): the Landlock
+    /// rules and, with `--allow-domain`, its namespaces and the proxy environment.
+    pub(crate) fn confine(self: &Arc<Self>, spec: &mut CommandSpec) {
+        let me = self.clone();
+        match &self.egress {
+            None => spec.pre_exec = Some(Arc::new(move || me.restrict_current_process())),
+            Some(egress) => {
+                spec.env = Arc::new(egress.proxy_env(&spec.env));
+                let command: Arc<[u8]> = spec.command.as_bytes().into();
+                spec.pre_exec = Some(Arc::new(move || {
+                    let landlock = || me.restrict_current_process();
+                    match &me.egress {
+                        Some(e) => e.enter(&command, &landlock),
+                        None => landlock(),
+                    }
+                }));
+            }
+        }
+    }
+
+    /// The hook for the user's own commands (`--verify`): the Landlock rules only, the
+    /// host's network (no namespace, no proxy).
+    pub(crate) fn pre_exec_own(self: &Arc<Self>) -> PreExec {
         let me = self.clone();
         Arc::new(move || me.restrict_current_process())
+    }
+
+    /// The namespace tier, when `--allow-domain` asked for it.
+    pub(crate) fn egress(&self) -> Option<&Egress> {
+        self.egress.as_ref()
     }
 
     /// Async-signal-safe: two syscalls, no allocation. The ruleset fd is close-on-exec,
     /// so the command never sees it.
     fn restrict_current_process(&self) -> io::Result<()> {
+        let Some(ruleset) = &self.ruleset else {
+            return Ok(());
+        };
         // SAFETY: plain syscalls on integers and an fd we own.
         unsafe {
             if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
                 return Err(io::Error::last_os_error());
             }
-            if libc::syscall(
-                libc::SYS_landlock_restrict_self,
-                self.ruleset.as_raw_fd(),
-                0u32,
-            ) != 0
-            {
+            if libc::syscall(libc::SYS_landlock_restrict_self, ruleset.as_raw_fd(), 0u32) != 0 {
                 return Err(io::Error::last_os_error());
             }
         }

@@ -44,7 +44,7 @@ fn run_confined(spec: &SandboxSpec, ws: &Path, cmd: &str) -> String {
         std::time::Duration::from_secs(20),
         ws.join(".spill"),
     );
-    s.pre_exec = Some(c.pre_exec());
+    c.confine(&mut s);
     crate::process::run(&s).unwrap().output.text
 }
 
@@ -128,6 +128,7 @@ fn read_only_and_writable_dirs() {
         mode: SandboxMode::WorkspaceWrite,
         writable: vec![extra.path().canonicalize().unwrap()],
         no_network: false,
+        egress: None,
     };
     let out = run_confined(
         &ww,

@@ -126,6 +126,10 @@ pub(crate) struct RunRecord {
     resumed_from: Option<Value>,
     /// The API the model was reached through (`--provider`; a cassette's on replay).
     provider: Option<String>,
+    /// Which network tier confined the commands (`{"tier": …}`), once known.
+    network: Option<Value>,
+    /// Connections the `--allow-domain` proxy refused, in order.
+    network_denials: Vec<crate::net::proxy::Denial>,
 }
 
 impl RunRecord {
@@ -164,7 +168,19 @@ impl RunRecord {
             structured_output: None,
             resumed_from: None,
             provider: None,
+            network: None,
+            network_denials: Vec::new(),
         }
+    }
+
+    /// The network tier the commands run under (`agent run` at start-up).
+    pub(crate) fn record_network(&mut self, tier: Value) {
+        self.network = Some(tier);
+    }
+
+    /// A connection the proxy refused.
+    pub(crate) fn record_network_denial(&mut self, denial: crate::net::proxy::Denial) {
+        self.network_denials.push(denial);
     }
 
     // ---- what happens during a run ----

@@ -114,6 +114,8 @@ impl RunRecord {
             context_window: self.context_window,
             context_clearings: &self.context_clearings,
             resumed_from: self.resumed_from.as_ref(),
+            network: self.network.as_ref(),
+            network_denials: &self.network_denials,
         };
         let text = if pretty {
             serde_json::to_string_pretty(&t)
@@ -237,6 +239,9 @@ struct Transcript<'a> {
     context_window: Option<u64>,
     context_clearings: &'a [Clearing],
     resumed_from: Option<&'a Value>,
+    /// `{"tier": "namespace" | "landlock" | "host", …}`: what confined the commands.
+    network: Option<&'a Value>,
+    network_denials: &'a [crate::net::proxy::Denial],
 }
 
 #[cfg(test)]

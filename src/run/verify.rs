@@ -102,7 +102,7 @@ impl Verifier {
             &ctx.spill_dir,
         );
         // The Bash sandbox (`--sandbox`), exactly as the Bash tool applies it.
-        cmd.pre_exec = ctx.sandbox.as_ref().map(|s| s.pre_exec());
+        cmd.pre_exec = ctx.sandbox.as_ref().map(|s| s.pre_exec_own());
         crate::util::output::info(&format!("verifying: {}", spec.command));
         let out = match process::run(&cmd) {
             Ok(out) => out,

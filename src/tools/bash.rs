@@ -176,7 +176,9 @@ impl TypedTool for Bash {
             timeout,
             &ctx.spill_dir,
         );
-        spec.pre_exec = ctx.sandbox.as_ref().map(|s| s.pre_exec());
+        if let Some(s) = &ctx.sandbox {
+            s.confine(&mut spec);
+        }
         let out = process::run(&spec).map_err(ToolError::Failed)?;
         Ok(render(&out, timeout, self.max_secs))
     }

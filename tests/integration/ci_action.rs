@@ -30,6 +30,7 @@ fn action_yml_declares_the_documented_inputs_and_outputs() {
     assert_eq!(
         keys(&y["inputs"]),
         [
+            "allow-domain",
             "allowed-bots",
             "api-key",
             "args",
@@ -687,4 +688,58 @@ fn shell_words(s: &str) -> Vec<String> {
         .lines()
         .map(str::to_string)
         .collect()
+}
+
+/// `allow-domain` becomes `--allow-domain` (newlines as commas), and on GitHub-hosted
+/// Linux a step before the run lifts the user-namespace restriction.
+#[test]
+fn action_allow_domain_input_confines_the_commands() {
+    let text = std::fs::read_to_string(ci_dir().join("action.yml")).unwrap();
+    let y: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+    let steps = y["runs"]["steps"].as_sequence().unwrap();
+    let at = |f: &dyn Fn(&serde_yaml::Value) -> bool| steps.iter().position(f).unwrap();
+    let lift = at(&|s| s["run"].as_str().is_some_and(|r| r.contains("sysctl")));
+    let run = at(&|s| s["id"] == "run");
+    assert!(lift < run, "the sysctl step must come before the run");
+    let script = steps[lift]["run"].as_str().unwrap();
+    assert!(script.contains("sudo sysctl -w kernel.unprivileged_userns_clone=1"));
+    assert!(script.contains("sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0"));
+    let cond = steps[lift]["if"].as_str().unwrap();
+    for part in [
+        "inputs.allow-domain != ''",
+        "runner.os == 'Linux'",
+        "github-hosted",
+    ] {
+        assert!(cond.contains(part), "{cond}");
+    }
+    if !std::process::Command::new("unshare")
+        .args(["-Urn", "true"])
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        eprintln!("SKIPPED (run half): no user namespaces here");
+        return;
+    }
+    let env = TestEnv::new(vec![Reply::Sse(turn_text("Done."))]);
+    let out = run_step_as_actions_would(
+        &env,
+        &[
+            ("prompt", "say done"),
+            ("args", "--allow-bash"),
+            ("allow-domain", "pypi.org\n*.github.com"),
+        ],
+        &[("ANTHROPIC_API_KEY", API_KEY)],
+    );
+    out.assert_code(0);
+    let outputs = std::fs::read_to_string(env.out("github_output")).unwrap();
+    let path = outputs
+        .lines()
+        .find_map(|l| l.strip_prefix("transcript="))
+        .unwrap();
+    let t = read_json(std::path::Path::new(path));
+    assert_eq!(t["network"]["tier"], "namespace");
+    assert_eq!(
+        t["network"]["allow"],
+        serde_json::json!(["pypi.org", "*.github.com"])
+    );
 }

@@ -29,6 +29,7 @@ mod ci_verify;
 mod cli;
 mod context;
 mod durations;
+mod egress;
 mod fallback;
 mod faults;
 mod foundry;
