@@ -472,3 +472,26 @@ fn claude_code_use_vertex_and_record_replay_without_credentials() {
     assert_eq!(replayed.json()["provider"], "vertex");
     assert_eq!(env.server.request_count(), 2);
 }
+
+#[test]
+fn a_token_fetched_during_the_run_is_redacted_from_the_answer_too() {
+    // The model repeats the access token (a page it read held it, say): the token was
+    // fetched at run time, so only the late-secret list can know to hide it.
+    let leaked = format!("{TOKEN}-1");
+    let env = TestEnv::new(vec![Reply::turn(
+        Turn::new().text(&format!("the token is {leaked}")),
+    )]);
+    let google = google_token_endpoint(3600);
+    let sa = service_account_file(&env, &google.url());
+    let out = vertex(
+        &env,
+        &[("GOOGLE_APPLICATION_CREDENTIALS", &sa)],
+        &["say it"],
+    );
+    out.assert_code(0);
+    let t = out.json();
+    let result = t["result"].as_str().unwrap();
+    assert!(result.starts_with("the token is "), "{result}");
+    assert!(!result.contains(&leaked), "{result}");
+    assert_clean(&out, &[&leaked]);
+}

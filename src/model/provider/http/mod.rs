@@ -255,7 +255,12 @@ impl HttpProvider {
         // A page that is not an event stream is tried once more (a portal may let the
         // second request through), never again.
         let mut wrong_type_seen = false;
-        retry::with_retries(policy, &secrets, on_notice, &mut |on_notice| {
+        // Credentials a wire fetched during the run (STS keys, Google tokens) join the
+        // values redacted from every output, not only from this request's errors.
+        for s in &secrets {
+            crate::util::output::add_secret(s);
+        }
+        let result = retry::with_retries(policy, &secrets, on_notice, &mut |on_notice| {
             let url = self.wire.url(&self.config.base_url, request.model);
             log_request(&url, request, body.len());
             self.attempt(body, request, on_notice).map_err(|mut e| {
@@ -267,7 +272,12 @@ impl HttpProvider {
                 }
                 e
             })
-        })
+        });
+        // An attempt may have refreshed them.
+        for s in self.wire.secrets() {
+            crate::util::output::add_secret(&s);
+        }
+        result
     }
 }
 
