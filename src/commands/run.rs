@@ -58,18 +58,22 @@ pub(crate) fn run_command(args: &RunArgs) -> ExitCode {
         config.tools().keep_env(),
     ));
     let mut registry = Registry::builtin(config.tools().selection());
+    let record = Arc::new(Mutex::new(RunRecord::new(
+        config.provider().model(),
+        config.workspace().to_path_buf(),
+        enabled_names(&registry),
+    )));
     let ctx = ToolContext {
         workspace: config.workspace().to_path_buf(),
         extra_dirs: config.tools().add_dirs().to_vec(),
         spill_dir: spill_dir(&config),
         child_env: child_env.clone(),
         sandbox,
+        background: Arc::new(crate::tools::background::Jobs::new(
+            config.tools().selection().max_background,
+            record.locked().started(),
+        )),
     };
-    let record = Arc::new(Mutex::new(RunRecord::new(
-        config.provider().model(),
-        config.workspace().to_path_buf(),
-        enabled_names(&registry),
-    )));
     if let Some(r) = config.session().resume() {
         note_resumed(&mut record.locked(), r);
     }
@@ -78,6 +82,7 @@ pub(crate) fn run_command(args: &RunArgs) -> ExitCode {
     // starting (`--timeout` counts the start-up: it bounds the whole run).
     let finisher = make_finisher(&config, &record, &ctx);
     let _ = FINISHER.set(finisher.clone());
+    observe_background(&ctx, &record, &finisher.events);
     if let Some(limit) = config.ci().timeout() {
         finisher.start_deadline(limit);
     }
@@ -149,6 +154,48 @@ pub(crate) fn run_command(args: &RunArgs) -> ExitCode {
         Some(code) => ExitCode::from(code),
         None => park_for_the_way_out(),
     }
+}
+
+/// Each background command's start and end: a `--jsonl` event, a log line, and the
+/// record's `background` list (newest table wins: ends may be told out of order).
+fn observe_background(
+    ctx: &ToolContext,
+    record: &Arc<Mutex<RunRecord>>,
+    events: &Arc<events::Events>,
+) {
+    let (record, events) = (record.clone(), events.clone());
+    ctx.background.observe(Box::new(move |n| {
+        use crate::tools::background::Change;
+        let j = &n.job;
+        match n.change {
+            Change::Started => {
+                output::info(&format!(
+                    "background {} started (pid {}): {}",
+                    j.id,
+                    j.pid,
+                    crate::util::text::ellipsis(&j.command, 120)
+                ));
+                events.emit(
+                    "background.started",
+                    serde_json::json!({"id": j.id, "command": j.command, "pid": j.pid,
+                                       "started_ms": j.started_ms}),
+                );
+            }
+            Change::Finished => {
+                output::info(&format!("background {} ended: {}", j.id, j.status()));
+                events.emit(
+                    "background.finished",
+                    serde_json::json!({"id": j.id, "pid": j.pid, "status": j.status(),
+                                       "exit_code": j.exit_code, "signal": j.signal,
+                                       "ended_ms": j.ended_ms, "killed": j.killed,
+                                       "killed_at_end": j.killed_at_end}),
+                );
+            }
+        }
+        record
+            .locked()
+            .record_background(n.generation, n.all.clone());
+    }));
 }
 
 /// A signal or the deadline is finishing the run, and exits the process.

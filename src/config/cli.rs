@@ -209,6 +209,11 @@ pub(crate) struct RunArgs {
     #[arg(long, value_parser = parse_duration, default_value = "2m", value_name = "DURATION",
           help_heading = heading::TOOLS)]
     pub bash_timeout: Duration,
+    /// At most N background commands (Bash `run_in_background`) at once; 0: none.
+    ///
+    /// Every one still running is killed when the run ends, whichever way it ends.
+    #[arg(long, default_value_t = 4, value_name = "N", help_heading = heading::TOOLS)]
+    pub max_background: usize,
     #[command(flatten)]
     pub security: SecurityArgs,
     /// Maximum number of model requests.

@@ -14,6 +14,10 @@ use crate::policy::Settings;
 use crate::process::sandbox::{self, SandboxSpec};
 use crate::tools::registry::{Registry, ToolSelection};
 
+/// The highest `--max-background`: each background command holds two threads and a
+/// process tree for the whole run; more than this is a runaway, not a plan.
+const MAX_BACKGROUND: usize = 32;
+
 /// What the model may call, and under which rules, validated.
 #[derive(Debug, Clone)]
 pub(crate) struct ToolConfig {
@@ -38,6 +42,12 @@ impl ToolConfig {
         if args.bash_timeout.is_zero() {
             return Err(Error::Usage("--bash-timeout must be longer than 0s".into()));
         }
+        if args.max_background > MAX_BACKGROUND {
+            return Err(Error::Usage(format!(
+                "--max-background must be at most {MAX_BACKGROUND}, got {}",
+                args.max_background
+            )));
+        }
         Ok(())
     }
 
@@ -51,6 +61,7 @@ impl ToolConfig {
         env: &dyn Env,
     ) -> Result<Self, Error> {
         selection.bash_timeout = args.bash_timeout;
+        selection.max_background = args.max_background;
         let add_dirs = extra_dirs(&args.security.add_dir)?;
         let known = Registry::builtin(&ToolSelection::default()).known();
         let mut settings = Settings::from_files(files, &known)?;

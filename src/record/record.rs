@@ -124,6 +124,9 @@ pub(crate) struct RunRecord {
     /// `--resume`: `{path, session_id, num_turns, status, usage, cost_usd}` of the
     /// transcript this run continues.
     resumed_from: Option<Value>,
+    /// Every background command (Bash `run_in_background`), and the generation of the
+    /// table it was copied from (a later one is newer).
+    background: (u64, Vec<crate::tools::background::JobRecord>),
 }
 
 impl RunRecord {
@@ -156,6 +159,7 @@ impl RunRecord {
             session_id: crate::record::session::new_session_id(),
             structured_output: None,
             resumed_from: None,
+            background: (0, Vec::new()),
         }
     }
 
@@ -334,6 +338,27 @@ impl RunRecord {
     /// The saved outputs' directory, when it is kept.
     pub(crate) fn record_spill_dir(&mut self, dir: Option<PathBuf>) {
         self.spill_dir = dir;
+    }
+
+    /// The table of background commands changed; an older copy told late is ignored.
+    pub(crate) fn record_background(
+        &mut self,
+        generation: u64,
+        jobs: Vec<crate::tools::background::JobRecord>,
+    ) {
+        if generation >= self.background.0 {
+            self.background = (generation, jobs);
+        }
+    }
+
+    /// How many background commands were still running when the run ended.
+    pub(crate) fn background_killed_at_end(&self) -> usize {
+        self.background.1.iter().filter(|j| j.killed_at_end).count()
+    }
+
+    /// How many background commands the run started.
+    pub(crate) fn background_started(&self) -> usize {
+        self.background.1.len()
     }
 
     // ---- what the run reads back ----

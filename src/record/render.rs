@@ -113,6 +113,7 @@ impl RunRecord {
             context_window: self.context_window,
             context_clearings: &self.context_clearings,
             resumed_from: self.resumed_from.as_ref(),
+            background: &self.background.1,
         };
         let text = if pretty {
             serde_json::to_string_pretty(&t)
@@ -233,6 +234,8 @@ struct Transcript<'a> {
     context_window: Option<u64>,
     context_clearings: &'a [Clearing],
     resumed_from: Option<&'a Value>,
+    /// Every background command: `{id, command, pid, started_ms, ended_ms, exit_code, …}`.
+    background: &'a [crate::tools::background::JobRecord],
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 //! A tool never decides whether it may run (that is `dispatch` and `policy`) and never
 //! writes to stdout. Its failures are `ToolError`s that become `is_error` results.
 
+pub(crate) mod background;
 pub(crate) mod bash;
 pub(crate) mod dispatch;
 pub(crate) mod edit_file;
@@ -121,6 +122,8 @@ pub(crate) struct ToolContext {
     pub child_env: Arc<Vec<(String, String)>>,
     /// The Landlock sandbox for commands (`--sandbox`, `--no-network`); `None`: off.
     pub sandbox: Option<Arc<crate::process::sandbox::Confinement>>,
+    /// The run's background commands (Bash `run_in_background`, BashOutput, KillBash).
+    pub background: Arc<background::Jobs>,
 }
 
 /// What a permission rule's specifier (`Tool(spec)`) is matched against, as the tool says:
@@ -352,6 +355,10 @@ pub(crate) mod test_support {
                 spill_dir,
                 child_env: Arc::new(crate::util::secrets::scrubbed_env(std::env::vars(), &[])),
                 sandbox: None,
+                background: Arc::new(background::Jobs::new(
+                    background::DEFAULT_MAX_BACKGROUND,
+                    std::time::Instant::now(),
+                )),
             }
         }
     }

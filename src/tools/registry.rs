@@ -28,6 +28,8 @@ pub(crate) struct ToolSelection {
     /// Rules given in `--disallowed-tools` (`Bash(rm:*)`): deny rules; they do not
     /// disable the tool.
     pub deny_rules: Vec<String>,
+    /// `--max-background`, which the Bash tool's description states.
+    pub max_background: usize,
 }
 
 impl Default for ToolSelection {
@@ -40,6 +42,7 @@ impl Default for ToolSelection {
             bash_timeout: super::bash::DEFAULT_TIMEOUT,
             allow_rules: Vec::new(),
             deny_rules: Vec::new(),
+            max_background: super::background::DEFAULT_MAX_BACKGROUND,
         }
     }
 }
@@ -142,7 +145,12 @@ impl Registry {
         r.register(Arc::new(super::grep::Grep));
         r.register(Arc::new(super::write_file::WriteFile));
         r.register(Arc::new(super::edit_file::EditFile));
-        r.register(Arc::new(super::bash::Bash::new(selection.bash_timeout)));
+        r.register(Arc::new(
+            super::bash::Bash::new(selection.bash_timeout)
+                .with_max_background(selection.max_background),
+        ));
+        r.register(Arc::new(super::background::bash_output::BashOutput));
+        r.register(Arc::new(super::background::kill_bash::KillBash));
         r.apply(selection);
         r
     }
@@ -165,9 +173,10 @@ impl Registry {
 
 fn default_on(tool: &dyn Tool, sel: &ToolSelection) -> bool {
     match tool.category() {
+        // Before read-only: BashOutput reads what only Bash can start.
+        Category::Shell => sel.allow_bash,
         _ if tool.is_read_only() => true,
         Category::File => sel.allow_write && !tool.is_destructive(),
-        Category::Shell => sel.allow_bash,
         Category::Search => false,
         // Registered (and enabled) by `mcp::tool::register`, never by `builtin`.
         Category::Mcp => false,

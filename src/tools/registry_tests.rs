@@ -9,7 +9,7 @@ fn default_is_read_tools() {
 }
 
 #[test]
-fn full_auto_is_all_six() {
+fn full_auto_is_every_builtin() {
     let sel = ToolSelection {
         allow_write: true,
         allow_bash: true,
@@ -18,7 +18,16 @@ fn full_auto_is_all_six() {
     let r = Registry::builtin(&sel);
     assert_eq!(
         r.enabled_names(),
-        vec!["Bash", "EditFile", "Glob", "Grep", "ReadFile", "WriteFile"]
+        vec![
+            "Bash",
+            "BashOutput",
+            "EditFile",
+            "Glob",
+            "Grep",
+            "KillBash",
+            "ReadFile",
+            "WriteFile"
+        ]
     );
 }
 
@@ -36,7 +45,11 @@ fn write_only_and_bash_only() {
         allow_bash: true,
         ..Default::default()
     });
-    assert_eq!(b.enabled_names(), vec!["Bash", "Glob", "Grep", "ReadFile"]);
+    // BashOutput is read-only, but reads only what Bash starts: it comes with Bash.
+    assert_eq!(
+        b.enabled_names(),
+        vec!["Bash", "BashOutput", "Glob", "Grep", "KillBash", "ReadFile"]
+    );
 }
 
 #[test]

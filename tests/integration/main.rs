@@ -51,3 +51,4 @@ mod summary_cmd;
 mod terminal;
 mod thinking;
 mod tool_flags;
+mod background;
