@@ -321,7 +321,10 @@ fn summary_line(r: &RunRecord, status: Status) -> String {
     if r.background_started() > 0 {
         line.push_str(&format!(
             " · {} still running at the end (killed)",
-            crate::commands::summary::count(r.background_killed_at_end() as u64, "background command")
+            crate::commands::summary::count(
+                r.background_killed_at_end() as u64,
+                "background command"
+            )
         ));
     }
     line

@@ -185,6 +185,11 @@ pub(crate) trait Tool: Send + Sync {
     fn checks_own_schema(&self) -> bool {
         false
     }
+    /// A tool that only serves another (BashOutput and KillBash serve Bash): enabled
+    /// exactly when that one is, unless `--disallowed-tools` names it.
+    fn companion_of(&self) -> Option<&str> {
+        None
+    }
 }
 
 /// One call whose input is parsed and valid.
@@ -205,6 +210,8 @@ pub(crate) struct Traits {
     pub(crate) subject_kind: SubjectKind,
     /// Whether the tool reports every file it changes itself (`metadata.change`).
     pub(crate) records_changes: bool,
+    /// The tool this one only serves: enabled exactly when that one is.
+    pub(crate) companion_of: Option<&'static str>,
 }
 
 impl Traits {
@@ -222,6 +229,7 @@ impl Traits {
         category: Category::File,
         subject_kind: SubjectKind::Paths,
         records_changes: true,
+        companion_of: None,
     };
     /// Searches the workspace: read-only, parallel, rules name the searched path.
     pub(crate) const SEARCH: Traits = Traits {
@@ -236,6 +244,7 @@ impl Traits {
         category: Category::Shell,
         subject_kind: SubjectKind::Command,
         records_changes: false,
+        companion_of: None,
     };
 }
 
@@ -311,6 +320,9 @@ impl<T: TypedTool> Tool for T {
     }
     fn max_result_chars(&self) -> Option<usize> {
         TypedTool::max_result_chars(self)
+    }
+    fn companion_of(&self) -> Option<&str> {
+        T::TRAITS.companion_of
     }
     fn prepare<'t>(&'t self, input: &Value) -> Result<Box<dyn PreparedCall + 't>, ToolError> {
         let input: T::Input = parse_input(input)?;

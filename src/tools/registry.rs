@@ -168,15 +168,27 @@ impl Registry {
             let off = sel.disallowed.iter().any(|d| d == name);
             *on = wanted && !off;
         }
+        // Companions follow the tool they serve (after it is decided), unless disallowed.
+        let on_now: Vec<String> = self
+            .tools
+            .iter()
+            .filter(|(_, on)| *on)
+            .map(|(t, _)| t.name().to_string())
+            .collect();
+        for (tool, on) in &mut self.tools {
+            if let Some(of) = tool.companion_of() {
+                let off = sel.disallowed.iter().any(|d| d == tool.name());
+                *on = on_now.iter().any(|n| n == of) && !off;
+            }
+        }
     }
 }
 
 fn default_on(tool: &dyn Tool, sel: &ToolSelection) -> bool {
     match tool.category() {
-        // Before read-only: BashOutput reads what only Bash can start.
-        Category::Shell => sel.allow_bash,
         _ if tool.is_read_only() => true,
         Category::File => sel.allow_write && !tool.is_destructive(),
+        Category::Shell => sel.allow_bash,
         Category::Search => false,
         // Registered (and enabled) by `mcp::tool::register`, never by `builtin`.
         Category::Mcp => false,

@@ -186,3 +186,29 @@ fn only_a_shell_makes_the_builtins_scan() {
     sel.allow_bash = true;
     assert!(Registry::builtin(&sel).may_change_files_unrecorded());
 }
+
+#[test]
+fn companions_follow_the_tool_they_serve() {
+    let with = |allowed: Option<&[&str]>, disallowed: &[&str]| {
+        Registry::builtin(&ToolSelection {
+            allow_bash: true,
+            allowed: allowed.map(|a| a.iter().map(|s| s.to_string()).collect()),
+            disallowed: disallowed.iter().map(|s| s.to_string()).collect(),
+            ..Default::default()
+        })
+        .enabled_names()
+        .join(",")
+    };
+    // Off without Bash, though BashOutput is read-only.
+    assert_eq!(
+        Registry::builtin(&ToolSelection::default()).enabled_names(),
+        ["Glob", "Grep", "ReadFile"]
+    );
+    assert_eq!(with(Some(&["Bash"]), &[]), "Bash,BashOutput,KillBash");
+    assert_eq!(with(None, &["Bash"]), "Glob,Grep,ReadFile");
+    assert_eq!(
+        with(None, &["KillBash"]),
+        "Bash,BashOutput,Glob,Grep,ReadFile"
+    );
+    assert_eq!(with(Some(&["ReadFile", "BashOutput"]), &[]), "ReadFile");
+}

@@ -91,7 +91,9 @@ impl StreamRedactor {
             .iter()
             .flat_map(|s| {
                 let quoted = serde_json::to_string(s).unwrap_or_default();
-                let escaped = quoted.get(1..quoted.len().saturating_sub(1)).map(String::from);
+                let escaped = quoted
+                    .get(1..quoted.len().saturating_sub(1))
+                    .map(String::from);
                 [Some(s.clone()), escaped]
             })
             .flatten()

@@ -98,13 +98,29 @@ impl Drop for Stray {
 #[test]
 fn a_server_in_the_background_is_fetched_read_and_killed_and_one_left_running_dies_at_the_end() {
     let env = TestEnv::new(vec![
-        tool("toolu_srv", "Bash", json!({"command": SERVER, "run_in_background": true})),
+        tool(
+            "toolu_srv",
+            "Bash",
+            json!({"command": SERVER, "run_in_background": true}),
+        ),
         tool("toolu_get", "Bash", json!({"command": FETCH})),
-        tool("toolu_log", "BashOutput", json!({"bash_id": "bash_1", "filter": "GET /"})),
+        tool(
+            "toolu_log",
+            "BashOutput",
+            json!({"bash_id": "bash_1", "filter": "GET /"}),
+        ),
         tool("toolu_kill", "KillBash", json!({"bash_id": "bash_1"})),
         tool("toolu_after", "BashOutput", json!({"bash_id": "bash_1"})),
-        tool("toolu_left", "Bash", json!({"command": LEFT, "run_in_background": true})),
-        tool("toolu_up", "Bash", json!({"command": "until [ -s left.pid ]; do sleep 0.01; done"})),
+        tool(
+            "toolu_left",
+            "Bash",
+            json!({"command": LEFT, "run_in_background": true}),
+        ),
+        tool(
+            "toolu_up",
+            "Bash",
+            json!({"command": "until [ -s left.pid ]; do sleep 0.01; done"}),
+        ),
         Reply::Sse(turn_text("served")),
     ]);
     env.write("hello.txt", "hello from the background\n");
@@ -121,7 +137,10 @@ fn a_server_in_the_background_is_fetched_read_and_killed_and_one_left_running_di
     let t = read_json(&out_file);
 
     let started = result_of(&t, "toolu_srv");
-    assert!(started.contains("bash_1") && started.contains("pid"), "{started}");
+    assert!(
+        started.contains("bash_1") && started.contains("pid"),
+        "{started}"
+    );
     let fetched = result_of(&t, "toolu_get");
     assert!(fetched.contains("hello from the background"), "{fetched}");
     assert!(fetched.contains("404"), "{fetched}");
@@ -129,7 +148,10 @@ fn a_server_in_the_background_is_fetched_read_and_killed_and_one_left_running_di
     let log = result_of(&t, "toolu_log");
     assert!(log.contains("\"GET /hello.txt HTTP/1.1\" 200"), "{log}");
     assert!(log.contains("\"GET /missing HTTP/1.1\" 404"), "{log}");
-    assert!(!log.contains("listening"), "the filter drops other lines: {log}");
+    assert!(
+        !log.contains("listening"),
+        "the filter drops other lines: {log}"
+    );
     assert!(log.contains("<status>running</status>"), "{log}");
     let killed = result_of(&t, "toolu_kill");
     assert!(killed.contains("status: killed"), "{killed}");
@@ -144,16 +166,24 @@ fn a_server_in_the_background_is_fetched_read_and_killed_and_one_left_running_di
     assert_eq!(server["killed"], true);
     assert_eq!(server["killed_at_end"], false);
     assert!(server["ended_ms"].as_u64() >= server["started_ms"].as_u64());
-    assert!(gone(server["pid"].as_i64().unwrap()), "KillBash left the server");
+    assert!(
+        gone(server["pid"].as_i64().unwrap()),
+        "KillBash left the server"
+    );
     assert_eq!(left["id"], "bash_2");
     assert_eq!(left["killed_at_end"], true);
     assert_eq!(left["exit_code"], Value::Null);
     let pid = left["pid"].as_i64().unwrap();
     let _stray = Stray(pid);
-    assert_eq!(pid, left_pid(&env), "the pid Bash reported is the command's");
+    assert_eq!(
+        pid,
+        left_pid(&env),
+        "the pid Bash reported is the command's"
+    );
     assert!(gone(pid), "the background command outlived the run");
     assert!(
-        out.stderr.contains("1 background command still running at the end (killed)"),
+        out.stderr
+            .contains("1 background command still running at the end (killed)"),
         "{}",
         out.stderr
     );
@@ -186,7 +216,11 @@ fn a_server_in_the_background_is_fetched_read_and_killed_and_one_left_running_di
 /// A run whose model starts LEFT in the background, then hangs on the next turn.
 fn left_then_hang() -> TestEnv {
     TestEnv::new(vec![
-        tool("toolu_left", "Bash", json!({"command": LEFT, "run_in_background": true})),
+        tool(
+            "toolu_left",
+            "Bash",
+            json!({"command": LEFT, "run_in_background": true}),
+        ),
         Reply::Hang(vec![sse::message_start(10, 0, 0)]),
     ])
 }
@@ -221,14 +255,24 @@ fn a_timeout_kills_the_background_commands() {
     let out = running.wait();
     out.assert_code(124);
     assert_killed_at_end(&out_file, pid);
-    assert!(out.stderr.contains("1 background command still running"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("1 background command still running"),
+        "{}",
+        out.stderr
+    );
 }
 
 #[test]
 fn sigterm_kills_the_background_commands() {
     let env = left_then_hang();
     let out_file = env.out("t.json");
-    let running = env.spawn(&["run", "--allow-bash", "-o", out_file.to_str().unwrap(), "go"]);
+    let running = env.spawn(&[
+        "run",
+        "--allow-bash",
+        "-o",
+        out_file.to_str().unwrap(),
+        "go",
+    ]);
     let pid = left_pid(&env);
     let _stray = Stray(pid);
     // The second request means the Bash call returned: the command runs in the background.
@@ -256,8 +300,16 @@ fn sigkill_of_the_agent_takes_the_background_commands_with_it() {
 #[test]
 fn max_background_refuses_one_more_and_zero_refuses_all() {
     let env = TestEnv::new(vec![
-        tool("toolu_a", "Bash", json!({"command": "sleep 1302", "run_in_background": true})),
-        tool("toolu_b", "Bash", json!({"command": "sleep 1303", "run_in_background": true})),
+        tool(
+            "toolu_a",
+            "Bash",
+            json!({"command": "sleep 1302", "run_in_background": true}),
+        ),
+        tool(
+            "toolu_b",
+            "Bash",
+            json!({"command": "sleep 1303", "run_in_background": true}),
+        ),
         Reply::Sse(turn_text("done")),
     ]);
     let out_file = env.out("t.json");

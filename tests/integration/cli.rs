@@ -55,12 +55,21 @@ fn tools_json_default_is_the_read_only_set() {
 }
 
 #[test]
-fn tools_json_full_auto_has_all_six_with_metadata() {
+fn tools_json_full_auto_has_every_builtin_with_metadata() {
     let env = TestEnv::new(vec![]);
     let v = tools_json(&env, &["--full-auto"]);
     assert_eq!(
         names(&v["tools"]),
-        ["Bash", "EditFile", "Glob", "Grep", "ReadFile", "WriteFile"]
+        [
+            "Bash",
+            "BashOutput",
+            "EditFile",
+            "Glob",
+            "Grep",
+            "KillBash",
+            "ReadFile",
+            "WriteFile"
+        ]
     );
     assert_eq!(names(&v["api_tools"]), names(&v["tools"]));
     let by_name = |n: &str| {
@@ -105,7 +114,7 @@ fn tools_json_permission_flags_refine_the_set() {
     );
     assert_eq!(
         names(&tools_json(&env, &["--allow-bash"])["tools"]),
-        ["Bash", "Glob", "Grep", "ReadFile"]
+        ["Bash", "BashOutput", "Glob", "Grep", "KillBash", "ReadFile"]
     );
     assert_eq!(
         names(&tools_json(&env, &["--full-auto", "--disallowed-tools", "Bash,Grep"])["tools"]),

@@ -14,6 +14,7 @@ mod provider_servers;
 mod support;
 
 mod answer_continuation;
+mod background;
 mod bad_input;
 mod batch_scale;
 mod cassette;
@@ -51,4 +52,3 @@ mod summary_cmd;
 mod terminal;
 mod thinking;
 mod tool_flags;
-mod background;

@@ -117,7 +117,16 @@ fn fix_the_bug_session() {
     tools.sort();
     assert_eq!(
         tools,
-        ["Bash", "EditFile", "Glob", "Grep", "ReadFile", "WriteFile"]
+        [
+            "Bash",
+            "BashOutput",
+            "EditFile",
+            "Glob",
+            "Grep",
+            "KillBash",
+            "ReadFile",
+            "WriteFile"
+        ]
     );
     assert_eq!(t["permission_denials"], json!([]));
     // Entries are {"path", "change"} (or bare paths); lib.sh modified, test.sh untouched.

@@ -46,6 +46,7 @@ impl TypedTool for BashOutput {
         category: Category::Shell,
         subject_kind: crate::tools::SubjectKind::Nothing,
         records_changes: true,
+        companion_of: Some("Bash"),
     };
 
     fn name(&self) -> &str {

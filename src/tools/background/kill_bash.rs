@@ -32,6 +32,7 @@ impl TypedTool for KillBash {
         category: Category::Shell,
         subject_kind: SubjectKind::Nothing,
         records_changes: true,
+        companion_of: Some("Bash"),
     };
 
     fn name(&self) -> &str {

@@ -92,7 +92,10 @@ fn output_since_the_last_read_then_the_exit_code() {
     std::fs::write(dir.path().join("go"), "").unwrap();
     let rest = until_ended(&c, &id);
     assert!(rest.contains("two") && !rest.contains("one"), "{rest}");
-    assert!(rest.contains("<status>exited with code 3</status>"), "{rest}");
+    assert!(
+        rest.contains("<status>exited with code 3</status>"),
+        "{rest}"
+    );
     let snap = c.background.snapshot().1;
     assert_eq!(snap[0].exit_code, Some(3));
     assert_eq!(snap[0].pid, pid);
@@ -140,14 +143,16 @@ fn kill_bash_kills_the_whole_tree() {
     assert!(alive(pid) && alive(inner) && alive(outer));
     let r = call(&KillBash, &c, &json!({"bash_id": id})).unwrap();
     assert!(r.content.contains("status: killed"), "{}", r.content);
-    let gone = |p| (0..500).any(|_| {
-        if alive(p) {
-            std::thread::sleep(std::time::Duration::from_millis(10));
-            false
-        } else {
-            true
-        }
-    });
+    let gone = |p| {
+        (0..500).any(|_| {
+            if alive(p) {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+                false
+            } else {
+                true
+            }
+        })
+    };
     assert!(gone(pid) && gone(inner) && gone(outer));
     let again = call_err(&KillBash, &c, &json!({"bash_id": id}));
     assert!(again.contains("is not running"), "{again}");
@@ -199,7 +204,11 @@ fn schemas_name_their_inputs() {
         assert_eq!(props, fields);
         assert_eq!(s["required"], json!(["bash_id"]));
         // Unknown fields are refused by serde too.
-        let e = call_err(tool, &ctx(std::env::temp_dir().as_path()), &json!({"bash_id": "x", "zzz": 1}));
+        let e = call_err(
+            tool,
+            &ctx(std::env::temp_dir().as_path()),
+            &json!({"bash_id": "x", "zzz": 1}),
+        );
         assert!(e.contains("unknown field"), "{e}");
     }
 }
