@@ -73,6 +73,7 @@ pub(crate) fn run_command(args: &RunArgs) -> ExitCode {
             config.tools().selection().max_background,
             record.locked().started(),
         )),
+        plan: Arc::default(),
     };
     if let Some(r) = config.session().resume() {
         note_resumed(&mut record.locked(), r);
@@ -83,6 +84,7 @@ pub(crate) fn run_command(args: &RunArgs) -> ExitCode {
     let finisher = make_finisher(&config, &record, &ctx);
     let _ = FINISHER.set(finisher.clone());
     observe_background(&ctx, &record, &finisher.events);
+    observe_plan(&ctx, &record, &finisher.events);
     if let Some(limit) = config.ci().timeout() {
         finisher.start_deadline(limit);
     }
@@ -195,6 +197,23 @@ fn observe_background(
         record
             .locked()
             .record_background(n.generation, n.all.clone());
+    }));
+}
+
+/// Each change of the plan (TodoWrite): the record's `plan`/`plan_history`, a
+/// `plan.updated` event, and the plan in the log, one line per item.
+fn observe_plan(ctx: &ToolContext, record: &Arc<Mutex<RunRecord>>, events: &Arc<events::Events>) {
+    let (record, events) = (record.clone(), events.clone());
+    ctx.plan.observe(Box::new(move |todos| {
+        let turn = record.locked().record_plan(todos.to_vec());
+        output::info(&format!("plan ({} items):", todos.len()));
+        for t in todos {
+            output::info(&format!("  {}", t.line()));
+        }
+        events.emit(
+            "plan.updated",
+            serde_json::json!({"turn": turn, "todos": todos}),
+        );
     }));
 }
 

@@ -127,6 +127,22 @@ pub(crate) struct RunRecord {
     /// Every background command (Bash `run_in_background`), and the generation of the
     /// table it was copied from (a later one is newer).
     background: (u64, Vec<crate::tools::background::JobRecord>),
+    /// The model's plan (TodoWrite), as last written.
+    plan: Vec<crate::tools::todo_write::Todo>,
+    /// Each change of the plan: `{turn, elapsed_ms, todos}`.
+    plan_history: Vec<PlanChange>,
+    /// The turn being requested, streamed or executed (calls may start while it streams).
+    request_turn: u32,
+}
+
+/// One change of the plan.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct PlanChange {
+    /// The turn whose call wrote it.
+    pub(crate) turn: u32,
+    /// Milliseconds from the start of the run.
+    pub(crate) elapsed_ms: u64,
+    pub(crate) todos: Vec<crate::tools::todo_write::Todo>,
 }
 
 impl RunRecord {
@@ -160,6 +176,9 @@ impl RunRecord {
             structured_output: None,
             resumed_from: None,
             background: (0, Vec::new()),
+            plan: Vec::new(),
+            plan_history: Vec::new(),
+            request_turn: 0,
         }
     }
 
@@ -349,6 +368,22 @@ impl RunRecord {
         if generation >= self.background.0 {
             self.background = (generation, jobs);
         }
+    }
+
+    /// A request for turn `turn` is about to go.
+    pub(crate) fn record_request_turn(&mut self, turn: u32) {
+        self.request_turn = turn;
+    }
+
+    /// The model wrote a new plan (TodoWrite), in the current turn; returns that turn.
+    pub(crate) fn record_plan(&mut self, todos: Vec<crate::tools::todo_write::Todo>) -> u32 {
+        self.plan_history.push(PlanChange {
+            turn: self.request_turn,
+            elapsed_ms: u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            todos: todos.clone(),
+        });
+        self.plan = todos;
+        self.request_turn
     }
 
     /// How many background commands were still running when the run ended.

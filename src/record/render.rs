@@ -114,6 +114,8 @@ impl RunRecord {
             context_clearings: &self.context_clearings,
             resumed_from: self.resumed_from.as_ref(),
             background: &self.background.1,
+            plan: &self.plan,
+            plan_history: &self.plan_history,
         };
         let text = if pretty {
             serde_json::to_string_pretty(&t)
@@ -236,6 +238,9 @@ struct Transcript<'a> {
     resumed_from: Option<&'a Value>,
     /// Every background command: `{id, command, pid, started_ms, ended_ms, exit_code, …}`.
     background: &'a [crate::tools::background::JobRecord],
+    /// The model's plan (TodoWrite) as last written, and each change.
+    plan: &'a [crate::tools::todo_write::Todo],
+    plan_history: &'a [super::PlanChange],
 }
 
 #[cfg(test)]

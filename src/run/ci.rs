@@ -87,7 +87,8 @@ impl CiRun {
         record: &Mutex<RunRecord>,
     ) -> Option<Outcome> {
         let (calls, cost, turns, model) = {
-            let r = record.locked();
+            let mut r = record.locked();
+            r.record_request_turn(turn_no);
             let unpriced = r.unpriced_model().unwrap_or(r.model()).to_string();
             (r.tool_calls().len(), r.cost_usd(), r.num_turns(), unpriced)
         };

@@ -16,6 +16,7 @@ pub(crate) mod read_file;
 pub(crate) mod registry;
 pub(crate) mod scheduler;
 pub(crate) mod schema;
+pub(crate) mod todo_write;
 pub(crate) mod walk;
 pub(crate) mod write_file;
 
@@ -95,6 +96,8 @@ pub(crate) enum Category {
     Mcp,
     /// The run's final answer (`--output-schema`'s StructuredOutput).
     Answer,
+    /// The model's plan (TodoWrite): no side effects.
+    Plan,
 }
 
 impl Category {
@@ -105,6 +108,7 @@ impl Category {
             Category::Search => "search",
             Category::Mcp => "mcp",
             Category::Answer => "answer",
+            Category::Plan => "plan",
         }
     }
 }
@@ -124,6 +128,8 @@ pub(crate) struct ToolContext {
     pub sandbox: Option<Arc<crate::process::sandbox::Confinement>>,
     /// The run's background commands (Bash `run_in_background`, BashOutput, KillBash).
     pub background: Arc<background::Jobs>,
+    /// The model's plan (TodoWrite).
+    pub plan: Arc<todo_write::Plan>,
 }
 
 /// What a permission rule's specifier (`Tool(spec)`) is matched against, as the tool says:
@@ -371,6 +377,7 @@ pub(crate) mod test_support {
                     background::DEFAULT_MAX_BACKGROUND,
                     std::time::Instant::now(),
                 )),
+                plan: Arc::default(),
             }
         }
     }

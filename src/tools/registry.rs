@@ -151,6 +151,7 @@ impl Registry {
         ));
         r.register(Arc::new(super::background::bash_output::BashOutput));
         r.register(Arc::new(super::background::kill_bash::KillBash));
+        r.register(Arc::new(super::todo_write::TodoWrite));
         r.apply(selection);
         r
     }
@@ -194,6 +195,8 @@ fn default_on(tool: &dyn Tool, sel: &ToolSelection) -> bool {
         Category::Mcp => false,
         // Registered (and enabled) by `agent run --output-schema`, never by `builtin`.
         Category::Answer => false,
+        // Read-only, so on by the first arm.
+        Category::Plan => false,
     }
 }
 

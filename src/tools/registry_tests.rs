@@ -5,7 +5,10 @@ use super::*;
 #[test]
 fn default_is_read_tools() {
     let r = Registry::builtin(&ToolSelection::default());
-    assert_eq!(r.enabled_names(), vec!["Glob", "Grep", "ReadFile"]);
+    assert_eq!(
+        r.enabled_names(),
+        vec!["Glob", "Grep", "ReadFile", "TodoWrite"]
+    );
 }
 
 #[test]
@@ -26,6 +29,7 @@ fn full_auto_is_every_builtin() {
             "Grep",
             "KillBash",
             "ReadFile",
+            "TodoWrite",
             "WriteFile"
         ]
     );
@@ -39,7 +43,14 @@ fn write_only_and_bash_only() {
     });
     assert_eq!(
         w.enabled_names(),
-        vec!["EditFile", "Glob", "Grep", "ReadFile", "WriteFile"]
+        vec![
+            "EditFile",
+            "Glob",
+            "Grep",
+            "ReadFile",
+            "TodoWrite",
+            "WriteFile"
+        ]
     );
     let b = Registry::builtin(&ToolSelection {
         allow_bash: true,
@@ -48,7 +59,15 @@ fn write_only_and_bash_only() {
     // BashOutput is read-only, but reads only what Bash starts: it comes with Bash.
     assert_eq!(
         b.enabled_names(),
-        vec!["Bash", "BashOutput", "Glob", "Grep", "KillBash", "ReadFile"]
+        vec![
+            "Bash",
+            "BashOutput",
+            "Glob",
+            "Grep",
+            "KillBash",
+            "ReadFile",
+            "TodoWrite"
+        ]
     );
 }
 
@@ -69,7 +88,7 @@ fn allowed_and_disallowed_refine() {
 fn api_format_has_name_description_schema() {
     let r = Registry::builtin(&ToolSelection::default());
     let api = r.to_api_format();
-    assert_eq!(api.len(), 3);
+    assert_eq!(api.len(), 4);
     for t in &api {
         assert!(t["name"].is_string());
         assert!(t["description"].as_str().is_some_and(|d| d.len() > 40));
@@ -202,13 +221,13 @@ fn companions_follow_the_tool_they_serve() {
     // Off without Bash, though BashOutput is read-only.
     assert_eq!(
         Registry::builtin(&ToolSelection::default()).enabled_names(),
-        ["Glob", "Grep", "ReadFile"]
+        ["Glob", "Grep", "ReadFile", "TodoWrite"]
     );
     assert_eq!(with(Some(&["Bash"]), &[]), "Bash,BashOutput,KillBash");
-    assert_eq!(with(None, &["Bash"]), "Glob,Grep,ReadFile");
+    assert_eq!(with(None, &["Bash"]), "Glob,Grep,ReadFile,TodoWrite");
     assert_eq!(
         with(None, &["KillBash"]),
-        "Bash,BashOutput,Glob,Grep,ReadFile"
+        "Bash,BashOutput,Glob,Grep,ReadFile,TodoWrite"
     );
     assert_eq!(with(Some(&["ReadFile", "BashOutput"]), &[]), "ReadFile");
 }

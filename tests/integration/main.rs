@@ -36,6 +36,7 @@ mod limits;
 mod mcp;
 mod mock_selftest;
 mod openai;
+mod plan;
 mod proc_secrets;
 mod prompt_input;
 mod real_servers;
