@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -15,6 +15,7 @@ use crate::model::provider::cassette::{CassetteWriter, ReplayProvider};
 use crate::model::provider::http::{HttpConfig, HttpProvider, Recorder};
 use crate::policy::PolicyGate;
 use crate::record::{InFlight, RunRecord};
+use crate::run::agent::subagent::{ProviderFactory, SubagentRunner};
 use crate::run::agent::{Agent, RunHandle};
 use crate::run::finish::Finisher;
 use crate::run::signals::{FINISHER, watch_signals};
@@ -74,6 +75,7 @@ pub(crate) fn run_command(args: &RunArgs) -> ExitCode {
             record.locked().started(),
         )),
         plan: Arc::default(),
+        subagents: None,
     };
     if let Some(r) = config.session().resume() {
         note_resumed(&mut record.locked(), r);
@@ -139,12 +141,18 @@ pub(crate) fn run_command(args: &RunArgs) -> ExitCode {
     }
     finisher.checkpoint();
 
+    let gate = Arc::new(gate);
+    let config = Arc::new(config);
+    let mut ctx = ctx;
+    ctx.subagents = Some(Arc::new(subagent_runner(
+        &config, &registry, &ctx, &gate, &record, &finisher,
+    )));
     let checkpoint = || finisher.checkpoint();
     let outcome = Agent::new(RunHandle {
         config: &config,
         registry: &registry,
         ctx: &ctx,
-        gate: &gate,
+        gate: gate.as_ref(),
         record: &record,
         checkpoint: &checkpoint,
         ci: &ci,
@@ -215,6 +223,46 @@ fn observe_plan(ctx: &ToolContext, record: &Arc<Mutex<RunRecord>>, events: &Arc<
             serde_json::json!({"turn": turn, "todos": todos}),
         );
     }));
+}
+
+/// Task's runner: the run's tools, context, gate, record and events, and a provider of
+/// its own per sub-agent (none under `--replay` or `--record`: a cassette holds one
+/// conversation).
+fn subagent_runner(
+    config: &Arc<Config>,
+    registry: &Registry,
+    ctx: &ToolContext,
+    gate: &Arc<PolicyGate>,
+    record: &Arc<Mutex<RunRecord>>,
+    finisher: &Arc<Finisher>,
+) -> SubagentRunner {
+    let c = config.clone();
+    let provider: ProviderFactory = Box::new(move || {
+        if c.provider().replay().is_some() || c.provider().record().is_some() {
+            return Err(
+                "sub-agents are not available with --replay or --record (a cassette \
+                        holds one conversation): do the job yourself"
+                    .to_string(),
+            );
+        }
+        Ok(http_provider(&c))
+    });
+    let f = finisher.clone();
+    SubagentRunner {
+        config: config.clone(),
+        tools: registry.enabled().into_iter().cloned().collect(),
+        ctx: ctx.clone(),
+        gate: gate.clone(),
+        record: record.clone(),
+        events: finisher.events.clone(),
+        cancelled: finisher.cancelled.clone(),
+        in_flight: finisher.in_flight.clone(),
+        checkpoint: Arc::new(move || f.checkpoint()),
+        provider,
+        max_turns: config.session().subagent_max_turns(),
+        next: AtomicU32::new(0),
+        claimed: Mutex::new(Vec::new()),
+    }
 }
 
 /// A signal or the deadline is finishing the run, and exits the process.
@@ -395,13 +443,28 @@ fn make_provider(
         Some(path) => Some(cassette_recorder(config, registry, path, session_id)?),
         None => None,
     };
+    Ok(Box::new(HttpProvider::new(
+        crate::model::provider::wire(config.provider().kind()),
+        http_config(config),
+        recorder,
+    )))
+}
+
+/// The HTTP provider of the run's settings, recording nothing (a sub-agent's).
+fn http_provider(config: &Config) -> Box<dyn Provider> {
+    let wire = crate::model::provider::wire(config.provider().kind());
+    Box::new(HttpProvider::new(wire, http_config(config), None))
+}
+
+/// The HTTP shell's settings from the run's.
+fn http_config(config: &Config) -> HttpConfig {
     let mut request = config.provider().request().clone();
     if config.session().context().context_1m {
         request
             .betas
             .push(crate::run::context::CONTEXT_1M_BETA.to_string());
     }
-    let http = HttpConfig {
+    HttpConfig {
         max_retries: config.provider().max_retries(),
         idle_timeout: config.provider().idle_timeout(),
         request,
@@ -411,9 +474,7 @@ fn make_provider(
             config.provider().base_url().to_string(),
             config.provider().api_key().to_string(),
         )
-    };
-    let wire = crate::model::provider::wire(config.provider().kind());
-    Ok(Box::new(HttpProvider::new(wire, http, recorder)))
+    }
 }
 
 /// Appends each successful turn to the `--record` cassette, whose header names the

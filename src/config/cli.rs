@@ -219,6 +219,9 @@ pub(crate) struct RunArgs {
     /// Maximum number of model requests.
     #[arg(long, default_value_t = 50, value_name = "N", help_heading = heading::CI)]
     pub max_turns: u32,
+    /// Turns one Task sub-agent may take (within what is left of --max-turns).
+    #[arg(long, default_value_t = 20, value_name = "N", help_heading = heading::CI)]
+    pub subagent_max_turns: u32,
     /// Time limit for the whole run (e.g. 90s, 10m); exit 124 when it expires.
     #[arg(long, value_parser = parse_duration, value_name = "DURATION", help_heading = heading::CI)]
     pub timeout: Option<Duration>,

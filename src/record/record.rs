@@ -133,6 +133,26 @@ pub(crate) struct RunRecord {
     plan_history: Vec<PlanChange>,
     /// The turn being requested, streamed or executed (calls may start while it streams).
     request_turn: u32,
+    /// Task's sub-agents, running (as of their last checkpoint) or ended.
+    subagents: Vec<SubagentRecord>,
+}
+
+/// One sub-agent (Task) as the transcript nests it.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct SubagentRecord {
+    pub(crate) id: String,
+    /// The parent's Task call.
+    pub(crate) tool_use_id: String,
+    pub(crate) subagent_type: &'static str,
+    pub(crate) description: String,
+    /// `running`, then the sub-agent's own status (`success`, `max_turns`, `budget`, …),
+    /// or `interrupted` when the run ended while it ran.
+    pub(crate) status: String,
+    pub(crate) num_turns: u32,
+    pub(crate) usage: Usage,
+    pub(crate) cost_usd: Option<f64>,
+    pub(crate) messages: Vec<Box<serde_json::value::RawValue>>,
+    pub(crate) tool_calls: Vec<ToolCallRecord>,
 }
 
 /// One change of the plan.
@@ -179,6 +199,7 @@ impl RunRecord {
             plan: Vec::new(),
             plan_history: Vec::new(),
             request_turn: 0,
+            subagents: Vec::new(),
         }
     }
 
@@ -368,6 +389,57 @@ impl RunRecord {
         if generation >= self.background.0 {
             self.background = (generation, jobs);
         }
+    }
+
+    /// A sub-agent's progress (its entry replaced, or added when new).
+    pub(crate) fn record_subagent(&mut self, entry: SubagentRecord) {
+        match self.subagents.iter_mut().find(|s| s.id == entry.id) {
+            Some(s) => *s = entry,
+            None => self.subagents.push(entry),
+        }
+    }
+
+    /// A sub-agent ended: its entry, and its usage (per model that answered it) added to
+    /// the run's `usage` and `cost_usd`.
+    pub(crate) fn record_subagent_end(
+        &mut self,
+        entry: SubagentRecord,
+        usage_by_model: &[(String, Usage)],
+        prices: &Prices,
+    ) {
+        for (model, usage) in usage_by_model {
+            self.add_response(model, usage, prices, false);
+        }
+        self.record_subagent(entry);
+    }
+
+    /// The run is ending: a sub-agent still running is interrupted.
+    pub(crate) fn settle_subagents(&mut self) {
+        for s in &mut self.subagents {
+            if s.status == "running" {
+                s.status = "interrupted".to_string();
+            }
+        }
+    }
+
+    /// Tool calls against `--max-tool-calls`: the run's and its sub-agents'.
+    pub(crate) fn tool_calls_counted(&self) -> usize {
+        self.tool_calls.len()
+            + self
+                .subagents
+                .iter()
+                .map(|s| s.tool_calls.len())
+                .sum::<usize>()
+    }
+
+    /// Turns the sub-agents took (against `--max-turns`).
+    pub(crate) fn subagent_turns(&self) -> u32 {
+        self.subagents.iter().map(|s| s.num_turns).sum()
+    }
+
+    /// The turn being requested, streamed or executed.
+    pub(crate) fn request_turn(&self) -> u32 {
+        self.request_turn
     }
 
     /// A request for turn `turn` is about to go.
@@ -580,6 +652,16 @@ struct Unfinished {
 }
 
 impl InFlight {
+    /// The ids and inputs of the running calls named `name` (Task finds its own call).
+    pub(crate) fn running(&self, name: &str) -> Vec<(String, Value)> {
+        self.0
+            .locked()
+            .iter()
+            .filter(|c| c.name == name)
+            .map(|c| (c.id.clone(), c.input.clone()))
+            .collect()
+    }
+
     pub(crate) fn start(&self, id: &str, name: &str, input: Value, turn: u32) {
         let call = Unfinished {
             id: id.to_string(),

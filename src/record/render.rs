@@ -116,6 +116,7 @@ impl RunRecord {
             background: &self.background.1,
             plan: &self.plan,
             plan_history: &self.plan_history,
+            subagents: &self.subagents,
         };
         let text = if pretty {
             serde_json::to_string_pretty(&t)
@@ -241,6 +242,8 @@ struct Transcript<'a> {
     /// The model's plan (TodoWrite) as last written, and each change.
     plan: &'a [crate::tools::todo_write::Todo],
     plan_history: &'a [super::PlanChange],
+    /// Task's sub-agents: `{id, tool_use_id, subagent_type, status, num_turns, usage, …}`.
+    subagents: &'a [super::SubagentRecord],
 }
 
 #[cfg(test)]

@@ -181,7 +181,11 @@ impl Finisher {
     fn close_record(&self, status: Status) {
         self.cancelled.store(true, Ordering::SeqCst);
         // Before the kill: a killed call would otherwise finish and leave the list.
-        self.in_flight.settle(&mut self.record.locked());
+        {
+            let mut r = self.record.locked();
+            self.in_flight.settle(&mut r);
+            r.settle_subagents();
+        }
         // MCP servers end gracefully first; the kill-all is the backstop.
         crate::mcp::shutdown_all(&format!("the agent run ended ({})", status.as_str()));
         // Marked (and told) before the kill-all below kills their groups.

@@ -16,6 +16,7 @@ pub(crate) mod read_file;
 pub(crate) mod registry;
 pub(crate) mod scheduler;
 pub(crate) mod schema;
+pub(crate) mod task;
 pub(crate) mod todo_write;
 pub(crate) mod walk;
 pub(crate) mod write_file;
@@ -98,6 +99,8 @@ pub(crate) enum Category {
     Answer,
     /// The model's plan (TodoWrite): no side effects.
     Plan,
+    /// A sub-agent (Task).
+    Agent,
 }
 
 impl Category {
@@ -109,6 +112,7 @@ impl Category {
             Category::Mcp => "mcp",
             Category::Answer => "answer",
             Category::Plan => "plan",
+            Category::Agent => "agent",
         }
     }
 }
@@ -130,6 +134,8 @@ pub(crate) struct ToolContext {
     pub background: Arc<background::Jobs>,
     /// The model's plan (TodoWrite).
     pub plan: Arc<todo_write::Plan>,
+    /// Runs Task's sub-agents; `None` inside a sub-agent (and in unit tests).
+    pub subagents: Option<Arc<dyn task::Subagents>>,
 }
 
 /// What a permission rule's specifier (`Tool(spec)`) is matched against, as the tool says:
@@ -378,6 +384,7 @@ pub(crate) mod test_support {
                     std::time::Instant::now(),
                 )),
                 plan: Arc::default(),
+                subagents: None,
             }
         }
     }

@@ -153,6 +153,11 @@ impl Registry {
         r.register(Arc::new(super::background::kill_bash::KillBash));
         r.register(Arc::new(super::todo_write::TodoWrite));
         r.apply(selection);
+        // Task's `general` kind has the parent's tools: offered only when they may
+        // write or run commands.
+        let general = r.enabled().iter().any(|t| !t.is_read_only());
+        r.register(Arc::new(super::task::Task::new(general)));
+        r.apply(selection);
         r
     }
 
@@ -196,7 +201,7 @@ fn default_on(tool: &dyn Tool, sel: &ToolSelection) -> bool {
         // Registered (and enabled) by `agent run --output-schema`, never by `builtin`.
         Category::Answer => false,
         // Read-only, so on by the first arm.
-        Category::Plan => false,
+        Category::Plan | Category::Agent => false,
     }
 }
 

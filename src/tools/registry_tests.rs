@@ -7,7 +7,7 @@ fn default_is_read_tools() {
     let r = Registry::builtin(&ToolSelection::default());
     assert_eq!(
         r.enabled_names(),
-        vec!["Glob", "Grep", "ReadFile", "TodoWrite"]
+        vec!["Glob", "Grep", "ReadFile", "Task", "TodoWrite"]
     );
 }
 
@@ -29,6 +29,7 @@ fn full_auto_is_every_builtin() {
             "Grep",
             "KillBash",
             "ReadFile",
+            "Task",
             "TodoWrite",
             "WriteFile"
         ]
@@ -48,6 +49,7 @@ fn write_only_and_bash_only() {
             "Glob",
             "Grep",
             "ReadFile",
+            "Task",
             "TodoWrite",
             "WriteFile"
         ]
@@ -66,6 +68,7 @@ fn write_only_and_bash_only() {
             "Grep",
             "KillBash",
             "ReadFile",
+            "Task",
             "TodoWrite"
         ]
     );
@@ -88,7 +91,7 @@ fn allowed_and_disallowed_refine() {
 fn api_format_has_name_description_schema() {
     let r = Registry::builtin(&ToolSelection::default());
     let api = r.to_api_format();
-    assert_eq!(api.len(), 4);
+    assert_eq!(api.len(), 5);
     for t in &api {
         assert!(t["name"].is_string());
         assert!(t["description"].as_str().is_some_and(|d| d.len() > 40));
@@ -221,13 +224,13 @@ fn companions_follow_the_tool_they_serve() {
     // Off without Bash, though BashOutput is read-only.
     assert_eq!(
         Registry::builtin(&ToolSelection::default()).enabled_names(),
-        ["Glob", "Grep", "ReadFile", "TodoWrite"]
+        ["Glob", "Grep", "ReadFile", "Task", "TodoWrite"]
     );
     assert_eq!(with(Some(&["Bash"]), &[]), "Bash,BashOutput,KillBash");
-    assert_eq!(with(None, &["Bash"]), "Glob,Grep,ReadFile,TodoWrite");
+    assert_eq!(with(None, &["Bash"]), "Glob,Grep,ReadFile,Task,TodoWrite");
     assert_eq!(
         with(None, &["KillBash"]),
-        "Bash,BashOutput,Glob,Grep,ReadFile,TodoWrite"
+        "Bash,BashOutput,Glob,Grep,ReadFile,Task,TodoWrite"
     );
     assert_eq!(with(Some(&["ReadFile", "BashOutput"]), &[]), "ReadFile");
 }

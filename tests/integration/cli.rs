@@ -29,11 +29,11 @@ fn tools_json_default_is_the_read_only_set() {
     let v = tools_json(&env, &[]);
     assert_eq!(
         names(&v["tools"]),
-        ["Glob", "Grep", "ReadFile", "TodoWrite"]
+        ["Glob", "Grep", "ReadFile", "Task", "TodoWrite"]
     );
     assert_eq!(
         names(&v["api_tools"]),
-        ["Glob", "Grep", "ReadFile", "TodoWrite"]
+        ["Glob", "Grep", "ReadFile", "Task", "TodoWrite"]
     );
     for t in v["tools"].as_array().unwrap() {
         assert_eq!(t["read_only"], true, "{t}");
@@ -74,6 +74,7 @@ fn tools_json_full_auto_has_every_builtin_with_metadata() {
             "Grep",
             "KillBash",
             "ReadFile",
+            "Task",
             "TodoWrite",
             "WriteFile"
         ]
@@ -122,6 +123,7 @@ fn tools_json_permission_flags_refine_the_set() {
             "Glob",
             "Grep",
             "ReadFile",
+            "Task",
             "TodoWrite",
             "WriteFile"
         ]
@@ -135,12 +137,20 @@ fn tools_json_permission_flags_refine_the_set() {
             "Grep",
             "KillBash",
             "ReadFile",
+            "Task",
             "TodoWrite"
         ]
     );
     assert_eq!(
         names(&tools_json(&env, &["--full-auto", "--disallowed-tools", "Bash,Grep"])["tools"]),
-        ["EditFile", "Glob", "ReadFile", "TodoWrite", "WriteFile"]
+        [
+            "EditFile",
+            "Glob",
+            "ReadFile",
+            "Task",
+            "TodoWrite",
+            "WriteFile"
+        ]
     );
 }
 
@@ -242,7 +252,7 @@ fn model_max_tokens_and_tools_reach_the_request() {
     sent.sort();
     assert_eq!(
         sent,
-        ["Glob", "Grep", "ReadFile", "TodoWrite"],
+        ["Glob", "Grep", "ReadFile", "Task", "TodoWrite"],
         "a disabled tool is not sent"
     );
     env.server.assert_invariants();

@@ -49,6 +49,7 @@ mod session;
 mod spill;
 mod stdin;
 mod stop_reasons;
+mod subagents;
 mod summary_cmd;
 mod terminal;
 mod thinking;

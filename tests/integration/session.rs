@@ -125,6 +125,7 @@ fn fix_the_bug_session() {
             "Grep",
             "KillBash",
             "ReadFile",
+            "Task",
             "TodoWrite",
             "WriteFile"
         ]
