@@ -214,6 +214,11 @@ pub(crate) struct RunArgs {
     /// Every one still running is killed when the run ends, whichever way it ends.
     #[arg(long, default_value_t = 4, value_name = "N", help_heading = heading::TOOLS)]
     pub max_background: usize,
+    /// Enable WebFetch for these hosts (comma list; *.example.com covers subdomains; * all).
+    ///
+    /// Loopback and private addresses are fetched only when named literally (127.0.0.1).
+    #[arg(long, value_name = "DOMAINS", help_heading = heading::TOOLS)]
+    pub allow_web: Option<String>,
     #[command(flatten)]
     pub security: SecurityArgs,
     /// Maximum number of model requests.

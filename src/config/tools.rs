@@ -62,6 +62,10 @@ impl ToolConfig {
     ) -> Result<Self, Error> {
         selection.bash_timeout = args.bash_timeout;
         selection.max_background = args.max_background;
+        if let Some(list) = &args.allow_web {
+            selection.allow_web =
+                crate::tools::web_fetch::AllowWeb::parse(list).map_err(Error::Usage)?;
+        }
         let add_dirs = extra_dirs(&args.security.add_dir)?;
         let known = Registry::builtin(&ToolSelection::default()).known();
         let mut settings = Settings::from_files(files, &known)?;

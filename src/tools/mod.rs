@@ -19,6 +19,7 @@ pub(crate) mod schema;
 pub(crate) mod task;
 pub(crate) mod todo_write;
 pub(crate) mod walk;
+pub(crate) mod web_fetch;
 pub(crate) mod write_file;
 
 use std::path::PathBuf;
@@ -101,6 +102,8 @@ pub(crate) enum Category {
     Plan,
     /// A sub-agent (Task).
     Agent,
+    /// The web (WebFetch): on only with `--allow-web`.
+    Web,
 }
 
 impl Category {
@@ -113,6 +116,7 @@ impl Category {
             Category::Answer => "answer",
             Category::Plan => "plan",
             Category::Agent => "agent",
+            Category::Web => "web",
         }
     }
 }
@@ -148,6 +152,8 @@ pub(crate) enum SubjectKind {
     Command,
     /// Paths: `Tool(src/**)`, a glob relative to the workspace.
     Paths,
+    /// A host: `Tool(domain:docs.rs)`, `Tool(domain:*.example.com)`.
+    Domain,
 }
 
 /// What one call's rules are matched against.
@@ -158,6 +164,8 @@ pub(crate) enum Subject {
     Command(String),
     /// Every path the call touches, as the model wrote them (relative or absolute).
     Paths(Vec<String>),
+    /// The host a call reaches (lower case).
+    Domain(String),
 }
 
 /// A tool as the settings see it: the name rules and hook matchers use, and what a rule's

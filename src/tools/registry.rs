@@ -30,6 +30,8 @@ pub(crate) struct ToolSelection {
     pub deny_rules: Vec<String>,
     /// `--max-background`, which the Bash tool's description states.
     pub max_background: usize,
+    /// `--allow-web`: the hosts WebFetch may fetch; empty: WebFetch is off.
+    pub allow_web: super::web_fetch::AllowWeb,
 }
 
 impl Default for ToolSelection {
@@ -43,6 +45,7 @@ impl Default for ToolSelection {
             allow_rules: Vec::new(),
             deny_rules: Vec::new(),
             max_background: super::background::DEFAULT_MAX_BACKGROUND,
+            allow_web: Default::default(),
         }
     }
 }
@@ -152,6 +155,9 @@ impl Registry {
         r.register(Arc::new(super::background::bash_output::BashOutput));
         r.register(Arc::new(super::background::kill_bash::KillBash));
         r.register(Arc::new(super::todo_write::TodoWrite));
+        r.register(Arc::new(super::web_fetch::WebFetch::new(
+            selection.allow_web.clone(),
+        )));
         r.apply(selection);
         // Task's `general` kind has the parent's tools: offered only when they may
         // write or run commands.
@@ -192,6 +198,8 @@ impl Registry {
 
 fn default_on(tool: &dyn Tool, sel: &ToolSelection) -> bool {
     match tool.category() {
+        // Read-only, but it reaches the network: only with --allow-web.
+        Category::Web => !sel.allow_web.is_empty(),
         _ if tool.is_read_only() => true,
         Category::File => sel.allow_write && !tool.is_destructive(),
         Category::Shell => sel.allow_bash,

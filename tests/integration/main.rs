@@ -54,3 +54,4 @@ mod summary_cmd;
 mod terminal;
 mod thinking;
 mod tool_flags;
+mod web_fetch;
