@@ -298,7 +298,7 @@ fn sigkill_of_the_agent_takes_the_background_commands_with_it() {
 }
 
 #[test]
-fn max_background_refuses_one_more_and_zero_refuses_all() {
+fn max_background_refuses_one_more_and_a_bad_value_is_exit_2() {
     let env = TestEnv::new(vec![
         tool(
             "toolu_a",

@@ -258,6 +258,13 @@ impl Jobs {
                 .filter(|j| j.record.ended_ms.is_none())
                 .map(|j| j.record.id.as_str())
                 .collect();
+            if self.max == 0 {
+                return Err(
+                    "not started: background commands are off in this run (--max-background \
+                     0); run the command in the foreground"
+                        .to_string(),
+                );
+            }
             if running.len() >= self.max {
                 return Err(format!(
                     "not started: {} background commands are running ({}), the most this run \

@@ -185,6 +185,19 @@ fn at_most_max_at_once_and_none_after_the_end() {
     assert!(closed.contains("the run is ending"), "{closed}");
     let unknown = call_err(&BashOutput, &c, &json!({"bash_id": "bash_9"}));
     assert!(unknown.contains("bash_1"), "{unknown}");
+
+    // --max-background 0: none at all.
+    c.background = Arc::new(Jobs::new(0, Instant::now()));
+    let off = call_err(
+        &Bash::default(),
+        &c,
+        &json!({"command": "true", "run_in_background": true}),
+    );
+    assert!(
+        off.contains("off in this run (--max-background 0)"),
+        "{off}"
+    );
+    assert!(c.background.snapshot().1.is_empty());
 }
 
 #[test]
