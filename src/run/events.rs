@@ -86,6 +86,14 @@ impl Events {
         self.tag.is_some()
     }
 
+    /// `"subagent_1: "` for a sub-agent's stream, else empty: its log lines' prefix.
+    pub(crate) fn log_prefix(&self) -> String {
+        match &self.tag {
+            Some((_, Value::String(v))) => format!("{v}: "),
+            _ => String::new(),
+        }
+    }
+
     /// Writes one event; `fields` is a JSON object of the event's own fields.
     pub(crate) fn emit(&self, kind: &str, fields: Value) {
         self.write(kind, fields, false);

@@ -184,6 +184,13 @@ fn general_subagents_run_one_after_another_with_the_runs_tools() {
         "go",
     ]);
     out.assert_code(0);
+    // The CI log tells the sub-agents' steps from the run's.
+    assert!(
+        out.stderr.contains("agent: subagent_2: turn 1: Bash"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("agent: turn 1: Task"), "{}", out.stderr);
     let (_, subs) = split(&env);
     // The first sub-agent's whole conversation comes before the second's.
     let order: Vec<String> = subs.iter().map(Recorded::first_user_text).collect();

@@ -306,7 +306,10 @@ impl<'a> Agent<'a> {
     fn announce_request(&self, s: &Turns) {
         let turn_no = s.turn_no;
         output::progress(&format!("turn {turn_no}: waiting for the model"));
-        output::step(&format!("turn {turn_no}: waiting for the model"));
+        output::step(&format!(
+            "{}turn {turn_no}: waiting for the model",
+            self.run.ci.events.log_prefix()
+        ));
         if output::debug_enabled() {
             let to = match &self.run.config.provider().replay() {
                 Some(c) => format!("the cassette {}", c.display()),
