@@ -191,9 +191,9 @@ impl Finisher {
         // Marked (and told) before the kill-all below kills their groups.
         self.ctx.background.end_all();
         process::kill_all_running();
+        let orphans = process::kill_orphans();
         let (generation, jobs) = self.ctx.background.snapshot();
         self.record.locked().record_background(generation, jobs);
-        let orphans = process::kill_orphans();
         if orphans > 0 {
             output::warn(&format!(
                 "killed {orphans} process(es) that tool commands left running in the background"
