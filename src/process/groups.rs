@@ -18,7 +18,14 @@ pub(super) struct RegistryState {
     pub(super) groups: Vec<Running>,
     /// The groups `kill_all` killed: their members may outlive the kill by a moment.
     killed: Vec<Running>,
+    /// The last groups killed as their command ended (`GroupGuard`'s drop), for the same
+    /// reason: an MCP server's child killed with its group just before the way out's
+    /// sweep is no escapee. Bounded: only a moment matters.
+    recent: std::collections::VecDeque<Running>,
 }
+
+/// Groups `recent` keeps: more than end within one moment.
+const RECENT_GROUPS: usize = 64;
 
 /// A running command: its process group, and the process its runner waits for (the
 /// command's supervisor, a child of the agent; the command itself is its child).
@@ -37,6 +44,7 @@ impl ProcessRegistry {
                 closed: false,
                 groups: Vec::new(),
                 killed: Vec::new(),
+                recent: std::collections::VecDeque::new(),
             }),
         }
     }
@@ -80,7 +88,12 @@ impl ProcessRegistry {
     /// The commands: running now, or killed by `kill_all`.
     fn known(&self) -> Vec<Running> {
         let st = self.lock();
-        st.groups.iter().chain(&st.killed).copied().collect()
+        st.groups
+            .iter()
+            .chain(&st.killed)
+            .chain(&st.recent)
+            .copied()
+            .collect()
     }
 }
 
@@ -290,6 +303,10 @@ impl Drop for GroupGuard<'_> {
         if let Some(i) = st.groups.iter().position(|r| *r == self.running) {
             st.groups.swap_remove(i);
         }
+        if st.recent.len() == RECENT_GROUPS {
+            st.recent.pop_front();
+        }
+        st.recent.push_back(self.running);
     }
 }
 
