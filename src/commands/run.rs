@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -15,6 +15,7 @@ use crate::model::provider::cassette::{CassetteWriter, ReplayProvider};
 use crate::model::provider::http::{HttpConfig, HttpProvider, Recorder};
 use crate::policy::PolicyGate;
 use crate::record::{InFlight, RunRecord};
+use crate::run::agent::subagent::{ProviderFactory, SubagentRunner};
 use crate::run::agent::{Agent, RunHandle};
 use crate::run::finish::Finisher;
 use crate::run::signals::{FINISHER, watch_signals};
@@ -77,18 +78,24 @@ pub(crate) fn run_observed(args: &RunArgs, observer: Observer) -> ExitCode {
         config.tools().keep_env(),
     ));
     let mut registry = Registry::builtin(config.tools().selection());
+    let record = Arc::new(Mutex::new(RunRecord::new(
+        config.provider().model(),
+        config.workspace().to_path_buf(),
+        enabled_names(&registry),
+    )));
     let ctx = ToolContext {
         workspace: config.workspace().to_path_buf(),
         extra_dirs: config.tools().add_dirs().to_vec(),
         spill_dir: spill_dir(&config),
         child_env: child_env.clone(),
         sandbox,
+        background: Arc::new(crate::tools::background::Jobs::new(
+            config.tools().selection().max_background,
+            record.locked().started(),
+        )),
+        plan: Arc::default(),
+        subagents: None,
     };
-    let record = Arc::new(Mutex::new(RunRecord::new(
-        config.provider().model(),
-        config.workspace().to_path_buf(),
-        enabled_names(&registry),
-    )));
     if let Some(r) = config.session().resume() {
         note_resumed(&mut record.locked(), r);
     }
@@ -98,6 +105,8 @@ pub(crate) fn run_observed(args: &RunArgs, observer: Observer) -> ExitCode {
     let finisher = make_finisher(&config, &record, &ctx, observer.on_event);
     let _ = FINISHER.set(finisher.clone());
     note_network(&config, &ctx, &record, &finisher.events);
+    observe_background(&ctx, &record, &finisher.events);
+    observe_plan(&ctx, &record, &finisher.events);
     if let Some(limit) = config.ci().timeout() {
         finisher.start_deadline(limit);
     }
@@ -155,12 +164,24 @@ pub(crate) fn run_observed(args: &RunArgs, observer: Observer) -> ExitCode {
     }
     finisher.checkpoint();
 
+    let gate = Arc::new(gate);
+    let config = Arc::new(config);
+    let mut ctx = ctx;
+    ctx.subagents = Some(Arc::new(subagent_runner(
+        &config,
+        &registry,
+        &ctx,
+        &gate,
+        &record,
+        &finisher,
+        &session_id,
+    )));
     let checkpoint = || finisher.checkpoint();
     let outcome = Agent::new(RunHandle {
         config: &config,
         registry: &registry,
         ctx: &ctx,
-        gate: &gate,
+        gate: gate.as_ref(),
         record: &record,
         checkpoint: &checkpoint,
         ci: &ci,
@@ -212,6 +233,108 @@ fn note_network(
             );
             record.locked().record_network_denial(d.clone());
         });
+    }
+}
+
+/// Each background command's start and end: a `--jsonl` event, a log line, and the
+/// record's `background` list (newest table wins: ends may be told out of order).
+fn observe_background(
+    ctx: &ToolContext,
+    record: &Arc<Mutex<RunRecord>>,
+    events: &Arc<events::Events>,
+) {
+    let (record, events) = (record.clone(), events.clone());
+    ctx.background.observe(Box::new(move |n| {
+        use crate::tools::background::Change;
+        let j = &n.job;
+        match n.change {
+            Change::Started => {
+                output::info(&format!(
+                    "background {} started (pid {}): {}",
+                    j.id,
+                    j.pid,
+                    crate::util::text::ellipsis(&j.command, 120)
+                ));
+                events.emit(
+                    "background.started",
+                    serde_json::json!({"id": j.id, "command": j.command, "pid": j.pid,
+                                       "started_ms": j.started_ms}),
+                );
+            }
+            Change::Finished => {
+                output::info(&format!("background {} ended: {}", j.id, j.status()));
+                events.emit(
+                    "background.finished",
+                    serde_json::json!({"id": j.id, "pid": j.pid, "status": j.status(),
+                                       "exit_code": j.exit_code, "signal": j.signal,
+                                       "ended_ms": j.ended_ms, "killed": j.killed,
+                                       "killed_at_end": j.killed_at_end}),
+                );
+            }
+        }
+        record
+            .locked()
+            .record_background(n.generation, n.all.clone());
+    }));
+}
+
+/// Each change of the plan (TodoWrite): the record's `plan`/`plan_history`, a
+/// `plan.updated` event, and the plan in the log, one line per item.
+fn observe_plan(ctx: &ToolContext, record: &Arc<Mutex<RunRecord>>, events: &Arc<events::Events>) {
+    let (record, events) = (record.clone(), events.clone());
+    ctx.plan.observe(Box::new(move |todos| {
+        let turn = record.locked().record_plan(todos.to_vec());
+        output::info(&format!("plan ({} items):", todos.len()));
+        for t in todos {
+            output::info(&format!("  {}", t.line()));
+        }
+        events.emit(
+            "plan.updated",
+            serde_json::json!({"turn": turn, "todos": todos}),
+        );
+    }));
+}
+
+/// Task's runner: the run's tools, context, gate, record and events, and a provider of
+/// its own per sub-agent (none under `--replay` or `--record`: a cassette holds one
+/// conversation).
+fn subagent_runner(
+    config: &Arc<Config>,
+    registry: &Registry,
+    ctx: &ToolContext,
+    gate: &Arc<PolicyGate>,
+    record: &Arc<Mutex<RunRecord>>,
+    finisher: &Arc<Finisher>,
+    session_id: &str,
+) -> SubagentRunner {
+    let c = config.clone();
+    // Their prompts differ from the parent's: a cache key of their own.
+    let cache_key = format!("{session_id}-subagent");
+    let provider: ProviderFactory = Box::new(move || {
+        if c.provider().replay().is_some() || c.provider().record().is_some() {
+            return Err(
+                "sub-agents are not available with --replay or --record (a cassette \
+                        holds one conversation): do the job yourself"
+                    .to_string(),
+            );
+        }
+        http_provider(&c, &cache_key)
+    });
+    let f = finisher.clone();
+    SubagentRunner {
+        config: config.clone(),
+        tools: registry.enabled().into_iter().cloned().collect(),
+        ctx: ctx.clone(),
+        gate: gate.clone(),
+        record: record.clone(),
+        events: finisher.events.clone(),
+        cancelled: finisher.cancelled.clone(),
+        in_flight: finisher.in_flight.clone(),
+        checkpoint: Arc::new(move || f.checkpoint()),
+        provider,
+        max_turns: config.session().subagent_max_turns(),
+        next: AtomicU32::new(0),
+        claimed: Mutex::new(Vec::new()),
     }
 }
 
@@ -408,13 +531,32 @@ fn make_provider(
         Some(path) => Some(cassette_recorder(config, registry, path, session_id)?),
         None => None,
     };
+    let wire = live_wire(config)?;
+    let name = config.provider().kind().as_str().to_string();
+    let http = http_config(config, session_id);
+    Ok((Box::new(HttpProvider::new(wire, http, recorder)), name))
+}
+
+/// The HTTP provider of the run's settings, recording nothing (a sub-agent's): its own
+/// connection, and on a cloud its own credentials.
+fn http_provider(config: &Config, session_id: &str) -> Result<Box<dyn Provider>, String> {
+    let wire = live_wire(config).map_err(|e| e.to_string())?;
+    Ok(Box::new(HttpProvider::new(
+        wire,
+        http_config(config, session_id),
+        None,
+    )))
+}
+
+/// The HTTP shell's settings from the run's.
+fn http_config(config: &Config, session_id: &str) -> HttpConfig {
     let mut request = config.provider().request().clone();
     if config.session().context().context_1m {
         request
             .betas
             .push(crate::run::context::CONTEXT_1M_BETA.to_string());
     }
-    let http = HttpConfig {
+    HttpConfig {
         max_retries: config.provider().max_retries(),
         idle_timeout: config.provider().idle_timeout(),
         request,
@@ -425,10 +567,7 @@ fn make_provider(
             config.provider().base_url().to_string(),
             config.provider().api_key().to_string(),
         )
-    };
-    let wire = live_wire(config)?;
-    let name = config.provider().kind().as_str().to_string();
-    Ok((Box::new(HttpProvider::new(wire, http, recorder)), name))
+    }
 }
 
 /// The wire of a live run: a cloud's connects its credentials first (their error names

@@ -33,6 +33,8 @@ const VERIFY_TAIL_CHARS: usize = 1_500;
 const DIFF_STAT_LINES: usize = 40;
 /// Files listed.
 const MAX_FILE_ROWS: usize = 100;
+/// Plan items shown: a long plan's first ones, then how many more.
+const PLAN_ITEMS: usize = 50;
 /// Largest input read (a transcript, or a `--jsonl` capture with every event, or the
 /// journal a `running` transcript names): far above any real run, and a bound on memory
 /// when stdin is something endless.
@@ -350,6 +352,7 @@ pub(crate) fn markdown(t: &Value) -> String {
         ));
     }
     verification_section(t, &mut md);
+    plan_section(t, &mut md);
     tool_section(t, &mut md);
     files_section(t, &mut md);
     if let Some(result) = t["result"].as_str().filter(|r| !r.trim().is_empty()) {
@@ -394,6 +397,44 @@ fn verification_section(t: &Value, md: &mut String) {
         md.push_str(&fenced("text", &tail));
         md.push_str("\n</details>\n\n");
     }
+}
+
+/// The model's last plan (TodoWrite) as a checklist: done items ticked, the one in
+/// progress marked so.
+fn plan_section(t: &Value, md: &mut String) {
+    let Some(todos) = t["plan"].as_array().filter(|p| !p.is_empty()) else {
+        return;
+    };
+    let done = todos.iter().filter(|t| t["status"] == "completed").count();
+    md.push_str(&format!("#### Plan ({done}/{} done)\n\n", todos.len()));
+    for item in todos.iter().take(PLAN_ITEMS) {
+        let text = plain(&cut(
+            item["content"].as_str().unwrap_or(""),
+            INPUT_SUMMARY_CHARS,
+        ));
+        md.push_str(&match item["status"].as_str() {
+            Some("completed") => format!("- [x] {text}\n"),
+            Some("in_progress") => format!("- [ ] {text} *(in progress)*\n"),
+            _ => format!("- [ ] {text}\n"),
+        });
+    }
+    if todos.len() > PLAN_ITEMS {
+        md.push_str(&format!("- … {} more\n", todos.len() - PLAN_ITEMS));
+    }
+    md.push('\n');
+}
+
+/// The model's text as plain Markdown: one line, every character that could start
+/// markup (links, emphasis, HTML, tables, headings) escaped.
+fn plain(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in one_line(s).chars() {
+        if "\\`*_{}[]()<>#+-.!|~".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
 }
 
 fn tool_section(t: &Value, md: &mut String) {

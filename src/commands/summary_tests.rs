@@ -205,3 +205,23 @@ fn a_fallback_run_lists_each_model_with_its_turns_and_cost() {
     t["models_used"] = json!([{"model": "claude-sonnet-4-5", "turns": 3, "cost_usd": 0.01}]);
     assert!(!markdown(&t).contains("Models used"));
 }
+
+#[test]
+fn the_plan_is_a_checklist_with_markup_escaped() {
+    let mut t = transcript();
+    assert!(!markdown(&t).contains("#### Plan"), "no plan, no section");
+    t["plan"] = json!([
+        {"content": "Read the code", "status": "completed"},
+        {"content": "Fix [the](http://x) *bug*", "status": "in_progress", "activeForm": "Fixing"},
+        {"content": "Run <b>tests</b>", "status": "pending"}
+    ]);
+    let md = markdown(&t);
+    for needle in [
+        "#### Plan (1/3 done)",
+        "- [x] Read the code\n",
+        "- [ ] Fix \\[the\\]\\(http://x\\) \\*bug\\* *(in progress)*\n",
+        "- [ ] Run \\<b\\>tests\\</b\\>\n",
+    ] {
+        assert!(md.contains(needle), "missing {needle:?} in\n{md}");
+    }
+}

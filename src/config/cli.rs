@@ -247,11 +247,24 @@ pub(crate) struct RunArgs {
     #[arg(long, value_parser = parse_duration, default_value = "2m", value_name = "DURATION",
           help_heading = heading::TOOLS)]
     pub bash_timeout: Duration,
+    /// At most N background commands (Bash `run_in_background`) at once; 0: none.
+    ///
+    /// Every one still running is killed when the run ends, whichever way it ends.
+    #[arg(long, default_value_t = 4, value_name = "N", help_heading = heading::TOOLS)]
+    pub max_background: usize,
+    /// Enable WebFetch for these hosts (comma list; *.example.com covers subdomains; * all).
+    ///
+    /// Loopback and private addresses are fetched only when named literally (127.0.0.1).
+    #[arg(long, value_name = "DOMAINS", help_heading = heading::TOOLS)]
+    pub allow_web: Option<String>,
     #[command(flatten)]
     pub security: SecurityArgs,
     /// Maximum number of model requests.
     #[arg(long, default_value_t = 50, value_name = "N", help_heading = heading::CI)]
     pub max_turns: u32,
+    /// Turns one Task sub-agent may take (within what is left of --max-turns).
+    #[arg(long, default_value_t = 20, value_name = "N", help_heading = heading::CI)]
+    pub subagent_max_turns: u32,
     /// Time limit for the whole run (e.g. 90s, 10m); exit 124 when it expires.
     #[arg(long, value_parser = parse_duration, value_name = "DURATION", help_heading = heading::CI)]
     pub timeout: Option<Duration>,

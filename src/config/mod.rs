@@ -115,6 +115,26 @@ impl Config {
         &self.output
     }
 
+    /// A sub-agent's settings: the run's, with its own system prompt, task and turn
+    /// limit, and none of the parent's final-answer checks (`--verify`,
+    /// `--output-schema`), resumed conversation or deadline.
+    pub(crate) fn for_subagent(
+        &self,
+        system_prompt: String,
+        prompt: String,
+        max_turns: u32,
+    ) -> Config {
+        let mut c = self.clone();
+        c.session.system_prompt = system_prompt;
+        c.session.prompt = prompt;
+        c.session.max_turns = max_turns;
+        c.session.output_schema = None;
+        c.session.resume = None;
+        c.ci.verify = None;
+        c.ci.timeout = None;
+        c
+    }
+
     /// The one hand-built `Config`, for tests: workspace `dir`, prompt "task", model "m"
     /// on an unreachable Anthropic URL (no key, no retries), 10 turns, the default
     /// read-only tools, `--json`, quiet, no CI features.
@@ -157,6 +177,7 @@ impl Config {
                 output_schema: None,
                 max_schema_retries: 3,
                 resume: None,
+                subagent_max_turns: 20,
             },
             ci: CiConfig::default(),
             output: OutputConfig {

@@ -26,6 +26,8 @@ pub(crate) struct SessionConfig {
     pub(super) max_schema_retries: u32,
     /// `--resume` / `--continue`: the conversation to go on with.
     pub(super) resume: Option<Resumed>,
+    /// `--subagent-max-turns`: turns one Task sub-agent may take.
+    pub(super) subagent_max_turns: u32,
 }
 
 impl SessionConfig {
@@ -33,6 +35,11 @@ impl SessionConfig {
     pub(super) fn check_flags(args: &RunArgs) -> Result<(), Error> {
         if args.max_turns == 0 {
             return Err(Error::Usage("--max-turns must be at least 1".into()));
+        }
+        if args.subagent_max_turns == 0 {
+            return Err(Error::Usage(
+                "--subagent-max-turns must be at least 1".into(),
+            ));
         }
         Ok(())
     }
@@ -67,7 +74,12 @@ impl SessionConfig {
             output_schema,
             max_schema_retries: args.session.max_schema_retries,
             resume,
+            subagent_max_turns: args.subagent_max_turns,
         })
+    }
+
+    pub(crate) fn subagent_max_turns(&self) -> u32 {
+        self.subagent_max_turns
     }
 
     pub(crate) fn prompt(&self) -> &str {

@@ -27,6 +27,9 @@ pub(super) fn patch_edits_by_default(kind: ProviderKind, model: &str) -> bool {
     let o_series = name.starts_with('o') && name[1..].starts_with(|c: char| c.is_ascii_digit());
     name.starts_with("gpt-") || name.starts_with("gpt5") || o_series || name.contains("codex")
 }
+/// The highest `--max-background`: each background command holds two threads and a
+/// process tree for the whole run; more than this is a runaway, not a plan.
+const MAX_BACKGROUND: usize = 32;
 
 /// What the model may call, and under which rules, validated.
 #[derive(Debug, Clone)]
@@ -52,6 +55,12 @@ impl ToolConfig {
         if args.bash_timeout.is_zero() {
             return Err(Error::Usage("--bash-timeout must be longer than 0s".into()));
         }
+        if args.max_background > MAX_BACKGROUND {
+            return Err(Error::Usage(format!(
+                "--max-background must be at most {MAX_BACKGROUND}, got {}",
+                args.max_background
+            )));
+        }
         Ok(())
     }
 
@@ -65,6 +74,11 @@ impl ToolConfig {
         env: &dyn Env,
     ) -> Result<Self, Error> {
         selection.bash_timeout = args.bash_timeout;
+        selection.max_background = args.max_background;
+        if let Some(list) = &args.allow_web {
+            selection.allow_web =
+                crate::tools::web_fetch::AllowWeb::parse(list).map_err(Error::Usage)?;
+        }
         let add_dirs = extra_dirs(&args.security.add_dir)?;
         let known = Registry::builtin(&ToolSelection::default()).known();
         let mut settings = Settings::from_files(files, &known)?;

@@ -694,3 +694,36 @@ fn a_tool_without_subject_refuses_specifiers() {
         Some("denied by policy: mcp__srv__ping")
     );
 }
+
+#[test]
+fn web_fetch_rules_match_the_host() {
+    let s = settings(
+        r#"{"permissions": {"allow": ["WebFetch(domain:docs.rs)", "WebFetch(domain:*.python.org)"],
+                            "deny": ["WebFetch(domain:bad.python.org)"]}}"#,
+    );
+    let verdict = |host: &str| {
+        check_rules(
+            &s,
+            "WebFetch",
+            &Subject::Domain(host.into()),
+            Path::new("/ws"),
+        )
+    };
+    assert_eq!(verdict("docs.rs"), None);
+    assert_eq!(verdict("python.org"), None);
+    assert_eq!(verdict("docs.python.org"), None);
+    assert_eq!(
+        verdict("bad.python.org").as_deref(),
+        Some("denied by policy: WebFetch(domain:bad.python.org)")
+    );
+    let other = verdict("evil.org").unwrap();
+    assert!(other.contains("evil.org matches no allow rule"), "{other}");
+    assert!(verdict("notpython.org").is_some());
+    for bad in [
+        "WebFetch(docs.rs)",
+        "WebFetch(domain:)",
+        "WebFetch(domain:a/b)",
+    ] {
+        assert!(Rule::parse(bad, &known()).is_err(), "{bad}");
+    }
+}

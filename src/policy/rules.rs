@@ -62,6 +62,9 @@ pub(super) enum Spec {
     Prefix(Vec<String>),
     /// `ReadFile(secrets/**)`: a glob relative to the workspace.
     Path(GlobSet),
+    /// `WebFetch(domain:docs.rs)`: a host; `*.example.com` is the domain and its
+    /// subdomains.
+    Domain(String),
 }
 
 impl Rule {
@@ -91,6 +94,17 @@ impl Rule {
                 SubjectKind::Paths => {
                     Spec::Path(path_glob(s).map_err(|m| format!("rule {text:?}: {m}"))?)
                 }
+                SubjectKind::Domain => {
+                    let host = s.trim().strip_prefix("domain:").map(str::trim);
+                    match host.filter(|h| !h.is_empty() && !h.contains(['/', ' '])) {
+                        Some(h) => Spec::Domain(h.to_ascii_lowercase()),
+                        None => {
+                            return Err(format!(
+                                "rule {text:?}: {tool} rules name a host:                                  `{tool}(domain:docs.rs)` or `{tool}(domain:*.example.com)`"
+                            ));
+                        }
+                    }
+                }
                 SubjectKind::Nothing => {
                     return Err(format!(
                         "rule {text:?}: {tool} takes no specifier; write `{tool}` for every call"
@@ -110,7 +124,20 @@ impl Rule {
             None => true,
             Some(Spec::Exact(w)) => words == w.as_slice(),
             Some(Spec::Prefix(p)) => words.starts_with(p),
-            Some(Spec::Path(_)) => false,
+            Some(Spec::Path(_) | Spec::Domain(_)) => false,
+        }
+    }
+
+    fn matches_domain(&self, host: &str) -> bool {
+        match &self.spec {
+            None => true,
+            Some(Spec::Domain(d)) => match d.strip_prefix("*.") {
+                Some(base) => {
+                    host == base || host.strip_suffix(base).is_some_and(|p| p.ends_with('.'))
+                }
+                None => host == d,
+            },
+            Some(_) => false,
         }
     }
 
@@ -317,6 +344,17 @@ pub(crate) fn check_rules(
                         listed()
                     ));
                 }
+            }
+        }
+        Subject::Domain(host) => {
+            if let Some(r) = deny.iter().find(|r| r.matches_domain(host)) {
+                return Some(format!("denied by policy: {}", r.text));
+            }
+            if !allow_all && !allow.iter().any(|r| r.matches_domain(host)) {
+                return Some(format!(
+                    "denied by policy: {host} matches no allow rule (allowed: {})",
+                    listed()
+                ));
             }
         }
         // Only rules without a specifier name such a tool: handled above.

@@ -39,6 +39,7 @@ pub(super) fn read_streams(
     err: Option<PipeReader>,
     wake: PipeReader,
     spill_dir: &Path,
+    tee: Option<super::Tee>,
 ) -> Streams {
     let new_source = |pipe: PipeReader, name: &'static str| Source {
         pipe,
@@ -50,7 +51,9 @@ pub(super) fn read_streams(
         ),
         open: true,
     };
-    let mut sources = vec![new_source(out, "output")];
+    let mut first = new_source(out, "output");
+    first.collector.tee = tee;
+    let mut sources = vec![first];
     if let Some(err) = err {
         sources.push(new_source(err, "stderr"));
     }
@@ -222,6 +225,8 @@ pub(super) struct OutputCollector {
     peak_buffer_bytes: usize,
     /// Secrets are removed before anything is kept or saved, so no cut can split one.
     redactor: StreamRedactor,
+    /// Gets every redacted piece as it comes (a background command's live output).
+    tee: Option<super::Tee>,
 }
 
 impl OutputCollector {
@@ -242,6 +247,7 @@ impl OutputCollector {
             spill_error: None,
             peak_buffer_bytes,
             redactor: StreamRedactor::new(secrets),
+            tee: None,
         }
     }
 
@@ -253,6 +259,9 @@ impl OutputCollector {
     fn push_redacted(&mut self, s: &str) {
         if s.is_empty() {
             return;
+        }
+        if let Some(tee) = &self.tee {
+            tee(s);
         }
         let n = s.chars().count();
         if self.spill.is_none()

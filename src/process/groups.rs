@@ -91,6 +91,29 @@ pub(crate) fn kill_all_running() -> usize {
     REGISTRY.kill_all()
 }
 
+/// Kills a running command's whole tree (KillBash): its process group, and through its
+/// supervisor everything below it that left the group. False when no running command has
+/// that group (it has ended). Under `SPAWNING`, so the supervisor cannot be reaped (and
+/// its pid reused) between the look-up and the signal.
+pub(crate) fn kill_command_tree(pgid: libc::pid_t) -> bool {
+    let _spawning = SPAWNING.locked();
+    let waited = REGISTRY
+        .lock()
+        .groups
+        .iter()
+        .find(|r| r.pgid == pgid)
+        .map(|r| r.waited);
+    let Some(waited) = waited else {
+        return false;
+    };
+    kill_group(pgid);
+    if supervisors().contains(&waited) {
+        // SAFETY: kill(2) on our own unreaped child (the list holds no reaped pid).
+        unsafe { libc::kill(waited, super::supervisor::SWEEP_NOW) };
+    }
+    true
+}
+
 /// Makes this process the reaper of its orphaned descendants: a process whose command's
 /// supervisor was killed under it (or, without supervisors, one that left its command's
 /// group) is re-parented here instead of to init, so `kill_orphans` can find it when the

@@ -41,7 +41,7 @@ use capture::read_streams;
 use groups::{ProcessRegistry, REGISTRY, SPAWNING, reap_strays};
 
 use crate::util::sync::Locked;
-pub(crate) use groups::{adopt_orphans, kill_all_running, kill_orphans};
+pub(crate) use groups::{adopt_orphans, kill_all_running, kill_command_tree, kill_orphans};
 pub(crate) use spill::create_spill_file;
 
 /// Characters of the start of the output kept: the command's first errors come first
@@ -64,6 +64,14 @@ const MAX_UTF8_BYTES: usize = 4;
 /// the Landlock sandbox: it must be async-signal-safe (no allocation, no locks), so build
 /// everything in the parent and only apply it here.
 pub(crate) type PreExec = Arc<dyn Fn() -> io::Result<()> + Send + Sync>;
+
+/// Called once a command has started and its group is registered, with its pid (its
+/// process group): a background command's caller learns it before the command ends.
+pub(crate) type OnStart = Arc<dyn Fn(libc::pid_t) + Send + Sync>;
+
+/// Called with each piece of the (merged) output as it is read, secrets already removed:
+/// a background command's live output. The head + tail and the spill work as without it.
+pub(crate) type Tee = Arc<dyn Fn(&str) + Send + Sync>;
 
 /// Where the command's stderr goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -91,6 +99,10 @@ pub(crate) struct CommandSpec {
     pub stderr: Stderr,
     /// Extra confinement applied in the child before exec (the sandbox seam).
     pub pre_exec: Option<PreExec>,
+    /// Told the command's pid once it runs (background commands).
+    pub on_start: Option<OnStart>,
+    /// Gets the output as it is read (background commands).
+    pub tee: Option<Tee>,
 }
 
 impl CommandSpec {
@@ -111,6 +123,8 @@ impl CommandSpec {
             stdin: None,
             stderr: Stderr::Merged,
             pre_exec: None,
+            on_start: None,
+            tee: None,
         }
     }
 }
@@ -233,9 +247,10 @@ fn run_in(spec: &CommandSpec, registry: &ProcessRegistry) -> Result<CommandOutpu
     }
 
     let spill_dir = spec.spill_dir.clone();
+    let tee = spec.tee.clone();
     let reader = std::thread::Builder::new()
         .name("cmd-output".into())
-        .spawn(move || read_streams(out_r, err_r, wake_r, &spill_dir));
+        .spawn(move || read_streams(out_r, err_r, wake_r, &spill_dir, tee));
     let reader = match reader {
         Ok(r) => r,
         Err(e) => {
@@ -244,6 +259,9 @@ fn run_in(spec: &CommandSpec, registry: &ProcessRegistry) -> Result<CommandOutpu
             return Err(format!("cannot start the output reader thread: {e}"));
         }
     };
+    if let Some(on_start) = &spec.on_start {
+        on_start(running.group.pgid());
+    }
 
     let (status, timed_out) = match running.wait(&mut child, Some(spec.timeout)) {
         Ok(Some(status)) => (Some(status), false),

@@ -12,6 +12,7 @@ mod record;
 pub(crate) mod resume;
 pub(crate) mod session;
 
+pub(crate) use record::SubagentRecord;
 pub(crate) use record::{
     DenialRecord, InFlight, RunRecord, TRANSCRIPT_VERSION, ToolCallRecord, VerificationRecord,
     message_text, says_nothing,

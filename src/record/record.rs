@@ -130,6 +130,45 @@ pub(crate) struct RunRecord {
     network: Option<Value>,
     /// Connections the `--allow-domain` proxy refused, in order.
     network_denials: Vec<crate::net::proxy::Denial>,
+    /// Every background command (Bash `run_in_background`), and the generation of the
+    /// table it was copied from (a later one is newer).
+    background: (u64, Vec<crate::tools::background::JobRecord>),
+    /// The model's plan (TodoWrite), as last written.
+    plan: Vec<crate::tools::todo_write::Todo>,
+    /// Each change of the plan: `{turn, elapsed_ms, todos}`.
+    plan_history: Vec<PlanChange>,
+    /// The turn being requested, streamed or executed (calls may start while it streams).
+    request_turn: u32,
+    /// Task's sub-agents, running (as of their last checkpoint) or ended.
+    subagents: Vec<SubagentRecord>,
+}
+
+/// One sub-agent (Task) as the transcript nests it.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct SubagentRecord {
+    pub(crate) id: String,
+    /// The parent's Task call.
+    pub(crate) tool_use_id: String,
+    pub(crate) subagent_type: &'static str,
+    pub(crate) description: String,
+    /// `running`, then the sub-agent's own status (`success`, `max_turns`, `budget`, …),
+    /// or `interrupted` when the run ended while it ran.
+    pub(crate) status: String,
+    pub(crate) num_turns: u32,
+    pub(crate) usage: Usage,
+    pub(crate) cost_usd: Option<f64>,
+    pub(crate) messages: Vec<Box<serde_json::value::RawValue>>,
+    pub(crate) tool_calls: Vec<ToolCallRecord>,
+}
+
+/// One change of the plan.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct PlanChange {
+    /// The turn whose call wrote it.
+    pub(crate) turn: u32,
+    /// Milliseconds from the start of the run.
+    pub(crate) elapsed_ms: u64,
+    pub(crate) todos: Vec<crate::tools::todo_write::Todo>,
 }
 
 impl RunRecord {
@@ -170,6 +209,11 @@ impl RunRecord {
             provider: None,
             network: None,
             network_denials: Vec::new(),
+            background: (0, Vec::new()),
+            plan: Vec::new(),
+            plan_history: Vec::new(),
+            request_turn: 0,
+            subagents: Vec::new(),
         }
     }
 
@@ -358,6 +402,94 @@ impl RunRecord {
     /// The saved outputs' directory, when it is kept.
     pub(crate) fn record_spill_dir(&mut self, dir: Option<PathBuf>) {
         self.spill_dir = dir;
+    }
+
+    /// The table of background commands changed; an older copy told late is ignored.
+    pub(crate) fn record_background(
+        &mut self,
+        generation: u64,
+        jobs: Vec<crate::tools::background::JobRecord>,
+    ) {
+        if generation >= self.background.0 {
+            self.background = (generation, jobs);
+        }
+    }
+
+    /// A sub-agent's progress (its entry replaced, or added when new).
+    pub(crate) fn record_subagent(&mut self, entry: SubagentRecord) {
+        match self.subagents.iter_mut().find(|s| s.id == entry.id) {
+            Some(s) => *s = entry,
+            None => self.subagents.push(entry),
+        }
+    }
+
+    /// A sub-agent ended: its entry, and its usage (per model that answered it) added to
+    /// the run's `usage` and `cost_usd`.
+    pub(crate) fn record_subagent_end(
+        &mut self,
+        entry: SubagentRecord,
+        usage_by_model: &[(String, Usage)],
+        prices: &Prices,
+    ) {
+        for (model, usage) in usage_by_model {
+            self.add_response(model, usage, prices, false);
+        }
+        self.record_subagent(entry);
+    }
+
+    /// The run is ending: a sub-agent still running is interrupted.
+    pub(crate) fn settle_subagents(&mut self) {
+        for s in &mut self.subagents {
+            if s.status == "running" {
+                s.status = "interrupted".to_string();
+            }
+        }
+    }
+
+    /// Tool calls against `--max-tool-calls`: the run's and its sub-agents'.
+    pub(crate) fn tool_calls_counted(&self) -> usize {
+        self.tool_calls.len()
+            + self
+                .subagents
+                .iter()
+                .map(|s| s.tool_calls.len())
+                .sum::<usize>()
+    }
+
+    /// Turns the sub-agents took (against `--max-turns`).
+    pub(crate) fn subagent_turns(&self) -> u32 {
+        self.subagents.iter().map(|s| s.num_turns).sum()
+    }
+
+    /// The turn being requested, streamed or executed.
+    pub(crate) fn request_turn(&self) -> u32 {
+        self.request_turn
+    }
+
+    /// A request for turn `turn` is about to go.
+    pub(crate) fn record_request_turn(&mut self, turn: u32) {
+        self.request_turn = turn;
+    }
+
+    /// The model wrote a new plan (TodoWrite), in the current turn; returns that turn.
+    pub(crate) fn record_plan(&mut self, todos: Vec<crate::tools::todo_write::Todo>) -> u32 {
+        self.plan_history.push(PlanChange {
+            turn: self.request_turn,
+            elapsed_ms: u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            todos: todos.clone(),
+        });
+        self.plan = todos;
+        self.request_turn
+    }
+
+    /// How many background commands were still running when the run ended.
+    pub(crate) fn background_killed_at_end(&self) -> usize {
+        self.background.1.iter().filter(|j| j.killed_at_end).count()
+    }
+
+    /// How many background commands the run started.
+    pub(crate) fn background_started(&self) -> usize {
+        self.background.1.len()
     }
 
     // ---- what the run reads back ----
@@ -553,6 +685,16 @@ struct Unfinished {
 }
 
 impl InFlight {
+    /// The ids and inputs of the running calls named `name` (Task finds its own call).
+    pub(crate) fn running(&self, name: &str) -> Vec<(String, Value)> {
+        self.0
+            .locked()
+            .iter()
+            .filter(|c| c.name == name)
+            .map(|c| (c.id.clone(), c.input.clone()))
+            .collect()
+    }
+
     pub(crate) fn start(&self, id: &str, name: &str, input: Value, turn: u32) {
         let call = Unfinished {
             id: id.to_string(),

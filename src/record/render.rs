@@ -116,6 +116,10 @@ impl RunRecord {
             resumed_from: self.resumed_from.as_ref(),
             network: self.network.as_ref(),
             network_denials: &self.network_denials,
+            background: &self.background.1,
+            plan: &self.plan,
+            plan_history: &self.plan_history,
+            subagents: &self.subagents,
         };
         let text = if pretty {
             serde_json::to_string_pretty(&t)
@@ -242,6 +246,13 @@ struct Transcript<'a> {
     /// `{"tier": "namespace" | "landlock" | "host", …}`: what confined the commands.
     network: Option<&'a Value>,
     network_denials: &'a [crate::net::proxy::Denial],
+    /// Every background command: `{id, command, pid, started_ms, ended_ms, exit_code, …}`.
+    background: &'a [crate::tools::background::JobRecord],
+    /// The model's plan (TodoWrite) as last written, and each change.
+    plan: &'a [crate::tools::todo_write::Todo],
+    plan_history: &'a [super::PlanChange],
+    /// Task's sub-agents: `{id, tool_use_id, subagent_type, status, num_turns, usage, …}`.
+    subagents: &'a [super::SubagentRecord],
 }
 
 #[cfg(test)]

@@ -44,6 +44,16 @@ impl CiRun {
         }
     }
 
+    /// A sub-agent's: its events (tagged), no verification, what is left of the budget.
+    pub(crate) fn for_subagent(events: Arc<Events>, budget: Budget) -> Self {
+        CiRun {
+            events,
+            verifier: None,
+            budget,
+            turn: AtomicU32::new(0),
+        }
+    }
+
     /// No events, no verification, no budget.
     #[cfg(test)]
     pub(crate) fn off() -> Self {
@@ -73,7 +83,14 @@ impl CiRun {
                 .collect();
             (fields, servers)
         };
-        self.events.emit("run.started", fields);
+        self.events.emit(
+            if self.events.is_tagged() {
+                "subagent.started"
+            } else {
+                "run.started"
+            },
+            fields,
+        );
         for server in servers {
             self.events.emit("mcp.started", server);
         }
@@ -87,9 +104,15 @@ impl CiRun {
         record: &Mutex<RunRecord>,
     ) -> Option<Outcome> {
         let (calls, cost, turns, model) = {
-            let r = record.locked();
+            let mut r = record.locked();
+            r.record_request_turn(turn_no);
             let unpriced = r.unpriced_model().unwrap_or(r.model()).to_string();
-            (r.tool_calls().len(), r.cost_usd(), r.num_turns(), unpriced)
+            (
+                r.tool_calls_counted(),
+                r.cost_usd(),
+                r.num_turns(),
+                unpriced,
+            )
         };
         if let Some(msg) = self.budget.exceeded(calls, cost) {
             return Some(Outcome::fail(ErrorKind::Budget, msg));

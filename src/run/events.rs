@@ -8,7 +8,7 @@
 //! never interleave and `seq` follows the order on stdout. After `run.finished` nothing
 //! more is written. Writing goes through `output::print_stdout` (the only stdout writer).
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use serde_json::{Map, Value};
@@ -28,8 +28,11 @@ struct Sink {
 
 /// The event stream of one run; a disabled one (no `--jsonl`) does nothing.
 pub(crate) struct Events {
-    sink: Option<Mutex<Sink>>,
+    sink: Option<Arc<Mutex<Sink>>>,
     start: Instant,
+    /// A field every event of this stream carries after the common four (a
+    /// sub-agent's `subagent_id`): its events share the run's sink and numbering.
+    tag: Option<(String, Value)>,
 }
 
 impl Events {
@@ -38,6 +41,7 @@ impl Events {
         Events {
             sink: None,
             start: Instant::now(),
+            tag: None,
         }
     }
 
@@ -54,17 +58,40 @@ impl Events {
     /// Events to any line writer (tests, `agent github`'s progress).
     pub(crate) fn to_writer(start: Instant, write: WriteLine) -> Self {
         Events {
-            sink: Some(Mutex::new(Sink {
+            sink: Some(Arc::new(Mutex::new(Sink {
                 seq: 0,
                 closed: false,
                 write,
-            })),
+            }))),
             start,
+            tag: None,
+        }
+    }
+
+    /// The same stream, each event carrying `key: value` (a sub-agent's events).
+    pub(crate) fn tagged(&self, key: &str, value: Value) -> Events {
+        Events {
+            sink: self.sink.clone(),
+            start: self.start,
+            tag: Some((key.to_string(), value)),
         }
     }
 
     pub(crate) fn enabled(&self) -> bool {
         self.sink.is_some()
+    }
+
+    /// A sub-agent's stream (`tagged`).
+    pub(crate) fn is_tagged(&self) -> bool {
+        self.tag.is_some()
+    }
+
+    /// `"subagent_1: "` for a sub-agent's stream, else empty: its log lines' prefix.
+    pub(crate) fn log_prefix(&self) -> String {
+        match &self.tag {
+            Some((_, Value::String(v))) => format!("{v}: "),
+            _ => String::new(),
+        }
     }
 
     /// Writes one event; `fields` is a JSON object of the event's own fields.
@@ -102,6 +129,14 @@ impl Events {
         }
         s.seq += 1;
         s.closed = last;
+        let fields = match (&self.tag, fields) {
+            (Some((k, v)), Value::Object(mut m)) => {
+                m.insert(k.clone(), v.clone());
+                Value::Object(m)
+            }
+            (Some((k, v)), Value::Null) => Value::Object(Map::from_iter([(k.clone(), v.clone())])),
+            (_, other) => other,
+        };
         let mut line = render(kind, s.seq, self.start.elapsed().as_millis() as u64, fields);
         if let Some((key, raw)) = raw {
             line.pop(); // the closing brace

@@ -181,11 +181,19 @@ impl Finisher {
     fn close_record(&self, status: Status) {
         self.cancelled.store(true, Ordering::SeqCst);
         // Before the kill: a killed call would otherwise finish and leave the list.
-        self.in_flight.settle(&mut self.record.locked());
+        {
+            let mut r = self.record.locked();
+            self.in_flight.settle(&mut r);
+            r.settle_subagents();
+        }
         // MCP servers end gracefully first; the kill-all is the backstop.
         crate::mcp::shutdown_all(&format!("the agent run ended ({})", status.as_str()));
+        // Marked (and told) before the kill-all below kills their groups.
+        self.ctx.background.end_all();
         process::kill_all_running();
         let orphans = process::kill_orphans();
+        let (generation, jobs) = self.ctx.background.snapshot();
+        self.record.locked().record_background(generation, jobs);
         if orphans > 0 {
             output::warn(&format!(
                 "killed {orphans} process(es) that tool commands left running in the background"
@@ -306,14 +314,24 @@ struct Final {
 
 /// The stderr line that closes a run: status, turns, calls, tokens, time.
 fn summary_line(r: &RunRecord, status: Status) -> String {
-    format!(
+    let mut line = format!(
         "{} · {} · {} · {} · {:.1}s",
         status.as_str(),
         crate::commands::summary::count(u64::from(r.num_turns()), "turn"),
         crate::commands::summary::count(r.tool_calls().len() as u64, "tool call"),
         r.usage().tokens_line(),
         r.started().elapsed().as_secs_f64()
-    )
+    );
+    if r.background_started() > 0 {
+        line.push_str(&format!(
+            " · {} still running at the end (killed)",
+            crate::commands::summary::count(
+                r.background_killed_at_end() as u64,
+                "background command"
+            )
+        ));
+    }
+    line
 }
 
 /// A workflow command's message with `%`, CR and LF escaped, as the runner expects.

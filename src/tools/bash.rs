@@ -35,8 +35,12 @@ opens an editor fails or ends at once, so pass flags like `--yes`, `-y`, `--no-e
 do not carry over to the next call. Chain steps in one command (`cd sub && make`).
 - Timeout: {DEFAULT} unless you set `timeout` in seconds (1 to {MAX}). On timeout the command and every process it started are killed, and you get the output so \
 far as an error. Give long builds and test suites a larger timeout instead of retrying.
-- Background processes (`cmd &`) are killed when the command finishes: you cannot leave a \
-server running for a later call; start it, use it and stop it within one command.
+- Processes a command leaves behind (`cmd &`) are killed when it finishes. To keep a server or \
+watcher running for later calls, set `run_in_background: true`: the call returns at once with an \
+id (bash_1, ...) and the pid; read its output with BashOutput and stop it with KillBash. At most \
+{MAX_BG} run at once, `timeout` does not apply to them, and every one still running is killed \
+when the run ends. Wait for a server with a bounded loop in the next command (`for i in $(seq \
+50); do curl -s localhost:8000 && break; sleep 0.1; done`).
 - stdout and stderr are merged in the order they were written. Output over 10,000 characters \
 keeps the first 2,000 and the last 8,000 characters, with a marker saying how much was cut and \
 the path of a file holding the full output (read it with ReadFile). Prefer commands with \
@@ -53,6 +57,8 @@ pub(crate) struct BashInput {
     command: String,
     #[serde(default)]
     timeout: Option<u64>,
+    #[serde(default)]
+    run_in_background: Option<bool>,
 }
 
 fn check(input: &BashInput, max_secs: u64) -> Result<(), ToolError> {
@@ -85,16 +91,25 @@ pub(crate) struct Bash {
 }
 
 impl Bash {
+    /// States `--max-background` in the description (the run's `Jobs` enforces it).
+    pub(crate) fn with_max_background(mut self, max: usize) -> Self {
+        self.description = DESCRIPTION
+            .replace("{DEFAULT}", &describe_default(self.default_timeout))
+            .replace("{MAX}", &self.max_secs.to_string())
+            .replace("{MAX_BG}", &max.to_string());
+        self
+    }
+}
+
+impl Bash {
     pub(crate) fn new(default_timeout: Duration) -> Self {
         let max_secs = MAX_TIMEOUT_SECS.max(default_timeout.as_secs_f64().ceil() as u64);
-        let description = DESCRIPTION
-            .replace("{DEFAULT}", &describe_default(default_timeout))
-            .replace("{MAX}", &max_secs.to_string());
         Bash {
             default_timeout,
             max_secs,
-            description,
+            description: String::new(),
         }
+        .with_max_background(super::background::DEFAULT_MAX_BACKGROUND)
     }
 }
 
@@ -144,6 +159,12 @@ impl TypedTool for Bash {
                         self.max_secs,
                         describe_default(self.default_timeout)
                     )
+                },
+                "run_in_background": {
+                    "type": "boolean",
+                    "description": "Run the command in the background and return at once with \
+                        its id and pid (servers, watchers). Read its output with BashOutput, stop \
+                        it with KillBash."
                 }
             },
             "required": ["command"],
@@ -176,8 +197,24 @@ impl TypedTool for Bash {
             timeout,
             &ctx.spill_dir,
         );
+        // Confined like any Bash call (namespace tier, proxy environment, Landlock),
+        // in the background too.
         if let Some(s) = &ctx.sandbox {
             s.confine(&mut spec);
+        }
+        if input.run_in_background == Some(true) {
+            let job = ctx
+                .background
+                .start(spec, &input.command)
+                .map_err(ToolError::Failed)?;
+            return Ok(ToolResult::ok(format!(
+                "Started in the background as {} (pid {}). Read its output with BashOutput \
+                 {{\"bash_id\": \"{}\"}}; stop it with KillBash.",
+                job.id, job.pid, job.id
+            ))
+            .with_meta("bash_id", job.id.as_str())
+            .with_meta("pid", job.pid)
+            .with_meta("background", true));
         }
         let out = process::run(&spec).map_err(ToolError::Failed)?;
         Ok(render(&out, timeout, self.max_secs))

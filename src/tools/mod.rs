@@ -5,6 +5,7 @@
 //! writes to stdout. Its failures are `ToolError`s that become `is_error` results.
 
 pub(crate) mod apply_patch;
+pub(crate) mod background;
 pub(crate) mod bash;
 pub(crate) mod dispatch;
 pub(crate) mod edit_file;
@@ -16,7 +17,10 @@ pub(crate) mod read_file;
 pub(crate) mod registry;
 pub(crate) mod scheduler;
 pub(crate) mod schema;
+pub(crate) mod task;
+pub(crate) mod todo_write;
 pub(crate) mod walk;
+pub(crate) mod web_fetch;
 pub(crate) mod write_file;
 
 use std::path::PathBuf;
@@ -95,6 +99,12 @@ pub(crate) enum Category {
     Mcp,
     /// The run's final answer (`--output-schema`'s StructuredOutput).
     Answer,
+    /// The model's plan (TodoWrite): no side effects.
+    Plan,
+    /// A sub-agent (Task).
+    Agent,
+    /// The web (WebFetch): on only with `--allow-web`.
+    Web,
 }
 
 /// Which family of editing tools a file tool belongs to: a run offers one of them
@@ -117,6 +127,9 @@ impl Category {
             Category::Search => "search",
             Category::Mcp => "mcp",
             Category::Answer => "answer",
+            Category::Plan => "plan",
+            Category::Agent => "agent",
+            Category::Web => "web",
         }
     }
 }
@@ -134,6 +147,12 @@ pub(crate) struct ToolContext {
     pub child_env: Arc<Vec<(String, String)>>,
     /// The Landlock sandbox for commands (`--sandbox`, `--no-network`); `None`: off.
     pub sandbox: Option<Arc<crate::process::sandbox::Confinement>>,
+    /// The run's background commands (Bash `run_in_background`, BashOutput, KillBash).
+    pub background: Arc<background::Jobs>,
+    /// The model's plan (TodoWrite).
+    pub plan: Arc<todo_write::Plan>,
+    /// Runs Task's sub-agents; `None` inside a sub-agent (and in unit tests).
+    pub subagents: Option<Arc<dyn task::Subagents>>,
 }
 
 /// What a permission rule's specifier (`Tool(spec)`) is matched against, as the tool says:
@@ -146,6 +165,8 @@ pub(crate) enum SubjectKind {
     Command,
     /// Paths: `Tool(src/**)`, a glob relative to the workspace.
     Paths,
+    /// A host: `Tool(domain:docs.rs)`, `Tool(domain:*.example.com)`.
+    Domain,
 }
 
 /// What one call's rules are matched against.
@@ -156,6 +177,8 @@ pub(crate) enum Subject {
     Command(String),
     /// Every path the call touches, as the model wrote them (relative or absolute).
     Paths(Vec<String>),
+    /// The host a call reaches (lower case).
+    Domain(String),
 }
 
 /// A tool as the settings see it: the name rules and hook matchers use, and what a rule's
@@ -199,6 +222,11 @@ pub(crate) trait Tool: Send + Sync {
     fn checks_own_schema(&self) -> bool {
         false
     }
+    /// A tool that only serves another (BashOutput and KillBash serve Bash): enabled
+    /// exactly when that one is, unless `--disallowed-tools` names it.
+    fn companion_of(&self) -> Option<&str> {
+        None
+    }
 }
 
 /// One call whose input is parsed and valid.
@@ -221,6 +249,8 @@ pub(crate) struct Traits {
     pub(crate) records_changes: bool,
     /// The editing family it belongs to (`--edit-tool` offers one).
     pub(crate) edit_style: EditStyle,
+    /// The tool this one only serves: enabled exactly when that one is.
+    pub(crate) companion_of: Option<&'static str>,
 }
 
 impl Traits {
@@ -239,6 +269,7 @@ impl Traits {
         subject_kind: SubjectKind::Paths,
         records_changes: true,
         edit_style: EditStyle::Any,
+        companion_of: None,
     };
     /// Searches the workspace: read-only, parallel, rules name the searched path.
     pub(crate) const SEARCH: Traits = Traits {
@@ -254,6 +285,7 @@ impl Traits {
         subject_kind: SubjectKind::Command,
         records_changes: false,
         edit_style: EditStyle::Any,
+        companion_of: None,
     };
 }
 
@@ -333,6 +365,9 @@ impl<T: TypedTool> Tool for T {
     fn max_result_chars(&self) -> Option<usize> {
         TypedTool::max_result_chars(self)
     }
+    fn companion_of(&self) -> Option<&str> {
+        T::TRAITS.companion_of
+    }
     fn prepare<'t>(&'t self, input: &Value) -> Result<Box<dyn PreparedCall + 't>, ToolError> {
         let input: T::Input = parse_input(input)?;
         self.validate(&input)?;
@@ -376,6 +411,12 @@ pub(crate) mod test_support {
                 spill_dir,
                 child_env: Arc::new(crate::util::secrets::scrubbed_env(std::env::vars(), &[])),
                 sandbox: None,
+                background: Arc::new(background::Jobs::new(
+                    background::DEFAULT_MAX_BACKGROUND,
+                    std::time::Instant::now(),
+                )),
+                plan: Arc::default(),
+                subagents: None,
             }
         }
     }

@@ -31,6 +31,10 @@ pub(crate) struct ToolSelection {
     /// `--edit-tool apply-patch` (or its default for GPT and o-series models): the
     /// patch tool is offered for editing instead of WriteFile and EditFile.
     pub patch_edits: bool,
+    /// `--max-background`, which the Bash tool's description states.
+    pub max_background: usize,
+    /// `--allow-web`: the hosts WebFetch may fetch; empty: WebFetch is off.
+    pub allow_web: super::web_fetch::AllowWeb,
 }
 
 impl Default for ToolSelection {
@@ -44,6 +48,8 @@ impl Default for ToolSelection {
             allow_rules: Vec::new(),
             deny_rules: Vec::new(),
             patch_edits: false,
+            max_background: super::background::DEFAULT_MAX_BACKGROUND,
+            allow_web: Default::default(),
         }
     }
 }
@@ -147,7 +153,21 @@ impl Registry {
         r.register(Arc::new(super::write_file::WriteFile));
         r.register(Arc::new(super::edit_file::EditFile));
         r.register(Arc::new(super::apply_patch::ApplyPatch));
-        r.register(Arc::new(super::bash::Bash::new(selection.bash_timeout)));
+        r.register(Arc::new(
+            super::bash::Bash::new(selection.bash_timeout)
+                .with_max_background(selection.max_background),
+        ));
+        r.register(Arc::new(super::background::bash_output::BashOutput));
+        r.register(Arc::new(super::background::kill_bash::KillBash));
+        r.register(Arc::new(super::todo_write::TodoWrite));
+        r.register(Arc::new(super::web_fetch::WebFetch::new(
+            selection.allow_web.clone(),
+        )));
+        r.apply(selection);
+        // Task's `general` kind has the parent's tools: offered only when they may
+        // write or run commands.
+        let general = r.enabled().iter().any(|t| !t.is_read_only());
+        r.register(Arc::new(super::task::Task::new(general)));
         r.apply(selection);
         r
     }
@@ -165,11 +185,26 @@ impl Registry {
             let off = sel.disallowed.iter().any(|d| d == name);
             *on = wanted && !off;
         }
+        // Companions follow the tool they serve (after it is decided), unless disallowed.
+        let on_now: Vec<String> = self
+            .tools
+            .iter()
+            .filter(|(_, on)| *on)
+            .map(|(t, _)| t.name().to_string())
+            .collect();
+        for (tool, on) in &mut self.tools {
+            if let Some(of) = tool.companion_of() {
+                let off = sel.disallowed.iter().any(|d| d == tool.name());
+                *on = on_now.iter().any(|n| n == of) && !off;
+            }
+        }
     }
 }
 
 fn default_on(tool: &dyn Tool, sel: &ToolSelection) -> bool {
     match tool.category() {
+        // Read-only, but it reaches the network: only with --allow-web.
+        Category::Web => !sel.allow_web.is_empty(),
         _ if tool.is_read_only() => true,
         Category::File => {
             sel.allow_write
@@ -186,6 +221,8 @@ fn default_on(tool: &dyn Tool, sel: &ToolSelection) -> bool {
         Category::Mcp => false,
         // Registered (and enabled) by `agent run --output-schema`, never by `builtin`.
         Category::Answer => false,
+        // Read-only, so on by the first arm.
+        Category::Plan | Category::Agent => false,
     }
 }
 

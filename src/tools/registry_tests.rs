@@ -5,11 +5,14 @@ use super::*;
 #[test]
 fn default_is_read_tools() {
     let r = Registry::builtin(&ToolSelection::default());
-    assert_eq!(r.enabled_names(), vec!["Glob", "Grep", "ReadFile"]);
+    assert_eq!(
+        r.enabled_names(),
+        vec!["Glob", "Grep", "ReadFile", "Task", "TodoWrite"]
+    );
 }
 
 #[test]
-fn full_auto_is_all_six() {
+fn full_auto_is_every_builtin() {
     let sel = ToolSelection {
         allow_write: true,
         allow_bash: true,
@@ -18,7 +21,18 @@ fn full_auto_is_all_six() {
     let r = Registry::builtin(&sel);
     assert_eq!(
         r.enabled_names(),
-        vec!["Bash", "EditFile", "Glob", "Grep", "ReadFile", "WriteFile"]
+        vec![
+            "Bash",
+            "BashOutput",
+            "EditFile",
+            "Glob",
+            "Grep",
+            "KillBash",
+            "ReadFile",
+            "Task",
+            "TodoWrite",
+            "WriteFile"
+        ]
     );
 }
 
@@ -30,13 +44,34 @@ fn write_only_and_bash_only() {
     });
     assert_eq!(
         w.enabled_names(),
-        vec!["EditFile", "Glob", "Grep", "ReadFile", "WriteFile"]
+        vec![
+            "EditFile",
+            "Glob",
+            "Grep",
+            "ReadFile",
+            "Task",
+            "TodoWrite",
+            "WriteFile"
+        ]
     );
     let b = Registry::builtin(&ToolSelection {
         allow_bash: true,
         ..Default::default()
     });
-    assert_eq!(b.enabled_names(), vec!["Bash", "Glob", "Grep", "ReadFile"]);
+    // BashOutput is read-only, but reads only what Bash starts: it comes with Bash.
+    assert_eq!(
+        b.enabled_names(),
+        vec![
+            "Bash",
+            "BashOutput",
+            "Glob",
+            "Grep",
+            "KillBash",
+            "ReadFile",
+            "Task",
+            "TodoWrite"
+        ]
+    );
 }
 
 #[test]
@@ -56,7 +91,7 @@ fn allowed_and_disallowed_refine() {
 fn api_format_has_name_description_schema() {
     let r = Registry::builtin(&ToolSelection::default());
     let api = r.to_api_format();
-    assert_eq!(api.len(), 3);
+    assert_eq!(api.len(), 5);
     for t in &api {
         assert!(t["name"].is_string());
         assert!(t["description"].as_str().is_some_and(|d| d.len() > 40));
@@ -172,4 +207,30 @@ fn only_a_shell_makes_the_builtins_scan() {
     assert!(!Registry::builtin(&sel).may_change_files_unrecorded());
     sel.allow_bash = true;
     assert!(Registry::builtin(&sel).may_change_files_unrecorded());
+}
+
+#[test]
+fn companions_follow_the_tool_they_serve() {
+    let with = |allowed: Option<&[&str]>, disallowed: &[&str]| {
+        Registry::builtin(&ToolSelection {
+            allow_bash: true,
+            allowed: allowed.map(|a| a.iter().map(|s| s.to_string()).collect()),
+            disallowed: disallowed.iter().map(|s| s.to_string()).collect(),
+            ..Default::default()
+        })
+        .enabled_names()
+        .join(",")
+    };
+    // Off without Bash, though BashOutput is read-only.
+    assert_eq!(
+        Registry::builtin(&ToolSelection::default()).enabled_names(),
+        ["Glob", "Grep", "ReadFile", "Task", "TodoWrite"]
+    );
+    assert_eq!(with(Some(&["Bash"]), &[]), "Bash,BashOutput,KillBash");
+    assert_eq!(with(None, &["Bash"]), "Glob,Grep,ReadFile,Task,TodoWrite");
+    assert_eq!(
+        with(None, &["KillBash"]),
+        "Bash,BashOutput,Glob,Grep,ReadFile,Task,TodoWrite"
+    );
+    assert_eq!(with(Some(&["ReadFile", "BashOutput"]), &[]), "ReadFile");
 }

@@ -60,13 +60,16 @@ pub(crate) fn redact(text: &str, secrets: &[String]) -> String {
 }
 
 /// Redaction over a stream that arrives in pieces: a secret split across two pieces is
-/// still caught, because the last (longest secret − 1) bytes are held back until the
-/// next piece (or `finish`) shows whether they begin a secret. What it returns is safe
-/// to cut anywhere.
+/// still caught, because an end that could begin a secret (at most the longest secret
+/// − 1 bytes) is held back until the next piece (or `finish`) shows whether it does.
+/// Only such an end is held, so a live reader (a background command's) sees every
+/// line as soon as it is printed. What it returns is safe to cut anywhere.
 pub(crate) struct StreamRedactor {
     secrets: Vec<String>,
-    /// Bytes held back: one less than the longest secret.
+    /// Bytes held back at most: one less than the longest secret.
     hold: usize,
+    /// The forms a secret takes in the text (as it is, and JSON-escaped).
+    forms: Vec<String>,
     pending: String,
 }
 
@@ -87,11 +90,38 @@ impl StreamRedactor {
             .max()
             .unwrap_or(1);
         let hold = longest - 1;
+        let forms = secrets
+            .iter()
+            .flat_map(|s| {
+                let quoted = serde_json::to_string(s).unwrap_or_default();
+                let escaped = quoted
+                    .get(1..quoted.len().saturating_sub(1))
+                    .map(String::from);
+                [Some(s.clone()), escaped]
+            })
+            .flatten()
+            .collect();
         StreamRedactor {
             secrets,
             hold,
+            forms,
             pending: String::new(),
         }
+    }
+
+    /// Where the part of `text` that could begin a secret starts (its length if none).
+    fn held_from(&self, text: &str) -> usize {
+        let mut from = text.len() - self.hold.min(text.len());
+        while from < text.len() {
+            if text.is_char_boundary(from) {
+                let end = &text[from..];
+                if self.forms.iter().any(|f| f.starts_with(end)) {
+                    return from;
+                }
+            }
+            from += 1;
+        }
+        text.len()
     }
 
     /// Takes the next piece; returns the redacted text that can no longer change.
@@ -100,14 +130,8 @@ impl StreamRedactor {
             return piece.to_string();
         }
         self.pending.push_str(piece);
-        if self.pending.len() <= self.hold {
-            return String::new();
-        }
         let redacted = redact(&self.pending, &self.secrets);
-        let mut keep_from = redacted.len() - self.hold.min(redacted.len());
-        while !redacted.is_char_boundary(keep_from) {
-            keep_from -= 1;
-        }
+        let keep_from = self.held_from(&redacted);
         self.pending = redacted[keep_from..].to_string();
         redacted[..keep_from].to_string()
     }

@@ -68,6 +68,17 @@ fn stream_redaction_catches_a_secret_split_at_every_offset() {
 }
 
 #[test]
+fn stream_redaction_holds_back_only_an_end_that_could_begin_a_secret() {
+    let mut r = StreamRedactor::new(&["ghp_0123456789abcdefghij".to_string()]);
+    // A whole line that cannot be the start of the secret comes out at once.
+    assert_eq!(r.push("GET /hello 200\n"), "GET /hello 200\n");
+    assert_eq!(r.push("token gh"), "token ");
+    assert_eq!(r.push("p_0123"), "");
+    assert_eq!(r.push("X"), "ghp_0123X");
+    assert_eq!(r.finish(), "");
+}
+
+#[test]
 fn stream_redaction_without_secrets_passes_text_through() {
     let mut r = StreamRedactor::new(&["short".to_string()]);
     assert_eq!(r.push("abc"), "abc");

@@ -27,8 +27,14 @@ fn names(list: &Value) -> Vec<String> {
 fn tools_json_default_is_the_read_only_set() {
     let env = TestEnv::new(vec![]);
     let v = tools_json(&env, &[]);
-    assert_eq!(names(&v["tools"]), ["Glob", "Grep", "ReadFile"]);
-    assert_eq!(names(&v["api_tools"]), ["Glob", "Grep", "ReadFile"]);
+    assert_eq!(
+        names(&v["tools"]),
+        ["Glob", "Grep", "ReadFile", "Task", "TodoWrite"]
+    );
+    assert_eq!(
+        names(&v["api_tools"]),
+        ["Glob", "Grep", "ReadFile", "Task", "TodoWrite"]
+    );
     for t in v["tools"].as_array().unwrap() {
         assert_eq!(t["read_only"], true, "{t}");
         assert_eq!(t["destructive"], false, "{t}");
@@ -55,12 +61,23 @@ fn tools_json_default_is_the_read_only_set() {
 }
 
 #[test]
-fn tools_json_full_auto_has_all_six_with_metadata() {
+fn tools_json_full_auto_has_every_builtin_with_metadata() {
     let env = TestEnv::new(vec![]);
     let v = tools_json(&env, &["--full-auto"]);
     assert_eq!(
         names(&v["tools"]),
-        ["Bash", "EditFile", "Glob", "Grep", "ReadFile", "WriteFile"]
+        [
+            "Bash",
+            "BashOutput",
+            "EditFile",
+            "Glob",
+            "Grep",
+            "KillBash",
+            "ReadFile",
+            "Task",
+            "TodoWrite",
+            "WriteFile"
+        ]
     );
     assert_eq!(names(&v["api_tools"]), names(&v["tools"]));
     let by_name = |n: &str| {
@@ -101,15 +118,39 @@ fn tools_json_permission_flags_refine_the_set() {
     let env = TestEnv::new(vec![]);
     assert_eq!(
         names(&tools_json(&env, &["--allow-write"])["tools"]),
-        ["EditFile", "Glob", "Grep", "ReadFile", "WriteFile"]
+        [
+            "EditFile",
+            "Glob",
+            "Grep",
+            "ReadFile",
+            "Task",
+            "TodoWrite",
+            "WriteFile"
+        ]
     );
     assert_eq!(
         names(&tools_json(&env, &["--allow-bash"])["tools"]),
-        ["Bash", "Glob", "Grep", "ReadFile"]
+        [
+            "Bash",
+            "BashOutput",
+            "Glob",
+            "Grep",
+            "KillBash",
+            "ReadFile",
+            "Task",
+            "TodoWrite"
+        ]
     );
     assert_eq!(
         names(&tools_json(&env, &["--full-auto", "--disallowed-tools", "Bash,Grep"])["tools"]),
-        ["EditFile", "Glob", "ReadFile", "WriteFile"]
+        [
+            "EditFile",
+            "Glob",
+            "ReadFile",
+            "Task",
+            "TodoWrite",
+            "WriteFile"
+        ]
     );
 }
 
@@ -211,7 +252,7 @@ fn model_max_tokens_and_tools_reach_the_request() {
     sent.sort();
     assert_eq!(
         sent,
-        ["Glob", "Grep", "ReadFile"],
+        ["Glob", "Grep", "ReadFile", "Task", "TodoWrite"],
         "a disabled tool is not sent"
     );
     env.server.assert_invariants();

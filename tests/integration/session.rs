@@ -117,7 +117,18 @@ fn fix_the_bug_session() {
     tools.sort();
     assert_eq!(
         tools,
-        ["Bash", "EditFile", "Glob", "Grep", "ReadFile", "WriteFile"]
+        [
+            "Bash",
+            "BashOutput",
+            "EditFile",
+            "Glob",
+            "Grep",
+            "KillBash",
+            "ReadFile",
+            "Task",
+            "TodoWrite",
+            "WriteFile"
+        ]
     );
     assert_eq!(t["permission_denials"], json!([]));
     // Entries are {"path", "change"} (or bare paths); lib.sh modified, test.sh untouched.

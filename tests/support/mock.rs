@@ -198,6 +198,11 @@ pub(crate) enum Reply {
     /// 200 `application/vnd.amazon.eventstream` with these bytes as they are (bad CRCs,
     /// exceptions, cut frames); `complete: false` closes the socket after them.
     EventStream { bytes: Vec<u8>, complete: bool },
+    /// This reply, held until `n` requests answered by `Barrier` replies have arrived in
+    /// all (counted over the whole run): proves that many requests are in flight at
+    /// once. Requests made one after another never get there, and after `WAIT_LIMIT`
+    /// the held one gets a 400 naming the barrier, so the run fails.
+    Barrier(usize, Box<Reply>),
 }
 
 impl Reply {
@@ -469,6 +474,8 @@ fn flat_text(v: &Value) -> String {
 
 #[derive(Default)]
 struct State {
+    /// Requests that reached a `Barrier` reply so far.
+    at_barrier: usize,
     script: VecDeque<Reply>,
     scripted: usize,
     requests: Vec<Recorded>,
@@ -701,6 +708,10 @@ fn serve_connection(
             shared.changed.notify_all();
             (reply, number)
         };
+        let reply = match reply {
+            Some(Reply::Barrier(n, inner)) => Some(at_barrier(shared, n, *inner)),
+            other => other,
+        };
         let reply = reply.unwrap_or_else(|| {
             // Not retryable, so the binary fails fast and says so.
             Reply::bad_request(&format!(
@@ -720,6 +731,29 @@ fn serve_connection(
             return Ok(());
         }
     }
+}
+
+/// Waits (bounded) until `n` requests have reached a barrier, then gives `inner`.
+fn at_barrier(shared: &Shared, n: usize, inner: Reply) -> Reply {
+    let deadline = Instant::now() + WAIT_LIMIT;
+    let mut st = shared.lock();
+    st.at_barrier += 1;
+    shared.changed.notify_all();
+    while st.at_barrier < n {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Reply::bad_request(&format!(
+                "mock barrier: only {} of {n} requests arrived together",
+                st.at_barrier
+            ));
+        }
+        st = shared
+            .changed
+            .wait_timeout(st, left)
+            .unwrap_or_else(|e| e.into_inner())
+            .0;
+    }
+    inner
 }
 
 /// Reads one request; `None` at a clean end of the connection.
@@ -888,6 +922,7 @@ impl Out<'_> {
                 self.stream(&frames[..(*n).min(frames.len())], opts, End::Drop)
             }
             Reply::Hang(frames) => self.stream(frames, opts, End::Hang),
+            Reply::Barrier(_, inner) => self.reply(inner),
             Reply::Silent { ping } => {
                 let frames = if *ping {
                     vec![self.wire.ping()]

@@ -10,6 +10,7 @@
 mod clearing;
 mod observers;
 mod steps;
+pub(crate) mod subagent;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
@@ -106,6 +107,8 @@ pub(super) struct Turns {
     pub(super) answers: Option<structured::Answers>,
     /// Benchmarking switch (README "Performance"): run every call only after message_stop.
     pub(super) early_tools: bool,
+    /// Turns Task's sub-agents took so far, already added to `turn_no`.
+    pub(super) subagent_turns: u32,
 }
 
 impl Turns {
@@ -221,12 +224,19 @@ impl<'a> Agent<'a> {
                 .output_schema()
                 .map(|_| structured::Answers::new(config.session().max_schema_retries())),
             early_tools: std::env::var_os("AGENT_NO_EARLY_TOOLS").is_none_or(|v| v != "1"),
+            subagent_turns: 0,
         }
     }
 
     /// A new turn: the budgets may end the run; a history over the threshold is cleared.
     fn next_turn(&self, s: &mut Turns) -> Option<Outcome> {
-        s.turn_no += 1;
+        // Sub-agents' turns count against --max-turns: the turn number moves past them.
+        let sub = self.run.record().subagent_turns();
+        s.turn_no += 1 + sub.saturating_sub(s.subagent_turns);
+        s.subagent_turns = sub;
+        if s.turn_no > self.run.config.session().max_turns() {
+            return Some(self.max_turns());
+        }
         if let Some(stop) = self.run.ci.before_request(s.turn_no, self.run.record) {
             return Some(stop);
         }
@@ -296,7 +306,10 @@ impl<'a> Agent<'a> {
     fn announce_request(&self, s: &Turns) {
         let turn_no = s.turn_no;
         output::progress(&format!("turn {turn_no}: waiting for the model"));
-        output::step(&format!("turn {turn_no}: waiting for the model"));
+        output::step(&format!(
+            "{}turn {turn_no}: waiting for the model",
+            self.run.ci.events.log_prefix()
+        ));
         if output::debug_enabled() {
             let to = match &self.run.config.provider().replay() {
                 Some(c) => format!("the cassette {}", c.display()),

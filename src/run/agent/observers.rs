@@ -33,7 +33,8 @@ impl Watch for RunWatch<'_> {
         let input = call.input.clone().unwrap_or_else(|_| serde_json::json!({}));
         if output::steps_enabled() {
             output::step(&format!(
-                "turn {}: {} {}",
+                "{}turn {}: {} {}",
+                self.ci.events.log_prefix(),
                 self.ci.turn(),
                 call.name,
                 shorten(&input.to_string(), STEP_INPUT_CHARS)
