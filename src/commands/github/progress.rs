@@ -1,8 +1,8 @@
 //! The progress comment: its bodies (working, with a checklist; the final result) and
 //! the thread that edits it while the run goes, at most once per `--progress-interval`
 //! (the newest checklist wins; the ones in between are never sent). The checklist is a
-//! list of `Item`s, whatever fills it: today the tool calls from the run's events; a plan
-//! would be another source of the same items.
+//! list of `Item`s from the run's events: the model's plan (TodoWrite's `plan.updated`)
+//! once it has one, else the tool calls.
 
 use std::sync::Arc;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
@@ -41,10 +41,12 @@ pub(crate) struct Item {
     pub state: ItemState,
 }
 
-/// The checklist of the run's tool calls, fed its events.
+/// The checklist of the run, fed its events: the plan once there is one (it is what
+/// the model means to do, and says how far it got), else the tool calls.
 #[derive(Default)]
 pub(crate) struct ToolChecklist {
     items: Vec<(String, Item)>,
+    plan: Option<Vec<Item>>,
 }
 
 impl ToolChecklist {
@@ -66,6 +68,11 @@ impl ToolChecklist {
                 ));
                 true
             }
+            Some("plan.updated") => {
+                let todos = v["todos"].as_array().map(Vec::as_slice).unwrap_or_default();
+                self.plan = Some(todos.iter().map(plan_item).collect());
+                true
+            }
             Some("tool.finished") => {
                 let failed = v["is_error"] == true || v["denied"] == true;
                 match self.items.iter_mut().rev().find(|(i, _)| *i == id) {
@@ -85,8 +92,41 @@ impl ToolChecklist {
     }
 
     pub(crate) fn items(&self) -> Vec<Item> {
-        self.items.iter().map(|(_, i)| i.clone()).collect()
+        match &self.plan {
+            Some(plan) => plan.clone(),
+            None => self.items.iter().map(|(_, i)| i.clone()).collect(),
+        }
     }
+}
+
+/// One TodoWrite item as a checklist line: the `activeForm` while in progress.
+fn plan_item(todo: &Value) -> Item {
+    let content = todo["content"].as_str().unwrap_or_default();
+    let (label, state) = match todo["status"].as_str() {
+        Some("completed") => (content, ItemState::Done),
+        Some("in_progress") => (
+            todo["activeForm"].as_str().unwrap_or(content),
+            ItemState::Running,
+        ),
+        _ => (content, ItemState::Running),
+    };
+    Item {
+        label: escape_markdown(&crate::util::text::ellipsis(label, MAX_LABEL_CHARS)),
+        state,
+    }
+}
+
+/// Plan text as plain Markdown text: the model's words cannot open a link, an image or
+/// a mention, nor close the list.
+fn escape_markdown(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.replace('\n', " ").chars() {
+        if "\\`*_[]()<>#!|@~".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// `` `Bash` cargo test `` : the tool and the input's gist, on one line.

@@ -28,6 +28,32 @@ fn tool_events_become_a_checklist() {
 }
 
 #[test]
+fn once_there_is_a_plan_the_checklist_is_the_plan() {
+    let mut list = ToolChecklist::default();
+    list.apply(r#"{"type":"tool.started","id":"a","name":"Bash","input":{"command":"ls"}}"#);
+    assert!(list.apply(
+        r#"{"type":"plan.updated","turn":1,"todos":[
+            {"content":"Read the tests","status":"completed"},
+            {"content":"Fix mean()","status":"in_progress","activeForm":"Fixing mean()"},
+            {"content":"See [x](http://evil) @team","status":"pending"}]}"#
+    ));
+    let body = working_body(None, &list.items());
+    assert!(
+        !body.contains("`Bash`"),
+        "the plan replaces the calls: {body}"
+    );
+    assert!(body.contains("- [x] Read the tests\n"), "{body}");
+    assert!(body.contains("- [ ] Fixing mean\\(\\)\n"), "{body}");
+    assert!(
+        body.contains("- [ ] See \\[x\\]\\(http://evil\\) \\@team\n"),
+        "the model's words open no link and mention no one: {body}"
+    );
+    // A later tool call does not bring the calls back.
+    list.apply(r#"{"type":"tool.started","id":"b","name":"Bash","input":{"command":"make"}}"#);
+    assert_eq!(list.items().len(), 3);
+}
+
+#[test]
 fn a_long_checklist_shows_the_newest_items() {
     let items: Vec<Item> = (0..40)
         .map(|i| Item {
