@@ -12,6 +12,7 @@ pub(crate) mod config;
 pub(crate) mod error;
 pub(crate) mod mcp;
 pub(crate) mod model;
+pub(crate) mod otel;
 pub(crate) mod policy;
 pub(crate) mod process;
 pub(crate) mod record;

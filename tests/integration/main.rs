@@ -35,6 +35,7 @@ mod limits;
 mod mcp;
 mod mock_selftest;
 mod openai;
+mod otel;
 mod proc_secrets;
 mod prompt_input;
 mod real_servers;

@@ -44,6 +44,7 @@
 pub(crate) mod chat;
 pub(crate) mod invariants;
 pub(crate) mod mock;
+pub(crate) mod otlp;
 pub(crate) mod sse;
 
 pub(crate) use mock::{Fault, MockServer, Recorded, Reply, Rng, SseOpts, ToolResultSeen, Wire};
