@@ -61,7 +61,10 @@ impl From<Vec<String>> for AttrValue {
     }
 }
 
-pub(crate) type Attrs = Vec<(String, AttrValue)>;
+/// An attribute's key: the agent's are all constants, so none is allocated.
+pub(crate) type Key = std::borrow::Cow<'static, str>;
+
+pub(crate) type Attrs = Vec<(Key, AttrValue)>;
 
 /// `Span.SpanKind`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -179,11 +182,23 @@ impl Protobuf {
         self.varint(v.len() as u64);
         self.0.extend_from_slice(v);
     }
+    /// A nested message written in place: the body first, then its tag and length
+    /// moved in before it (one `memmove` per level instead of a buffer per message).
+    fn nested(&mut self, field: u32, body: impl FnOnce(&mut Self)) {
+        let start = self.0.len();
+        body(self);
+        let len = (self.0.len() - start) as u64;
+        let mut head = Protobuf(Vec::new());
+        head.tag(field, 2);
+        head.varint(len);
+        self.0.splice(start..start, head.0);
+    }
 }
 
 impl Writer for Protobuf {
     fn new() -> Self {
-        Protobuf(Vec::new())
+        // Only the request itself is a new writer (nested messages write in place).
+        Protobuf(Vec::with_capacity(16 * 1024))
     }
     fn string(&mut self, field: u32, _: &'static str, v: &str) {
         self.bytes(field, v.as_bytes());
@@ -220,17 +235,21 @@ impl Writer for Protobuf {
         self.0.extend_from_slice(&v.to_le_bytes());
     }
     fn packed_fixed64(&mut self, field: u32, _: &'static str, v: &[u64]) {
-        let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
-        self.bytes(field, &bytes);
+        self.tag(field, 2);
+        self.varint(v.len() as u64 * 8);
+        for x in v {
+            self.0.extend_from_slice(&x.to_le_bytes());
+        }
     }
     fn packed_double(&mut self, field: u32, _: &'static str, v: &[f64]) {
-        let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
-        self.bytes(field, &bytes);
+        self.tag(field, 2);
+        self.varint(v.len() as u64 * 8);
+        for x in v {
+            self.0.extend_from_slice(&x.to_le_bytes());
+        }
     }
     fn message(&mut self, field: u32, _: &'static str, body: impl FnOnce(&mut Self)) {
-        let mut sub = Protobuf::new();
-        body(&mut sub);
-        self.bytes(field, &sub.0);
+        self.nested(field, body);
     }
     fn item(&mut self, field: u32, name: &'static str, body: impl FnOnce(&mut Self)) {
         self.message(field, name, body);
@@ -322,7 +341,7 @@ fn any_value<W: Writer>(w: &mut W, v: &AttrValue) {
 }
 
 /// Repeated `KeyValue` at `field` (`attributes` in every message that has them).
-fn attributes<W: Writer>(w: &mut W, field: u32, attrs: &[(String, AttrValue)]) {
+fn attributes<W: Writer>(w: &mut W, field: u32, attrs: &[(Key, AttrValue)]) {
     for (k, v) in attrs {
         w.item(field, "attributes", |kv| {
             kv.string(1, "key", k);

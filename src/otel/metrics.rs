@@ -4,6 +4,9 @@
 
 use super::encode::{AttrValue, Attrs, HistogramPoint, MetricData, Number, Points};
 
+/// A series' attributes: all strings, keys constant.
+type SeriesAttrs = Vec<(&'static str, String)>;
+
 /// What an instrument aggregates.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum Kind {
@@ -34,7 +37,7 @@ enum State {
 #[derive(Debug)]
 struct Series {
     instrument: &'static Instrument,
-    attrs: Attrs,
+    attrs: SeriesAttrs,
     state: State,
 }
 
@@ -45,8 +48,14 @@ pub(crate) struct Metrics {
 }
 
 impl Metrics {
-    /// Adds `value` to the series of `instrument` with these attributes.
-    pub(crate) fn record(&mut self, instrument: &'static Instrument, value: f64, attrs: Attrs) {
+    /// Adds `value` to the series of `instrument` with these attributes (allocating only
+    /// for a new series).
+    pub(crate) fn record(
+        &mut self,
+        instrument: &'static Instrument,
+        value: f64,
+        attrs: &[(&'static str, &str)],
+    ) {
         let found = self
             .series
             .iter_mut()
@@ -68,7 +77,7 @@ impl Metrics {
                 };
                 self.series.push(Series {
                     instrument,
-                    attrs,
+                    attrs: attrs.iter().map(|(k, v)| (*k, v.to_string())).collect(),
                     state,
                 });
                 let last = self.series.len() - 1;
@@ -116,10 +125,15 @@ impl Metrics {
                     out.len() - 1
                 }
             };
+            let attrs: Attrs = s
+                .attrs
+                .iter()
+                .map(|(k, v)| ((*k).into(), AttrValue::Str(v.clone())))
+                .collect();
             match (&mut out[i].points, &s.state) {
-                (Points::Sum(p), State::Int(n)) => p.push((s.attrs.clone(), Number::Int(*n))),
-                (Points::Sum(p), State::F64(x)) => p.push((s.attrs.clone(), Number::F64(*x))),
-                (Points::Histogram(p), State::Histogram(h)) => p.push((s.attrs.clone(), h.clone())),
+                (Points::Sum(p), State::Int(n)) => p.push((attrs, Number::Int(*n))),
+                (Points::Sum(p), State::F64(x)) => p.push((attrs, Number::F64(*x))),
+                (Points::Histogram(p), State::Histogram(h)) => p.push((attrs, h.clone())),
                 _ => {}
             }
         }
@@ -133,8 +147,10 @@ impl Metrics {
 
 /// The same attribute set (order-insensitive: instrumentations list them in one order,
 /// but nothing should depend on it).
-fn same(a: &[(String, AttrValue)], b: &[(String, AttrValue)]) -> bool {
-    a.len() == b.len() && a.iter().all(|x| b.contains(x))
+fn same(a: &[(&'static str, String)], b: &[(&'static str, &str)]) -> bool {
+    a.len() == b.len()
+        && b.iter()
+            .all(|(k, v)| a.iter().any(|(ak, av)| ak == k && av == v))
 }
 
 #[cfg(test)]

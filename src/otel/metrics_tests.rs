@@ -16,13 +16,13 @@ static C: Instrument = Instrument {
 #[test]
 fn histograms_bucket_and_counters_add_per_attribute_set() {
     let mut m = Metrics::default();
-    let a = |v: &str| vec![("k".to_string(), AttrValue::from(v))];
+    let a = |v: &str| -> Attrs { vec![("k".into(), AttrValue::from(v))] };
     for x in [0.5, 1.0, 5.0, 50.0] {
-        m.record(&H, x, a("x"));
+        m.record(&H, x, &[("k", "x")]);
     }
-    m.record(&C, 1.0, a("x"));
-    m.record(&C, 2.0, a("y"));
-    m.record(&C, 3.0, a("x"));
+    m.record(&C, 1.0, &[("k", "x")]);
+    m.record(&C, 2.0, &[("k", "y")]);
+    m.record(&C, 3.0, &[("k", "x")]);
     let snap = m.snapshot();
     assert_eq!(snap.len(), 2);
     let Points::Histogram(h) = &snap[0].points else {

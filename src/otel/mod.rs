@@ -31,6 +31,9 @@ use crate::util::sync::Locked;
 /// must also write the transcript within GitHub's 7.5 s.
 pub(crate) const FLUSH_DEADLINE: Duration = Duration::from_secs(2);
 
+/// Attributes a span is made room for at once (a chat span sets about a dozen).
+const SPAN_ATTRS: usize = 16;
+
 struct Telemetry {
     exporter: export::Exporter,
     metrics: Arc<Mutex<metrics::Metrics>>,
@@ -92,7 +95,7 @@ pub(crate) fn process_parent() -> Option<SpanContext> {
 }
 
 /// Adds `value` to an instrument's series with these attributes.
-pub(crate) fn record(instrument: &'static Instrument, value: f64, attrs: Attrs) {
+pub(crate) fn record(instrument: &'static Instrument, value: f64, attrs: &[(&'static str, &str)]) {
     if let Some(t) = TELEMETRY.get() {
         t.metrics.locked().record(instrument, value, attrs);
     }
@@ -192,7 +195,7 @@ impl Span {
                 kind,
                 start_ns: now_ns(),
                 end_ns: 0,
-                attrs: Vec::new(),
+                attrs: Vec::with_capacity(SPAN_ATTRS),
                 events: Vec::new(),
                 status: StatusCode::Unset,
                 status_message: String::new(),
@@ -221,12 +224,12 @@ impl Span {
     }
 
     /// Sets an attribute (a later value for the same key replaces the earlier one).
-    pub(crate) fn set(&mut self, key: &str, value: impl Into<AttrValue>) {
+    pub(crate) fn set(&mut self, key: &'static str, value: impl Into<AttrValue>) {
         if let Some(d) = &mut self.data {
             let value = value.into();
             match d.attrs.iter_mut().find(|(k, _)| k == key) {
                 Some(slot) => slot.1 = value,
-                None => d.attrs.push((key.to_string(), value)),
+                None => d.attrs.push((key.into(), value)),
             }
         }
     }

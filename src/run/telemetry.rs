@@ -208,38 +208,30 @@ impl RunTrace {
         if otel::content_enabled() {
             s.set("gen_ai.output.messages", content(message_json));
         }
-        let attrs = self.metric_attrs(Some(&model));
+        let attrs = [
+            ("gen_ai.operation.name", "chat"),
+            ("gen_ai.provider.name", self.provider.as_str()),
+            ("gen_ai.request.model", self.request_model.as_str()),
+            ("gen_ai.response.model", model.as_str()),
+        ];
         if !turn.usage.unknown {
             for (kind, n) in [
                 ("input", turn.usage.input_tokens),
                 ("output", turn.usage.output_tokens),
             ] {
-                let mut a = attrs.clone();
-                a.push(("gen_ai.token.type".into(), kind.into()));
-                otel::record(&TOKEN_USAGE, n as f64, a);
+                let [a, b, c, d] = attrs;
+                otel::record(
+                    &TOKEN_USAGE,
+                    n as f64,
+                    &[a, b, c, d, ("gen_ai.token.type", kind)],
+                );
             }
         }
         otel::record(
             &OPERATION_DURATION,
             chat.started.elapsed().as_secs_f64(),
-            attrs,
+            &attrs,
         );
-    }
-
-    /// The attributes of the GenAI client metrics.
-    fn metric_attrs(&self, response_model: Option<&str>) -> Attrs {
-        let mut a: Attrs = vec![
-            ("gen_ai.operation.name".into(), "chat".into()),
-            ("gen_ai.provider.name".into(), self.provider.as_str().into()),
-            (
-                "gen_ai.request.model".into(),
-                self.request_model.as_str().into(),
-            ),
-        ];
-        if let Some(m) = response_model {
-            a.push(("gen_ai.response.model".into(), m.into()));
-        }
-        a
     }
 
     /// A tool call starts on this thread: its span becomes the thread's, so the command
@@ -299,12 +291,12 @@ impl RunTrace {
             span.set("gen_ai.tool.call.result", content(&outcome.result.content));
         }
         span.stop();
-        let attrs: Attrs = vec![
-            ("gen_ai.tool.name".into(), call.name.as_str().into()),
-            ("agent.tool.outcome".into(), outcome_name.into()),
+        let attrs = [
+            ("gen_ai.tool.name", call.name.as_str()),
+            ("agent.tool.outcome", outcome_name),
         ];
-        otel::record(&TOOL_CALLS, 1.0, attrs.clone());
-        otel::record(&TOOL_DURATION, outcome.duration.as_secs_f64(), attrs);
+        otel::record(&TOOL_CALLS, 1.0, &attrs);
+        otel::record(&TOOL_DURATION, outcome.duration.as_secs_f64(), &attrs);
         self.ended.locked().push((call.id.clone(), turn, span));
     }
 
@@ -372,12 +364,15 @@ impl RunTrace {
                 .clone()
                 .unwrap_or_else(|| ("interrupted".into(), "the run ended".into()));
             chat.span.fail(&kind, &msg);
-            let mut attrs = self.metric_attrs(None);
-            attrs.push(("error.type".into(), kind.into()));
             otel::record(
                 &OPERATION_DURATION,
                 chat.started.elapsed().as_secs_f64(),
-                attrs,
+                &[
+                    ("gen_ai.operation.name", "chat"),
+                    ("gen_ai.provider.name", self.provider.as_str()),
+                    ("gen_ai.request.model", self.request_model.as_str()),
+                    ("error.type", kind.as_str()),
+                ],
             );
         }
         for (_, mut running) in self.calls.locked().drain() {
@@ -399,17 +394,14 @@ impl RunTrace {
             otel::record(
                 &COST,
                 cost,
-                vec![(
-                    "gen_ai.request.model".into(),
-                    self.request_model.as_str().into(),
-                )],
+                &[("gen_ai.request.model", self.request_model.as_str())],
             );
         }
         match &error {
             Some((kind, msg)) => run.fail(kind, msg),
             None => run.succeed(),
         }
-        otel::record(&RUNS, 1.0, vec![("agent.run.status".into(), status.into())]);
+        otel::record(&RUNS, 1.0, &[("agent.run.status", status)]);
         // Ends the run span now: the flush that follows takes it.
         *run = Span::none();
     }
