@@ -142,19 +142,40 @@ pub(crate) fn now_ns() -> u64 {
         .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }
 
-/// Random ids (the `getrandom` crate); a failure falls back to time and a counter,
-/// unique enough within one trace.
+/// The id generator's state: seeded once from the OS (the `getrandom` crate), then
+/// SplitMix64 steps, so a span costs no system call. `fetch_add` of the odd gamma makes
+/// every state distinct, so two threads never draw the same id.
+static ID_STATE: OnceLock<std::sync::atomic::AtomicU64> = OnceLock::new();
+
+/// SplitMix64's increment (an odd constant: the states cycle through all 2^64 values).
+const GAMMA: u64 = 0x9e37_79b9_7f4a_7c15;
+
+fn next_random() -> u64 {
+    let state = ID_STATE.get_or_init(|| {
+        let mut seed = [0u8; 8];
+        if getrandom::fill(&mut seed).is_err() {
+            // No OS randomness: time and pid still make ids unlikely to collide.
+            seed = (now_ns() ^ (u64::from(std::process::id()) << 32)).to_le_bytes();
+        }
+        std::sync::atomic::AtomicU64::new(u64::from_le_bytes(seed))
+    });
+    let mut z = state
+        .fetch_add(GAMMA, std::sync::atomic::Ordering::Relaxed)
+        .wrapping_add(GAMMA);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// A random id of `N` bytes, never all zero (invalid in W3C Trace Context).
 fn random_id<const N: usize>() -> [u8; N] {
     let mut buf = [0u8; N];
-    if getrandom::fill(&mut buf).is_err() || buf.iter().all(|b| *b == 0) {
-        static N_IDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-        let n = N_IDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let mixed =
-            (u128::from(now_ns()) << 32) ^ u128::from(n) ^ (u128::from(std::process::id()) << 96);
-        for (b, m) in buf.iter_mut().zip(mixed.to_le_bytes().iter().cycle()) {
-            *b = *m;
-        }
-        buf[0] |= 1;
+    for chunk in buf.chunks_mut(8) {
+        let r = next_random().to_le_bytes();
+        chunk.copy_from_slice(&r[..chunk.len()]);
+    }
+    if buf.iter().all(|b| *b == 0) {
+        buf[0] = 1;
     }
     buf
 }

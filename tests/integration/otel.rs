@@ -302,6 +302,29 @@ fn a_scripted_run_is_one_span_tree() {
     }
 }
 
+/// A retried request: the retry is an event of the request's span, which ends well.
+#[test]
+fn retries_are_events_of_the_request_span() {
+    let collector = Collector::start(Answer::Ok);
+    let env = TestEnv::new(vec![
+        Reply::overloaded().with_header("retry-after-ms", "1"),
+        Reply::turn(Turn::new().text("done")),
+    ]);
+    let out = run_with(
+        &env,
+        &["run", "--json", "go"],
+        &otel_env(&collector, "http/json"),
+    );
+    out.assert_code(0);
+    let spans = collector.spans();
+    let chat = spans.iter().find(|s| s.name.starts_with("chat ")).unwrap();
+    assert_eq!(chat.events.len(), 1, "{chat:#?}");
+    let (name, attrs) = &chat.events[0];
+    assert_eq!(name, "retry");
+    assert_eq!(attrs["agent.retry.attempt"], json!(1));
+    assert_ne!(chat.status, 2);
+}
+
 /// A failed run: the run span and the request's span say so (status ERROR, error.type).
 #[test]
 fn a_failed_run_marks_its_spans() {
@@ -467,4 +490,45 @@ fn off_without_the_variables() {
     );
     out.assert_code(0);
     assert!(out.stderr.contains("OTLP over HTTP only"), "{}", out.stderr);
+}
+
+/// `agent batch`: one batch span under `TRACEPARENT`, each task's run a child of it.
+#[test]
+fn batch_tasks_are_children_of_the_batch_span() {
+    let collector = Collector::start(Answer::Ok);
+    let env = TestEnv::new(vec![
+        Reply::turn(Turn::new().text("one")),
+        Reply::turn(Turn::new().text("two")),
+    ]);
+    env.write("proj/README", "a project\n");
+    env.write(
+        "tasks.jsonl",
+        &[
+            json!({"id": "t1", "prompt": "do 1", "workspace": "proj"}).to_string(),
+            json!({"id": "t2", "prompt": "do 2", "workspace": "proj"}).to_string(),
+        ]
+        .join("\n"),
+    );
+    let dir = env.out("results");
+    let mut vars = otel_env(&collector, "http/protobuf");
+    vars.push(("TRACEPARENT", format!("00-{PARENT_TRACE}-{PARENT_SPAN}-01")));
+    let out = run_with(
+        &env,
+        &["batch", "tasks.jsonl", "--out", dir.to_str().unwrap()],
+        &vars,
+    );
+    out.assert_code(0);
+    let spans = collector.spans();
+    let batch = one(&spans, "invoke_workflow agent batch");
+    assert_eq!(batch.parent.as_deref(), Some(PARENT_SPAN));
+    assert_eq!(batch.attr("agent.batch.succeeded"), &json!(2));
+    let runs: Vec<_> = spans
+        .iter()
+        .filter(|s| s.name == "invoke_agent agent")
+        .collect();
+    assert_eq!(runs.len(), 2, "{spans:#?}");
+    for r in runs {
+        assert_eq!(r.parent.as_deref(), Some(batch.span_id.as_str()));
+        assert_eq!(r.trace_id, PARENT_TRACE);
+    }
 }
