@@ -61,7 +61,7 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
 
 /// Lowercase hex only (W3C), an even number of digits.
 fn unhex(s: &str) -> Option<Vec<u8>> {
-    if s.len() % 2 != 0
+    if !s.len().is_multiple_of(2)
         || !s
             .bytes()
             .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))

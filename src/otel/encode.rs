@@ -188,10 +188,19 @@ impl Protobuf {
         let start = self.0.len();
         body(self);
         let len = (self.0.len() - start) as u64;
-        let mut head = Protobuf(Vec::new());
-        head.tag(field, 2);
-        head.varint(len);
-        self.0.splice(start..start, head.0);
+        // Tag and length: two varints of at most 5 and 10 bytes, built on the stack.
+        let mut head = [0u8; 15];
+        let mut n = 0;
+        for mut v in [(u64::from(field) << 3) | 2, len] {
+            while v >= 0x80 {
+                head[n] = (v as u8) | 0x80;
+                v >>= 7;
+                n += 1;
+            }
+            head[n] = v as u8;
+            n += 1;
+        }
+        self.0.splice(start..start, head[..n].iter().copied());
     }
 }
 

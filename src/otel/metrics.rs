@@ -59,7 +59,7 @@ impl Metrics {
         let found = self
             .series
             .iter_mut()
-            .find(|s| std::ptr::eq(s.instrument, instrument) && same(&s.attrs, &attrs));
+            .find(|s| std::ptr::eq(s.instrument, instrument) && same(&s.attrs, attrs));
         let series = match found {
             Some(s) => s,
             None => {

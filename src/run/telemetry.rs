@@ -305,9 +305,11 @@ impl RunTrace {
     pub(crate) fn turn_finished(&self, record: &RunRecord) {
         let ended = std::mem::take(&mut *self.ended.locked());
         for (id, turn, mut span) in ended {
+            // From the end: the turn's calls are the last ones recorded.
             if let Some(c) = record
                 .tool_calls()
                 .iter()
+                .rev()
                 .find(|c| c.id == id && c.turn == turn)
             {
                 span.set("agent.tool.batch", c.batch);

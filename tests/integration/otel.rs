@@ -384,8 +384,8 @@ fn otel_content_adds_redacted_content() {
     );
     let last = spans
         .iter()
-        .filter(|s| s.name.starts_with("chat "))
-        .last()
+        .rev()
+        .find(|s| s.name.starts_with("chat "))
         .unwrap();
     let answer = last.attr("gen_ai.output.messages").as_str().unwrap();
     assert!(answer.contains("the key is [REDACTED]"), "{answer}");
