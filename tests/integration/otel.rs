@@ -532,3 +532,33 @@ fn batch_tasks_are_children_of_the_batch_span() {
         assert_eq!(r.trace_id, PARENT_TRACE);
     }
 }
+
+#[allow(dead_code)]
+#[path = "../support/mcp.rs"]
+mod mcp_support;
+
+/// An MCP tool's span names its server and the tool's own name.
+#[test]
+fn mcp_calls_name_their_server() {
+    let collector = Collector::start(Answer::Ok);
+    let env = TestEnv::keep_alive(vec![
+        Reply::turn(Turn::new().tool("toolu_m", "mcp__t__echo", json!({"text": "hi"}))),
+        Reply::turn(Turn::new().text("done")),
+    ]);
+    let cfg = mcp_support::write_config(
+        &env.out("mcp.json"),
+        json!({"t": mcp_support::stdio_entry(&[], json!({}))}),
+    );
+    let out = run_with(
+        &env,
+        &["run", "--json", "--mcp-config", &cfg, "go"],
+        &otel_env(&collector, "http/protobuf"),
+    );
+    out.assert_code(0);
+    let spans = collector.spans();
+    let call = one(&spans, "execute_tool mcp__t__echo");
+    assert_eq!(call.attr("agent.mcp.server"), "t");
+    assert_eq!(call.attr("agent.mcp.tool"), "echo");
+    assert_eq!(call.attr("gen_ai.tool.type"), "extension");
+    assert_ne!(call.status, 2, "{call:#?}");
+}
