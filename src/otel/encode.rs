@@ -13,21 +13,22 @@ use super::context::hex;
 /// An attribute's value (the `AnyValue`s the agent uses).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum AttrValue {
-    Str(String),
+    /// A constant (`"chat"`) is borrowed, a value made at run time owned.
+    Str(std::borrow::Cow<'static, str>),
     Int(i64),
     F64(f64),
     Bool(bool),
     StrList(Vec<String>),
 }
 
-impl From<&str> for AttrValue {
-    fn from(s: &str) -> Self {
-        AttrValue::Str(s.to_string())
+impl From<&'static str> for AttrValue {
+    fn from(s: &'static str) -> Self {
+        AttrValue::Str(s.into())
     }
 }
 impl From<String> for AttrValue {
     fn from(s: String) -> Self {
-        AttrValue::Str(s)
+        AttrValue::Str(s.into())
     }
 }
 impl From<i64> for AttrValue {

@@ -128,7 +128,7 @@ impl Metrics {
             let attrs: Attrs = s
                 .attrs
                 .iter()
-                .map(|(k, v)| ((*k).into(), AttrValue::Str(v.clone())))
+                .map(|(k, v)| ((*k).into(), AttrValue::Str(v.clone().into())))
                 .collect();
             match (&mut out[i].points, &s.state) {
                 (Points::Sum(p), State::Int(n)) => p.push((attrs, Number::Int(*n))),

@@ -16,7 +16,7 @@ static C: Instrument = Instrument {
 #[test]
 fn histograms_bucket_and_counters_add_per_attribute_set() {
     let mut m = Metrics::default();
-    let a = |v: &str| -> Attrs { vec![("k".into(), AttrValue::from(v))] };
+    let a = |v: &'static str| -> Attrs { vec![("k".into(), AttrValue::from(v))] };
     for x in [0.5, 1.0, 5.0, 50.0] {
         m.record(&H, x, &[("k", "x")]);
     }

@@ -268,7 +268,7 @@ impl Span {
 
     /// Marks the span failed: status `ERROR` with `message`, and `error.type`.
     pub(crate) fn fail(&mut self, error_type: &str, message: &str) {
-        self.set("error.type", error_type);
+        self.set("error.type", error_type.to_string());
         if let Some(d) = &mut self.data {
             d.status = StatusCode::Error;
             d.status_message = crate::util::text::ellipsis(&output::redact(message), 1_000);

@@ -137,7 +137,7 @@ impl HookRunner {
         let who = format!("{event} hook `{}`", hook.command);
         // Its own span under the tool call's, which the command gets as TRACEPARENT.
         let mut span = otel::Span::start_here(format!("hook {event}"), otel::SpanKind::Internal);
-        span.set("agent.hook.event", event);
+        span.set("agent.hook.event", event.to_string());
         span.set("agent.hook.command", output::redact(&hook.command));
         let ran = {
             let _in = otel::context::enter(span.context());

@@ -139,7 +139,7 @@ impl CiRun {
                     "retry",
                     vec![
                         ("agent.retry.attempt".into(), (*attempt).into()),
-                        ("agent.retry.reason".into(), (*reason).into()),
+                        ("agent.retry.reason".into(), reason.to_string().into()),
                         (
                             "agent.retry.delay_ms".into(),
                             (delay.as_millis() as u64).into(),
@@ -156,9 +156,9 @@ impl CiRun {
                 self.trace.request_event(
                     "model.fallback",
                     vec![
-                        ("agent.fallback.from".into(), (*from).into()),
-                        ("agent.fallback.to".into(), (*to).into()),
-                        ("agent.fallback.reason".into(), (*reason).into()),
+                        ("agent.fallback.from".into(), from.to_string().into()),
+                        ("agent.fallback.to".into(), to.to_string().into()),
+                        ("agent.fallback.reason".into(), reason.to_string().into()),
                     ],
                 );
                 self.events.emit(

@@ -10,7 +10,6 @@
 //! run can be given the calling tool span as its parent the same way (`RunTrace::new`
 //! takes the parent); every other span of the run hangs under its run span.
 
-use std::collections::HashMap;
 use std::sync::Mutex;
 
 use crate::model::protocol::Usage;
@@ -88,11 +87,12 @@ struct Running {
 pub(crate) struct RunTrace {
     run: Mutex<Span>,
     context: Option<SpanContext>,
-    provider: String,
+    provider: &'static str,
     request_model: String,
     max_tokens: u32,
     chat: Mutex<Option<Chat>>,
-    calls: Mutex<HashMap<String, Running>>,
+    /// By call id (a handful at once: a list beats hashing).
+    calls: Mutex<Vec<(String, Running)>>,
     /// Calls that ended, waiting for the batch number `turn_finished` reads from the record.
     ended: Mutex<Vec<(String, u32, Span)>>,
 }
@@ -100,7 +100,7 @@ pub(crate) struct RunTrace {
 impl RunTrace {
     /// The run span, started now under `parent`.
     pub(crate) fn new(
-        provider: &str,
+        provider: &'static str,
         model: &str,
         max_tokens: u32,
         parent: Option<SpanContext>,
@@ -109,15 +109,15 @@ impl RunTrace {
         run.set("gen_ai.operation.name", "invoke_agent");
         run.set("gen_ai.agent.name", "agent");
         run.set("gen_ai.provider.name", provider);
-        run.set("gen_ai.request.model", model);
+        run.set("gen_ai.request.model", model.to_string());
         RunTrace {
             context: run.context(),
             run: Mutex::new(run),
-            provider: provider.to_string(),
+            provider,
             request_model: model.to_string(),
             max_tokens,
             chat: Mutex::new(None),
-            calls: Mutex::new(HashMap::new()),
+            calls: Mutex::new(Vec::new()),
             ended: Mutex::new(Vec::new()),
         }
     }
@@ -128,11 +128,11 @@ impl RunTrace {
         RunTrace {
             run: Mutex::new(Span::none()),
             context: None,
-            provider: String::new(),
+            provider: "",
             request_model: String::new(),
             max_tokens: 0,
             chat: Mutex::new(None),
-            calls: Mutex::new(HashMap::new()),
+            calls: Mutex::new(Vec::new()),
             ended: Mutex::new(Vec::new()),
         }
     }
@@ -147,7 +147,7 @@ impl RunTrace {
             return;
         }
         let mut run = self.run.locked();
-        run.set("gen_ai.conversation.id", record.session_id());
+        run.set("gen_ai.conversation.id", record.session_id().to_string());
         run.set("agent.workspace", record.workspace().display().to_string());
         if otel::content_enabled() {
             run.set("gen_ai.input.messages", content(prompt));
@@ -165,8 +165,8 @@ impl RunTrace {
             self.context.as_ref(),
         );
         span.set("gen_ai.operation.name", "chat");
-        span.set("gen_ai.provider.name", self.provider.as_str());
-        span.set("gen_ai.request.model", self.request_model.as_str());
+        span.set("gen_ai.provider.name", self.provider);
+        span.set("gen_ai.request.model", self.request_model.clone());
         span.set("gen_ai.request.max_tokens", self.max_tokens);
         span.set("agent.turn", turn);
         let previous = self.chat.locked().replace(Chat {
@@ -194,9 +194,9 @@ impl RunTrace {
             turn.model.clone()
         };
         let s = &mut chat.span;
-        s.set("gen_ai.response.model", model.as_str());
+        s.set("gen_ai.response.model", model.clone());
         if !turn.id.is_empty() {
-            s.set("gen_ai.response.id", turn.id.as_str());
+            s.set("gen_ai.response.id", turn.id.clone());
         }
         s.set(
             "gen_ai.response.finish_reasons",
@@ -210,7 +210,7 @@ impl RunTrace {
         }
         let attrs = [
             ("gen_ai.operation.name", "chat"),
-            ("gen_ai.provider.name", self.provider.as_str()),
+            ("gen_ai.provider.name", self.provider),
             ("gen_ai.request.model", self.request_model.as_str()),
             ("gen_ai.response.model", model.as_str()),
         ];
@@ -246,10 +246,16 @@ impl RunTrace {
             self.context.as_ref(),
         );
         span.set("gen_ai.operation.name", "execute_tool");
-        span.set("gen_ai.tool.name", call.name.as_str());
-        span.set("gen_ai.tool.call.id", call.id.as_str());
+        span.set("gen_ai.tool.name", call.name.clone());
+        span.set("gen_ai.tool.call.id", call.id.clone());
         span.set("agent.turn", turn);
-        match crate::mcp::names::origin(&call.name) {
+        // Only MCP tools are in the server table (a built-in needs no lock).
+        let origin = call
+            .name
+            .starts_with("mcp__")
+            .then(|| crate::mcp::names::origin(&call.name))
+            .flatten();
+        match origin {
             Some((server, tool)) => {
                 span.set("gen_ai.tool.type", "extension");
                 span.set("agent.mcp.server", server);
@@ -265,13 +271,18 @@ impl RunTrace {
         let previous = otel::context::replace(span.context());
         self.calls
             .locked()
-            .insert(call.id.clone(), Running { span, previous });
+            .push((call.id.clone(), Running { span, previous }));
     }
 
     /// The call ended (on the thread it started on): its outcome; the span waits for its
     /// batch number (`turn_finished`).
     pub(crate) fn call_finished(&self, call: &PendingCall, outcome: &CallOutcome, turn: u32) {
-        let Some(Running { mut span, previous }) = self.calls.locked().remove(&call.id) else {
+        let taken = {
+            let mut calls = self.calls.locked();
+            let at = calls.iter().position(|(id, _)| *id == call.id);
+            at.map(|i| calls.swap_remove(i))
+        };
+        let Some((id, Running { mut span, previous })) = taken else {
             return;
         };
         otel::context::replace(previous);
@@ -297,7 +308,7 @@ impl RunTrace {
         ];
         otel::record(&TOOL_CALLS, 1.0, &attrs);
         otel::record(&TOOL_DURATION, outcome.duration.as_secs_f64(), &attrs);
-        self.ended.locked().push((call.id.clone(), turn, span));
+        self.ended.locked().push((id, turn, span));
     }
 
     /// The turn's calls were answered: each ended call gets its batch from the record
@@ -371,13 +382,13 @@ impl RunTrace {
                 chat.started.elapsed().as_secs_f64(),
                 &[
                     ("gen_ai.operation.name", "chat"),
-                    ("gen_ai.provider.name", self.provider.as_str()),
+                    ("gen_ai.provider.name", self.provider),
                     ("gen_ai.request.model", self.request_model.as_str()),
                     ("error.type", kind.as_str()),
                 ],
             );
         }
-        for (_, mut running) in self.calls.locked().drain() {
+        for (_, mut running) in self.calls.locked().drain(..) {
             running
                 .span
                 .fail("interrupted", "the run ended while the call ran");
@@ -431,7 +442,7 @@ fn set_usage(s: &mut Span, u: &Usage) {
 /// Content for a span (`--otel-content`): redacted like the transcript, then cut.
 fn content(text: &str) -> AttrValue {
     let redacted = output::redact(text);
-    AttrValue::Str(crate::util::text::counted(
+    AttrValue::from(crate::util::text::counted(
         &redacted,
         CONTENT_CHARS,
         "chars",
