@@ -533,10 +533,6 @@ fn batch_tasks_are_children_of_the_batch_span() {
     }
 }
 
-#[allow(dead_code)]
-#[path = "../support/mcp.rs"]
-mod mcp_support;
-
 /// An MCP tool's span names its server and the tool's own name.
 #[test]
 fn mcp_calls_name_their_server() {
@@ -545,10 +541,16 @@ fn mcp_calls_name_their_server() {
         Reply::turn(Turn::new().tool("toolu_m", "mcp__t__echo", json!({"text": "hi"}))),
         Reply::turn(Turn::new().text("done")),
     ]);
-    let cfg = mcp_support::write_config(
-        &env.out("mcp.json"),
-        json!({"t": mcp_support::stdio_entry(&[], json!({}))}),
-    );
+    // The test server, as a Claude Code style stdio entry (tests/support/mcp.rs).
+    let cfg = env.out("mcp.json");
+    std::fs::write(
+        &cfg,
+        json!({"mcpServers": {"t": {"type": "stdio",
+            "command": env!("CARGO_BIN_EXE_mcp-test-server"), "args": [], "env": {}}}})
+        .to_string(),
+    )
+    .unwrap();
+    let cfg = cfg.to_str().unwrap().to_string();
     let out = run_with(
         &env,
         &["run", "--json", "--mcp-config", &cfg, "go"],
