@@ -13,6 +13,7 @@ pub(crate) mod error;
 pub(crate) mod mcp;
 pub(crate) mod model;
 pub(crate) mod net;
+pub(crate) mod otel;
 pub(crate) mod policy;
 pub(crate) mod process;
 pub(crate) mod record;

@@ -64,6 +64,7 @@ T_LONG_GROWTH = 1.5  # CPU per turn of turns 81-100 over turns 1-20, with -o and
 T_LONG_RSS_SLACK_MB = 10.0  # peak RSS <= 2 x the history + this
 T_SESSION_CPU_MS = 0.3  # the 101-turn small-file session's CPU per turn
 T_SESSION_RSS_MB = 8.0
+T_OTEL_OVERHEAD = 0.10  # OTLP export on (to a loopback collector): CPU per turn within 10 % of off
 
 CLAUDE_ENV = {
     "DISABLE_TELEMETRY": "1",
@@ -161,6 +162,40 @@ class Mock:
 
     def __exit__(self, *exc):
         self.stop()
+
+
+class OtlpSink:
+    """A loopback OTLP/HTTP collector that takes every export with 200 (the session's
+    "agent, export on" peer sends its traces and metrics here); counts requests and bytes."""
+
+    def __init__(self):
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+        sink = self
+        self.requests = 0
+        self.bytes = 0
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                n = int(self.headers.get("Content-Length", "0"))
+                self.rfile.read(n)
+                sink.requests += 1
+                sink.bytes += n
+                self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
 
 
 def measure(argv, cwd, env, timeout=SESSION_TIMEOUT_S, pid_file=None):
@@ -315,12 +350,18 @@ def bench_session(agent, claude, out_dir, runs):
     shutil.rmtree(home, ignore_errors=True)
     os.makedirs(home)
     expected = f"Read {SESSION_TURNS} files. Done."
-    res = {"agent": [], "claude": [], "claude_error": None, "turns": SESSION_TURNS + 1}
+    res = {"agent": [], "agent-otel": [], "claude": [], "claude_error": None,
+           "turns": SESSION_TURNS + 1}
     with Mock(out_dir, "session", "--script", "session", "--turns", str(SESSION_TURNS),
-              "--workspace", ws) as mock:
+              "--workspace", ws) as mock, OtlpSink() as sink:
         base = dict(os.environ, ANTHROPIC_API_KEY=API_KEY, ANTHROPIC_BASE_URL=mock.url)
-        peers = {"agent": ([agent, "run", "Read the files one by one.", "-C", ws,
-                            "--max-turns", str(SESSION_TURNS + 10), "--base-url", mock.url, "-q"], base)}
+        base = {k: v for k, v in base.items() if not k.startswith("OTEL_") and k != "TRACEPARENT"}
+        agent_argv = [agent, "run", "Read the files one by one.", "-C", ws,
+                      "--max-turns", str(SESSION_TURNS + 10), "--base-url", mock.url, "-q"]
+        # The same agent with OpenTelemetry export on (README "OpenTelemetry"), to a
+        # loopback collector: its CPU must stay within T_OTEL_OVERHEAD of export off.
+        peers = {"agent": (agent_argv, base),
+                 "agent-otel": (agent_argv, dict(base, OTEL_EXPORTER_OTLP_ENDPOINT=sink.url))}
         if claude:
             peers["claude"] = ([claude, "-p", "Read the files one by one.", "--allowedTools", "Read",
                                 "--max-turns", str(SESSION_TURNS + 10), "--output-format", "text"],
@@ -335,7 +376,8 @@ def bench_session(agent, claude, out_dir, runs):
                 before = len(mock.requests())
                 r = measure(argv, ws, env)
                 reqs = mock.requests()[before:]
-                main = [q for q in reqs if q.get("peer") == peer]
+                # The mock tells peers apart by their tools: both agent runs are "agent".
+                main = [q for q in reqs if q.get("peer") == peer.removesuffix("-otel")]
                 r["requests"] = len(reqs)
                 r["main_requests"] = len(main)
                 r["tool_errors"] = max([q.get("tool_errors", 0) for q in main] or [0])
@@ -347,8 +389,8 @@ def bench_session(agent, claude, out_dir, runs):
                 if not ok:
                     why = (f"exit {r['rc']}, {len(main)} of {SESSION_TURNS + 1} model requests, "
                            f"stdout {r['stdout'][-200:]!r}, stderr {r['stderr'][-400:]!r}")
-                    if peer == "agent":
-                        raise RuntimeError(f"agent's session failed: {why}")
+                    if peer.startswith("agent"):
+                        raise RuntimeError(f"agent's session ({peer}) failed: {why}")
                     res["claude_error"] = f"claude -p did not complete the session: {why}"
                     del peers["claude"]
                     continue
@@ -357,7 +399,8 @@ def bench_session(agent, claude, out_dir, runs):
         side = [q for q in mock.requests() if q.get("peer") == "side" or q.get("method") != "POST"]
         res["side_requests"] = sorted({f"{q.get('method')} {q.get('path')} "
                                        f"{q.get('model') or ''}".strip() for q in side})
-    for peer in ("agent", "claude"):
+        res["otlp_exports"] = {"requests": sink.requests, "bytes": sink.bytes}
+    for peer in ("agent", "agent-otel", "claude"):
         rs = res[peer]
         if rs:
             res[peer + "_summary"] = {
@@ -741,6 +784,10 @@ def report_session(session, add, targets):
     add("|---|---|---|---|---|")
     add(f"| agent | {a['cpu_per_turn_ms']:.2f} ms | {a['cpu_s'] * 1000:.0f} ms | {a['rss_mb']:.1f} MB "
         f"| {a['wall_s']:.2f} s |")
+    o = session.get("agent-otel_summary")
+    if o:
+        add(f"| agent, OTLP export on | {o['cpu_per_turn_ms']:.2f} ms | {o['cpu_s'] * 1000:.0f} ms "
+            f"| {o['rss_mb']:.1f} MB | {o['wall_s']:.2f} s |")
     if c:
         add(f"| claude -p | {c['cpu_per_turn_ms']:.2f} ms | {c['cpu_s'] * 1000:.0f} ms "
             f"| {c['rss_mb']:.1f} MB | {c['wall_s']:.2f} s |")
@@ -757,6 +804,16 @@ def report_session(session, add, targets):
             + ", ".join(f"`{s}`" for s in session["side_requests"]) + ".")
         add("")
     cpt = a["cpu_per_turn_ms"]
+    if o:
+        over = o["cpu_per_turn_ms"] / cpt - 1
+        exports = session.get("otlp_exports", {})
+        add(f"With OTLP export on (http/protobuf to a loopback collector: "
+            f"{exports.get('requests', 0)} exports, {exports.get('bytes', 0) / 1024:.0f} KB over all "
+            f"runs), CPU per turn is {over * 100:+.1f} % of export off.")
+        add("")
+        targets.append((f"OTLP export on: CPU per turn within {T_OTEL_OVERHEAD * 100:.0f} % of off",
+                        f"{over * 100:+.1f} %", over <= T_OTEL_OVERHEAD,
+                        f"{(over - T_OTEL_OVERHEAD) * 100:.1f} points over"))
     targets.append(("CPU per turn < 1 ms", f"{cpt:.2f} ms", cpt < T_CPU_PER_TURN_MS,
                     f"{cpt / T_CPU_PER_TURN_MS:.1f}× the target"))
     targets.append(("peak RSS < 30 MB", f"{a['rss_mb']:.1f} MB", a["rss_mb"] < T_RSS_MB,

@@ -55,10 +55,18 @@ pub(crate) fn run_observed(args: &RunArgs, observer: Observer) -> ExitCode {
     secrets.extend(config.provider().gateway().secret_values());
     secrets.extend(config.tools().mcp().secret_values());
     secrets.extend(observer.secrets);
+    secrets.extend(config.output().otel().secret_values());
     output::init(config.output().verbosity(), secrets);
     for w in config.warnings() {
         output::warn(w);
     }
+    crate::otel::start(config.output().otel());
+    let trace = Arc::new(crate::run::telemetry::RunTrace::new(
+        crate::run::telemetry::provider_name(config.provider().kind()),
+        config.provider().model(),
+        config.provider().max_tokens(),
+        crate::otel::process_parent(),
+    ));
 
     let sandbox = match crate::process::sandbox::Confinement::build(
         config.tools().sandbox(),
@@ -102,7 +110,7 @@ pub(crate) fn run_observed(args: &RunArgs, observer: Observer) -> ExitCode {
     // Before the MCP servers start, which can take a minute (`npx -y …`): a signal or the
     // deadline during start-up writes the transcript too, listing the servers still
     // starting (`--timeout` counts the start-up: it bounds the whole run).
-    let finisher = make_finisher(&config, &record, &ctx, observer.on_event);
+    let finisher = make_finisher(&config, &record, &ctx, observer.on_event, trace.clone());
     let _ = FINISHER.set(finisher.clone());
     note_network(&config, &ctx, &record, &finisher.events);
     observe_background(&ctx, &record, &finisher.events);
@@ -118,7 +126,7 @@ pub(crate) fn run_observed(args: &RunArgs, observer: Observer) -> ExitCode {
     }
     let mcp_reports = match started {
         Ok(r) => r,
-        Err(e) => return output::usage_failure(&e),
+        Err(e) => return set_up_failed(&trace, &record, &e),
     };
     if let Some(schema) = config.session().output_schema() {
         // The final answer's tool, offered by every provider alike.
@@ -137,7 +145,7 @@ pub(crate) fn run_observed(args: &RunArgs, observer: Observer) -> ExitCode {
             record.locked().record_provider(&name);
             p
         }
-        Err(e) => return output::usage_failure(&e),
+        Err(e) => return set_up_failed(&trace, &record, &e),
     };
     let gate = PolicyGate::new(
         config.tools().settings().clone(),
@@ -153,7 +161,7 @@ pub(crate) fn run_observed(args: &RunArgs, observer: Observer) -> ExitCode {
             crate::record::resume::INDEX_PATH
         ));
     }
-    let ci = ci::CiRun::new(&config, finisher.events.clone());
+    let ci = ci::CiRun::new(&config, finisher.events.clone(), trace);
     // The file tools report their own changes; only commands (Bash, hooks, --verify)
     // can change files behind their back, so only then is the workspace scanned.
     if commands_may_write(&config, &registry) {
@@ -338,6 +346,21 @@ fn subagent_runner(
     }
 }
 
+/// A usage error found while setting up (exit 2): the run span says so and is flushed.
+fn set_up_failed(
+    trace: &crate::run::telemetry::RunTrace,
+    record: &Mutex<RunRecord>,
+    e: &Error,
+) -> ExitCode {
+    let outcome = crate::record::outcome::Outcome::fail(
+        crate::record::outcome::ErrorKind::Internal,
+        e.to_string(),
+    );
+    trace.finish(&record.locked(), &outcome);
+    crate::otel::shutdown();
+    output::usage_failure(e)
+}
+
 /// A signal or the deadline is finishing the run, and exits the process.
 fn park_for_the_way_out() -> ! {
     loop {
@@ -360,6 +383,7 @@ fn make_finisher(
     record: &Arc<Mutex<RunRecord>>,
     ctx: &ToolContext,
     on_event: Option<OnEvent>,
+    trace: Arc<crate::run::telemetry::RunTrace>,
 ) -> Arc<Finisher> {
     let start = record.locked().started();
     let jsonl = config.output().jsonl();
@@ -391,6 +415,7 @@ fn make_finisher(
         code: OnceLock::new(),
         keep_spill: config.output().keep_spill() || config.output().output_file().is_some(),
         github_actions: std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true"),
+        trace,
     })
 }
 

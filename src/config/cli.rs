@@ -459,6 +459,12 @@ pub(crate) struct CiArgs {
     /// Checked before each request; the status is budget.
     #[arg(long, value_name = "USD")]
     pub max_cost_usd: Option<f64>,
+    /// OpenTelemetry spans also carry the prompt, answers and tool input and output.
+    ///
+    /// Redacted like the transcript. Export itself is configured by the standard
+    /// OTEL_* variables (README "OpenTelemetry").
+    #[arg(long, help_heading = heading::OUTPUT)]
+    pub otel_content: bool,
 }
 
 #[derive(Debug, Args)]

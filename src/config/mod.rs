@@ -65,7 +65,7 @@ impl Config {
         ProviderConfig::check_flags(args)?;
         ToolConfig::check_flags(args)?;
         CiConfig::check_flags(args)?;
-        let output = OutputConfig::from_args(args)?;
+        let output = OutputConfig::from_args(args, env, &mut warnings)?;
         let provider = ProviderConfig::from_args(args, env, resume.as_ref(), &mut warnings)?;
         // Read once: policy takes `permissions` and `hooks`, the budget `prices`.
         let files = SettingsFiles::read(&SettingsSources {
@@ -186,6 +186,7 @@ impl Config {
                 output_file: None,
                 verbosity: crate::util::output::Verbosity::Quiet,
                 keep_spill: false,
+                otel: Default::default(),
             },
         }
     }

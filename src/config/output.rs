@@ -6,7 +6,9 @@ use std::path::Path;
 use std::path::PathBuf;
 
 use crate::config::cli::RunArgs;
+use crate::config::env::Env;
 use crate::error::Error;
+use crate::otel::settings::OtelSettings;
 use crate::util::output::Verbosity;
 
 /// Where the run's results go, validated.
@@ -19,10 +21,16 @@ pub(crate) struct OutputConfig {
     pub(super) verbosity: Verbosity,
     /// `--keep-spill`: the saved outputs outlive the run (they always do with `-o`).
     pub(super) keep_spill: bool,
+    /// OpenTelemetry export, from the `OTEL_*` variables and `--otel-content`.
+    pub(super) otel: OtelSettings,
 }
 
 impl OutputConfig {
-    pub(super) fn from_args(args: &RunArgs) -> Result<Self, Error> {
+    pub(super) fn from_args(
+        args: &RunArgs,
+        env: &dyn Env,
+        warnings: &mut Vec<String>,
+    ) -> Result<Self, Error> {
         if let Some(out) = &args.output {
             check_output_file(out)?;
         }
@@ -39,6 +47,10 @@ impl OutputConfig {
             output_file: args.output.clone(),
             verbosity,
             keep_spill: args.keep_spill,
+            otel: OtelSettings {
+                content: args.ci.otel_content,
+                ..OtelSettings::from_env(&|name| env.var(name), warnings)
+            },
         })
     }
 
@@ -56,6 +68,9 @@ impl OutputConfig {
     }
     pub(crate) fn keep_spill(&self) -> bool {
         self.keep_spill
+    }
+    pub(crate) fn otel(&self) -> &OtelSettings {
+        &self.otel
     }
 }
 

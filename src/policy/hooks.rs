@@ -10,6 +10,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::rules::{check_tool, names};
+use crate::otel;
 use crate::process::{self, CommandSpec, Stderr};
 use crate::tools::KnownTool;
 use crate::util::output;
@@ -134,46 +135,71 @@ impl HookRunner {
         spec.stdin = Some(payload.to_string().into_bytes());
         spec.stderr = Stderr::Separate;
         let who = format!("{event} hook `{}`", hook.command);
-        let out = match process::run(&spec) {
-            Ok(o) => o,
-            Err(e) => return HookVerdict::Failed(format!("{who} could not run: {e}")),
+        // Its own span under the tool call's, which the command gets as TRACEPARENT.
+        let mut span = otel::Span::start_here(format!("hook {event}"), otel::SpanKind::Internal);
+        span.set("agent.hook.event", event.to_string());
+        span.set("agent.hook.command", output::redact(&hook.command));
+        let ran = {
+            let _in = otel::context::enter(span.context());
+            process::run(&spec)
         };
-        let stderr = out
-            .stderr
-            .as_ref()
-            .map(|c| c.text.trim().to_string())
-            .unwrap_or_default();
-        if !out.output.text.trim().is_empty() {
-            output::debug(&format!("{who} printed: {}", out.output.text.trim()));
+        if let Ok(Some(code)) = ran.as_ref().map(|o| o.exit_code) {
+            span.set("process.exit.code", i64::from(code));
         }
-        if out.timed_out {
-            return HookVerdict::Failed(format!(
-                "{who} timed out after {}",
-                crate::util::duration::human(hook.timeout)
-            ));
-        }
-        if out.interrupted {
-            return HookVerdict::Failed(format!("{who} was stopped: the run is ending"));
-        }
-        match out.exit_code {
-            Some(0) => HookVerdict::Continue,
-            Some(2) if stderr.is_empty() => {
-                HookVerdict::Block(format!("blocked by {who} (exit 2, no message)"))
+        let verdict = verdict(&who, hook, ran);
+        match &verdict {
+            HookVerdict::Continue => span.succeed(),
+            HookVerdict::Block(why) => {
+                span.set("agent.hook.blocked", true);
+                span.fail("blocked", why);
             }
-            Some(2) => HookVerdict::Block(stderr),
-            _ => {
-                let how = match (out.exit_code, out.signal) {
-                    (Some(c), _) => format!("exit {c}"),
-                    (None, Some(s)) => format!("killed by signal {s}"),
-                    (None, None) => "ended abnormally".to_string(),
-                };
-                let tail = if stderr.is_empty() {
-                    String::new()
-                } else {
-                    format!(": {stderr}")
-                };
-                HookVerdict::Failed(format!("{who} failed ({how}){tail}"))
-            }
+            HookVerdict::Failed(why) => span.fail("hook_failed", why),
+        }
+        verdict
+    }
+}
+
+/// What a hook's run says.
+fn verdict(who: &str, hook: &Hook, ran: Result<process::CommandOutput, String>) -> HookVerdict {
+    let out = match ran {
+        Ok(o) => o,
+        Err(e) => return HookVerdict::Failed(format!("{who} could not run: {e}")),
+    };
+    let stderr = out
+        .stderr
+        .as_ref()
+        .map(|c| c.text.trim().to_string())
+        .unwrap_or_default();
+    if !out.output.text.trim().is_empty() {
+        output::debug(&format!("{who} printed: {}", out.output.text.trim()));
+    }
+    if out.timed_out {
+        return HookVerdict::Failed(format!(
+            "{who} timed out after {}",
+            crate::util::duration::human(hook.timeout)
+        ));
+    }
+    if out.interrupted {
+        return HookVerdict::Failed(format!("{who} was stopped: the run is ending"));
+    }
+    match out.exit_code {
+        Some(0) => HookVerdict::Continue,
+        Some(2) if stderr.is_empty() => {
+            HookVerdict::Block(format!("blocked by {who} (exit 2, no message)"))
+        }
+        Some(2) => HookVerdict::Block(stderr),
+        _ => {
+            let how = match (out.exit_code, out.signal) {
+                (Some(c), _) => format!("exit {c}"),
+                (None, Some(s)) => format!("killed by signal {s}"),
+                (None, None) => "ended abnormally".to_string(),
+            };
+            let tail = if stderr.is_empty() {
+                String::new()
+            } else {
+                format!(": {stderr}")
+            };
+            HookVerdict::Failed(format!("{who} failed ({how}){tail}"))
         }
     }
 }

@@ -217,6 +217,9 @@ fn run_in(spec: &CommandSpec, registry: &ProcessRegistry) -> Result<CommandOutpu
         .current_dir(&spec.cwd)
         .env_clear()
         .envs(spec.env.iter().map(|(k, v)| (k, v)))
+        // The span the command runs in (a tool call, a hook, `--verify`), for a test
+        // suite that exports traces of its own.
+        .envs(crate::otel::context::child_env())
         .stdin(if spec.stdin.is_some() {
             Stdio::piped()
         } else {

@@ -552,7 +552,6 @@ impl RunRecord {
         self.context_tokens
     }
 
-    #[cfg(test)]
     pub(crate) fn verifications(&self) -> &[VerificationRecord] {
         &self.verifications
     }

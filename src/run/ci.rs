@@ -17,6 +17,7 @@ use crate::record::RunRecord;
 use crate::record::outcome::{ErrorKind, Outcome};
 use crate::run::budget::Budget;
 use crate::run::events::Events;
+use crate::run::telemetry::RunTrace;
 use crate::run::verify::{Verdict, Verifier};
 use crate::tools::ToolContext;
 use crate::tools::dispatch::{CallOutcome, Watch};
@@ -32,25 +33,29 @@ pub(crate) struct CiRun {
     pub budget: Budget,
     /// The turn being streamed or executed, for tool events.
     turn: AtomicU32,
+    /// The run's spans and metrics (OpenTelemetry; inert when off).
+    pub trace: Arc<RunTrace>,
 }
 
 impl CiRun {
-    pub(crate) fn new(config: &Config, events: Arc<Events>) -> Self {
+    pub(crate) fn new(config: &Config, events: Arc<Events>, trace: Arc<RunTrace>) -> Self {
         CiRun {
             events,
             verifier: config.ci().verify().cloned().map(Verifier::new),
             budget: config.ci().budget(),
             turn: AtomicU32::new(0),
+            trace,
         }
     }
 
     /// A sub-agent's: its events (tagged), no verification, what is left of the budget.
-    pub(crate) fn for_subagent(events: Arc<Events>, budget: Budget) -> Self {
+    pub(crate) fn for_subagent(events: Arc<Events>, budget: Budget, trace: Arc<RunTrace>) -> Self {
         CiRun {
             events,
             verifier: None,
             budget,
             turn: AtomicU32::new(0),
+            trace,
         }
     }
 
@@ -62,6 +67,7 @@ impl CiRun {
             verifier: None,
             budget: Budget::default(),
             turn: AtomicU32::new(0),
+            trace: Arc::new(RunTrace::off()),
         }
     }
 
@@ -81,6 +87,7 @@ impl CiRun {
                 .iter()
                 .map(crate::mcp::started_event)
                 .collect();
+            self.trace.run_started(&r, config.session().prompt());
             (fields, servers)
         };
         self.events.emit(
@@ -132,6 +139,7 @@ impl CiRun {
             ));
         }
         self.turn.store(turn_no, Ordering::Relaxed);
+        self.trace.request_started(turn_no);
         self.events.emit("turn.started", json!({"turn": turn_no}));
         None
     }
@@ -150,15 +158,38 @@ impl CiRun {
                 attempt,
                 reason,
                 delay,
-            } => self.events.emit(
-                "retry",
-                json!({"turn": turn, "attempt": attempt,
-                       "reason": reason, "delay_ms": delay.as_millis() as u64}),
-            ),
-            StreamNotice::Fallback { from, to, reason } => self.events.emit(
-                "model.fallback",
-                json!({"turn": turn, "from": from, "to": to, "reason": reason}),
-            ),
+            } => {
+                self.trace.request_event(
+                    "retry",
+                    vec![
+                        ("agent.retry.attempt".into(), (*attempt).into()),
+                        ("agent.retry.reason".into(), reason.to_string().into()),
+                        (
+                            "agent.retry.delay_ms".into(),
+                            (delay.as_millis() as u64).into(),
+                        ),
+                    ],
+                );
+                self.events.emit(
+                    "retry",
+                    json!({"turn": turn, "attempt": attempt,
+                           "reason": reason, "delay_ms": delay.as_millis() as u64}),
+                )
+            }
+            StreamNotice::Fallback { from, to, reason } => {
+                self.trace.request_event(
+                    "model.fallback",
+                    vec![
+                        ("agent.fallback.from".into(), from.to_string().into()),
+                        ("agent.fallback.to".into(), to.to_string().into()),
+                        ("agent.fallback.reason".into(), reason.to_string().into()),
+                    ],
+                );
+                self.events.emit(
+                    "model.fallback",
+                    json!({"turn": turn, "from": from, "to": to, "reason": reason}),
+                )
+            }
             _ => {}
         }
     }
@@ -175,6 +206,7 @@ impl CiRun {
         record: &Mutex<RunRecord>,
         runs_tools: bool,
     ) {
+        self.trace.turn_received(turn, message_json);
         // Copied out first: the lock must not be held while the event is written.
         let model = record.locked().model().to_string();
         self.events.emit_raw(
@@ -193,6 +225,7 @@ impl CiRun {
     pub(crate) fn turn_finished(&self, turn_no: u32, record: &Mutex<RunRecord>) {
         let fields = {
             let r = record.locked();
+            self.trace.turn_finished(&r);
             let calls = r.tool_calls().iter().filter(|c| c.turn == turn_no).count();
             json!({"turn": turn_no, "model": r.model(), "stop_reason": r.stop_reason(),
                    "tool_calls": calls, "usage": r.usage(), "cost_usd": r.cost_usd(),
@@ -210,13 +243,24 @@ impl CiRun {
     ) -> Verdict {
         match &self.verifier {
             None => Verdict::Passed,
-            Some(v) => v.verify(ctx, &self.events, record, turns_left),
+            Some(v) => {
+                // The command runs in the round's span (its TRACEPARENT).
+                let span = self.trace.verify_span();
+                let verdict = {
+                    let _in = crate::otel::context::enter(span.context());
+                    v.verify(ctx, &self.events, record, turns_left)
+                };
+                self.trace.verify_finished(span, &record.locked());
+                verdict
+            }
         }
     }
 }
 
 impl Watch for CiRun {
     fn started(&self, call: &PendingCall) {
+        self.trace
+            .call_started(call, self.turn.load(Ordering::Relaxed));
         if !self.events.enabled() {
             return;
         }
@@ -229,6 +273,8 @@ impl Watch for CiRun {
     }
 
     fn finished(&self, call: &PendingCall, outcome: &CallOutcome) {
+        self.trace
+            .call_finished(call, outcome, self.turn.load(Ordering::Relaxed));
         if !self.events.enabled() {
             return;
         }

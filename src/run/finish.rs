@@ -47,6 +47,8 @@ pub(crate) struct Finisher {
     pub(crate) keep_spill: bool,
     /// Under GitHub Actions: a failed run also prints an `::error::` annotation.
     pub(crate) github_actions: bool,
+    /// The run's spans (OpenTelemetry): ended here, then flushed within its deadline.
+    pub(crate) trace: Arc<crate::run::telemetry::RunTrace>,
 }
 
 /// Where the `-o` checkpoints of a run go.
@@ -170,6 +172,9 @@ impl Finisher {
         });
         delivered &= self.deliver(status, Final { doc, text, line }, bounded);
         output::info(&summary);
+        // Last: the transcript and stdout never wait for a collector.
+        self.trace.finish(&self.record.locked(), outcome);
+        crate::otel::shutdown();
         match status.exit_code() {
             0 if !delivered => Some(1),
             code => Some(code),

@@ -9,4 +9,5 @@ pub(crate) mod events;
 pub(crate) mod finish;
 pub(crate) mod signals;
 pub(crate) mod structured;
+pub(crate) mod telemetry;
 pub(crate) mod verify;

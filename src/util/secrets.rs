@@ -8,12 +8,17 @@ const SECRET_SUFFIXES: &[&str] = &["_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD"]
 /// Variables removed regardless of suffix.
 // `ANTHROPIC_CUSTOM_HEADERS`: a gateway's headers, often its credential, for the agent only.
 // The AWS secret key and Bedrock API key fit no suffix (`AWS_SESSION_TOKEN` does).
+// `OTEL_EXPORTER_OTLP_*HEADERS`: the collector's credential, for the agent's export only.
 const SECRET_NAMES: &[&str] = &[
     "ANTHROPIC_API_KEY",
     "OPENAI_API_KEY",
     "ANTHROPIC_CUSTOM_HEADERS",
     "AWS_SECRET_ACCESS_KEY",
     "AWS_BEARER_TOKEN_BEDROCK",
+    "OTEL_EXPORTER_OTLP_HEADERS",
+    "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+    "OTEL_EXPORTER_OTLP_METRICS_HEADERS",
+    "OTEL_EXPORTER_OTLP_LOGS_HEADERS",
 ];
 
 /// Whether a variable name denotes a secret.

@@ -41,6 +41,7 @@ mod limits;
 mod mcp;
 mod mock_selftest;
 mod openai;
+mod otel;
 mod plan;
 mod proc_secrets;
 mod prompt_input;

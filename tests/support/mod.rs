@@ -47,6 +47,7 @@ pub(crate) mod eventstream;
 pub(crate) mod github;
 pub(crate) mod invariants;
 pub(crate) mod mock;
+pub(crate) mod otlp;
 pub(crate) mod responses;
 pub(crate) mod sse;
 pub(crate) mod token_server;

@@ -135,6 +135,21 @@ pub(crate) fn batch_command(args: &BatchArgs) -> ExitCode {
     }
 }
 
+/// The batch's span (OpenTelemetry), which every task's run is a child of.
+static BATCH_SPAN: std::sync::OnceLock<crate::otel::SpanContext> = std::sync::OnceLock::new();
+
+/// `TRACEPARENT` (and `TRACESTATE`) for a task's run: the batch's span.
+pub(crate) fn trace_env() -> Vec<(String, String)> {
+    let mut vars = Vec::new();
+    if let Some(ctx) = BATCH_SPAN.get() {
+        vars.push(("TRACEPARENT".to_string(), ctx.traceparent()));
+        if !ctx.trace_state.is_empty() {
+            vars.push(("TRACESTATE".to_string(), ctx.trace_state.clone()));
+        }
+    }
+    vars
+}
+
 fn run_command(args: &BatchArgs) -> ExitCode {
     let started = Instant::now();
     let plan = match Plan::from_args(args, &|name| std::env::var(name).ok()) {
@@ -144,6 +159,25 @@ fn run_command(args: &BatchArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let mut warnings = Vec::new();
+    let otel = crate::otel::settings::OtelSettings::from_env(
+        &|name| std::env::var(name).ok(),
+        &mut warnings,
+    );
+    for w in &warnings {
+        output::warn(w);
+    }
+    crate::otel::start(&otel);
+    let mut span = crate::otel::Span::start(
+        "invoke_workflow agent batch",
+        crate::otel::SpanKind::Internal,
+        otel.parent.as_ref(),
+    );
+    span.set("gen_ai.operation.name", "invoke_workflow");
+    span.set("agent.batch.runs", plan.runs.len() as u64);
+    if let Some(ctx) = span.context() {
+        let _ = BATCH_SPAN.set(ctx);
+    }
     let result = run::run_all(&plan);
     let summary = stats::batch_summary(&plan, &result.outcomes, started.elapsed());
     let text = serde_json::to_string_pretty(&summary).unwrap_or_default();
@@ -177,6 +211,17 @@ fn run_command(args: &BatchArgs) -> ExitCode {
     } else {
         1
     };
+    span.set("agent.batch.succeeded", ok as u64);
+    if code == 0 {
+        span.succeed();
+    } else {
+        span.fail(
+            "batch_failed",
+            &format!("{ok} of {} tasks succeeded", result.outcomes.len()),
+        );
+    }
+    drop(span);
+    crate::otel::shutdown();
     ExitCode::from(code)
 }
 

@@ -229,6 +229,7 @@ fn run_task(
         .arg(&transcript)
         .arg("--")
         .arg(&run.task.prompt)
+        .envs(super::trace_env())
         .stdin(Stdio::null());
     // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
     unsafe {

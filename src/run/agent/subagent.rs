@@ -205,9 +205,16 @@ impl Subagents for SubagentRunner {
             config.workspace().to_path_buf(),
             names,
         ));
+        let trace = Arc::new(crate::run::telemetry::RunTrace::for_subagent(
+            crate::run::telemetry::provider_name(config.provider().kind()),
+            config.provider().model(),
+            config.provider().max_tokens(),
+            &id,
+        ));
         let ci = CiRun::for_subagent(
             Arc::new(self.events.tagged("subagent_id", Value::String(id.clone()))),
             budget,
+            trace,
         );
         ci.events.emit(
             "subagent.requested",
@@ -236,6 +243,7 @@ impl Subagents for SubagentRunner {
             in_flight: &in_flight,
         })
         .run(provider.as_mut());
+        ci.trace.finish(&record.locked(), &outcome);
         let status = outcome.status.as_str();
         let (answer, usage, model) = {
             let r = record.locked();
