@@ -1,7 +1,8 @@
 //! `McpTool`: one tool of a connected MCP server as a `Tool` like any other, so dispatch,
 //! the scheduler, policy, hooks, the size limit and the transcript apply unchanged; and
 //! `register`, which adds a run's MCP tools to the registry, enabled by the built-in rule
-//! (read-only tools on; the others with `--allow-mcp`/`--full-auto` or by name).
+//! (read-only tools on; the others with `--allow-mcp`/`--full-auto` or by name), through
+//! `entries`, which a changed tool list goes through too.
 
 use std::sync::Arc;
 
