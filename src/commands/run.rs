@@ -331,7 +331,7 @@ fn subagent_runner(
     let f = finisher.clone();
     SubagentRunner {
         config: config.clone(),
-        tools: registry.enabled().into_iter().cloned().collect(),
+        tools: registry.enabled(),
         ctx: ctx.clone(),
         gate: gate.clone(),
         record: record.clone(),
@@ -445,7 +445,7 @@ fn start_mcp(
     config: &Config,
     child_env: &Arc<Vec<(String, String)>>,
     registry: &mut Registry,
-    record: &Mutex<RunRecord>,
+    record: &Arc<Mutex<RunRecord>>,
     finisher: &Finisher,
 ) -> Result<Vec<mcp::ServerReport>, Error> {
     let specs = &config.tools().mcp().servers;
@@ -479,6 +479,21 @@ fn start_mcp(
         config.tools().selection(),
         config.tools().mcp().allow_all,
     );
+    // A server that says its tool list changed is listed again before the next request.
+    let (rec, events) = (record.clone(), finisher.events.clone());
+    registry.add_source(Arc::new(mcp::refresh::Refresher::new(
+        &started,
+        config.tools().selection().clone(),
+        config.tools().mcp().allow_all,
+        Box::new(move |server, change, tools| {
+            rec.locked()
+                .record_mcp_tools_changed(server, change.clone(), tools.to_vec());
+            events.emit(
+                "mcp.tools_changed",
+                mcp::refresh::changed_event(server, change, tools),
+            );
+        }),
+    )));
     Ok(started.reports)
 }
 

@@ -369,7 +369,7 @@ fn edit_tool_defaults_by_model_family_and_the_flag_overrides() {
         let names = r.enabled_names();
         ["apply_patch", "EditFile", "WriteFile"]
             .iter()
-            .filter(|n| names.contains(n))
+            .filter(|n| names.iter().any(|m| m == *n))
             .map(|n| n.to_string())
             .collect()
     };

@@ -32,7 +32,7 @@ pub(crate) fn tool_selection(args: &ToolArgs) -> Result<ToolSelection, Error> {
     let check = |flag: &str, names: &[String]| -> Result<(), Error> {
         for n in names {
             // MCP tools are known once their servers have started.
-            if !known.contains(&n.as_str()) && !crate::mcp::names::is_mcp_pattern(n) {
+            if !known.contains(n) && !crate::mcp::names::is_mcp_pattern(n) {
                 return Err(Error::Usage(format!(
                     "{flag}: unknown tool {n:?}; known tools: {}",
                     known.join(", ")

@@ -290,10 +290,13 @@ pub(crate) fn describe_notification(method: &str, params: &Value) -> String {
 
 /// A failed start-up step; a timeout names the flag that bounds start-up.
 fn step_error(step: &str, e: CallError) -> String {
+    bounded_error(step, "--mcp-startup-timeout", e)
+}
+
+/// A failed step; a timeout names `flag`, the bound it ran into.
+fn bounded_error(step: &str, flag: &str, e: CallError) -> String {
     match e {
-        CallError::Timeout(_) | CallError::Stalled(_) => {
-            format!("{step}: {e} (--mcp-startup-timeout)")
-        }
+        CallError::Timeout(_) | CallError::Stalled(_) => format!("{step}: {e} ({flag})"),
         e => format!("{step}: {e}"),
     }
 }
@@ -348,6 +351,23 @@ pub(crate) fn handshake(
     t.set_protocol_version(&version);
     t.notify("notifications/initialized", Value::Null)
         .map_err(|e| format!("notifications/initialized: {e}"))?;
+    let tools = list_tools(t, deadline, "--mcp-startup-timeout")?;
+    Ok(Handshake {
+        protocol_version: version,
+        server_info: init.get("serverInfo").cloned().unwrap_or(Value::Null),
+        capabilities: init.get("capabilities").cloned().unwrap_or(Value::Null),
+        tools,
+    })
+}
+
+/// `tools/list`, every page, before `deadline`: at start-up, and again when the server
+/// says its list changed (`flag` names the bound, for a timeout).
+pub(crate) fn list_tools(
+    t: &dyn Transport,
+    deadline: Instant,
+    flag: &str,
+) -> Result<Vec<Value>, String> {
+    let left = || deadline.saturating_duration_since(Instant::now());
     let mut tools = Vec::new();
     let mut cursor: Option<String> = None;
     for _ in 0..MAX_TOOL_PAGES {
@@ -357,7 +377,7 @@ pub(crate) fn handshake(
         };
         let page = t
             .request("tools/list", params, left())
-            .map_err(|e| step_error("tools/list", e))?;
+            .map_err(|e| bounded_error("tools/list", flag, e))?;
         let Some(list) = page.get("tools").and_then(Value::as_array) else {
             return Err("tools/list: the answer has no \"tools\" array".into());
         };
@@ -369,14 +389,7 @@ pub(crate) fn handshake(
                 ));
             }
             Some(next) => cursor = Some(next.to_string()),
-            None => {
-                return Ok(Handshake {
-                    protocol_version: version,
-                    server_info: init.get("serverInfo").cloned().unwrap_or(Value::Null),
-                    capabilities: init.get("capabilities").cloned().unwrap_or(Value::Null),
-                    tools,
-                });
-            }
+            None => return Ok(tools),
         }
     }
     Err(format!(

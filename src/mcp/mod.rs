@@ -12,6 +12,7 @@ pub(crate) mod content;
 mod http;
 pub(crate) mod names;
 pub(crate) mod oauth;
+pub(crate) mod refresh;
 mod stdio;
 pub(crate) mod tool;
 
@@ -260,6 +261,13 @@ impl Server {
             .unwrap_or_default()
     }
 
+    /// `tools/list` again (every page), within `--mcp-timeout`.
+    pub(crate) fn list_tools(&self) -> Result<Vec<Value>, String> {
+        let deadline = Instant::now() + self.call_timeout;
+        client::list_tools(self.transport.as_ref(), deadline, "--mcp-timeout")
+            .map_err(|e| format!("MCP server {:?}: {e}", self.name))
+    }
+
     /// Whether the server said its tool list changed since this was last asked.
     pub(crate) fn take_tools_changed(&self) -> bool {
         self.transport
@@ -329,6 +337,9 @@ pub(crate) struct ServerReport {
     /// The names the model sees.
     pub tools: Vec<String>,
     pub error: Option<String>,
+    /// Each time its tool list changed during the run (`notifications/tools/list_changed`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tools_changed: Vec<refresh::ToolsChange>,
 }
 
 impl ServerReport {
@@ -342,6 +353,7 @@ impl ServerReport {
             server_info: Value::Null,
             tools: Vec::new(),
             error: None,
+            tools_changed: Vec::new(),
         }
     }
 
@@ -431,34 +443,14 @@ pub(crate) fn start(
         let mut report = ServerReport::ended(spec, &outcome);
         match outcome {
             Ok((server, hs)) => {
-                let mut defs = Vec::new();
-                let parsed = hs.tools.iter().map(|raw| ToolDef::parse(&spec.name, raw));
                 let resources = hs
                     .capabilities
                     .get("resources")
                     .is_some_and(Value::is_object);
-                let extra = resources
-                    .then(|| ToolDef::resource_tools(&spec.name).map(Ok))
-                    .into_iter()
-                    .flatten();
-                for parsed in parsed.chain(extra) {
-                    match parsed {
-                        Ok(d) if taken.contains(&d.exposed) => crate::util::output::warn(&format!(
-                            "MCP server {:?}: the tool {:?} has the same name as another \
-                             ({}); it is left out",
-                            spec.name, d.tool, d.exposed
-                        )),
-                        Ok(d) => {
-                            names::record_server(&d.exposed, &spec.name, &d.tool);
-                            taken.push(d.exposed.clone());
-                            defs.push(d);
-                        }
-                        Err(e) => crate::util::output::warn(&format!(
-                            "MCP server {:?}: {e}; it is left out",
-                            spec.name
-                        )),
-                    }
-                }
+                let defs = tool_defs(&spec.name, &hs.tools, resources, &|n| {
+                    taken.iter().any(|t| t == n)
+                });
+                taken.extend(defs.iter().map(|d| d.exposed.clone()));
                 report.tools = defs.iter().map(|d| d.exposed.clone()).collect();
                 crate::util::output::debug(&format!(
                     "mcp {}: connected ({}, protocol {}), {} tool(s)",
@@ -480,6 +472,42 @@ pub(crate) fn start(
         started.reports.push(report);
     }
     Ok(started)
+}
+
+/// A server's tools as it listed them (`raw`), and its resource tools when it has
+/// resources. A name `taken` says another server has, or one it listed twice, is left
+/// out with a warning; every name kept is recorded (`names::origin`).
+fn tool_defs(
+    server: &str,
+    raw: &[Value],
+    resources: bool,
+    taken: &dyn Fn(&str) -> bool,
+) -> Vec<ToolDef> {
+    let mut defs: Vec<ToolDef> = Vec::new();
+    let parsed = raw.iter().map(|raw| ToolDef::parse(server, raw));
+    let extra = resources
+        .then(|| ToolDef::resource_tools(server).map(Ok))
+        .into_iter()
+        .flatten();
+    for parsed in parsed.chain(extra) {
+        match parsed {
+            Ok(d) if taken(&d.exposed) || defs.iter().any(|k| k.exposed == d.exposed) => {
+                crate::util::output::warn(&format!(
+                    "MCP server {server:?}: the tool {:?} has the same name as another \
+                     ({}); it is left out",
+                    d.tool, d.exposed
+                ))
+            }
+            Ok(d) => {
+                names::record_server(&d.exposed, server, &d.tool);
+                defs.push(d);
+            }
+            Err(e) => {
+                crate::util::output::warn(&format!("MCP server {server:?}: {e}; it is left out"))
+            }
+        }
+    }
+    defs
 }
 
 /// Connects to one server and runs the handshake within the start-up bound.

@@ -1,7 +1,8 @@
 //! `McpTool`: one tool of a connected MCP server as a `Tool` like any other, so dispatch,
 //! the scheduler, policy, hooks, the size limit and the transcript apply unchanged; and
 //! `register`, which adds a run's MCP tools to the registry, enabled by the built-in rule
-//! (read-only tools on; the others with `--allow-mcp`/`--full-auto` or by name).
+//! (read-only tools on; the others with `--allow-mcp`/`--full-auto` or by name), through
+//! `entries`, which a changed tool list goes through too.
 
 use std::sync::Arc;
 
@@ -138,15 +139,6 @@ impl PreparedCall for McpCall<'_> {
                 }
             },
         };
-        // The refresh of a changed tool list is not done mid-run: said, so that a
-        // missing tool is explained.
-        if server.take_tools_changed() {
-            crate::util::output::warn(&format!(
-                "MCP server {:?} says its tool list changed; the run keeps the tools it \
-                 listed at start-up",
-                server.name
-            ));
-        }
         // What the server asked while the call ran, and the decided answers.
         let elicitations = server.take_elicitations();
         let result = if elicitations.is_empty() {
@@ -177,24 +169,13 @@ pub(crate) fn register(
         .filter(|p| names::is_mcp_pattern(p))
         .collect();
     for (server, defs) in &started.servers {
-        let read_tool = defs
-            .iter()
-            .find(|d| d.kind == ToolKind::ReadResource)
-            .map(|d| d.exposed.clone());
         for def in defs {
-            let named = |p: &String| names::pattern_names(p, &server.name, &def.exposed);
-            unmatched.retain(|p| !named(p));
-            let on = match &selection.allowed {
-                Some(list) => list.iter().any(named),
-                None => def.read_only || allow_all,
-            };
-            let off = selection.disallowed.iter().any(named);
-            registry.register(Arc::new(McpTool::new(
-                server.clone(),
-                def.clone(),
-                read_tool.clone(),
-            )));
-            registry.set_enabled(&def.exposed, on && !off);
+            unmatched.retain(|p| !names::pattern_names(p, &server.name, &def.exposed));
+        }
+        for (tool, on) in entries(server, defs, selection, allow_all) {
+            let name = tool.name().to_string();
+            registry.register(tool);
+            registry.set_enabled(&name, on);
         }
     }
     for p in unmatched {
@@ -202,4 +183,33 @@ pub(crate) fn register(
             "{p:?} in --allowed-tools/--disallowed-tools names no tool of a connected MCP server"
         ));
     }
+}
+
+/// A server's tools as registry entries, each with whether it is enabled: at start-up
+/// and after its list changed alike. `--allowed-tools` names a tool or its server;
+/// otherwise read-only tools are on, the others with `allow_all`; `--disallowed-tools`
+/// wins.
+pub(crate) fn entries(
+    server: &Arc<Server>,
+    defs: &[ToolDef],
+    selection: &ToolSelection,
+    allow_all: bool,
+) -> Vec<(Arc<dyn Tool>, bool)> {
+    let read_tool = defs
+        .iter()
+        .find(|d| d.kind == ToolKind::ReadResource)
+        .map(|d| d.exposed.clone());
+    defs.iter()
+        .map(|def| {
+            let named = |p: &String| names::pattern_names(p, &server.name, &def.exposed);
+            let on = match &selection.allowed {
+                Some(list) => list.iter().any(named),
+                None => def.read_only || allow_all,
+            };
+            let off = selection.disallowed.iter().any(named);
+            let tool: Arc<dyn Tool> =
+                Arc::new(McpTool::new(server.clone(), def.clone(), read_tool.clone()));
+            (tool, on && !off)
+        })
+        .collect()
 }

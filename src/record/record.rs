@@ -242,6 +242,20 @@ impl RunRecord {
         }
     }
 
+    /// An MCP server's tool list changed during the run: its entry lists its tools now
+    /// and, in `tools_changed`, when and how.
+    pub(crate) fn record_mcp_tools_changed(
+        &mut self,
+        server: &str,
+        change: crate::mcp::refresh::ToolsChange,
+        tools: Vec<String>,
+    ) {
+        if let Some(s) = self.mcp_servers.iter_mut().find(|s| s.name == server) {
+            s.tools = tools;
+            s.tools_changed.push(change);
+        }
+    }
+
     /// The enabled tools, once the MCP servers' have joined the built-in ones.
     pub(crate) fn record_tools(&mut self, tools: Vec<String>) {
         self.tools = tools;

@@ -2,7 +2,8 @@
 //! sent to the API. `builtin` is the one place that lists the built-in tools; which of
 //! them a run enables follows from each tool's category and flags, never its name.
 
-use std::sync::Arc;
+use crate::util::sync::Unpoisoned;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -54,26 +55,49 @@ impl Default for ToolSelection {
     }
 }
 
-/// Holds every known tool and which of them are enabled, in registration order.
+/// Tools whose list may change during a run (an MCP server that says its list changed).
+/// `Registry::refresh` asks each before every model request.
+pub(crate) trait ToolSource: Send + Sync {
+    /// Brings this source's tools in `registry` up to date (`Registry::replace`) before
+    /// the request of turn `turn`; true when any changed.
+    fn refresh(&self, registry: &Registry, turn: u32) -> bool;
+}
+
+/// Holds every known tool and which of them are enabled, in registration order. The
+/// list is behind a lock: a `ToolSource` replaces its tools while the run holds the
+/// registry shared (the loop, dispatch, calls started early).
 #[derive(Default)]
 pub(crate) struct Registry {
-    tools: Vec<(Arc<dyn Tool>, bool)>,
+    tools: RwLock<Vec<(Arc<dyn Tool>, bool)>>,
+    sources: Vec<Arc<dyn ToolSource>>,
 }
 
 impl Registry {
     pub(crate) fn new() -> Self {
-        Registry { tools: Vec::new() }
+        Registry::default()
+    }
+
+    /// The list, read (a poisoned lock still holds a whole list: writers only swap
+    /// entries).
+    fn list(&self) -> std::sync::RwLockReadGuard<'_, Vec<(Arc<dyn Tool>, bool)>> {
+        self.tools.read().unpoisoned()
+    }
+
+    fn list_mut(&self) -> std::sync::RwLockWriteGuard<'_, Vec<(Arc<dyn Tool>, bool)>> {
+        self.tools.write().unpoisoned()
     }
 
     /// Registers a tool, enabled. A tool with the same name replaces the earlier one.
     pub(crate) fn register(&mut self, tool: Arc<dyn Tool>) {
-        self.tools.retain(|(t, _)| t.name() != tool.name());
-        self.tools.push((tool, true));
+        let list = self.tools.get_mut().unpoisoned();
+        list.retain(|(t, _)| t.name() != tool.name());
+        list.push((tool, true));
     }
 
     /// Enables or disables a tool by name; false if no such tool is registered.
     pub(crate) fn set_enabled(&mut self, name: &str, enabled: bool) -> bool {
-        match self.tools.iter_mut().find(|(t, _)| t.name() == name) {
+        let list = self.tools.get_mut().unpoisoned();
+        match list.iter_mut().find(|(t, _)| t.name() == name) {
             Some(entry) => {
                 entry.1 = enabled;
                 true
@@ -82,39 +106,72 @@ impl Registry {
         }
     }
 
+    /// Adds a source whose tools `refresh` keeps up to date.
+    pub(crate) fn add_source(&mut self, source: Arc<dyn ToolSource>) {
+        self.sources.push(source);
+    }
+
+    /// Before a model request: every source brings its tools up to date. The API's
+    /// `tools` array when any changed, else `None` (the array, and the prompt cache
+    /// built on it, stays as it was).
+    pub(crate) fn refresh(&self, turn: u32) -> Option<Vec<Value>> {
+        let mut changed = false;
+        for s in &self.sources {
+            changed |= s.refresh(self, turn);
+        }
+        changed.then(|| self.to_api_format())
+    }
+
+    /// Removes the tools named `old` and adds `new` (each with whether it is enabled), in
+    /// one step: a source's tools after its list changed.
+    pub(crate) fn replace(&self, old: &[String], new: Vec<(Arc<dyn Tool>, bool)>) {
+        let mut list = self.list_mut();
+        list.retain(|(t, _)| !old.iter().any(|o| o == t.name()));
+        for (tool, on) in new {
+            list.retain(|(t, _)| t.name() != tool.name());
+            list.push((tool, on));
+        }
+    }
+
     /// An enabled tool by name.
-    pub(crate) fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
-        self.tools
+    pub(crate) fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        self.list()
             .iter()
             .find(|(t, on)| *on && t.name() == name)
-            .map(|(t, _)| t)
+            .map(|(t, _)| t.clone())
     }
 
     /// The enabled tools, sorted by name so that the API's `tools` array (and with it the
     /// prompt cache key) does not depend on registration order.
-    pub(crate) fn enabled(&self) -> Vec<&Arc<dyn Tool>> {
+    pub(crate) fn enabled(&self) -> Vec<Arc<dyn Tool>> {
         let mut v: Vec<_> = self
-            .tools
+            .list()
             .iter()
             .filter(|(_, on)| *on)
-            .map(|(t, _)| t)
+            .map(|(t, _)| t.clone())
             .collect();
         v.sort_by(|a, b| a.name().cmp(b.name()));
         v
     }
 
-    pub(crate) fn enabled_names(&self) -> Vec<&str> {
-        self.enabled().iter().map(|t| t.name()).collect()
+    pub(crate) fn enabled_names(&self) -> Vec<String> {
+        self.enabled()
+            .iter()
+            .map(|t| t.name().to_string())
+            .collect()
     }
 
     /// Every registered tool's name, enabled or not.
-    pub(crate) fn all_names(&self) -> Vec<&str> {
-        self.tools.iter().map(|(t, _)| t.name()).collect()
+    pub(crate) fn all_names(&self) -> Vec<String> {
+        self.list()
+            .iter()
+            .map(|(t, _)| t.name().to_string())
+            .collect()
     }
 
     /// Every registered tool as the settings name it (enabled or not).
     pub(crate) fn known(&self) -> Vec<KnownTool> {
-        self.tools
+        self.list()
             .iter()
             .map(|(t, _)| KnownTool {
                 name: t.name().to_string(),
@@ -176,7 +233,8 @@ impl Registry {
     /// files (not destructive ones), `--allow-bash` the shell tools. `--allowed-tools`
     /// replaces that choice; `--disallowed-tools` removes last.
     fn apply(&mut self, sel: &ToolSelection) {
-        for (tool, on) in &mut self.tools {
+        let list = self.tools.get_mut().unpoisoned();
+        for (tool, on) in list.iter_mut() {
             let name = tool.name();
             let wanted = match &sel.allowed {
                 Some(list) => list.iter().any(|a| a == name),
@@ -186,13 +244,12 @@ impl Registry {
             *on = wanted && !off;
         }
         // Companions follow the tool they serve (after it is decided), unless disallowed.
-        let on_now: Vec<String> = self
-            .tools
+        let on_now: Vec<String> = list
             .iter()
             .filter(|(_, on)| *on)
             .map(|(t, _)| t.name().to_string())
             .collect();
-        for (tool, on) in &mut self.tools {
+        for (tool, on) in list.iter_mut() {
             if let Some(of) = tool.companion_of() {
                 let off = sel.disallowed.iter().any(|d| d == tool.name());
                 *on = on_now.iter().any(|n| n == of) && !off;

@@ -234,3 +234,50 @@ fn companions_follow_the_tool_they_serve() {
     );
     assert_eq!(with(Some(&["ReadFile", "BashOutput"]), &[]), "ReadFile");
 }
+
+/// A source that, once `armed`, swaps "Look" for "Seen" (disabled "Hidden" too).
+struct Swapper {
+    armed: std::sync::atomic::AtomicBool,
+}
+
+impl ToolSource for Swapper {
+    fn refresh(&self, registry: &Registry, _turn: u32) -> bool {
+        if !self.armed.swap(false, std::sync::atomic::Ordering::SeqCst) {
+            return false;
+        }
+        let probe = |name| -> Arc<dyn Tool> {
+            Arc::new(Probe {
+                name,
+                category: Category::Search,
+                read_only: true,
+                destructive: false,
+                records: false,
+            })
+        };
+        registry.replace(
+            &["Look".to_string()],
+            vec![(probe("Seen"), true), (probe("Hidden"), false)],
+        );
+        true
+    }
+}
+
+#[test]
+fn a_source_replaces_its_tools_and_refresh_gives_the_new_array_only_then() {
+    let mut r = probes(&ToolSelection::default());
+    let source = Arc::new(Swapper {
+        armed: false.into(),
+    });
+    r.add_source(source.clone());
+    assert_eq!(r.refresh(1), None, "nothing changed: the array stays");
+    source
+        .armed
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let tools = r.refresh(2).unwrap();
+    let names: Vec<_> = tools.iter().map(|t| t["name"].clone()).collect();
+    assert_eq!(names, [json!("Seen")]);
+    assert!(r.get("Look").is_none() && r.get("Hidden").is_none());
+    assert!(r.get("Seen").is_some());
+    assert!(r.all_names().contains(&"Hidden".to_string()));
+    assert_eq!(r.refresh(3), None);
+}

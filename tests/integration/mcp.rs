@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 mod mcp_support;
 
 mod hardening;
+mod list_changed;
 mod oauth;
 mod ways_out;
 

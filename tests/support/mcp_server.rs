@@ -4,7 +4,9 @@
 //! (`write_note`), non-destructive but writable (`slow`), `isError` (`fail`), a crash in
 //! the middle of a call (`crash`), server-to-client requests with ids 0 and a string
 //! (`ask`), non-text content (`picture`), and a name over 64 characters. `tools/list` is
-//! paginated (`--page-size`). Every message received is appended to `--log FILE` as a JSON line (and stdin's end as
+//! paginated (`--page-size`). With `--swap`, the `swap` tool changes the list (`echo` gone,
+//! `fresh` added) and says so (`notifications/tools/list_changed`: on the standalone
+//! stream when one is open, else inside the call). Every message received is appended to `--log FILE` as a JSON line (and stdin's end as
 //! `eof`), so tests can check what the client sent. Misbehaviours on request: a flood of
 //! stderr with no newline before answering `initialize` (`--flood-stderr MIB`), stop
 //! reading stdin after the handshake (`--stop-reading`), outlive stdin's end
@@ -67,6 +69,8 @@ struct Opts {
     /// Declare `resources` (two, a page each: a text and a blob) and the `linked` tool,
     /// whose result links to one.
     resources: bool,
+    /// Offer `swap`, which changes the tool list and says so.
+    swap: bool,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -98,6 +102,8 @@ struct Server {
     /// HTTP: the open standalone stream.
     stream: Mutex<Option<TcpStream>>,
     stream_open: Condvar,
+    /// `swap` was called: `echo` is gone and `fresh` is listed.
+    swapped: std::sync::atomic::AtomicBool,
 }
 
 fn main() {
@@ -120,6 +126,7 @@ fn main() {
         oauth: None,
         standalone: false,
         resources: false,
+        swap: false,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut it = args.iter();
@@ -142,6 +149,7 @@ fn main() {
             "--oauth" => opts.oauth = Some(OAuthMode::parse(&val())),
             "--standalone" => opts.standalone = true,
             "--resources" => opts.resources = true,
+            "--swap" => opts.swap = true,
             "--on-eof" => {
                 opts.on_eof = match val().as_str() {
                     "ignore" => OnEof::Ignore,
@@ -188,6 +196,7 @@ fn main() {
         auth: Mutex::new(AuthState::default()),
         stream: Mutex::new(None),
         stream_open: Condvar::new(),
+        swapped: Default::default(),
     });
     server.log("pid", &json!(std::process::id()));
     if server.opts.grandchild {
@@ -302,6 +311,22 @@ impl Server {
                                     "annotations": {"readOnlyHint": true},
                                     "inputSchema": {"type": "object", "properties": {}}}));
                 }
+                if self.opts.swap {
+                    all.push(
+                        json!({"name": "swap", "description": "Changes the tool list.",
+                                    "annotations": {"readOnlyHint": true},
+                                    "inputSchema": {"type": "object", "properties": {}}}),
+                    );
+                }
+                if self.swapped.load(std::sync::atomic::Ordering::SeqCst) {
+                    all.retain(|t| t["name"] != "echo");
+                    all.push(
+                        json!({"name": "fresh", "description": "Listed after the swap.",
+                                    "annotations": {"readOnlyHint": true},
+                                    "inputSchema": {"type": "object", "properties": {
+                                        "text": {"type": "string"}}, "required": ["text"]}}),
+                    );
+                }
                 if let Some(name) = &self.opts.describe_env {
                     // A server that puts what it was given into its descriptions.
                     let value = std::env::var(name).unwrap_or_default();
@@ -410,6 +435,11 @@ impl Server {
                 "structuredContent": {"width": 1, "height": 2}})),
             LONG_TOOL => Ok(text("long name reached".into())),
             "elicit" => self.elicit(args),
+            "swap" => self.swap(send),
+            "fresh" if self.swapped.load(std::sync::atomic::Ordering::SeqCst) => Ok(text(format!(
+                "fresh: {}",
+                args["text"].as_str().unwrap_or("")
+            ))),
             "linked" => Ok(
                 json!({"content": [{"type": "text", "text": "see the notes"},
                 {"type": "resource_link", "uri": "file:///notes.txt", "name": "notes"}]}),
@@ -448,6 +478,44 @@ impl Server {
             json!({"content": [{"type": "text", "text": format!("answer: {}",
             answer.map(|a| a["result"].to_string()).unwrap_or_else(|| "none".into()))}]}),
         )
+    }
+}
+
+impl Server {
+    /// Changes the tool list and says so: on the standalone stream with `--standalone`,
+    /// followed by a `ping` whose answer is awaited (the client handles the stream in
+    /// order, so the change is noted before the call returns); else inside the call.
+    fn swap(&self, send: &dyn Fn(Value)) -> Result<Value, (i64, String)> {
+        self.swapped
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        let changed = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"});
+        let mut stream = self.stream.lock().unwrap();
+        let deadline = Instant::now() + ASK_WAIT;
+        while self.opts.standalone && stream.is_none() {
+            let Some(left) = deadline.checked_duration_since(Instant::now()) else {
+                return Err((-32603, "the client opened no standalone stream".into()));
+            };
+            stream = self.stream_open.wait_timeout(stream, left).unwrap().0;
+        }
+        let on_stream = match stream.as_mut() {
+            Some(c) => {
+                let ping = json!({"jsonrpc": "2.0", "id": "sw-1", "method": "ping"});
+                write!(c, "id: w-1\ndata: {changed}\n\nid: w-2\ndata: {ping}\n\n").unwrap();
+                c.flush().unwrap();
+                true
+            }
+            None => false,
+        };
+        drop(stream);
+        let how = if on_stream {
+            self.wait_answer(&json!("sw-1"))
+                .ok_or((-32603, "the ping on the stream got no answer".into()))?;
+            "on the standalone stream"
+        } else {
+            send(changed);
+            "inside the call"
+        };
+        Ok(json!({"content": [{"type": "text", "text": format!("swapped ({how})")}]}))
     }
 }
 

@@ -116,6 +116,13 @@ impl Turns {
     pub(super) fn request_bytes(&self) -> usize {
         self.history.json_bytes() + self.fixed_bytes
     }
+
+    /// The `tools` array changed: the next request sends `tools`.
+    fn retool(&mut self, tools: Vec<Value>) {
+        let bytes = |t: &[Value]| serde_json::to_string(t).map_or(0, |t| t.len());
+        self.fixed_bytes = (self.fixed_bytes + bytes(&tools)).saturating_sub(bytes(&self.tools));
+        self.tools = tools;
+    }
 }
 
 /// A streamed turn and the calls it started early (collected once the turn is noted).
@@ -260,6 +267,9 @@ impl<'a> Agent<'a> {
         s: &mut Turns,
     ) -> Result<Streamed<'w, 'scope, 'env>, Step> {
         let (run, turn_no) = (&self.run, s.turn_no);
+        if let Some(tools) = run.registry.refresh(turn_no) {
+            s.retool(tools); // a tool source's list changed (an MCP server's)
+        }
         self.announce_request(s);
         let request = TurnRequest {
             model: run.config.provider().model(),

@@ -108,12 +108,14 @@ impl<'a> Dispatcher<'a> {
             w.started(call);
         }
         // A repeated call is answered like an invalid one: it never reaches hooks or policy.
-        let prepared = self
-            .prepare(call)
-            .and_then(|ready| match self.repeats.refusal(call) {
+        // Held for the call: a list change may replace the registry's entry meanwhile.
+        let tool = self.registry.get(&call.name);
+        let prepared = self.prepare(tool.as_deref(), call).and_then(|ready| {
+            match self.repeats.refusal(call) {
                 Some(msg) => Err(ToolResult::error(msg)),
                 None => Ok(ready),
-            });
+            }
+        });
         let result = match prepared {
             Err(r) => r,
             Ok((tool, input, ready)) => {
@@ -162,8 +164,12 @@ impl<'a> Dispatcher<'a> {
     }
 
     /// Lookup, schema check, and the tool's parse and validation (once).
-    fn prepare<'c>(&self, call: &'c PendingCall) -> Result<Ready<'a, 'c>, ToolResult> {
-        let Some(tool) = self.registry.get(&call.name) else {
+    fn prepare<'t, 'c>(
+        &self,
+        tool: Option<&'t dyn Tool>,
+        call: &'c PendingCall,
+    ) -> Result<Ready<'t, 'c>, ToolResult> {
+        let Some(tool) = tool else {
             return Err(ToolResult::error(format!(
                 "unknown tool {:?}; the enabled tools are: {}",
                 call.name,
@@ -181,7 +187,7 @@ impl<'a> Dispatcher<'a> {
         let ready = tool
             .prepare(input)
             .map_err(|e| ToolResult::error(format!("invalid input for {}: {e}", call.name)))?;
-        Ok((tool.as_ref(), input, ready))
+        Ok((tool, input, ready))
     }
 }
 
