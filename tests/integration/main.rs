@@ -39,6 +39,7 @@ mod proc_secrets;
 mod prompt_input;
 mod real_servers;
 mod redaction;
+mod release_install;
 mod resume;
 mod resume_input;
 mod run_end;
