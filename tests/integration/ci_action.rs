@@ -29,7 +29,7 @@ fn action_yml_declares_the_documented_inputs_and_outputs() {
     };
     assert_eq!(
         keys(&y["inputs"]),
-        ["api-key", "args", "prompt", "workspace"]
+        ["api-key", "args", "prompt", "version", "workspace"]
     );
     assert_eq!(
         y["inputs"]["prompt"]["required"],

@@ -42,7 +42,10 @@ impl FileServer {
 
     /// Serves `body` at `path` from now on, instead of the file there.
     pub(crate) fn set(&self, path: &str, body: Vec<u8>) {
-        self.overrides.lock().unwrap().push((path.to_string(), body));
+        self.overrides
+            .lock()
+            .unwrap()
+            .push((path.to_string(), body));
     }
 
     pub(crate) fn url(&self) -> String {
@@ -73,7 +76,13 @@ fn serve(stream: TcpStream, root: &Path, seen: &Mutex<Vec<String>>, over: &Overr
             }
         }
         seen.lock().unwrap().push(path.clone());
-        let given = over.lock().unwrap().iter().rev().find(|(p, _)| *p == path).map(|(_, b)| b.clone());
+        let given = over
+            .lock()
+            .unwrap()
+            .iter()
+            .rev()
+            .find(|(p, _)| *p == path)
+            .map(|(_, b)| b.clone());
         let file = given.or_else(|| local_path(root, &path).and_then(|p| std::fs::read(p).ok()));
         let (status, body) = match (method, file) {
             ("GET", Some(body)) => ("200 OK", body),
