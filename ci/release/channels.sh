@@ -80,7 +80,7 @@ start=$(now)
 (cd "$d" && npm install --offline --no-audit --no-fund --silent --cache "$d/.npm-cache" \
   "$scratch/npm-out/$NPM_NAME-$npm_suffix-$version.tgz" "$scratch/npm-out/$NPM_NAME-$version.tgz")
 # `npx NAME` from the directory it was installed in, as a project would.
-npx_agent() { (cd "$d" && npx --offline --no "$NPM_NAME" "$@"); }
+npx_agent() { (cd "$d" && npx --offline "$NPM_NAME" "$@"); }
 npx_ver=$(npx_agent --version)
 [ "$npx_ver" = "agent $version" ] || { echo "channels.sh: npx $NPM_NAME --version said '$npx_ver'" >&2; exit 1; }
 finish "npm (npx $NPM_NAME)" "$d/node_modules/.bin/agent" "$start"

@@ -27,7 +27,7 @@ version=$(sed -n 's/^version = "\(.*\)"$/\1/p' "$root/Cargo.toml" | head -n 1)
 
 built=()
 for target in "${targets[@]}"; do
-  bin="$root/target/$target/release/agent"
+  bin="${CARGO_TARGET_DIR:-$root/target}/$target/release/agent"
   if [ "${AGENT_RELEASE_PREBUILT:-}" != 1 ]; then
     echo "== cargo zigbuild --release --target $target" >&2
     if ! (cd "$root" && "$here/build.sh" "$target") >&2; then
