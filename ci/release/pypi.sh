@@ -38,7 +38,6 @@ requires-python = ">=3.8"
 [tool.maturin]
 bindings = "bin"
 manifest-path = "$root/Cargo.toml"
-strip = true
 # The crate's other binary is the integration tests' MCP server: not shipped.
 exclude = ["**/mcp-test-server"]
 TOML
