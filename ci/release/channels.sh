@@ -7,7 +7,9 @@
 # PyPI install from the packages npm.sh and pypi.sh make (built before the clock starts,
 # as a registry would hold them), with no network (`npm --offline`, `pip --no-index`).
 #   ci/release/channels.sh RELEASE_DIR [--cargo]
-#   (--cargo also times `cargo install --path .` into an empty target directory)
+#   (--cargo also times `cargo install --path .` into an empty target directory;
+#   CHANNELS="install.sh tarball npm pip" picks channels; AGENT_WHEEL=FILE uses that wheel
+#   instead of building one with pypi.sh)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -59,12 +61,17 @@ finish() {
   results+=("$(printf '%-28s %6.2f s' "$name" "$(python3 -c "print($end - $start)")")")
 }
 
+want() { case " ${CHANNELS:-install.sh tarball npm pip} " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+
+if want install.sh; then
 echo "== install.sh" >&2
 d="$scratch/install-sh"; mkdir "$d"
 start=$(now)
 AGENT_DOWNLOAD_URL="$url" AGENT_INSTALL_DIR="$d/bin" sh "$root/install.sh" >/dev/null
 finish "install.sh" "$d/bin/agent" "$start"
+fi
 
+if want tarball; then
 echo "== release tarball (curl | tar)" >&2
 d="$scratch/tarball"; mkdir "$d"
 start=$(now)
@@ -72,7 +79,9 @@ start=$(now)
   && curl -fsSL "$url/v$version/SHA256SUMS" | grep " agent-$version-$target.tar.gz\$" | sha256sum -c --quiet - \
   && tar -xzf "agent-$version-$target.tar.gz")
 finish "tarball" "$d/agent-$version-$target/agent" "$start"
+fi
 
+if want npm; then
 echo "== npm (packs first: not timed)" >&2
 "$here/npm.sh" "$rel" "$scratch/npm-out"
 d="$scratch/npm"; mkdir "$d"
@@ -84,9 +93,11 @@ npx_agent() { (cd "$d" && npx --offline "$NPM_NAME" "$@"); }
 npx_ver=$(npx_agent --version)
 [ "$npx_ver" = "agent $version" ] || { echo "channels.sh: npx $NPM_NAME --version said '$npx_ver'" >&2; exit 1; }
 finish "npm (npx $NPM_NAME)" "$d/node_modules/.bin/agent" "$start"
+fi
 
+if want pip; then
 echo "== PyPI wheel (builds first: not timed)" >&2
-wheel=$("$here/pypi.sh" "$target" "$scratch/wheels" | tail -n 1)
+wheel=${AGENT_WHEEL:-$("$here/pypi.sh" "$target" "$scratch/wheels" | tail -n 1)}
 d="$scratch/pip"; mkdir "$d"
 start=$(now)
 python3 -m venv "$d/venv"
@@ -94,6 +105,7 @@ python3 -m venv "$d/venv"
 finish "pip (venv + wheel)" "$d/venv/bin/agent" "$start"
 if [ -x "$d/venv/bin/mcp-test-server" ]; then
   echo "channels.sh: the wheel ships the tests' mcp-test-server" >&2; exit 1
+fi
 fi
 
 if [ "${2:-}" = --cargo ]; then
