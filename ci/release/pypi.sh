@@ -43,5 +43,5 @@ exclude = ["**/mcp-test-server"]
 TOML
 cd "$stage"
 maturin build --release --locked --target "$target" --zig --out "$out" \
-  --target-dir "$root/target" >&2
+  --target-dir "${CARGO_TARGET_DIR:-$root/target}" >&2
 ls "$out"/*.whl
