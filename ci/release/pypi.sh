@@ -3,7 +3,8 @@
 # ship): the `agent` binary in the wheel's scripts, so `pip install`, `pipx run` and
 # `uvx` put `agent` on PATH. The distribution name is PYPI_NAME (names.env); the
 # pyproject.toml is written here from it. maturin builds the binary itself (with zig as
-# the linker: `--zig`), reusing target/ when ci/release/build.sh built the same target.
+# the linker: `--zig`), without the default feature `test-server`, so that the crate's
+# other binary (the integration tests' MCP server) is not in the wheel.
 #   ci/release/pypi.sh TARGET OUT       e.g. x86_64-unknown-linux-musl (a musllinux_1_2 wheel)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -38,10 +39,8 @@ requires-python = ">=3.8"
 [tool.maturin]
 bindings = "bin"
 manifest-path = "$root/Cargo.toml"
-# The crate's other binary is the integration tests' MCP server: not shipped.
-exclude = ["**/mcp-test-server"]
 TOML
 cd "$stage"
-maturin build --release --locked --target "$target" --zig --out "$out" \
+maturin build --release --locked --no-default-features --target "$target" --zig --out "$out" \
   --target-dir "${CARGO_TARGET_DIR:-$root/target}" >&2
 ls "$out"/*.whl
