@@ -5,7 +5,8 @@
 # pyproject.toml is written here from it. maturin builds the binary itself (with zig as
 # the linker: `--zig`), without the default feature `test-server`, so that the crate's
 # other binary (the integration tests' MCP server) is not in the wheel.
-#   ci/release/pypi.sh TARGET OUT       e.g. x86_64-unknown-linux-musl (a musllinux_1_2 wheel)
+#   ci/release/pypi.sh TARGET OUT       e.g. x86_64-unknown-linux-musl (a wheel tagged
+#                                       manylinux2014 and musllinux_1_2: the binary is static)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -41,6 +42,9 @@ bindings = "bin"
 manifest-path = "$root/Cargo.toml"
 TOML
 cd "$stage"
-maturin build --release --locked --no-default-features --target "$target" --zig --out "$out" \
+compat=()
+# A static musl binary needs no glibc: tagged manylinux too, so pip on glibc systems takes it.
+case "$target" in *-linux-musl) compat=(--compatibility manylinux2014 musllinux_1_2) ;; esac
+maturin build --release --locked --no-default-features --target "$target" --zig "${compat[@]}" --out "$out" \
   --target-dir "${CARGO_TARGET_DIR:-$root/target}" >&2
 ls "$out"/*.whl
