@@ -7,6 +7,9 @@
 //! know DT_RELR: glibc 2.36+, which the linker records as the `GLIBC_ABI_DT_RELR` version
 //! (an older glibc refuses to start the binary), so the option is only added for a
 //! native Linux glibc build whose own glibc has it. Debug builds and tests are unchanged.
+//! The release targets need nothing here: cargo-zigbuild links the musl ones static and
+//! non-PIE (no relative relocations at all: `readelf -r` shows none), and Mach-O has its
+//! own compact form (chained fixups, the linker's default for current macOS versions).
 
 use std::process::Command;
 

@@ -118,11 +118,16 @@ pub(crate) fn kill_command_tree(pgid: libc::pid_t) -> bool {
 /// supervisor was killed under it (or, without supervisors, one that left its command's
 /// group) is re-parented here instead of to init, so `kill_orphans` can find it when the
 /// run ends.
+#[cfg(target_os = "linux")]
 pub(crate) fn adopt_orphans() {
     // SAFETY: prctl with PR_SET_CHILD_SUBREAPER takes one integer argument.
     let rc = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong, 0, 0, 0) };
     ADOPTING.store(rc == 0, Ordering::Relaxed);
 }
+
+/// No subreaper outside Linux: an orphan goes to init (launchd), out of the run's reach.
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn adopt_orphans() {}
 
 /// Rounds of `kill_orphans`: killing an orphan re-parents its own children here.
 const ORPHAN_KILL_ROUNDS: usize = 8;
@@ -140,7 +145,7 @@ fn supervisors() -> MutexGuard<'static, Vec<libc::pid_t>> {
 /// Waits for a supervisor that said it is leaving (nothing was left below it, so it
 /// exits at once) and takes it off the list, both under `SPAWNING`, so that no other
 /// reaping races it and the list never holds a pid that was reaped.
-#[cfg(target_os = "linux")]
+#[cfg(any(target_os = "linux", target_os = "macos"))]
 pub(super) fn reap_supervisor(pid: libc::pid_t) {
     let _spawning = SPAWNING.locked();
     let mut sups = supervisors();
@@ -155,7 +160,7 @@ pub(super) fn reap_supervisor(pid: libc::pid_t) {
 }
 
 /// Records a command's supervisor; call with `SPAWNING` held.
-#[cfg(target_os = "linux")]
+#[cfg(any(target_os = "linux", target_os = "macos"))]
 pub(super) fn add_supervisor(pid: libc::pid_t) {
     supervisors().push(pid);
 }
@@ -234,6 +239,7 @@ struct Proc {
 }
 
 /// Every process, from /proc (Linux).
+#[cfg(target_os = "linux")]
 fn processes() -> Vec<Proc> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
@@ -261,6 +267,12 @@ fn processes() -> Vec<Proc> {
         })
         .collect()
 }
+
+#[cfg(target_os = "macos")]
+#[path = "groups_macos.rs"]
+mod macos;
+#[cfg(target_os = "macos")]
+use macos::processes;
 
 /// Keeps a group registered while it runs; kills it and deregisters on the way out, also
 /// when the runner returns early or panics.

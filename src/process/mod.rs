@@ -23,7 +23,7 @@ use std::process::{Command, ExitStatus, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-#[cfg(not(target_os = "linux"))]
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
 use wait_timeout::ChildExt;
 
 mod capture;
@@ -338,10 +338,10 @@ pub(crate) fn spawn_service(
 /// reports the command's exit.
 struct Started<'r> {
     group: groups::GroupGuard<'r>,
-    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    #[cfg_attr(not(any(target_os = "linux", target_os = "macos")), allow(dead_code))]
     report: io::PipeReader,
     /// The process `std` started: the supervisor on Linux.
-    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    #[cfg_attr(not(any(target_os = "linux", target_os = "macos")), allow(dead_code))]
     waited: libc::pid_t,
 }
 
@@ -358,7 +358,7 @@ impl Started<'_> {
         child: &mut std::process::Child,
         timeout: Option<Duration>,
     ) -> io::Result<Option<ExitStatus>> {
-        #[cfg(target_os = "linux")]
+        #[cfg(any(target_os = "linux", target_os = "macos"))]
         {
             let _ = child;
             let report = wait_for_report(&mut self.report, timeout)?;
@@ -369,7 +369,7 @@ impl Started<'_> {
                 status
             }))
         }
-        #[cfg(not(target_os = "linux"))]
+        #[cfg(not(any(target_os = "linux", target_os = "macos")))]
         match timeout {
             Some(t) => child.wait_timeout(t),
             None => child.wait().map(Some),
@@ -381,7 +381,7 @@ impl Started<'_> {
 /// `timeout`, and whether the supervisor is leaving. End of file without one means the
 /// supervisor was killed (the command dies with it, by its parent-death signal): that
 /// is reported as SIGKILL.
-#[cfg(target_os = "linux")]
+#[cfg(any(target_os = "linux", target_os = "macos"))]
 fn wait_for_report(
     report: &mut io::PipeReader,
     timeout: Option<Duration>,
@@ -467,7 +467,7 @@ fn start<'r>(
     }
     let pgid = libc::pid_t::from_ne_bytes(pid);
     let waited = child.id() as libc::pid_t;
-    #[cfg(target_os = "linux")]
+    #[cfg(any(target_os = "linux", target_os = "macos"))]
     groups::add_supervisor(waited);
     let group = registry.register(pgid, waited);
     Ok((

@@ -9,11 +9,13 @@
 //! async-signal-safe; the crate's own `restrict_self` consumes the ruleset and is not
 //! documented as allocation-free, so it is not used there. The agent itself stays
 //! unconfined. A kernel without the needed Landlock ABI makes an explicit flag a usage
-//! error: the sandbox is never silently weaker than asked.
+//! error: the sandbox is never silently weaker than asked. Outside Linux there is no
+//! Landlock: any sandbox flag is a usage error naming the platform (`sandbox_macos.rs`).
 //!
 //! `--allow-domain` adds the namespace tier (`process::egress`): `confine` puts a model
 //! command in its own namespaces behind the proxy; `--verify` (`pre_exec_own`) keeps
 //! the host network, as hooks do: they are the user's own commands.
+#![cfg_attr(not(target_os = "linux"), allow(unused_imports))]
 
 use std::fmt;
 use std::io;
@@ -21,6 +23,7 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+#[cfg(target_os = "linux")]
 use landlock::{
     ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset,
     RulesetAttr, RulesetCreatedAttr,
@@ -35,12 +38,15 @@ use crate::process::{CommandSpec, PreExec};
 pub(crate) const TEST_ABI_ENV: &str = "AGENT_TEST_LANDLOCK_ABI";
 /// Filesystem confinement needs ABI 3 (Linux 6.2): before it, `truncate(2)` of a file
 /// outside the allowed directories could not be denied.
+#[cfg(target_os = "linux")]
 const FS_ABI: ABI = ABI::V3;
 const MIN_FS_ABI: i32 = 3;
 /// TCP connect/bind rules arrived with ABI 4 (Linux 6.7).
+#[cfg(target_os = "linux")]
 const NET_ABI: ABI = ABI::V4;
 const MIN_NET_ABI: i32 = 4;
 /// Always writable, even read-only: `> /dev/null` must keep working.
+#[cfg(target_os = "linux")]
 const ALWAYS_WRITABLE_FILES: &[&str] = &["/dev/null"];
 
 /// The sandbox the command line asked for (validated by `config`).
@@ -61,6 +67,10 @@ impl SandboxSpec {
 
     /// Refuses a sandbox the kernel cannot enforce. `abi` is from [`kernel_abi`].
     pub(crate) fn check_kernel(&self, abi: i32) -> Result<(), String> {
+        #[cfg(not(target_os = "linux"))]
+        if !self.is_off() {
+            return Err(other::unsupported(self));
+        }
         let have = if abi <= 0 {
             "this kernel has no Landlock support (not built in, or not enabled at boot: \
              add `landlock` to the `lsm=` kernel parameter)"
@@ -124,6 +134,7 @@ fn probe_abi() -> i32 {
 }
 
 /// A built ruleset, applied to each Bash child before exec.
+#[cfg(target_os = "linux")]
 pub(crate) struct Confinement {
     /// `None` with `--allow-domain` alone (no Landlock rules asked for).
     ruleset: Option<OwnedFd>,
@@ -131,12 +142,14 @@ pub(crate) struct Confinement {
     egress: Option<Egress>,
 }
 
+#[cfg(target_os = "linux")]
 impl fmt::Debug for Confinement {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.summary)
     }
 }
 
+#[cfg(target_os = "linux")]
 impl Confinement {
     /// Builds the ruleset for `spec`; `None` when the sandbox is off. Err: a message for
     /// a usage error (a path that cannot be opened, the kernel refusing the ruleset).
@@ -277,6 +290,12 @@ impl Confinement {
         Ok(())
     }
 }
+
+#[cfg(not(target_os = "linux"))]
+#[path = "sandbox_macos.rs"]
+mod other;
+#[cfg(not(target_os = "linux"))]
+pub(crate) use other::Confinement;
 
 #[cfg(test)]
 #[path = "sandbox_tests.rs"]

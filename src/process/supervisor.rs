@@ -15,8 +15,9 @@
 //! below it, until nothing is left.
 //!
 //! Everything here runs in a child forked from a multithreaded process, so it makes
-//! syscalls only: no allocation, no locks, no panics. Other platforms run the command
-//! directly, with no supervisor (and nothing dies with the agent there).
+//! syscalls only: no allocation, no locks, no panics. macOS has its own supervisor
+//! (`supervisor_macos.rs`: kqueue instead of the parent-death signal); other platforms run
+//! the command directly, with no supervisor (and nothing dies with the agent there).
 
 use std::io;
 use std::os::fd::RawFd;
@@ -53,7 +54,11 @@ pub(super) fn child_setup(parent: libc::pid_t, report: RawFd, hook: Hook) -> io:
     {
         supervised(parent, report, hook)
     }
-    #[cfg(not(target_os = "linux"))]
+    #[cfg(target_os = "macos")]
+    {
+        macos::supervised(parent, report, hook)
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "macos")))]
     {
         let _ = parent;
         // SAFETY: plain syscalls.
@@ -370,6 +375,7 @@ fn read_stat(proc_dir: libc::c_int, name: &[u8]) -> Option<(libc::pid_t, libc::p
 }
 
 /// A pid: decimal digits only (other /proc entries are not processes).
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 fn parse_pid(name: &[u8]) -> Option<libc::pid_t> {
     if name.is_empty() || name.len() > 10 || !name.iter().all(u8::is_ascii_digit) {
         return None;
@@ -380,6 +386,7 @@ fn parse_pid(name: &[u8]) -> Option<libc::pid_t> {
 
 /// `(ppid, pgid)` from a /proc stat line: "pid (comm) state ppid pgrp …", where comm
 /// may hold spaces and parentheses, so fields are counted from the last `)`.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 fn parse_stat(stat: &[u8]) -> Option<(libc::pid_t, libc::pid_t)> {
     let close = stat.iter().rposition(|&b| b == b')')?;
     let mut fields = stat
@@ -391,6 +398,10 @@ fn parse_stat(stat: &[u8]) -> Option<(libc::pid_t, libc::pid_t)> {
     let pgid = parse_pid(fields.next()?)?;
     Some((ppid, pgid))
 }
+
+#[cfg(target_os = "macos")]
+#[path = "supervisor_macos.rs"]
+mod macos;
 
 #[cfg(test)]
 #[path = "supervisor_tests.rs"]

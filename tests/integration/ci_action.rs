@@ -41,6 +41,7 @@ fn action_yml_declares_the_documented_inputs_and_outputs() {
             "prompt",
             "push",
             "trigger-phrase",
+            "version",
             "workspace"
         ]
     );
@@ -310,7 +311,7 @@ fn run_script(
     let summary = env.out("step_summary");
     std::fs::write(&summary, "previous step\n").unwrap();
     let mut c = env.command(&[]);
-    c.env("AGENT_BIN", env!("CARGO_BIN_EXE_agent"))
+    c.env("AGENT_BIN", crate::support::agent_bin())
         .env("AGENT_PROMPT", prompt)
         .env("AGENT_ARGS", args)
         .env("AGENT_WORKSPACE", ".")
@@ -485,7 +486,7 @@ fn run_step_as_actions_would(
         c.env(k.as_str().unwrap(), v);
     }
     // The action installs the binary first; the test has it built already.
-    c.env("AGENT_BIN", env!("CARGO_BIN_EXE_agent"));
+    c.env("AGENT_BIN", crate::support::agent_bin());
     c.arg("-c")
         .arg(step["run"].as_str().unwrap())
         .current_dir(env.ws())

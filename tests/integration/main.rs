@@ -47,6 +47,7 @@ mod proc_secrets;
 mod prompt_input;
 mod real_servers;
 mod redaction;
+mod release_install;
 mod responses;
 mod resume;
 mod resume_input;

@@ -265,7 +265,7 @@ fn a_command_of_the_agents_own_user_finds_no_secret_in_proc_not_even_in_memory()
     ] {
         std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o777)).unwrap();
     }
-    let agent_bin = Path::new(env!("CARGO_BIN_EXE_agent"));
+    let agent_bin = &crate::support::agent_bin();
     let mut cmd = as_nobody(agent_bin);
     cmd.args(run_args(&secrets))
         .env_clear()

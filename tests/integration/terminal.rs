@@ -85,7 +85,7 @@ struct OnTerminal {
 impl OnTerminal {
     fn start(env: &TestEnv, cols: u16, args: &[&str]) -> OnTerminal {
         let (mut master_fd, mut slave_fd) = (-1, -1);
-        let size = libc::winsize {
+        let mut size = libc::winsize {
             ws_row: ROWS,
             ws_col: cols,
             ws_xpixel: 0,
@@ -97,8 +97,8 @@ impl OnTerminal {
                 &mut master_fd,
                 &mut slave_fd,
                 std::ptr::null_mut(),
-                std::ptr::null(),
-                &size,
+                std::ptr::null_mut(),
+                &raw mut size,
             )
         };
         assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
@@ -118,7 +118,7 @@ impl OnTerminal {
             c.pre_exec(|| {
                 // A new session whose controlling terminal is the pty (stdin): its
                 // process group is the terminal's foreground group, which Ctrl-C signals.
-                if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
+                if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY as _, 0) < 0 {
                     return Err(std::io::Error::last_os_error());
                 }
                 Ok(())

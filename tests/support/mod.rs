@@ -40,10 +40,12 @@
 //!   `--base-url {env.server.openai_url()}` and set `OPENAI_API_KEY` to `OPENAI_KEY`.
 //!   `assert_no_secret` checks stdout and stderr for both keys, `read_json` and
 //!   `assert_file_has_no_secret` check files.
+//! - The binary: cargo's, or the one `AGENT_TEST_BINARY` names (`agent_bin`).
 #![allow(dead_code, unused_imports)] // not every test module uses every helper
 
 pub(crate) mod chat;
 pub(crate) mod eventstream;
+pub(crate) mod files;
 pub(crate) mod github;
 pub(crate) mod invariants;
 pub(crate) mod mock;
@@ -72,6 +74,19 @@ const SECRETS: [&str; 2] = [API_KEY, OPENAI_KEY];
 /// A run that takes longer than this is hung: it is killed and the test fails (rather
 /// than the CI job timing out).
 const RUN_LIMIT: Duration = Duration::from_secs(60);
+
+/// Points the suite at a built binary instead of the one cargo built with the tests (a
+/// release or cross build: `AGENT_TEST_BINARY=target/x86_64-unknown-linux-musl/release/agent
+/// cargo test --test integration`).
+pub(crate) const TEST_BINARY_ENV: &str = "AGENT_TEST_BINARY";
+
+/// The `agent` binary every test runs: `AGENT_TEST_BINARY` when set, else cargo's build.
+pub(crate) fn agent_bin() -> PathBuf {
+    match std::env::var_os(TEST_BINARY_ENV) {
+        Some(p) if !p.is_empty() => std::path::absolute(PathBuf::from(p)).unwrap(),
+        _ => PathBuf::from(env!("CARGO_BIN_EXE_agent")),
+    }
+}
 
 /// A temporary workspace, a mock server and the means to run the binary against it.
 /// Layout: `<tmp>/ws` is the workspace (the binary's cwd), `<tmp>/home` its HOME,
@@ -185,7 +200,7 @@ impl TestEnv {
     /// The command with a clean environment: PATH, HOME, the mock's URL and the test key;
     /// cwd is the workspace; stdin is null.
     pub(crate) fn command(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_agent"));
+        let mut c = Command::new(agent_bin());
         c.args(args)
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())

@@ -9,7 +9,9 @@
 
 use std::fs::File;
 use std::io::Write;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+#[cfg(target_os = "linux")]
+use std::os::unix::process::CommandExt;
+use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -232,6 +234,8 @@ fn run_task(
         .envs(super::trace_env())
         .stdin(Stdio::null());
     // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
+    // Linux only: macOS has no parent-death signal (a killed batch leaves its tasks).
+    #[cfg(target_os = "linux")]
     unsafe {
         cmd.pre_exec(|| {
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {

@@ -81,7 +81,7 @@ pub(super) fn open_dir_chain(
         dir = match openat(&dir, name, flags, 0) {
             Ok(d) => d,
             Err(e) if create && e.kind() == io::ErrorKind::NotFound => {
-                match mkdirat(&dir, name, NEW_DIR_MODE) {
+                match mkdirat(&dir, name, NEW_DIR_MODE as libc::mode_t) {
                     Ok(()) => {
                         let d = openat(&dir, name, flags, 0)
                             .map_err(|e| io_error(&e, shown, "create a directory for"))?;
