@@ -98,7 +98,8 @@ fn receive(sock: RawFd) -> io::Result<Option<(String, [OwnedFd; HANDOFF_FDS])>> 
         msg.msg_iov = &mut iov;
         msg.msg_iovlen = 1;
         msg.msg_control = control.as_mut_ptr().cast();
-        msg.msg_controllen = std::mem::size_of_val(&control);
+        // `as _`: socklen_t on musl, size_t on glibc.
+        msg.msg_controllen = std::mem::size_of_val(&control) as _;
         let n = libc::recvmsg(sock, &mut msg, libc::MSG_CMSG_CLOEXEC);
         if n < 0 {
             return Err(io::Error::last_os_error());
@@ -111,8 +112,8 @@ fn receive(sock: RawFd) -> io::Result<Option<(String, [OwnedFd; HANDOFF_FDS])>> 
         while !cmsg.is_null() {
             if (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == libc::SCM_RIGHTS {
                 let data = libc::CMSG_DATA(cmsg).cast::<RawFd>();
-                let count =
-                    ((*cmsg).cmsg_len - libc::CMSG_LEN(0) as usize) / std::mem::size_of::<RawFd>();
+                let count = ((*cmsg).cmsg_len as usize - libc::CMSG_LEN(0) as usize)
+                    / std::mem::size_of::<RawFd>();
                 for i in 0..count {
                     fds.push(OwnedFd::from_raw_fd(data.add(i).read_unaligned()));
                 }

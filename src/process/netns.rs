@@ -327,9 +327,10 @@ fn loopback_up() -> Result<(), ()> {
         for (i, b) in b"lo".iter().enumerate() {
             req.ifr_name[i] = *b as libc::c_char;
         }
-        let ok = libc::ioctl(s, libc::SIOCGIFFLAGS, &mut req) == 0 && {
+        let ok = // `as _`: the request is c_int on musl, c_ulong on glibc.
+        libc::ioctl(s, libc::SIOCGIFFLAGS as _, &mut req) == 0 && {
             req.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short;
-            libc::ioctl(s, libc::SIOCSIFFLAGS, &mut req) == 0
+            libc::ioctl(s, libc::SIOCSIFFLAGS as _, &mut req) == 0
         };
         libc::close(s);
         if ok { Ok(()) } else { Err(()) }
@@ -379,7 +380,7 @@ fn send_fds(sock: RawFd, payload: &[u8], fds: &[RawFd; HANDOFF_FDS]) -> Result<(
         msg.msg_iov = &mut iov;
         msg.msg_iovlen = 1;
         msg.msg_control = control.as_mut_ptr().cast();
-        msg.msg_controllen = space;
+        msg.msg_controllen = space as _;
         let cmsg = libc::CMSG_FIRSTHDR(&msg);
         if cmsg.is_null() || space > std::mem::size_of_val(&control) {
             return Err(SetupError {
@@ -389,7 +390,7 @@ fn send_fds(sock: RawFd, payload: &[u8], fds: &[RawFd; HANDOFF_FDS]) -> Result<(
         }
         (*cmsg).cmsg_level = libc::SOL_SOCKET;
         (*cmsg).cmsg_type = libc::SCM_RIGHTS;
-        (*cmsg).cmsg_len = libc::CMSG_LEN(std::mem::size_of_val(fds) as u32) as usize;
+        (*cmsg).cmsg_len = libc::CMSG_LEN(std::mem::size_of_val(fds) as u32) as _;
         std::ptr::copy_nonoverlapping(
             fds.as_ptr().cast::<u8>(),
             libc::CMSG_DATA(cmsg),

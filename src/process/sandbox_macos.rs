@@ -9,11 +9,14 @@ use std::sync::Arc;
 
 use super::{SandboxSpec, mode_name};
 use crate::config::cli::SandboxMode;
-use crate::process::PreExec;
+use crate::process::egress::Egress;
+use crate::process::{CommandSpec, PreExec};
 
 /// The usage error for `spec` on this platform.
 pub(super) fn unsupported(spec: &SandboxSpec) -> String {
-    let flag = if spec.mode == SandboxMode::Off {
+    let flag = if spec.egress.is_some() {
+        "--allow-domain".to_string()
+    } else if spec.mode == SandboxMode::Off {
         "--no-network".to_string()
     } else {
         format!("--sandbox {}", mode_name(spec.mode))
@@ -54,7 +57,15 @@ impl Confinement {
         match self.never {}
     }
 
-    pub(crate) fn pre_exec(self: &Arc<Self>) -> PreExec {
+    pub(crate) fn confine(self: &Arc<Self>, _spec: &mut CommandSpec) {
+        match self.never {}
+    }
+
+    pub(crate) fn pre_exec_own(self: &Arc<Self>) -> PreExec {
+        match self.never {}
+    }
+
+    pub(crate) fn egress(&self) -> Option<&Egress> {
         match self.never {}
     }
 }

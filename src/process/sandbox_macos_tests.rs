@@ -18,6 +18,7 @@ fn every_sandbox_flag_is_refused_naming_the_platform() {
             mode,
             writable: Vec::new(),
             no_network,
+            egress: None,
         };
         // A kernel override claiming Landlock must not make the flag pass here.
         let err = spec.check_kernel(7).unwrap_err();

@@ -21,6 +21,7 @@ pub(crate) struct Filter {
 
 const BPF_LD_W_ABS: u16 = 0x20; // BPF_LD (0) | BPF_W (0) | BPF_ABS
 const BPF_JEQ_K: u16 = 0x05 | 0x10; // BPF_JMP | BPF_JEQ | BPF_K
+#[cfg(target_arch = "x86_64")] // the x32 guard
 const BPF_JGE_K: u16 = 0x05 | 0x30; // BPF_JMP | BPF_JGE | BPF_K
 const BPF_JSET_K: u16 = 0x05 | 0x40; // BPF_JMP | BPF_JSET | BPF_K
 const BPF_RET_K: u16 = 0x06; // BPF_RET | BPF_K

@@ -30,6 +30,8 @@ mod ci_verify;
 mod cli;
 mod context;
 mod durations;
+// Network namespaces, seccomp and Landlock: Linux only (elsewhere the flag is refused).
+#[cfg(target_os = "linux")]
 mod egress;
 mod fallback;
 mod faults;
