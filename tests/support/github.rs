@@ -281,34 +281,15 @@ fn lock(s: &Mutex<State>) -> MutexGuard<'_, State> {
 fn serve(conn: TcpStream, state: &Mutex<State>, table: &[Route]) -> io::Result<()> {
     let mut writer = conn.try_clone()?;
     let mut reader = BufReader::new(conn);
-    let mut line = String::new();
-    if reader.read_line(&mut line)? == 0 {
+    let Some(super::mock::RawRequest {
+        method,
+        target,
+        headers,
+        body: raw,
+    }) = super::mock::read_raw_request(&mut reader)?
+    else {
         return Ok(());
-    }
-    let mut parts = line.split_whitespace();
-    let method = parts.next().unwrap_or("").to_string();
-    let target = parts.next().unwrap_or("").to_string();
-    let mut headers = Vec::new();
-    loop {
-        let mut h = String::new();
-        if reader.read_line(&mut h)? == 0 {
-            break;
-        }
-        let h = h.trim_end_matches(['\r', '\n']);
-        if h.is_empty() {
-            break;
-        }
-        if let Some((n, v)) = h.split_once(':') {
-            headers.push((n.trim().to_ascii_lowercase(), v.trim().to_string()));
-        }
-    }
-    let len: usize = headers
-        .iter()
-        .find(|(n, _)| n == "content-length")
-        .and_then(|(_, v)| v.parse().ok())
-        .unwrap_or(0);
-    let mut raw = vec![0; len];
-    reader.read_exact(&mut raw)?;
+    };
     let raw = String::from_utf8_lossy(&raw).into_owned();
     let (path, query) = match target.split_once('?') {
         Some((p, q)) => (p.to_string(), q.to_string()),

@@ -756,15 +756,25 @@ fn at_barrier(shared: &Shared, n: usize, inner: Reply) -> Reply {
     inner
 }
 
+/// One HTTP/1.1 request as it came: the request line's method and target, the headers
+/// (names lower-cased), and the body (Content-Length or chunked). Every loopback server
+/// of the test support reads its requests with `read_raw_request`.
+pub(crate) struct RawRequest {
+    pub method: String,
+    pub target: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
 /// Reads one request; `None` at a clean end of the connection.
-fn read_request(reader: &mut impl BufRead) -> io::Result<Option<Recorded>> {
+pub(crate) fn read_raw_request(reader: &mut impl BufRead) -> io::Result<Option<RawRequest>> {
     let mut line = String::new();
     if reader.read_line(&mut line)? == 0 {
         return Ok(None);
     }
     let mut parts = line.split_whitespace();
     let method = parts.next().unwrap_or("").to_string();
-    let path = parts.next().unwrap_or("").to_string();
+    let target = parts.next().unwrap_or("").to_string();
     let mut headers = Vec::new();
     for _ in 0..MAX_HEADER_LINES {
         let mut h = String::new();
@@ -785,8 +795,7 @@ fn read_request(reader: &mut impl BufRead) -> io::Result<Option<Recorded>> {
             .find(|(n, _)| n == name)
             .map(|(_, v)| v.clone())
     };
-    let raw_body = if header("transfer-encoding").is_some_and(|t| t.eq_ignore_ascii_case("chunked"))
-    {
+    let body = if header("transfer-encoding").is_some_and(|t| t.eq_ignore_ascii_case("chunked")) {
         read_chunked(reader)?
     } else {
         let len: usize = header("content-length")
@@ -798,6 +807,25 @@ fn read_request(reader: &mut impl BufRead) -> io::Result<Option<Recorded>> {
         let mut body = vec![0; len];
         reader.read_exact(&mut body)?;
         body
+    };
+    Ok(Some(RawRequest {
+        method,
+        target,
+        headers,
+        body,
+    }))
+}
+
+/// Reads one request; `None` at a clean end of the connection.
+fn read_request(reader: &mut impl BufRead) -> io::Result<Option<Recorded>> {
+    let Some(RawRequest {
+        method,
+        target: path,
+        headers,
+        body: raw_body,
+    }) = read_raw_request(reader)?
+    else {
+        return Ok(None);
     };
     let body = serde_json::from_slice(&raw_body).unwrap_or(Value::Null);
     Ok(Some(Recorded {
