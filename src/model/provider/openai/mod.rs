@@ -24,8 +24,18 @@ use crate::record::history::BodySink;
 /// servers (vLLM, llama.cpp, Ollama) all understand.
 const MAX_COMPLETION_TOKENS_HOSTS: &[&str] = &["api.openai.com"];
 
-/// Prefix of a failed tool's result: chat messages have no `is_error` flag.
+/// Prefix of a failed tool's result: chat messages (and the Responses API's
+/// `function_call_output`) have no `is_error` flag.
 const TOOL_ERROR_PREFIX: &str = "Error: ";
+
+/// A tool result's text as OpenAI's APIs take it: a failure says so in the text.
+pub(crate) fn tool_result_text(content: &str, is_error: bool) -> String {
+    if is_error {
+        format!("{TOOL_ERROR_PREFIX}{content}")
+    } else {
+        content.to_string()
+    }
+}
 
 /// An OpenAI-compatible chat-completions server.
 pub(crate) struct OpenAiWire;
@@ -206,11 +216,7 @@ pub(crate) fn chat_messages(system: &str, messages: &[Message]) -> Vec<Value> {
                             content,
                             is_error,
                         } => {
-                            let content = if *is_error {
-                                format!("{TOOL_ERROR_PREFIX}{content}")
-                            } else {
-                                content.clone()
-                            };
+                            let content = tool_result_text(content, *is_error);
                             out.push(json!({"role": "tool", "tool_call_id": tool_use_id,
                                             "content": content}));
                         }

@@ -20,9 +20,6 @@ use crate::config::cli::{Effort, ToolChoice};
 use crate::model::protocol::{ContentBlock, Message, Role};
 use crate::record::history::BodySink;
 
-/// Prefix of a failed tool's output: `function_call_output` has no error flag.
-const TOOL_ERROR_PREFIX: &str = "Error: ";
-
 /// Model families that do not reason: they get no `include` of encrypted reasoning
 /// (which they reject). Matched anywhere in the name, for gateway prefixes.
 const NON_REASONING_MODELS: &[&str] = &["gpt-4", "gpt-3.5", "chatgpt-4o"];
@@ -188,11 +185,7 @@ pub(crate) fn input_items(message: &Message) -> Vec<String> {
                         content,
                         is_error,
                     } => {
-                        let output = if *is_error {
-                            format!("{TOOL_ERROR_PREFIX}{content}")
-                        } else {
-                            content.clone()
-                        };
+                        let output = super::openai::tool_result_text(content, *is_error);
                         items.push(
                             json!({"type": "function_call_output", "call_id": tool_use_id,
                                    "output": output})
