@@ -42,7 +42,7 @@ pub fn main_with_args(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     // command the model runs, even one of the same user reading /proc.
     util::secrets::hide_from_other_processes(&secrets_in_args(&cli.command));
     match cli.command {
-        Command::Run(args) => commands::run::run_command(&args),
+        Command::Run(args) => commands::run::run_command(*args),
         Command::Tools(args) => commands::tools::tools_command(&args),
         Command::Batch(args) => commands::batch::batch_command(&args),
         Command::Summary(args) => commands::summary::summary_command(&args),

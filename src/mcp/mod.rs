@@ -390,12 +390,6 @@ impl ServerReport {
     }
 }
 
-/// The fields of the `mcp.started` event (`--jsonl`) for one server.
-pub(crate) fn started_event(r: &ServerReport) -> Value {
-    json!({"name": r.name, "transport": r.transport, "status": r.status,
-           "protocol_version": r.protocol_version, "tools": r.tools, "error": r.error})
-}
-
 /// The servers of a run, connected or not.
 #[derive(Default)]
 pub(crate) struct Started {

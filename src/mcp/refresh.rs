@@ -8,7 +8,6 @@
 use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
-use serde_json::{Value, json};
 
 use super::{Server, Started, ToolDef, ToolKind, tool};
 use crate::tools::registry::{Registry, ToolSelection, ToolSource};
@@ -177,12 +176,6 @@ fn diff(turn: u32, old: &[ToolDef], new: &[ToolDef]) -> ToolsChange {
         removed,
         changed,
     }
-}
-
-/// The fields of the `mcp.tools_changed` event (`--jsonl`).
-pub(crate) fn changed_event(server: &str, change: &ToolsChange, tools: &[String]) -> Value {
-    json!({"name": server, "at_turn": change.at_turn, "added": change.added,
-           "removed": change.removed, "changed": change.changed, "tools": tools})
 }
 
 #[cfg(test)]

@@ -8,11 +8,10 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use serde_json::json;
-
 use crate::model::protocol::Message;
 use crate::process::{self, CommandSpec};
 use crate::record::{RunRecord, VerificationRecord};
+use crate::run::event::{RunEvent, VerifyFinished};
 use crate::run::events::Events;
 use crate::tools::ToolContext;
 use crate::util::sync::Locked;
@@ -77,13 +76,15 @@ impl Verifier {
             duration_ms,
             output_tail: tail(&ran.text, VERIFY_TAIL_CHARS),
         });
-        events.emit(
-            "verify.finished",
-            json!({"round": round, "command": spec.command, "exit_code": ran.exit_code,
-                   "passed": passed, "timed_out": ran.timed_out,
-                   "duration_ms": duration_ms,
-                   "output_tail": tail(&ran.text, VERIFY_TAIL_CHARS)}),
-        );
+        events.emit(RunEvent::VerifyFinished(VerifyFinished {
+            round,
+            command: spec.command.clone(),
+            exit_code: ran.exit_code,
+            passed,
+            timed_out: ran.timed_out,
+            duration_ms,
+            output_tail: tail(&ran.text, VERIFY_TAIL_CHARS),
+        }));
         if passed {
             crate::util::output::info("verification passed");
             return Verdict::Passed;
