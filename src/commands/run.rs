@@ -81,12 +81,7 @@ pub(crate) fn run_observed(mut args: RunArgs, with: Embedded) -> ExitCode {
         output::warn(w);
     }
     crate::otel::start(config.output().otel());
-    let trace = Arc::new(crate::run::telemetry::RunTrace::new(
-        crate::run::telemetry::provider_name(config.provider().kind()),
-        config.provider().model(),
-        config.provider().max_tokens(),
-        crate::otel::process_parent(),
-    ));
+    let trace = Arc::new(run_trace(&config));
     let (ctx, mut registry, record) = match workspace(&config) {
         Ok(w) => w,
         Err(e) => return output::usage_failure(&e),
@@ -112,14 +107,7 @@ pub(crate) fn run_observed(mut args: RunArgs, with: Embedded) -> ExitCode {
         Err(e) => return set_up_failed(&trace, &record, &e),
     };
     let ci = ci::CiRun::new(&config, finisher.events.clone(), trace);
-    // The file tools report their own changes; only commands (Bash, hooks, --verify)
-    // can change files behind their back, so only then is the workspace scanned.
-    if commands_may_write(&config, &registry) {
-        let _ = finisher.baseline.set(changes::Baseline::take(
-            config.workspace(),
-            own_files(&config, &ctx),
-        ));
-    }
+    take_baseline(&config, &registry, &ctx, &finisher);
     finisher.checkpoint();
     let outcome = run_loop(
         Arc::new(config),
@@ -133,6 +121,28 @@ pub(crate) fn run_observed(mut args: RunArgs, with: Embedded) -> ExitCode {
     match finisher.finish(&outcome, false) {
         Some(code) => ExitCode::from(code),
         None => park_for_the_way_out(),
+    }
+}
+
+/// The run span, under the process's parent (`TRACEPARENT`).
+fn run_trace(config: &Config) -> crate::run::telemetry::RunTrace {
+    crate::run::telemetry::RunTrace::new(
+        crate::run::telemetry::provider_name(config.provider().kind()),
+        config.provider().model(),
+        config.provider().max_tokens(),
+        crate::otel::process_parent(),
+    )
+}
+
+/// The workspace scan `files_changed` compares with. The file tools report their own
+/// changes; only commands (Bash, hooks, --verify) can change files behind their back, so
+/// only then is the workspace scanned.
+fn take_baseline(config: &Config, registry: &Registry, ctx: &ToolContext, finisher: &Finisher) {
+    if commands_may_write(config, registry) {
+        let _ = finisher.baseline.set(changes::Baseline::take(
+            config.workspace(),
+            own_files(config, ctx),
+        ));
     }
 }
 

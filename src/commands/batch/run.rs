@@ -22,7 +22,8 @@ use serde_json::{Value, json};
 
 use super::progress::Progress;
 use super::resume::{self, Decision};
-use super::{Plan, RunSpec, TaskOutcome, describe_exit, tasks::timeout_arg, workspace};
+use super::tasks::ChildRun;
+use super::{Plan, RunSpec, TaskOutcome, describe_exit, workspace};
 use crate::util::output;
 use crate::util::sync::{Locked, Unpoisoned};
 
@@ -220,17 +221,15 @@ fn run_task(
             return ended_early(outcome, status, why, &transcript, t0);
         }
     }
+    let child = ChildRun {
+        flags: &run.task.args,
+        timeout: plan.task_timeout.filter(|_| !run.task.sets_timeout),
+        workspace: &cwd,
+        transcript: Some(&transcript),
+        prompt: &run.task.prompt,
+    };
     let mut cmd = Command::new(exe);
-    cmd.arg("run").args(&run.task.args);
-    if let (Some(t), false) = (plan.task_timeout, run.task.sets_timeout) {
-        cmd.arg("--timeout").arg(timeout_arg(t));
-    }
-    cmd.arg("-C")
-        .arg(&cwd)
-        .arg("-o")
-        .arg(&transcript)
-        .arg("--")
-        .arg(&run.task.prompt)
+    cmd.args(child.argv())
         .envs(super::trace_env())
         .stdin(Stdio::null());
     // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.

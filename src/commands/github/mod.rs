@@ -238,9 +238,10 @@ fn converse(
         earlier_comments(api, s)?,
         pull_files(api, s, pull.is_some())?,
     );
+    let env = crate::util::secrets::scrubbed_env(std::env::vars(), &[]);
     let git = push::Git {
         workspace: &s.workspace,
-        env: &crate::util::secrets::scrubbed_env(std::env::vars(), &[]),
+        env: &env,
         exclude: own_files(&s.workspace, args.run.output.as_deref()),
         secrets: vec![s.token.clone()],
     };
@@ -250,18 +251,14 @@ fn converse(
     {
         output::warn(&format!("cannot check out the pull request's head: {err}"));
     }
-    let nonce = nonce();
-    let inputs = context::Inputs {
-        env: &s.env,
-        event: e,
+    let inputs = (pull.as_ref(), comments.as_slice(), files.as_slice());
+    let task = task(
+        s,
         triggered,
-        pull: pull.as_ref(),
-        comments: &comments,
-        files: &files,
+        inputs,
         review,
-        nonce: &nonce,
-    };
-    let task = task(&inputs, args.run.append_system_prompt.as_deref())?;
+        args.run.append_system_prompt.as_deref(),
+    )?;
     let (json_out, jsonl) = (args.run.json, args.run.ci.jsonl);
     let (started, finished) = c.follow(api, flags, s, args.run, task);
     let Some(finished) = finished else {
@@ -302,16 +299,34 @@ fn converse(
     Ok(if failed && code == 0 { 1 } else { code })
 }
 
-/// The prompt, the system prompt's addition and (a review) the answer's schema.
-fn task(inputs: &context::Inputs<'_>, mine: Option<&str>) -> Result<Task, String> {
-    let addition = context::system_addition(inputs.nonce, inputs.review);
+/// The prompt (from the event, the pull request, its comments and files), the system
+/// prompt's addition and (a review) the answer's schema.
+fn task(
+    s: &Setup,
+    triggered: &Triggered,
+    (pull, comments, files): (Option<&PullRefs>, &[Value], &[Value]),
+    review: bool,
+    mine: Option<&str>,
+) -> Result<Task, String> {
+    let nonce = nonce();
+    let inputs = context::Inputs {
+        env: &s.env,
+        event: &s.event,
+        triggered,
+        pull,
+        comments,
+        files,
+        review,
+        nonce: &nonce,
+    };
+    let addition = context::system_addition(&nonce, review);
     Ok(Task {
-        prompt: context::prompt(inputs),
+        prompt: context::prompt(&inputs),
         append_system_prompt: match mine {
             Some(mine) => format!("{addition}\n\n{}", read_at_file(mine)?),
             None => addition,
         },
-        output_schema: inputs.review.then(|| review::schema().to_string()),
+        output_schema: review.then(|| review::schema().to_string()),
     })
 }
 
