@@ -14,6 +14,7 @@ use crate::model::provider::Provider;
 use crate::model::provider::cassette::{CassetteWriter, ReplayProvider};
 use crate::model::provider::http::{HttpConfig, HttpProvider, Recorder};
 use crate::policy::PolicyGate;
+use crate::record::transcript::Network;
 use crate::record::{InFlight, RunRecord};
 use crate::run::agent::subagent::{ProviderFactory, SubagentRunner};
 use crate::run::agent::{Agent, RunHandle};
@@ -298,17 +299,16 @@ fn note_network(
                 r.iter().map(ToString::to_string).collect::<Vec<_>>()
             };
             output::info(&e.summary());
-            serde_json::json!({
-                "tier": "namespace",
-                "allow": list(e.spec().policy.allowed()),
-                "deny": list(e.spec().policy.denied()),
-                "dns": "none",
-            })
+            Network::Namespace {
+                allow: list(e.spec().policy.allowed()),
+                deny: list(e.spec().policy.denied()),
+                dns: "none".into(),
+            }
         }
-        None if config.tools().sandbox().no_network => {
-            serde_json::json!({"tier": "landlock", "tcp": "denied"})
-        }
-        None => serde_json::json!({"tier": "host"}),
+        None if config.tools().sandbox().no_network => Network::Landlock {
+            tcp: "denied".into(),
+        },
+        None => Network::Host,
     };
     record.locked().record_network(tier);
     if egress.is_some() {

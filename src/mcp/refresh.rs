@@ -14,7 +14,7 @@ use crate::tools::registry::{Registry, ToolSelection, ToolSource};
 use crate::util::sync::Locked;
 
 /// One change of a server's tool list, as the transcript lists it.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, schemars::JsonSchema, PartialEq)]
 pub(crate) struct ToolsChange {
     /// The turn whose request was the first to offer the new list.
     pub at_turn: u32,

@@ -10,10 +10,11 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::model::protocol::{ContentBlock, Message, Role};
 use crate::record::says_nothing;
+use crate::record::transcript::ResumedFrom;
 
 /// The transcript version this agent writes and resumes.
 const RESUMABLE_VERSION: u64 = 1;
@@ -41,7 +42,7 @@ pub(crate) struct Resumed {
     pub workspace: Option<PathBuf>,
     /// The old run's totals, kept in `resumed_from` (the new run counts only its own).
     usage: Value,
-    cost_usd: Value,
+    cost_usd: Option<f64>,
     /// The history to continue, unanswered calls answered.
     pub messages: Vec<Message>,
     /// How many unanswered calls got an error result.
@@ -50,10 +51,15 @@ pub(crate) struct Resumed {
 
 impl Resumed {
     /// The transcript's `resumed_from` object.
-    pub(crate) fn resumed_from(&self) -> Value {
-        json!({"path": self.path.display().to_string(), "session_id": self.session_id,
-               "num_turns": self.num_turns, "status": self.status,
-               "usage": self.usage, "cost_usd": self.cost_usd})
+    pub(crate) fn resumed_from(&self) -> ResumedFrom {
+        ResumedFrom {
+            path: self.path.display().to_string(),
+            session_id: self.session_id.clone(),
+            num_turns: self.num_turns,
+            status: self.status.clone(),
+            usage: self.usage.clone(),
+            cost_usd: self.cost_usd,
+        }
     }
 }
 
@@ -235,7 +241,7 @@ fn from_document(path: PathBuf, doc: &Value) -> Result<Resumed, String> {
             .filter(|w| !w.is_empty())
             .map(PathBuf::from),
         usage: obj.get("usage").cloned().unwrap_or(Value::Null),
-        cost_usd: obj.get("cost_usd").cloned().unwrap_or(Value::Null),
+        cost_usd: obj.get("cost_usd").and_then(Value::as_f64),
         messages,
         answered_calls,
     })

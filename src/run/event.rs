@@ -8,15 +8,17 @@
 //! the tag is today's type name, each variant a struct with today's fields, so that a
 //! consumer matches on a type instead of a string, and the schema is generated from it.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::model::protocol::Usage;
+use crate::record::transcript::{ResumedFrom, Transcript};
 use crate::tools::todo_write::Todo;
 
 /// One happening of a run. The names are the `type` of its `--jsonl` line.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "type")]
 pub(crate) enum RunEvent {
     /// The run began (the first event).
@@ -82,7 +84,7 @@ pub(crate) enum RunEvent {
 }
 
 /// `run.started` / `subagent.started`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub(crate) struct Started {
     pub model: String,
     pub workspace: String,
@@ -94,10 +96,10 @@ pub(crate) struct Started {
     pub agent_version: String,
     pub session_id: String,
     /// What a `--resume`d run continues (the transcript's `resumed_from`).
-    pub resumed_from: Option<Value>,
+    pub resumed_from: Option<ResumedFrom>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub(crate) struct McpStarted {
     pub name: String,
     pub transport: String,
@@ -108,12 +110,12 @@ pub(crate) struct McpStarted {
     pub error: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub(crate) struct TurnStarted {
     pub turn: u32,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub(crate) struct Retry {
     pub turn: u32,
     pub attempt: u32,
@@ -121,7 +123,7 @@ pub(crate) struct Retry {
     pub delay_ms: u64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub(crate) struct ModelFallback {
     pub turn: u32,
     pub from: String,
@@ -129,17 +131,18 @@ pub(crate) struct ModelFallback {
     pub reason: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub(crate) struct AssistantMessage {
     pub turn: u32,
     pub model: String,
     pub stop_reason: String,
     pub usage: Usage,
     /// The message as the transcript stores it, written as it is (last).
+    #[schemars(with = "MessageSchema")]
     pub message: Verbatim,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub(crate) struct TurnFinished {
     pub turn: u32,
     pub model: String,
@@ -152,7 +155,7 @@ pub(crate) struct TurnFinished {
     pub context_tokens: Option<u64>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub(crate) struct ToolStarted {
     pub turn: u32,
     pub id: String,
@@ -161,7 +164,7 @@ pub(crate) struct ToolStarted {
     pub input: Option<Value>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub(crate) struct ToolFinished {
     pub turn: u32,
     pub id: String,
@@ -174,7 +177,7 @@ pub(crate) struct ToolFinished {
     pub content_truncated: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub(crate) struct VerifyFinished {
     pub round: u32,
     pub command: String,
@@ -185,7 +188,7 @@ pub(crate) struct VerifyFinished {
     pub output_tail: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub(crate) struct ContextCleared {
     /// The turn whose request is the first to carry the cleared history.
     pub turn: u32,
@@ -194,7 +197,7 @@ pub(crate) struct ContextCleared {
     pub tokens_after_estimate: u64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub(crate) struct SubagentRequested {
     pub tool_use_id: String,
     pub subagent_type: String,
@@ -202,14 +205,14 @@ pub(crate) struct SubagentRequested {
     pub max_turns: u32,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub(crate) struct SubagentFinished {
     pub tool_use_id: String,
     pub status: String,
     pub num_turns: u32,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub(crate) struct NetworkDenied {
     pub host: String,
     pub port: u16,
@@ -217,7 +220,7 @@ pub(crate) struct NetworkDenied {
     pub reason: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub(crate) struct BackgroundStarted {
     pub id: String,
     pub command: String,
@@ -225,7 +228,7 @@ pub(crate) struct BackgroundStarted {
     pub started_ms: u64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub(crate) struct BackgroundFinished {
     pub id: String,
     pub pid: i32,
@@ -237,13 +240,13 @@ pub(crate) struct BackgroundFinished {
     pub killed_at_end: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub(crate) struct PlanUpdated {
     pub turn: u32,
     pub todos: Vec<Todo>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub(crate) struct McpToolsChanged {
     pub name: String,
     pub at_turn: u32,
@@ -254,12 +257,30 @@ pub(crate) struct McpToolsChanged {
     pub tools: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub(crate) struct RunFinished {
     pub status: String,
     pub exit_code: u8,
-    /// The transcript (SPEC §7), written as it is (last).
+    /// The transcript (SPEC §7), written as it is (last): `transcript()` reads it.
+    #[schemars(with = "Transcript")]
     pub transcript: Verbatim,
+}
+
+impl RunFinished {
+    /// The transcript, typed.
+    pub(crate) fn transcript(&self) -> Result<Transcript, String> {
+        serde_json::from_str(&self.transcript.0)
+            .map_err(|e| format!("run.finished: not an agent transcript ({e})"))
+    }
+}
+
+/// A message in Anthropic's Messages API format, for the schema.
+#[derive(JsonSchema)]
+#[schemars(description = "A message in Anthropic's Messages API format ({role, content}).")]
+#[expect(dead_code, reason = "a schema only")]
+struct MessageSchema {
+    role: String,
+    content: Value,
 }
 
 /// JSON written as it is (its key order and number forms kept): a history message, the
@@ -315,6 +336,39 @@ impl RunEvent {
             _ => None,
         }
     }
+}
+
+/// The JSON Schema of the event stream (`docs/reference/events.schema.json`): one of the
+/// events, each with its envelope (`version`, `seq`, `elapsed_ms`, `subagent_id`).
+#[cfg(test)]
+pub(crate) fn events_schema() -> String {
+    let mut schema = schemars::schema_for!(RunEvent);
+    let envelope = serde_json::json!({
+        "version": {"type": "integer", "const": crate::run::events::EVENTS_VERSION,
+                    "description": "The event schema's version; fields are only ever added within one."},
+        "seq": {"type": "integer", "minimum": 1, "description": "1, 2, 3 … with no gaps, in the order written."},
+        "elapsed_ms": {"type": "integer", "minimum": 0, "description": "Since the run started."},
+        "subagent_id": {"type": "string", "description": "A Task sub-agent's events: its id."}
+    });
+    if let Some(variants) = schema.get_mut("oneOf").and_then(Value::as_array_mut) {
+        for v in variants {
+            if let Some(props) = v.get_mut("properties").and_then(Value::as_object_mut) {
+                for (k, p) in envelope.as_object().into_iter().flatten() {
+                    props.insert(k.clone(), p.clone());
+                }
+            }
+            if let Some(req) = v.get_mut("required").and_then(Value::as_array_mut) {
+                req.extend(["version", "seq", "elapsed_ms"].map(Value::from));
+            }
+            // A line holds the envelope and the event's fields, nothing else.
+            if let Some(v) = v.as_object_mut() {
+                v.insert("unevaluatedProperties".into(), Value::Bool(false));
+            }
+        }
+    }
+    let mut text = serde_json::to_string_pretty(&schema).unwrap_or_default();
+    text.push('\n');
+    text
 }
 
 #[cfg(test)]

@@ -32,3 +32,49 @@ fn verbatim_is_written_as_it_is() {
             .is_none()
     );
 }
+
+/// docs/reference/events.schema.json is what `RunEvent` generates (the transcript's check:
+/// `AGENT_REGENERATE_SCHEMAS=1 cargo test schema_is_checked_in` rewrites both).
+#[test]
+fn events_schema_is_checked_in() {
+    crate::record::transcript::tests::check_schema("events", &events_schema());
+}
+
+/// Every event, as the `--jsonl` writer writes it (envelope and all), is valid against
+/// the schema; one with a field of the wrong type is not.
+#[test]
+fn written_events_are_valid_against_the_schema() {
+    let schema: Value = serde_json::from_str(&events_schema()).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let events = [
+        RunEvent::TurnStarted(TurnStarted { turn: 1 }),
+        RunEvent::ContextCleared(ContextCleared {
+            turn: 3,
+            results_cleared: 2,
+            tokens_before: 10,
+            tokens_after_estimate: 5,
+        }),
+        RunEvent::RunFinished(RunFinished {
+            status: "success".into(),
+            exit_code: 0,
+            transcript: Verbatim(r#"{"version":1,"status":"success"}"#.into()),
+        }),
+    ];
+    for (i, e) in events.iter().enumerate() {
+        let line = crate::run::events::line(&crate::run::events::Emitted {
+            seq: i as u64 + 1,
+            elapsed_ms: 5,
+            subagent_id: Some("subagent_1"),
+            event: e,
+        });
+        let v: Value = serde_json::from_str(&line).unwrap();
+        let errors: Vec<String> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{line}: {errors:?}");
+    }
+    let bad = serde_json::json!({"version": 1, "type": "turn.started", "seq": 1, "elapsed_ms": 0, "turn": "one"});
+    assert!(!validator.is_valid(&bad));
+    let unknown = serde_json::json!({"version": 1, "type": "no.such", "seq": 1, "elapsed_ms": 0});
+    assert!(!validator.is_valid(&unknown));
+    let extra = serde_json::json!({"version": 1, "type": "turn.started", "seq": 1, "elapsed_ms": 0, "turn": 1, "x": 1});
+    assert!(!validator.is_valid(&extra), "a field the type lacks");
+}

@@ -51,6 +51,7 @@ pub(crate) mod invariants;
 pub(crate) mod mock;
 pub(crate) mod otlp;
 pub(crate) mod responses;
+pub(crate) mod schemas;
 pub(crate) mod sse;
 pub(crate) mod token_server;
 
@@ -352,6 +353,7 @@ impl Running {
         drop(self.stdin.take());
         let stdout = joined(self.out.take());
         let stderr = joined(self.err.take());
+        schemas::validate_events(&stdout);
         RunOutput {
             status,
             stdout,

@@ -25,6 +25,7 @@ use serde_json::{Value, json};
 use crate::commands::run::{Embedded, Task, run_observed};
 use crate::config::cli::RunArgs;
 use crate::config::cli::{GithubArgs, GithubFlags};
+use crate::record::Transcript;
 use crate::run::event::RunFinished;
 use crate::util::output;
 use crate::util::sync::Locked;
@@ -267,7 +268,7 @@ fn converse(
         write_outputs(&outputs);
         return Ok(if started { 1 } else { 2 });
     };
-    let t = transcript(&finished);
+    let t = finished.transcript()?;
     let code = finished.exit_code;
     if !jsonl {
         show(&t, json_out, code);
@@ -292,7 +293,7 @@ fn converse(
         pushed(back, &mut outputs)
     };
     if outcome.diff_stat.is_none() {
-        outcome.diff_stat = t["git_diff_stat"].as_str().map(String::from);
+        outcome.diff_stat = t.git_diff_stat.clone();
     }
     let failed = c.finish(api, &t, &outcome) | failed;
     write_outputs(&outputs);
@@ -385,23 +386,17 @@ fn pull_files(api: &Api, s: &Setup, is_pull: bool) -> Result<Vec<Value>, String>
     }
 }
 
-/// The transcript `run.finished` carries.
-fn transcript(finished: &RunFinished) -> Value {
-    serde_json::from_str(&finished.transcript.0).unwrap_or(Value::Null)
-}
-
 /// Stdout's part without `--jsonl`: the transcript (`--json`), else a success's answer
 /// (the structured one if any).
-fn show(t: &Value, json_out: bool, code: u8) {
+fn show(t: &Transcript, json_out: bool, code: u8) {
     let shown = if json_out {
-        Some(t.to_string())
+        // One line, keys in order (as this command has always printed it).
+        serde_json::to_value(t).ok().map(|v| v.to_string())
     } else if code == 0 {
-        Some(
-            t["structured_output"]
-                .as_object()
-                .map(|_| t["structured_output"].to_string())
-                .unwrap_or_else(|| t["result"].as_str().unwrap_or_default().to_string()),
-        )
+        Some(match &t.structured_output {
+            Some(answer @ Value::Object(_)) => answer.to_string(),
+            _ => t.result.clone(),
+        })
     } else {
         None
     };
@@ -547,11 +542,10 @@ impl Comment {
             let Some(f) = finished.locked().clone() else {
                 return;
             };
-            let body = progress::final_body(
-                &transcript(&f),
-                run_url.as_deref(),
-                &progress::Outcome::default(),
-            );
+            let Ok(t) = f.transcript() else {
+                return;
+            };
+            let body = progress::final_body(&t, run_url.as_deref(), &progress::Outcome::default());
             let (api, path) = (api.clone(), comment_path.clone());
             let (tx, rx) = std::sync::mpsc::channel();
             let _ = std::thread::Builder::new()
@@ -582,7 +576,7 @@ impl Comment {
     }
 
     /// The final comment; true when it could not be posted.
-    fn finish(&self, api: &Api, t: &Value, outcome: &progress::Outcome) -> bool {
+    fn finish(&self, api: &Api, t: &Transcript, outcome: &progress::Outcome) -> bool {
         let Some(path) = &self.path else {
             return false;
         };
@@ -616,7 +610,7 @@ fn hand_back(
     auth: &[(String, String)],
     pull: Option<&PullRefs>,
     triggered: &Triggered,
-    t: &Value,
+    t: &Transcript,
     code: u8,
 ) -> Result<HandedBack, String> {
     let mut back = HandedBack::default();
@@ -702,11 +696,8 @@ fn hand_back(
                     .ok_or("the repository has no default_branch")?
                     .to_string(),
             };
-            let answer = crate::util::text::counted(
-                t["result"].as_str().unwrap_or_default().trim(),
-                20_000,
-                "characters not shown",
-            );
+            let answer =
+                crate::util::text::counted(t.result.trim(), 20_000, "characters not shown");
             let body = format!(
                 "Resolves #{number}.\n\nRequested by @{} in {place}.\n\n{answer}\n",
                 e.actor.login
@@ -741,12 +732,12 @@ fn post_review(
     e: &Event,
     pull: Option<&PullRefs>,
     files: &[Value],
-    t: &Value,
+    t: &Transcript,
 ) -> Result<(String, Option<String>), String> {
     let (Some(p), Some(n)) = (pull, e.number) else {
         return Err("no pull request".into());
     };
-    let answer = &t["structured_output"];
+    let answer = t.structured_output.as_ref().unwrap_or(&Value::Null);
     let lines = review::diff_lines(files);
     let (body, inline) = review::request(answer, &lines, &p.head_sha)
         .ok_or("the run gave no review (no structured answer)")?;

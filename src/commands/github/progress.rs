@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::api::Api;
+use crate::record::Transcript;
 use crate::run::event::{RunEvent, RunFinished};
 use crate::run::events::{Emitted, Sink};
 use crate::tools::todo_write::{Todo, TodoStatus};
@@ -239,14 +240,15 @@ pub(crate) struct Outcome {
 
 /// The comment once the run is over: status, answer, numbers, files, the diff stat, and
 /// the transcript's summary folded away.
-pub(crate) fn final_body(t: &Value, run_url: Option<&str>, out: &Outcome) -> String {
-    let status = t["status"].as_str().unwrap_or("unknown");
+pub(crate) fn final_body(t: &Transcript, run_url: Option<&str>, out: &Outcome) -> String {
+    let status = if t.status.is_empty() {
+        "unknown"
+    } else {
+        t.status.as_str()
+    };
     let icon = if status == "success" { "✅" } else { "❌" };
     let mut b = format!("{MARKER}\n### agent: {icon} {}\n\n", inline_code(status));
-    let answer = out
-        .answer
-        .clone()
-        .unwrap_or_else(|| t["result"].as_str().unwrap_or_default().to_string());
+    let answer = out.answer.clone().unwrap_or_else(|| t.result.clone());
     if !answer.trim().is_empty() {
         b.push_str(&crate::util::text::counted(
             answer.trim(),
@@ -255,12 +257,11 @@ pub(crate) fn final_body(t: &Value, run_url: Option<&str>, out: &Outcome) -> Str
         ));
         b.push_str("\n\n");
     }
-    if let Some(msg) = t["error"]["message"].as_str() {
-        b.push_str(&format!("> {}\n\n", msg.replace('\n', " ")));
+    if let Some(e) = &t.error {
+        b.push_str(&format!("> {}\n\n", e.message.replace('\n', " ")));
     }
-    let turns = t["num_turns"].as_u64().unwrap_or(0);
-    let mut line = crate::commands::summary::count(turns, "turn");
-    if let Some(c) = t["cost_usd"].as_f64() {
+    let mut line = crate::commands::summary::count(u64::from(t.num_turns), "turn");
+    if let Some(c) = t.cost_usd {
         line.push_str(&format!(" · {}", crate::commands::summary::usd(c)));
     }
     if let Some(url) = run_url {
@@ -274,15 +275,11 @@ pub(crate) fn final_body(t: &Value, run_url: Option<&str>, out: &Outcome) -> Str
     if !out.notes.is_empty() {
         b.push('\n');
     }
-    let files: Vec<String> = t["files_changed"]
-        .as_array()
-        .map(|fs| {
-            fs.iter()
-                .filter_map(|f| f["path"].as_str())
-                .map(inline_code)
-                .collect()
-        })
-        .unwrap_or_default();
+    let files: Vec<String> = t
+        .files_changed
+        .iter()
+        .map(|f| inline_code(&f.path))
+        .collect();
     if !files.is_empty() {
         b.push_str(&format!(
             "**Files changed ({}):** {}\n\n",
@@ -296,7 +293,7 @@ pub(crate) fn final_body(t: &Value, run_url: Option<&str>, out: &Outcome) -> Str
             stat.trim_end().replace("```", "'''")
         ));
     }
-    let summary = crate::commands::summary::markdown(t);
+    let summary = crate::commands::summary::markdown(&serde_json::to_value(t).unwrap_or_default());
     let room = MAX_BODY_CHARS.saturating_sub(b.len() + 200);
     b.push_str("<details><summary>Transcript summary</summary>\n\n");
     b.push_str(&crate::util::text::counted(

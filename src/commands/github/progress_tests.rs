@@ -121,10 +121,16 @@ fn a_long_checklist_shows_the_newest_items() {
     assert!(!body.contains("step 9\n") && body.contains("- [ ] step 39\n"));
 }
 
+fn transcript(v: Value) -> Transcript {
+    Transcript::from_value(&v).unwrap()
+}
+
 #[test]
 fn the_final_body_has_status_answer_numbers_files_and_the_summary() {
-    let t = json!({"status": "success", "result": "Did it.", "num_turns": 3, "cost_usd": 0.0123,
-        "files_changed": [{"path": "a.rs", "change": "modified"}], "tool_calls": []});
+    let t = transcript(
+        json!({"status": "success", "result": "Did it.", "num_turns": 3, "cost_usd": 0.0123,
+        "files_changed": [{"path": "a.rs", "change": "modified"}], "tool_calls": []}),
+    );
     let out = Outcome {
         diff_stat: Some(" a.rs | 2 +-\n 1 file changed\n".into()),
         notes: vec!["Pushed.".into()],
@@ -137,14 +143,14 @@ fn the_final_body_has_status_answer_numbers_files_and_the_summary() {
     assert!(
         b.contains("<details><summary>Transcript summary</summary>") && b.ends_with("</details>\n")
     );
-    let failed =
-        json!({"status": "max_turns", "result": "", "error": {"message": "out of\nturns"}});
+    let failed = transcript(json!({"status": "max_turns", "result": "",
+        "error": {"kind": "max_turns", "message": "out of\nturns"}}));
     let b = final_body(&failed, None, &Outcome::default());
     assert!(
         b.contains("### agent: ❌ `max_turns`") && b.contains("> out of turns\n"),
         "{b}"
     );
-    let huge = json!({"status": "success", "result": "x".repeat(200_000)});
+    let huge = transcript(json!({"status": "success", "result": "x".repeat(200_000)}));
     assert!(final_body(&huge, None, &Outcome::default()).len() <= 65_536);
 }
 

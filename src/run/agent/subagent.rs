@@ -136,7 +136,7 @@ fn entry(
     SubagentRecord {
         id: id.to_string(),
         tool_use_id: tool_use_id.to_string(),
-        subagent_type: call.kind.as_str(),
+        subagent_type: call.kind.as_str().into(),
         description: call.description.clone(),
         status: status.to_string(),
         num_turns: record.num_turns(),
@@ -146,7 +146,9 @@ fn entry(
             .messages()
             .iter()
             .filter_map(|m| {
-                serde_json::value::RawValue::from_string(m.transcript_json().to_string()).ok()
+                serde_json::value::RawValue::from_string(m.transcript_json().to_string())
+                    .ok()
+                    .map(crate::record::transcript::RawJson)
             })
             .collect(),
         tool_calls: record.tool_calls().to_vec(),

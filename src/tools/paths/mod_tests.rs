@@ -231,7 +231,7 @@ fn write_creates_parents_0755_and_file_0644() {
     let r = resolve_for_write(&ctx, "a/b/c.txt").unwrap();
     assert_eq!(
         write_atomic(&ctx, &r, "a/b/c.txt", b"hello").unwrap(),
-        Change::Created
+        ChangeKind::Created
     );
     assert_eq!(std::fs::read(&r).unwrap(), b"hello");
     assert_eq!(mode(&r), 0o644);
@@ -248,7 +248,7 @@ fn write_keeps_an_existing_mode_and_leaves_no_temp_file() {
     let r = resolve_for_write(&ctx, "run.sh").unwrap();
     assert_eq!(
         write_atomic(&ctx, &r, "run.sh", b"new").unwrap(),
-        Change::Modified
+        ChangeKind::Modified
     );
     assert_eq!(std::fs::read(&p).unwrap(), b"new");
     assert_eq!(mode(&p), 0o750);
