@@ -250,7 +250,9 @@ pub(crate) fn final_body(t: &Value, run_url: Option<&str>, out: &Outcome) -> Str
             stat.trim_end().replace("```", "'''")
         ));
     }
-    let summary = crate::commands::summary::markdown(t);
+    let summary = crate::commands::summary::markdown(
+        &crate::record::Transcript::from_value(t).unwrap_or_default(),
+    );
     let room = MAX_BODY_CHARS.saturating_sub(b.len() + 200);
     b.push_str("<details><summary>Transcript summary</summary>\n\n");
     b.push_str(&crate::util::text::counted(
