@@ -1,8 +1,7 @@
 //! How a run ends: its `Status` and exit code (SPEC §2), the transcript's `error` object
 //! and the `Outcome` the loop hands to the finisher.
 
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::model::provider::ProviderErrorKind;
 
@@ -70,7 +69,7 @@ impl Status {
 
 /// The transcript's `error.kind`: the complete list (README "Transcript"). Each kind
 /// ends a run with one status (`status`), so an outcome is built from its kind alone.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum ErrorKind {
     /// The API answered with an HTTP error.
@@ -138,7 +137,7 @@ impl ErrorKind {
 }
 
 /// The transcript's `error` object.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub(crate) struct ErrorInfo {
     pub(crate) kind: ErrorKind,
     pub(crate) message: String,

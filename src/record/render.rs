@@ -64,7 +64,7 @@ impl RunRecord {
             },
             session_id: self.session_id.clone(),
             result: self.final_text(),
-            error: error.cloned(),
+            error: error.map(Into::into),
             model: self.model.clone(),
             models_used: self.models_used.clone(),
             provider: self.provider.clone(),

@@ -40,7 +40,7 @@ pub(crate) struct Transcript {
     pub(crate) subtype: String,
     pub(crate) session_id: String,
     pub(crate) result: String,
-    pub(crate) error: Option<ErrorInfo>,
+    pub(crate) error: Option<ErrorRecord>,
     pub(crate) model: String,
     /// Every model that answered, in order of first use.
     pub(crate) models_used: Vec<ModelUse>,
@@ -91,9 +91,32 @@ impl Transcript {
     /// A transcript from a JSON value (a document, a `run.finished` event's field, a
     /// rebuilt journal); the error names what does not fit. Through its text: the
     /// messages are kept as text (`RawJson`).
-    #[allow(dead_code)] // read by `agent summary` and `agent batch` in the next commit
     pub(crate) fn from_value(v: &Value) -> Result<Transcript, String> {
         serde_json::from_str(&v.to_string()).map_err(|e| format!("not an agent transcript ({e})"))
+    }
+}
+
+/// The transcript's `error`. The agent writes an `ErrorKind` (README "Transcript" lists
+/// them); `kind` is a string here because `agent batch` writes a transcript for a run its
+/// agent never started with kinds of its own (`setup_failed`, `error`), and a reader must
+/// read those (and kinds of a later release) as they are.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub(crate) struct ErrorRecord {
+    pub(crate) kind: String,
+    pub(crate) message: String,
+}
+
+impl From<&ErrorInfo> for ErrorRecord {
+    fn from(info: &ErrorInfo) -> Self {
+        let kind = match serde_json::to_value(info.kind) {
+            Ok(Value::String(s)) => s,
+            _ => String::new(),
+        };
+        ErrorRecord {
+            kind,
+            message: info.message.clone(),
+        }
     }
 }
 
@@ -229,22 +252,23 @@ pub(crate) struct PlanChange {
 }
 
 /// `--resume`: the transcript this run continues, and its totals (the new run counts only
-/// its own).
+/// its own). Keys in alphabetical order, as the release before this type wrote them.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub(crate) struct ResumedFrom {
+    pub(crate) cost_usd: Option<f64>,
+    pub(crate) num_turns: u64,
     /// The file, made absolute.
     pub(crate) path: String,
     pub(crate) session_id: Option<String>,
-    pub(crate) num_turns: u64,
     pub(crate) status: String,
     /// The old transcript's `usage` as it was written (null when it had none).
     pub(crate) usage: Value,
-    pub(crate) cost_usd: Option<f64>,
 }
 
-/// Which network tier confined the commands (`network`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+/// Which network tier confined the commands (`network`). Written with its keys in
+/// alphabetical order (`tier` last), as the release before this type wrote them.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(tag = "tier", rename_all = "snake_case")]
 pub(crate) enum Network {
     /// `--allow-domain`: a network namespace whose only way out is the proxy.
@@ -261,6 +285,28 @@ pub(crate) enum Network {
     },
     /// The host's network, unconfined.
     Host,
+}
+
+impl Serialize for Network {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut s = serializer.serialize_struct("Network", 4)?;
+        let tier = match self {
+            Network::Namespace { allow, deny, dns } => {
+                s.serialize_field("allow", allow)?;
+                s.serialize_field("deny", deny)?;
+                s.serialize_field("dns", dns)?;
+                "namespace"
+            }
+            Network::Landlock { tcp } => {
+                s.serialize_field("tcp", tcp)?;
+                "landlock"
+            }
+            Network::Host => "host",
+        };
+        s.serialize_field("tier", tier)?;
+        s.end()
+    }
 }
 
 /// The JSON Schema of the transcript (`docs/reference/transcript.schema.json`).

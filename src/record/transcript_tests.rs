@@ -115,3 +115,38 @@ fn missing_fields_read_as_defaults() {
     let bad = Transcript::from_value(&serde_json::json!({"status": 3}));
     assert!(bad.unwrap_err().contains("not an agent transcript"));
 }
+
+/// `network` and `resumed_from` keep the key order of the `json!` objects they replace.
+#[test]
+fn network_and_resumed_from_keep_their_key_order() {
+    let tiers = [
+        (
+            Network::Namespace {
+                allow: vec!["a.com".into()],
+                deny: vec![],
+                dns: "none".into(),
+            },
+            serde_json::json!({"tier": "namespace", "allow": ["a.com"], "deny": [], "dns": "none"}),
+        ),
+        (
+            Network::Landlock {
+                tcp: "denied".into(),
+            },
+            serde_json::json!({"tier": "landlock", "tcp": "denied"}),
+        ),
+        (Network::Host, serde_json::json!({"tier": "host"})),
+    ];
+    for (tier, before) in tiers {
+        let text = serde_json::to_string(&tier).unwrap();
+        assert_eq!(text, before.to_string());
+        assert_eq!(serde_json::from_str::<Network>(&text).unwrap(), tier);
+    }
+    let from = ResumedFrom {
+        path: "/t.json".into(),
+        num_turns: 2,
+        ..ResumedFrom::default()
+    };
+    let before = serde_json::json!({"path": "/t.json", "session_id": null, "num_turns": 2,
+        "status": "", "usage": null, "cost_usd": null});
+    assert_eq!(serde_json::to_string(&from).unwrap(), before.to_string());
+}

@@ -66,5 +66,6 @@ mod summary_cmd;
 mod terminal;
 mod thinking;
 mod tool_flags;
+mod transcript_schema;
 mod vertex;
 mod web_fetch;

@@ -293,7 +293,7 @@ pub(crate) fn final_body(t: &Transcript, run_url: Option<&str>, out: &Outcome) -
             stat.trim_end().replace("```", "'''")
         ));
     }
-    let summary = crate::commands::summary::markdown(&serde_json::to_value(t).unwrap_or_default());
+    let summary = crate::commands::summary::markdown(t);
     let room = MAX_BODY_CHARS.saturating_sub(b.len() + 200);
     b.push_str("<details><summary>Transcript summary</summary>\n\n");
     b.push_str(&crate::util::text::counted(
