@@ -657,3 +657,7 @@ impl HttpTransport {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "http_tests.rs"]
+mod tests;
