@@ -2,14 +2,13 @@
 //! runs the agent loop and hands the outcome to the `Finisher`.
 
 use std::path::PathBuf;
-use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::config::cli::RunArgs;
 use crate::config::{Config, ProcessEnv};
-use crate::error::Error;
+use crate::error::{Error, ExitStatus};
 use crate::model::provider::Provider;
 use crate::model::provider::cassette::{CassetteWriter, ReplayProvider};
 use crate::model::provider::http::{HttpConfig, HttpProvider, Recorder};
@@ -27,7 +26,7 @@ use crate::tools::registry::Registry;
 use crate::util::sync::Locked;
 use crate::{mcp, process, record::changes, run::ci, run::events, util::output};
 
-pub(crate) fn run_command(args: RunArgs) -> ExitCode {
+pub(crate) fn run_command(args: RunArgs) -> ExitStatus {
     run_observed(args, Embedded::default())
 }
 
@@ -66,7 +65,7 @@ impl Task {
 }
 
 /// `agent run`, or a command's run (`Embedded`): set up, the loop, the way out.
-pub(crate) fn run_observed(mut args: RunArgs, with: Embedded) -> ExitCode {
+pub(crate) fn run_observed(mut args: RunArgs, with: Embedded) -> ExitStatus {
     // From the first moment: a signal before the run is set up still exits 130.
     watch_signals();
     process::adopt_orphans();
@@ -120,7 +119,7 @@ pub(crate) fn run_observed(mut args: RunArgs, with: Embedded) -> ExitCode {
         provider.as_mut(),
     );
     match finisher.finish(&outcome, false) {
-        Some(code) => ExitCode::from(code),
+        Some(code) => ExitStatus::from_code(code),
         None => park_for_the_way_out(),
     }
 }
@@ -437,7 +436,7 @@ fn set_up_failed(
     trace: &crate::run::telemetry::RunTrace,
     record: &Mutex<RunRecord>,
     e: &Error,
-) -> ExitCode {
+) -> ExitStatus {
     let outcome = crate::record::outcome::Outcome::fail(
         crate::record::outcome::ErrorKind::Internal,
         e.to_string(),
@@ -549,7 +548,7 @@ fn start_mcp(
             r.record_mcp_server(report);
         }
     };
-    let started = mcp::start(specs, &opts, &ended).map_err(Error::Usage)?;
+    let started = mcp::start(specs, &opts, &ended).map_err(Error::McpStartup)?;
     mcp::tool::register(
         registry,
         &started,
@@ -703,7 +702,7 @@ fn live_wire(config: &Config) -> Result<Box<dyn crate::model::provider::http::Wi
                 config.provider().region().unwrap_or_default(),
                 credentials::process_env(),
             )
-            .map_err(Error::Usage)?,
+            .map_err(Error::Credentials)?,
         ),
         ProviderKind::Vertex => Box::new(
             crate::model::provider::vertex::VertexWire::connect(
@@ -711,7 +710,7 @@ fn live_wire(config: &Config) -> Result<Box<dyn crate::model::provider::http::Wi
                 config.provider().region().unwrap_or_default(),
                 crate::model::provider::vertex::adc::process_env(),
             )
-            .map_err(Error::Usage)?,
+            .map_err(Error::Credentials)?,
         ),
         _ => crate::model::provider::wire(kind),
     })

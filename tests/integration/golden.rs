@@ -76,12 +76,15 @@ fn run(env: &TestEnv, args: &[&str]) -> RunOutput {
 /// - the test's temporary directory (`root`, also in its canonical form): a new one per
 ///   run; it is in `workspace`, tool metadata, absolute paths in tool input and output,
 ///   `-o`/`resumed_from` paths and the batch's workspaces;
+/// - the checkout's path (`<REPO>`): where the shipped cassettes are, named in a
+///   `--replay` error; it differs per clone and worktree;
 /// - the values of the timing keys `duration_ms`, `api_duration_ms`, `started_ms`,
 ///   `elapsed_ms` and `wall_time_ms`: wall-clock measurements;
 /// - session ids (the values of `session_id` keys, and each such id wherever else it
 ///   appears): random per run. Each distinct id becomes `<session-N>` in order of first
 ///   appearance, so that one id named in two places (a resumed run's `resumed_from`) is
 ///   still checked to be the same id.
+///
 ///
 /// Nothing else is masked.
 fn mask(text: &str, root: &Path) -> String {
@@ -90,6 +93,9 @@ fn mask(text: &str, root: &Path) -> String {
     for r in [s(&canon), s(root)] {
         t = t.replace(r, "<TMP>");
     }
+    // The checkout's own path (a `--replay` cassette named in an error): it differs per
+    // clone and worktree.
+    t = t.replace(env!("CARGO_MANIFEST_DIR"), "<REPO>");
     let timing = Regex::new(
         r#""(duration_ms|api_duration_ms|started_ms|elapsed_ms|wall_time_ms)":(\s*)\d+"#,
     )
@@ -289,6 +295,19 @@ fn demo_run_with(cassette_name: &str, flags: &[&str], prompt: &str) -> (TestEnv,
     (env, out)
 }
 
+/// The demo run with `flags` and `-o <out>/t.json`; returns the `-o` file too.
+fn demo_run_o(flags: &[&str]) -> (TestEnv, RunOutput, PathBuf) {
+    let env = TestEnv::new(vec![]);
+    lay_out_demo(&env);
+    let file = env.out("t.json");
+    let c = cassette("demo.cassette.jsonl");
+    let mut args = vec!["run", "--replay", &c, "--full-auto"];
+    args.extend_from_slice(flags);
+    args.extend(["-o", s(&file), "Fix the failing tests"]);
+    let out = run(&env, &args);
+    (env, out, file)
+}
+
 /// The root of an env's temporary directory (the parent of its workspace).
 fn root(env: &TestEnv) -> PathBuf {
     env.ws().parent().unwrap().to_path_buf()
@@ -309,22 +328,7 @@ fn golden_json() {
 
 #[test]
 fn golden_text_with_o() {
-    let env = TestEnv::new(vec![]);
-    lay_out_demo(&env);
-    let file = env.out("t.json");
-    let c = cassette("demo.cassette.jsonl");
-    let out = run(
-        &env,
-        &[
-            "run",
-            "--replay",
-            &c,
-            "--full-auto",
-            "-o",
-            s(&file),
-            "Fix the failing tests",
-        ],
-    );
+    let (env, out, file) = demo_run_o(&[]);
     out.assert_code(0);
     let r = root(&env);
     let mut o = Outputs::new("text_o");
@@ -347,23 +351,7 @@ fn golden_jsonl() {
 
 #[test]
 fn golden_jsonl_with_o() {
-    let env = TestEnv::new(vec![]);
-    lay_out_demo(&env);
-    let file = env.out("t.json");
-    let c = cassette("demo.cassette.jsonl");
-    let out = run(
-        &env,
-        &[
-            "run",
-            "--replay",
-            &c,
-            "--full-auto",
-            "--jsonl",
-            "-o",
-            s(&file),
-            "Fix the failing tests",
-        ],
-    );
+    let (env, out, file) = demo_run_o(&["--jsonl"]);
     out.assert_code(0);
     let r = root(&env);
     let mut o = Outputs::new("jsonl_o");

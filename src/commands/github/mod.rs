@@ -17,7 +17,6 @@ pub(crate) mod push;
 pub(crate) mod review;
 
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
@@ -25,6 +24,7 @@ use serde_json::{Value, json};
 use crate::commands::run::{Embedded, Task, run_observed};
 use crate::config::cli::RunArgs;
 use crate::config::cli::{GithubArgs, GithubFlags};
+use crate::error::ExitStatus;
 use crate::record::Transcript;
 use crate::run::event::RunFinished;
 use crate::util::output;
@@ -38,13 +38,13 @@ const WRITE_PERMISSIONS: &[&str] = &["admin", "maintain", "write"];
 /// Files of a pull request fetched (the API's page size; the prompt caps the list).
 const FILES_PAGE: &str = "per_page=100";
 
-pub(crate) fn github_command(mut args: GithubArgs) -> ExitCode {
+pub(crate) fn github_command(mut args: GithubArgs) -> ExitStatus {
     let token = take_token();
     let setup = match Setup::read(&args, token) {
         Ok(s) => s,
         Err(e) => {
             output::error(&e);
-            return ExitCode::from(2);
+            return ExitStatus::Usage;
         }
     };
     let flags = args.github.clone();
@@ -52,7 +52,7 @@ pub(crate) fn github_command(mut args: GithubArgs) -> ExitCode {
         Ok(p) => p,
         Err(e) => {
             output::error(&e);
-            return ExitCode::from(2);
+            return ExitStatus::Usage;
         }
     };
     if let Err(e) = check_run_flags(&mut args) {
@@ -62,7 +62,7 @@ pub(crate) fn github_command(mut args: GithubArgs) -> ExitCode {
         Ok(t) => t,
         Err(why) => {
             output::info(&format!("github: not triggered: {why}"));
-            return ExitCode::SUCCESS;
+            return ExitStatus::Success;
         }
     };
     let api = Arc::new(Api::new(
@@ -74,19 +74,19 @@ pub(crate) fn github_command(mut args: GithubArgs) -> ExitCode {
         Ok(()) => {}
         Err(Refusal::Refused(why)) => {
             output::info(&format!("github: refused: {why}"));
-            return ExitCode::SUCCESS;
+            return ExitStatus::Success;
         }
         Err(Refusal::Failed(e)) => {
             output::error(&e);
-            return ExitCode::from(1);
+            return ExitStatus::Failure;
         }
     }
     let review = flags.review || triggered.review;
     match converse(&setup, &flags, &triggered, review, &api, args) {
-        Ok(code) => ExitCode::from(code),
+        Ok(status) => status,
         Err(e) => {
             output::error(&e);
-            ExitCode::from(1)
+            ExitStatus::Failure
         }
     }
 }
@@ -225,7 +225,7 @@ fn converse(
     review: bool,
     api: &Arc<Api>,
     args: GithubArgs,
-) -> Result<u8, String> {
+) -> Result<ExitStatus, String> {
     let e = &s.event;
     if review && !e.is_pr {
         output::info("github: a review needs a pull request; answering without one");
@@ -266,7 +266,11 @@ fn converse(
         // The run did not start (a usage error, already reported).
         c.did_not_start(api);
         write_outputs(&outputs);
-        return Ok(if started { 1 } else { 2 });
+        return Ok(if started {
+            ExitStatus::Failure
+        } else {
+            ExitStatus::Usage
+        });
     };
     let t = finished.transcript()?;
     let code = finished.exit_code;
@@ -297,7 +301,11 @@ fn converse(
     }
     let failed = c.finish(api, &t, &outcome) | failed;
     write_outputs(&outputs);
-    Ok(if failed && code == 0 { 1 } else { code })
+    Ok(if failed && code == 0 {
+        ExitStatus::Failure
+    } else {
+        ExitStatus::from_code(code)
+    })
 }
 
 /// The prompt (from the event, the pull request, its comments and files), the system
@@ -525,7 +533,7 @@ impl Comment {
         if let Some(ed) = editor {
             ed.stop();
         }
-        (code == ExitCode::SUCCESS, finished.locked().take())
+        (code == ExitStatus::Success, finished.locked().take())
     }
 
     /// When a signal or `--timeout` ends the run, the process exits from the thread that
