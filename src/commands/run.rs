@@ -313,7 +313,6 @@ fn note_network(
     if egress.is_some() {
         let (record, events) = (record.clone(), events.clone());
         crate::net::proxy::on_denial(move |d| {
-            output::warn(&d.text());
             events.emit(RunEvent::NetworkDenied(ev::NetworkDenied {
                 host: d.host.clone(),
                 port: d.port,
@@ -338,12 +337,6 @@ fn observe_background(
         let j = &n.job;
         match n.change {
             Change::Started => {
-                output::info(&format!(
-                    "background {} started (pid {}): {}",
-                    j.id,
-                    j.pid,
-                    crate::util::text::ellipsis(&j.command, 120)
-                ));
                 events.emit(RunEvent::BackgroundStarted(ev::BackgroundStarted {
                     id: j.id.clone(),
                     command: j.command.clone(),
@@ -352,7 +345,6 @@ fn observe_background(
                 }));
             }
             Change::Finished => {
-                output::info(&format!("background {} ended: {}", j.id, j.status()));
                 events.emit(RunEvent::BackgroundFinished(ev::BackgroundFinished {
                     id: j.id.clone(),
                     pid: j.pid,
@@ -377,10 +369,6 @@ fn observe_plan(ctx: &ToolContext, record: &Arc<Mutex<RunRecord>>, events: &Arc<
     let (record, events) = (record.clone(), events.clone());
     ctx.plan.observe(Box::new(move |todos| {
         let turn = record.locked().record_plan(todos.to_vec());
-        output::info(&format!("plan ({} items):", todos.len()));
-        for t in todos {
-            output::info(&format!("  {}", t.line()));
-        }
         events.emit(RunEvent::PlanUpdated(ev::PlanUpdated {
             turn,
             todos: todos.to_vec(),
@@ -471,7 +459,7 @@ fn make_finisher(
     trace: Arc<crate::run::telemetry::RunTrace>,
 ) -> Arc<Finisher> {
     let start = record.locked().started();
-    let mut sinks: Vec<Box<dyn Sink>> = Vec::new();
+    let mut sinks: Vec<Box<dyn Sink>> = vec![Box::new(events::Log)];
     if config.output().jsonl() {
         sinks.push(Box::new(events::Jsonl::stdout()));
     }

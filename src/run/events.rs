@@ -17,7 +17,7 @@
 //! Events are emitted from several threads (tool calls run on rayon workers, the deadline
 //! and signal threads finish the run): one mutex numbers each event and hands it to the
 //! sinks, so lines never interleave and `seq` follows the order on stdout. After
-//! `run.finished` nothing more is emitted. The sinks run under that lock, on the emitting
+//! `run.finished` the `--jsonl` writer writes nothing more. The sinks run under that lock, on the emitting
 //! thread: the `--jsonl` writer is the product and stays synchronous and lossless; a sink
 //! that does network I/O must hand it to a bounded queue of its own (the progress comment's
 //! `Editor` keeps only the newest checklist and counts the ones it drops).
@@ -46,17 +46,24 @@ pub(crate) struct Emitted<'a> {
 /// anything but its own output (network I/O goes to a bounded queue).
 pub(crate) trait Sink: Send {
     fn event(&mut self, e: &Emitted<'_>);
+
+    /// Whether this sink takes the run's result from `run.finished` (the `--jsonl`
+    /// stream, `agent github`): then stdout gets no answer or document from the finisher.
+    fn takes_the_result(&self) -> bool {
+        false
+    }
 }
 
 struct Bus {
     seq: u64,
-    closed: bool,
     sinks: Vec<Box<dyn Sink>>,
 }
 
 /// The event stream of one run; one without sinks does nothing.
 pub(crate) struct Events {
     bus: Option<Arc<Mutex<Bus>>>,
+    /// A sink takes the result from `run.finished` (`Sink::takes_the_result`).
+    takes_the_result: bool,
     start: Instant,
     /// A sub-agent's stream: its events share the run's sinks and numbering.
     subagent_id: Option<String>,
@@ -68,6 +75,7 @@ impl Events {
     pub(crate) fn disabled() -> Self {
         Events {
             bus: None,
+            takes_the_result: false,
             start: Instant::now(),
             subagent_id: None,
         }
@@ -76,13 +84,8 @@ impl Events {
     /// Events to `sinks`; none: disabled.
     pub(crate) fn new(start: Instant, sinks: Vec<Box<dyn Sink>>) -> Self {
         Events {
-            bus: (!sinks.is_empty()).then(|| {
-                Arc::new(Mutex::new(Bus {
-                    seq: 0,
-                    closed: false,
-                    sinks,
-                }))
-            }),
+            takes_the_result: sinks.iter().any(|s| s.takes_the_result()),
+            bus: (!sinks.is_empty()).then(|| Arc::new(Mutex::new(Bus { seq: 0, sinks }))),
             start,
             subagent_id: None,
         }
@@ -92,6 +95,7 @@ impl Events {
     pub(crate) fn tagged(&self, subagent_id: &str) -> Events {
         Events {
             bus: self.bus.clone(),
+            takes_the_result: self.takes_the_result,
             start: self.start,
             subagent_id: Some(subagent_id.to_string()),
         }
@@ -100,6 +104,11 @@ impl Events {
     /// Whether anything hears the events (building one may be skipped otherwise).
     pub(crate) fn enabled(&self) -> bool {
         self.bus.is_some()
+    }
+
+    /// Whether `run.finished` carries the run's result in place of stdout's answer.
+    pub(crate) fn takes_the_result(&self) -> bool {
+        self.takes_the_result
     }
 
     /// A sub-agent's stream (`tagged`).
@@ -112,15 +121,12 @@ impl Events {
         prefix(self.subagent_id.as_deref())
     }
 
-    /// Hands one event to every sink; `run.finished` is the last one.
+    /// Hands one event to every sink (after `run.finished`, the `--jsonl` writer
+    /// writes nothing more; the log still says what happens on the way out).
     pub(crate) fn emit(&self, event: RunEvent) {
         let Some(bus) = &self.bus else { return };
         let mut b = bus.locked();
-        if b.closed {
-            return;
-        }
         b.seq += 1;
-        b.closed = matches!(event, RunEvent::RunFinished(_));
         let e = Emitted {
             seq: b.seq,
             elapsed_ms: self.start.elapsed().as_millis() as u64,
@@ -138,9 +144,11 @@ pub(crate) fn prefix(subagent_id: Option<&str>) -> String {
     subagent_id.map(|id| format!("{id}: ")).unwrap_or_default()
 }
 
-/// The `--jsonl` writer: each event as one line, secrets redacted.
+/// The `--jsonl` writer: each event as one line, secrets redacted; nothing after
+/// `run.finished`.
 pub(crate) struct Jsonl {
     write: Box<dyn FnMut(&str) + Send>,
+    closed: bool,
 }
 
 impl Jsonl {
@@ -153,13 +161,65 @@ impl Jsonl {
 
     /// Lines to any writer (tests).
     pub(crate) fn to_writer(write: Box<dyn FnMut(&str) + Send>) -> Self {
-        Jsonl { write }
+        Jsonl {
+            write,
+            closed: false,
+        }
     }
 }
 
 impl Sink for Jsonl {
     fn event(&mut self, e: &Emitted<'_>) {
+        if self.closed {
+            return;
+        }
+        self.closed = matches!(e.event, RunEvent::RunFinished(_));
         (self.write)(&crate::util::output::redact(&line(e)));
+    }
+
+    fn takes_the_result(&self) -> bool {
+        true
+    }
+}
+
+/// The stderr log's lines of the events that have one (CI and terminal alike: `output`
+/// picks the form). What the loop logs with more than an event says (the progress line,
+/// `-v`'s request and call lines, a clearing's window) is logged where it happens.
+pub(crate) struct Log;
+
+impl Sink for Log {
+    fn event(&mut self, e: &Emitted<'_>) {
+        use crate::util::output::{info, warn};
+        let p = prefix(e.subagent_id);
+        match e.event {
+            RunEvent::BackgroundStarted(b) => info(&format!(
+                "{p}background {} started (pid {}): {}",
+                b.id,
+                b.pid,
+                crate::util::text::ellipsis(&b.command, 120)
+            )),
+            RunEvent::BackgroundFinished(b) => {
+                info(&format!("{p}background {} ended: {}", b.id, b.status));
+            }
+            RunEvent::PlanUpdated(plan) => {
+                info(&format!("{p}plan ({} items):", plan.todos.len()));
+                for t in &plan.todos {
+                    info(&format!("{p}  {}", t.line()));
+                }
+            }
+            RunEvent::NetworkDenied(d) => warn(&format!(
+                "{p}{}",
+                crate::net::proxy::Denial {
+                    host: d.host.clone(),
+                    port: d.port,
+                    command: d.command.clone(),
+                    reason: d.reason.clone(),
+                }
+                .text()
+            )),
+            RunEvent::VerifyFinished(v) if v.passed => info(&format!("{p}verification passed")),
+            _ => {}
+        }
     }
 }
 

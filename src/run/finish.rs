@@ -160,7 +160,7 @@ impl Finisher {
         let doc = self.json.then_some(doc);
         let line = self
             .events
-            .enabled()
+            .takes_the_result()
             .then(|| self.record.locked().to_json_line(status, error));
         if let Some(e) = error {
             self.report_error(status, &e.message);

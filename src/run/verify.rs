@@ -86,8 +86,7 @@ impl Verifier {
             output_tail: tail(&ran.text, VERIFY_TAIL_CHARS),
         }));
         if passed {
-            crate::util::output::info("verification passed");
-            return Verdict::Passed;
+            return Verdict::Passed; // logged by the bus's `Log`
         }
         self.failed(&ran, turns_left)
     }

@@ -138,6 +138,10 @@ impl Sink for Follower {
             DROPPED.fetch_add(1, Ordering::Relaxed);
         }
     }
+
+    fn takes_the_result(&self) -> bool {
+        true
+    }
 }
 
 /// Checklists the editor's queue had no room for (`Editor::stop` reports them).
