@@ -18,7 +18,7 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 }
 
 /// `(file, line number, line)` of every source line of `src/` matching `hit`.
-fn lines_where(hit: impl Fn(&Path, &str) -> bool) -> Vec<String> {
+pub(crate) fn lines_where(hit: impl Fn(&Path, &str) -> bool) -> Vec<String> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = Vec::new();
     rust_files(&src, &mut files);

@@ -68,5 +68,6 @@ mod terminal;
 mod thinking;
 mod tool_flags;
 mod transcript_schema;
+mod typed_events;
 mod vertex;
 mod web_fetch;
