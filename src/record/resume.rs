@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use crate::model::protocol::{ContentBlock, Message, Role};
 use crate::record::says_nothing;
-use crate::record::transcript::ResumedFrom;
+use crate::record::transcript::{ResumedFrom, ToolCallRecord};
 
 /// The transcript version this agent writes and resumes.
 const RESUMABLE_VERSION: u64 = 1;
@@ -253,8 +253,9 @@ fn unfinished_call_ids(tool_calls: Option<&Value>) -> HashSet<String> {
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
-        .filter(|c| c["metadata"]["unfinished"] == Value::Bool(true))
-        .filter_map(|c| c["id"].as_str().map(str::to_string))
+        .filter_map(|c| ToolCallRecord::deserialize(c).ok())
+        .filter(ToolCallRecord::unfinished)
+        .map(|c| c.id)
         .collect()
 }
 

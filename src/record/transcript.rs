@@ -15,7 +15,6 @@ use serde_json::{Map, Value};
 
 use crate::model::protocol::Usage;
 use crate::record::outcome::ErrorInfo;
-use crate::tools::paths::ChangeKind;
 
 /// The transcript format this agent writes and reads.
 pub(crate) const TRANSCRIPT_VERSION: u32 = 1;
@@ -176,6 +175,17 @@ pub(crate) struct ToolCallRecord {
     /// `change`, `unfinished`, `server`, …).
     #[serde(skip_serializing_if = "Map::is_empty")]
     pub(crate) metadata: Map<String, Value>,
+    /// The files the call changed (`ToolResult::changes`): the record's `files_changed`
+    /// is made of these. Not written: the metadata says the same to a reader.
+    #[serde(skip)]
+    pub(crate) changes: Vec<FileChange>,
+}
+
+impl ToolCallRecord {
+    /// A call still running when the run ended (`InFlight::settle` marks it).
+    pub(crate) fn unfinished(&self) -> bool {
+        self.metadata.get("unfinished") == Some(&Value::Bool(true))
+    }
 }
 
 /// A call refused by a permission rule or a hook.
@@ -214,12 +224,8 @@ pub(crate) struct ModelUse {
     pub(crate) cost_usd: Option<f64>,
 }
 
-/// A file the run changed, and how (`files_changed`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub(crate) struct FileChange {
-    pub(crate) path: String,
-    pub(crate) change: ChangeKind,
-}
+/// A file the run changed, and how (`files_changed`), as the file tools report it.
+pub(crate) use crate::tools::paths::FileChange;
 
 /// One sub-agent (Task) as the transcript nests it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -1,6 +1,7 @@
 //! Unit tests of `transcript.rs`: the checked-in schema, and reading back what is written.
 
 use super::*;
+use crate::tools::paths::ChangeKind;
 use std::path::PathBuf;
 
 /// Set to regenerate the checked-in schemas instead of comparing them.
@@ -81,6 +82,10 @@ fn a_written_transcript_reads_back_to_the_same_bytes() {
             name: "WriteFile".into(),
             input: serde_json::json!({"path": "a.txt", "x": 0.1}),
             metadata: meta,
+            changes: vec![FileChange {
+                path: "a.txt".into(),
+                change: ChangeKind::Created,
+            }],
             ..ToolCallRecord::default()
         },
         None,
