@@ -2,14 +2,13 @@
 //! runs the agent loop and hands the outcome to the `Finisher`.
 
 use std::path::PathBuf;
-use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::config::cli::RunArgs;
 use crate::config::{Config, ProcessEnv};
-use crate::error::Error;
+use crate::error::{Error, ExitStatus};
 use crate::model::provider::Provider;
 use crate::model::provider::cassette::{CassetteWriter, ReplayProvider};
 use crate::model::provider::http::{HttpConfig, HttpProvider, Recorder};
@@ -25,7 +24,7 @@ use crate::tools::registry::Registry;
 use crate::util::sync::Locked;
 use crate::{mcp, process, record::changes, run::ci, run::events, util::output};
 
-pub(crate) fn run_command(args: &RunArgs) -> ExitCode {
+pub(crate) fn run_command(args: &RunArgs) -> ExitStatus {
     run_observed(args, Observer::default())
 }
 
@@ -43,7 +42,7 @@ pub(crate) struct Observer {
 pub(crate) type OnEvent = Box<dyn FnMut(&str) + Send>;
 
 /// `agent run` with an observer.
-pub(crate) fn run_observed(args: &RunArgs, observer: Observer) -> ExitCode {
+pub(crate) fn run_observed(args: &RunArgs, observer: Observer) -> ExitStatus {
     // From the first moment: a signal before the run is set up still exits 130.
     watch_signals();
     process::adopt_orphans();
@@ -74,10 +73,7 @@ pub(crate) fn run_observed(args: &RunArgs, observer: Observer) -> ExitCode {
         config.workspace(),
     ) {
         Ok(s) => s,
-        Err(e) => {
-            output::error(&e);
-            return ExitCode::from(Error::Usage(e).exit_code());
-        }
+        Err(e) => return output::usage_failure(&Error::Usage(e)),
     };
     if let Some(s) = &sandbox {
         output::debug(s.summary());
@@ -199,7 +195,7 @@ pub(crate) fn run_observed(args: &RunArgs, observer: Observer) -> ExitCode {
     })
     .run(provider.as_mut());
     match finisher.finish(&outcome, false) {
-        Some(code) => ExitCode::from(code),
+        Some(code) => ExitStatus::from_code(code),
         None => park_for_the_way_out(),
     }
 }
@@ -351,7 +347,7 @@ fn set_up_failed(
     trace: &crate::run::telemetry::RunTrace,
     record: &Mutex<RunRecord>,
     e: &Error,
-) -> ExitCode {
+) -> ExitStatus {
     let outcome = crate::record::outcome::Outcome::fail(
         crate::record::outcome::ErrorKind::Internal,
         e.to_string(),
@@ -472,7 +468,7 @@ fn start_mcp(
             r.record_mcp_server(report);
         }
     };
-    let started = mcp::start(specs, &opts, &ended).map_err(Error::Usage)?;
+    let started = mcp::start(specs, &opts, &ended).map_err(Error::McpStartup)?;
     mcp::tool::register(
         registry,
         &started,
@@ -622,7 +618,7 @@ fn live_wire(config: &Config) -> Result<Box<dyn crate::model::provider::http::Wi
                 config.provider().region().unwrap_or_default(),
                 credentials::process_env(),
             )
-            .map_err(Error::Usage)?,
+            .map_err(Error::Credentials)?,
         ),
         ProviderKind::Vertex => Box::new(
             crate::model::provider::vertex::VertexWire::connect(
@@ -630,7 +626,7 @@ fn live_wire(config: &Config) -> Result<Box<dyn crate::model::provider::http::Wi
                 config.provider().region().unwrap_or_default(),
                 crate::model::provider::vertex::adc::process_env(),
             )
-            .map_err(Error::Usage)?,
+            .map_err(Error::Credentials)?,
         ),
         _ => crate::model::provider::wire(kind),
     })

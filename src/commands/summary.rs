@@ -12,12 +12,12 @@
 //! transcript it reads was already redacted of secrets when it was written.
 
 use std::path::Path;
-use std::process::ExitCode;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
 
 use crate::config::cli::SummaryArgs;
+use crate::error::ExitStatus;
 use crate::record::Transcript;
 use crate::util::output;
 
@@ -41,12 +41,12 @@ const PLAN_ITEMS: usize = 50;
 /// when stdin is something endless.
 const MAX_INPUT_BYTES: u64 = 256 << 20;
 
-pub(crate) fn summary_command(args: &SummaryArgs) -> ExitCode {
+pub(crate) fn summary_command(args: &SummaryArgs) -> ExitStatus {
     let t = match read_transcript(&args.transcript) {
         Ok(t) => t,
         Err(e) => {
             output::error(&e);
-            return ExitCode::from(2);
+            return ExitStatus::Usage;
         }
     };
     let text = if args.github_output {
@@ -55,7 +55,7 @@ pub(crate) fn summary_command(args: &SummaryArgs) -> ExitCode {
         markdown(&t)
     };
     output::print_stdout(&text);
-    ExitCode::SUCCESS
+    ExitStatus::Success
 }
 
 fn read_transcript(path: &Path) -> Result<Transcript, String> {

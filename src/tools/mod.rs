@@ -95,6 +95,10 @@ impl ToolResult {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum ToolError {
     Failed(String),
+    /// A path the call names does not exist (`tools::paths`): a failed call like
+    /// `Failed`, typed so that a tool can tell the model what to do instead (EditFile:
+    /// use WriteFile) without reading the message.
+    NotFound(String),
     Fatal(String),
 }
 
@@ -105,7 +109,7 @@ impl ToolError {
 
     pub(crate) fn message(&self) -> &str {
         match self {
-            ToolError::Failed(m) | ToolError::Fatal(m) => m,
+            ToolError::Failed(m) | ToolError::NotFound(m) | ToolError::Fatal(m) => m,
         }
     }
 }
@@ -505,7 +509,7 @@ pub(crate) mod test_support {
     /// The message of a call that must fail.
     pub(crate) fn call_err(tool: &dyn Tool, ctx: &ToolContext, input: &Value) -> String {
         match call(tool, ctx, input) {
-            Err(ToolError::Failed(m)) => m,
+            Err(ToolError::Failed(m) | ToolError::NotFound(m)) => m,
             other => panic!("expected an error, got {other:?}"),
         }
     }

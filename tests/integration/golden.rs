@@ -289,6 +289,19 @@ fn demo_run_with(cassette_name: &str, flags: &[&str], prompt: &str) -> (TestEnv,
     (env, out)
 }
 
+/// The demo run with `flags` and `-o <out>/t.json`; returns the `-o` file too.
+fn demo_run_o(flags: &[&str]) -> (TestEnv, RunOutput, PathBuf) {
+    let env = TestEnv::new(vec![]);
+    lay_out_demo(&env);
+    let file = env.out("t.json");
+    let c = cassette("demo.cassette.jsonl");
+    let mut args = vec!["run", "--replay", &c, "--full-auto"];
+    args.extend_from_slice(flags);
+    args.extend(["-o", s(&file), "Fix the failing tests"]);
+    let out = run(&env, &args);
+    (env, out, file)
+}
+
 /// The root of an env's temporary directory (the parent of its workspace).
 fn root(env: &TestEnv) -> PathBuf {
     env.ws().parent().unwrap().to_path_buf()
@@ -309,22 +322,7 @@ fn golden_json() {
 
 #[test]
 fn golden_text_with_o() {
-    let env = TestEnv::new(vec![]);
-    lay_out_demo(&env);
-    let file = env.out("t.json");
-    let c = cassette("demo.cassette.jsonl");
-    let out = run(
-        &env,
-        &[
-            "run",
-            "--replay",
-            &c,
-            "--full-auto",
-            "-o",
-            s(&file),
-            "Fix the failing tests",
-        ],
-    );
+    let (env, out, file) = demo_run_o(&[]);
     out.assert_code(0);
     let r = root(&env);
     let mut o = Outputs::new("text_o");
@@ -347,23 +345,7 @@ fn golden_jsonl() {
 
 #[test]
 fn golden_jsonl_with_o() {
-    let env = TestEnv::new(vec![]);
-    lay_out_demo(&env);
-    let file = env.out("t.json");
-    let c = cassette("demo.cassette.jsonl");
-    let out = run(
-        &env,
-        &[
-            "run",
-            "--replay",
-            &c,
-            "--full-auto",
-            "--jsonl",
-            "-o",
-            s(&file),
-            "Fix the failing tests",
-        ],
-    );
+    let (env, out, file) = demo_run_o(&["--jsonl"]);
     out.assert_code(0);
     let r = root(&env);
     let mut o = Outputs::new("jsonl_o");

@@ -33,6 +33,7 @@ mod durations;
 // Network namespaces, seccomp and Landlock: Linux only (elsewhere the flag is refused).
 #[cfg(target_os = "linux")]
 mod egress;
+mod exit_codes;
 mod fallback;
 mod faults;
 mod foundry;

@@ -1,6 +1,7 @@
 //! Reading what the previous release wrote: the transcripts of `tests/fixtures/transcripts/`
 //! (written by the binary before issue 35; its README says how) are read by `agent
-//! summary`, resumed with `--resume` and merged with `agent batch merge`. What these
+//! summary`, resumed with `--resume` (and `--continue`, through the index that release
+//! wrote) and merged with `agent batch merge`. What these
 //! commands print from them is compared with goldens under `tests/fixtures/golden/`
 //! (`previous_release.*`, rewritten like the others with `AGENT_BLESS=1 cargo test
 //! golden`), besides the assertions below, which do not depend on the goldens.
@@ -165,6 +166,33 @@ fn a_killed_previous_release_run_is_resumed_from_its_journal() {
     );
     // The call was not run again: the demo's tests still fail on the unfixed copy.
     assert!(!env.run_demo_tests().status.success());
+}
+
+/// `--continue` reads the index the previous release wrote in the workspace. Its entry
+/// names the transcript by the absolute path it had where it was written; that one path
+/// is pointed at the copy, the rest of the file is read as written.
+#[test]
+fn a_previous_release_index_is_continued() {
+    let env = TestEnv::new(vec![Reply::turn(Turn::new().text("Picked up."))]);
+    env.copy_demo_project();
+    let f = copy_fixture(&env, "killed.json");
+    let index = std::fs::read_to_string(fixtures().join("killed.sessions.json")).unwrap();
+    let parsed: Value = serde_json::from_str(&index).unwrap();
+    let written_at = parsed["sessions"][0]["path"].as_str().unwrap();
+    env.write(".agent/sessions.json", &index.replace(written_at, s(&f)));
+    let ws = env.ws();
+    let out = env.run(&["run", "--continue", "-C", s(&ws), "--json"]);
+    out.assert_code(0);
+    let t = out.json();
+    assert_eq!(t["result"], "Picked up.");
+    assert_eq!(t["resumed_from"]["path"], s(&f));
+    assert_eq!(t["resumed_from"]["status"], "running");
+    assert_eq!(
+        t["resumed_from"]["session_id"],
+        "73e89d47-8ea5-447c-9018-3f7569d42eb5"
+    );
+    let messages = sent(&json!(env.server.requests()[0].messages()));
+    assert_eq!(messages.len(), 9, "the journal's history: {messages:#?}");
 }
 
 #[test]

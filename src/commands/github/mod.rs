@@ -17,13 +17,13 @@ pub(crate) mod push;
 pub(crate) mod review;
 
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
 use crate::commands::run::{Observer, run_observed};
 use crate::config::cli::{GithubArgs, GithubFlags};
+use crate::error::ExitStatus;
 use crate::util::output;
 use api::Api;
 use event::{Event, GithubEnv, PullRefs, Triggered};
@@ -34,13 +34,13 @@ const WRITE_PERMISSIONS: &[&str] = &["admin", "maintain", "write"];
 /// Files of a pull request fetched (the API's page size; the prompt caps the list).
 const FILES_PAGE: &str = "per_page=100";
 
-pub(crate) fn github_command(mut args: GithubArgs) -> ExitCode {
+pub(crate) fn github_command(mut args: GithubArgs) -> ExitStatus {
     let token = take_token();
     let setup = match Setup::read(&args, token) {
         Ok(s) => s,
         Err(e) => {
             output::error(&e);
-            return ExitCode::from(2);
+            return ExitStatus::Usage;
         }
     };
     let flags = args.github.clone();
@@ -48,7 +48,7 @@ pub(crate) fn github_command(mut args: GithubArgs) -> ExitCode {
         Ok(p) => p,
         Err(e) => {
             output::error(&e);
-            return ExitCode::from(2);
+            return ExitStatus::Usage;
         }
     };
     if let Err(e) = check_run_flags(&mut args) {
@@ -58,7 +58,7 @@ pub(crate) fn github_command(mut args: GithubArgs) -> ExitCode {
         Ok(t) => t,
         Err(why) => {
             output::info(&format!("github: not triggered: {why}"));
-            return ExitCode::SUCCESS;
+            return ExitStatus::Success;
         }
     };
     let api = Arc::new(Api::new(
@@ -70,19 +70,19 @@ pub(crate) fn github_command(mut args: GithubArgs) -> ExitCode {
         Ok(()) => {}
         Err(Refusal::Refused(why)) => {
             output::info(&format!("github: refused: {why}"));
-            return ExitCode::SUCCESS;
+            return ExitStatus::Success;
         }
         Err(Refusal::Failed(e)) => {
             output::error(&e);
-            return ExitCode::from(1);
+            return ExitStatus::Failure;
         }
     }
     let review = flags.review || triggered.review;
     match converse(&setup, &flags, &triggered, review, &api, args) {
-        Ok(code) => ExitCode::from(code),
+        Ok(status) => status,
         Err(e) => {
             output::error(&e);
-            ExitCode::from(1)
+            ExitStatus::Failure
         }
     }
 }
@@ -221,7 +221,7 @@ fn converse(
     review: bool,
     api: &Arc<Api>,
     mut args: GithubArgs,
-) -> Result<u8, String> {
+) -> Result<ExitStatus, String> {
     let e = &s.event;
     let repo = s.repo_path();
     if review && !e.is_pr {
@@ -389,7 +389,11 @@ fn converse(
             );
         }
         write_outputs(&outputs);
-        return Ok(if code == ExitCode::SUCCESS { 1 } else { 2 });
+        return Ok(if code == ExitStatus::Success {
+            ExitStatus::Failure
+        } else {
+            ExitStatus::Usage
+        });
     };
     let finished: Value = serde_json::from_str(&line).map_err(|e| format!("run.finished: {e}"))?;
     let t = &finished["transcript"];
@@ -470,7 +474,11 @@ fn converse(
         }
     }
     write_outputs(&outputs);
-    Ok(if failed && code == 0 { 1 } else { code })
+    Ok(if failed && code == 0 {
+        ExitStatus::Failure
+    } else {
+        ExitStatus::from_code(code)
+    })
 }
 
 /// How long a signal's or the deadline's way out waits for the final comment.

@@ -100,9 +100,7 @@ pub(crate) fn resolve_for_read(ctx: &ToolContext, path: &str) -> Result<PathBuf,
         return Err(outside_error(ctx, path, &r));
     }
     if !r.exists {
-        return Err(ToolError::failed(format!(
-            "file not found: {path} does not exist in the workspace. Use Glob to find the right path."
-        )));
+        return Err(at::not_found(path));
     }
     Ok(r.path)
 }
