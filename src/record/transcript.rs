@@ -324,6 +324,30 @@ pub(crate) fn transcript_schema() -> String {
     text
 }
 
+/// The check behind every `docs/reference/*.schema.json` (a unit test per schema calls
+/// it): fails when the checked-in file is not what the types generate, so a field added
+/// without regenerating fails `cargo test`. `AGENT_REGENERATE_SCHEMAS=1` rewrites the file
+/// instead.
+#[cfg(test)]
+pub(crate) fn check_schema(name: &str, generated: &str) {
+    const REGENERATE: &str = "AGENT_REGENERATE_SCHEMAS";
+    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("docs/reference")
+        .join(format!("{name}.schema.json"));
+    if std::env::var_os(REGENERATE).is_some_and(|v| v == "1") {
+        std::fs::write(&path, generated).unwrap();
+        return;
+    }
+    let checked_in = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        checked_in == generated,
+        "{} is not the schema the types generate: a field was added or changed without \
+         regenerating it. Run `{REGENERATE}=1 cargo test schema_is_checked_in` and commit \
+         the file.",
+        path.display()
+    );
+}
+
 #[cfg(test)]
 #[path = "transcript_tests.rs"]
 mod tests;
