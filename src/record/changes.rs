@@ -1,5 +1,5 @@
 //! `files_changed` and `git_diff_stat` (SPEC §7, §9). The file tools report what they
-//! change (`RunRecord::note_file_change`); a Bash `rm`, `touch` or `sed -i` does not, so
+//! change (`RunRecord::note_change`); a Bash `rm`, `touch` or `sed -i` does not, so
 //! the workspace is also scanned when a command can run (Bash enabled, hooks, or
 //! `--verify`): a cheap snapshot (relative path → size, mtime, ctime, inode) taken before
 //! the first request and again when the run ends, with the same walker as Glob

@@ -6,7 +6,6 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use std::sync::Arc;
@@ -291,7 +290,9 @@ impl RunRecord {
     pub(crate) fn record_call(&mut self, call: ToolCallRecord, denial: Option<DenialRecord>) {
         self.permission_denials.extend(denial);
         if !call.is_error {
-            self.note_file_change(&call.metadata);
+            for c in &call.changes {
+                self.note_change(&c.path, c.change);
+            }
         }
         self.tool_calls.push(call);
     }
@@ -538,28 +539,6 @@ impl RunRecord {
             .map(|u| u.model.as_str())
     }
 
-    /// Notes a file change reported by a tool's metadata (`path`, `change`), or the
-    /// changes of a tool that changes several files (`changes: [{path, change}]`).
-    pub(crate) fn note_file_change(&mut self, metadata: &Map<String, Value>) {
-        if let Some(Value::Array(changes)) = metadata.get("changes") {
-            for change in changes {
-                if let Value::Object(one) = change {
-                    self.note_file_change(one);
-                }
-            }
-            return;
-        }
-        let (Some(path), Some(change)) = (
-            metadata.get("path").and_then(Value::as_str),
-            metadata
-                .get("change")
-                .and_then(|c| ChangeKind::deserialize(c).ok()),
-        ) else {
-            return;
-        };
-        self.note_change(path, change);
-    }
-
     /// One file changed by a tool, merged with what the run did to it before: created
     /// then deleted is no change, created then changed stays created, deleted then
     /// created is modified.
@@ -690,6 +669,7 @@ impl InFlight {
                 // The calls in flight belong to the newest turn, whose model this is.
                 model: record.model.clone(),
                 metadata,
+                changes: Vec::new(),
             });
         }
     }

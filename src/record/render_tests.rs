@@ -71,6 +71,7 @@ fn messages_are_spliced_in_both_layouts_and_only_the_rest_is_redacted() {
         turn: 1,
         model: "m".into(),
         metadata: Map::new(),
+        changes: Vec::new(),
     });
     for text in ["one \"messages\": [] two", "secret-ish"] {
         r.messages.push(Entry::new(Message::user_text(text)));

@@ -15,7 +15,6 @@ use serde_json::{Map, Value};
 
 use crate::model::protocol::Usage;
 use crate::record::outcome::ErrorInfo;
-use crate::tools::paths::ChangeKind;
 
 /// The transcript format this agent writes and reads.
 pub(crate) const TRANSCRIPT_VERSION: u32 = 1;
@@ -176,6 +175,17 @@ pub(crate) struct ToolCallRecord {
     /// `change`, `unfinished`, `server`, …).
     #[serde(skip_serializing_if = "Map::is_empty")]
     pub(crate) metadata: Map<String, Value>,
+    /// The files the call changed (`ToolResult::changes`): the record's `files_changed`
+    /// is made of these. Not written: the metadata says the same to a reader.
+    #[serde(skip)]
+    pub(crate) changes: Vec<FileChange>,
+}
+
+impl ToolCallRecord {
+    /// A call still running when the run ended (`InFlight::settle` marks it).
+    pub(crate) fn unfinished(&self) -> bool {
+        self.metadata.get("unfinished") == Some(&Value::Bool(true))
+    }
 }
 
 /// A call refused by a permission rule or a hook.
@@ -214,12 +224,8 @@ pub(crate) struct ModelUse {
     pub(crate) cost_usd: Option<f64>,
 }
 
-/// A file the run changed, and how (`files_changed`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub(crate) struct FileChange {
-    pub(crate) path: String,
-    pub(crate) change: ChangeKind,
-}
+/// A file the run changed, and how (`files_changed`), as the file tools report it.
+pub(crate) use crate::tools::paths::FileChange;
 
 /// One sub-agent (Task) as the transcript nests it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -318,6 +324,30 @@ pub(crate) fn transcript_schema() -> String {
     text
 }
 
+/// The check behind every `docs/reference/*.schema.json` (a unit test per schema calls
+/// it): fails when the checked-in file is not what the types generate, so a field added
+/// without regenerating fails `cargo test`. `AGENT_REGENERATE_SCHEMAS=1` rewrites the file
+/// instead.
+#[cfg(test)]
+pub(crate) fn check_schema(name: &str, generated: &str) {
+    const REGENERATE: &str = "AGENT_REGENERATE_SCHEMAS";
+    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("docs/reference")
+        .join(format!("{name}.schema.json"));
+    if std::env::var_os(REGENERATE).is_some_and(|v| v == "1") {
+        std::fs::write(&path, generated).unwrap();
+        return;
+    }
+    let checked_in = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        checked_in == generated,
+        "{} is not the schema the types generate: a field was added or changed without \
+         regenerating it. Run `{REGENERATE}=1 cargo test schema_is_checked_in` and commit \
+         the file.",
+        path.display()
+    );
+}
+
 #[cfg(test)]
 #[path = "transcript_tests.rs"]
-pub(crate) mod tests; // `check_schema` checks events.schema.json too (run/event_tests.rs)
+mod tests;

@@ -37,7 +37,7 @@ fn verbatim_is_written_as_it_is() {
 /// `AGENT_REGENERATE_SCHEMAS=1 cargo test schema_is_checked_in` rewrites both).
 #[test]
 fn events_schema_is_checked_in() {
-    crate::record::transcript::tests::check_schema("events", &events_schema());
+    crate::record::transcript::check_schema("events", &events_schema());
 }
 
 /// Every event, as the `--jsonl` writer writes it (envelope and all), is valid against

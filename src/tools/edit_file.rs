@@ -157,8 +157,7 @@ impl TypedTool for EditFile {
             snippet(&updated, first, last)
         );
         Ok(ToolResult::ok(text)
-            .with_meta("path", paths::display_path(ctx, &resolved))
-            .with_meta("change", change.as_str())
+            .with_change(paths::display_path(ctx, &resolved), change)
             .with_meta("bytes", updated.len())
             .with_meta("line", first)
             .with_meta("line_endings", style.as_str()))

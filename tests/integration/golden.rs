@@ -76,8 +76,8 @@ fn run(env: &TestEnv, args: &[&str]) -> RunOutput {
 /// - the test's temporary directory (`root`, also in its canonical form): a new one per
 ///   run; it is in `workspace`, tool metadata, absolute paths in tool input and output,
 ///   `-o`/`resumed_from` paths and the batch's workspaces;
-/// - the checkout's path (`<REPO>`): where the shipped cassettes are, named in a
-///   `--replay` error; it differs per clone and worktree;
+/// - the repository's root (`CARGO_MANIFEST_DIR`, where the cassettes are): a cassette
+///   error names the cassette by absolute path, which differs between checkouts;
 /// - the values of the timing keys `duration_ms`, `api_duration_ms`, `started_ms`,
 ///   `elapsed_ms` and `wall_time_ms`: wall-clock measurements;
 /// - session ids (the values of `session_id` keys, and each such id wherever else it
@@ -93,8 +93,6 @@ fn mask(text: &str, root: &Path) -> String {
     for r in [s(&canon), s(root)] {
         t = t.replace(r, "<TMP>");
     }
-    // The checkout's own path (a `--replay` cassette named in an error): it differs per
-    // clone and worktree.
     t = t.replace(env!("CARGO_MANIFEST_DIR"), "<REPO>");
     let timing = Regex::new(
         r#""(duration_ms|api_duration_ms|started_ms|elapsed_ms|wall_time_ms)":(\s*)\d+"#,

@@ -299,14 +299,16 @@ fn run_task(
 /// unreadable there leaves the file as it is.
 pub(crate) fn read_transcript(path: &Path) -> Option<Transcript> {
     let text = std::fs::read_to_string(path).ok()?;
-    let t = serde_json::from_str::<Value>(&text).ok()?;
-    let t = if t.get("status").and_then(Value::as_str) == Some("running") {
-        let dir = path.parent().unwrap_or(Path::new(""));
-        crate::record::journal::follow(t.clone(), dir, MAX_JOURNAL_BYTES).unwrap_or(t)
-    } else {
-        t
-    };
-    Transcript::from_value(&t).ok()
+    let doc = serde_json::from_str::<Value>(&text).ok()?;
+    let t = Transcript::from_value(&doc).ok()?;
+    if t.status != "running" {
+        return Some(t);
+    }
+    let dir = path.parent().unwrap_or(Path::new(""));
+    crate::record::journal::follow(doc, dir, MAX_JOURNAL_BYTES)
+        .ok()
+        .and_then(|rebuilt| Transcript::from_value(&rebuilt).ok())
+        .or(Some(t))
 }
 
 /// Fills a row from a transcript's fields.

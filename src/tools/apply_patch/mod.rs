@@ -119,7 +119,10 @@ impl TypedTool for ApplyPatch {
                 ChangeKind::Modified => 'M',
             };
             lines.push(format!("{letter} {shown}"));
-            changes.push(json!({"path": shown, "change": change.as_str()}));
+            changes.push(paths::FileChange {
+                path: shown.clone(),
+                change: *change,
+            });
         }
         Ok(ToolResult::ok(format!(
             "Applied the patch ({} file{}):\n{}",
@@ -127,7 +130,7 @@ impl TypedTool for ApplyPatch {
             if done.len() == 1 { "" } else { "s" },
             lines.join("\n")
         ))
-        .with_meta("changes", Value::Array(changes)))
+        .with_changes(changes))
     }
 }
 

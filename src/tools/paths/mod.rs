@@ -56,6 +56,15 @@ pub(crate) enum ChangeKind {
     Deleted,
 }
 
+/// A file a tool changed, and how (the transcript's `files_changed` entry).
+#[derive(
+    Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
+pub(crate) struct FileChange {
+    pub(crate) path: String,
+    pub(crate) change: ChangeKind,
+}
+
 impl std::fmt::Display for ChangeKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
