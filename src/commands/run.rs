@@ -313,12 +313,7 @@ fn note_network(
     if egress.is_some() {
         let (record, events) = (record.clone(), events.clone());
         crate::net::proxy::on_denial(move |d| {
-            events.emit(RunEvent::NetworkDenied(ev::NetworkDenied {
-                host: d.host.clone(),
-                port: d.port,
-                command: d.command.clone(),
-                reason: d.reason.clone(),
-            }));
+            events.emit(RunEvent::NetworkDenied(d.clone()));
             record.locked().record_network_denial(d.clone());
         });
     }

@@ -14,7 +14,9 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::model::protocol::Usage;
-use crate::record::transcript::{ResumedFrom, Transcript};
+use crate::net::proxy::Denial;
+use crate::record::transcript::{ResumedFrom, Transcript, VerificationRecord};
+use crate::run::context::Clearing;
 use crate::tools::todo_write::Todo;
 
 /// One happening of a run. The names are the `type` of its `--jsonl` line.
@@ -51,21 +53,21 @@ pub(crate) enum RunEvent {
     /// A tool call ended (a glance at its result).
     #[serde(rename = "tool.finished")]
     ToolFinished(ToolFinished),
-    /// A `--verify` round ended.
+    /// A `--verify` round ended (as the transcript's `verifications` lists it).
     #[serde(rename = "verify.finished")]
-    VerifyFinished(VerifyFinished),
-    /// Old tool results were cleared from the context.
+    VerifyFinished(VerificationRecord),
+    /// Old tool results were cleared from the context (as `context_clearings` lists it).
     #[serde(rename = "context.cleared")]
-    ContextCleared(ContextCleared),
+    ContextCleared(Clearing),
     /// The Task tool asked for a sub-agent.
     #[serde(rename = "subagent.requested")]
     SubagentRequested(SubagentRequested),
     /// A sub-agent ended.
     #[serde(rename = "subagent.finished")]
     SubagentFinished(SubagentFinished),
-    /// `--allow-domain` refused a connection.
+    /// `--allow-domain` refused a connection (as `network_denials` lists it).
     #[serde(rename = "network.denied")]
-    NetworkDenied(NetworkDenied),
+    NetworkDenied(Denial),
     /// A background command started.
     #[serde(rename = "background.started")]
     BackgroundStarted(BackgroundStarted),
@@ -178,26 +180,6 @@ pub(crate) struct ToolFinished {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub(crate) struct VerifyFinished {
-    pub round: u32,
-    pub command: String,
-    pub exit_code: Option<i32>,
-    pub passed: bool,
-    pub timed_out: bool,
-    pub duration_ms: u64,
-    pub output_tail: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub(crate) struct ContextCleared {
-    /// The turn whose request is the first to carry the cleared history.
-    pub turn: u32,
-    pub results_cleared: usize,
-    pub tokens_before: u64,
-    pub tokens_after_estimate: u64,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub(crate) struct SubagentRequested {
     pub tool_use_id: String,
     pub subagent_type: String,
@@ -210,14 +192,6 @@ pub(crate) struct SubagentFinished {
     pub tool_use_id: String,
     pub status: String,
     pub num_turns: u32,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub(crate) struct NetworkDenied {
-    pub host: String,
-    pub port: u16,
-    pub command: String,
-    pub reason: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

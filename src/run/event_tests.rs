@@ -4,7 +4,7 @@ use super::*;
 
 #[test]
 fn the_tag_is_the_kind() {
-    let e = RunEvent::ContextCleared(ContextCleared {
+    let e = RunEvent::ContextCleared(Clearing {
         turn: 3,
         results_cleared: 2,
         tokens_before: 10,
@@ -48,7 +48,7 @@ fn written_events_are_valid_against_the_schema() {
     let validator = jsonschema::validator_for(&schema).unwrap();
     let events = [
         RunEvent::TurnStarted(TurnStarted { turn: 1 }),
-        RunEvent::ContextCleared(ContextCleared {
+        RunEvent::ContextCleared(Clearing {
             turn: 3,
             results_cleared: 2,
             tokens_before: 10,

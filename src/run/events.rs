@@ -207,16 +207,7 @@ impl Sink for Log {
                     info(&format!("{p}  {}", t.line()));
                 }
             }
-            RunEvent::NetworkDenied(d) => warn(&format!(
-                "{p}{}",
-                crate::net::proxy::Denial {
-                    host: d.host.clone(),
-                    port: d.port,
-                    command: d.command.clone(),
-                    reason: d.reason.clone(),
-                }
-                .text()
-            )),
+            RunEvent::NetworkDenied(d) => warn(&format!("{p}{}", d.text())),
             RunEvent::VerifyFinished(v) if v.passed => info(&format!("{p}verification passed")),
             _ => {}
         }

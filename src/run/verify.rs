@@ -11,7 +11,7 @@ use std::time::Duration;
 use crate::model::protocol::Message;
 use crate::process::{self, CommandSpec};
 use crate::record::{RunRecord, VerificationRecord};
-use crate::run::event::{RunEvent, VerifyFinished};
+use crate::run::event::RunEvent;
 use crate::run::events::Events;
 use crate::tools::ToolContext;
 use crate::util::sync::Locked;
@@ -67,7 +67,7 @@ impl Verifier {
         let ran = self.run_once(ctx);
         let passed = ran.exit_code == Some(0) && !ran.timed_out;
         let duration_ms = ran.duration.as_millis() as u64;
-        let round = record.locked().record_verification(VerificationRecord {
+        let mut v = VerificationRecord {
             round: 0, // set by the record
             command: spec.command.clone(),
             exit_code: ran.exit_code,
@@ -75,16 +75,9 @@ impl Verifier {
             timed_out: ran.timed_out,
             duration_ms,
             output_tail: tail(&ran.text, VERIFY_TAIL_CHARS),
-        });
-        events.emit(RunEvent::VerifyFinished(VerifyFinished {
-            round,
-            command: spec.command.clone(),
-            exit_code: ran.exit_code,
-            passed,
-            timed_out: ran.timed_out,
-            duration_ms,
-            output_tail: tail(&ran.text, VERIFY_TAIL_CHARS),
-        }));
+        };
+        v.round = record.locked().record_verification(v.clone());
+        events.emit(RunEvent::VerifyFinished(v));
         if passed {
             return Verdict::Passed; // logged by the bus's `Log`
         }

@@ -234,11 +234,7 @@ fn converse(
     // The progress comment first: the person who asked sees at once that it started.
     let c = Comment::post(api, s)?;
     let mut outputs = vec![("comment-url", c.url.clone().unwrap_or_default())];
-    let pull = pull_refs(api, s)?;
-    let (comments, files) = (
-        earlier_comments(api, s)?,
-        pull_files(api, s, pull.is_some())?,
-    );
+    let (pull, comments, files) = thread(api, s)?;
     let env = crate::util::secrets::scrubbed_env(std::env::vars(), &[]);
     let git = push::Git {
         workspace: &s.workspace,
@@ -247,30 +243,16 @@ fn converse(
         secrets: vec![s.token.clone()],
     };
     let auth = push::auth_env(&s.env.server_url, &s.token);
-    if let (Some(p), Some(n)) = (&pull, e.number)
-        && let Err(err) = git.ensure_at(&p.head_sha, n, &auth)
-    {
-        output::warn(&format!("cannot check out the pull request's head: {err}"));
-    }
+    check_out_head(&git, pull.as_ref(), e.number, &auth);
     let inputs = (pull.as_ref(), comments.as_slice(), files.as_slice());
-    let task = task(
-        s,
-        triggered,
-        inputs,
-        review,
-        args.run.append_system_prompt.as_deref(),
-    )?;
+    let mine = args.run.append_system_prompt.as_deref();
+    let task = task(s, triggered, inputs, review, mine)?;
     let (json_out, jsonl) = (args.run.json, args.run.ci.jsonl);
     let (started, finished) = c.follow(api, flags, s, args.run, task);
     let Some(finished) = finished else {
         // The run did not start (a usage error, already reported).
-        c.did_not_start(api);
         write_outputs(&outputs);
-        return Ok(if started {
-            ExitStatus::Failure
-        } else {
-            ExitStatus::Usage
-        });
+        return Ok(c.did_not_start(api, started));
     };
     let t = finished.transcript()?;
     let code = finished.exit_code;
@@ -278,22 +260,11 @@ fn converse(
         show(&t, json_out, code);
     }
     let (mut outcome, failed) = if review {
-        reviewed(
-            post_review(api, &s.repo_path(), e, pull.as_ref(), &files, &t),
-            code,
-        )
+        let posted = post_review(api, &s.repo_path(), e, pull.as_ref(), &files, &t);
+        reviewed(posted, code)
     } else {
-        let back = hand_back(
-            s,
-            flags,
-            api,
-            &git,
-            &auth,
-            pull.as_ref(),
-            triggered,
-            &t,
-            code,
-        );
+        let push = (&git, auth.as_slice());
+        let back = hand_back(s, flags, api, push, pull.as_ref(), triggered, &t, code);
         pushed(back, &mut outputs)
     };
     if outcome.diff_stat.is_none() {
@@ -301,11 +272,11 @@ fn converse(
     }
     let failed = c.finish(api, &t, &outcome) | failed;
     write_outputs(&outputs);
-    Ok(if failed && code == 0 {
-        ExitStatus::Failure
+    Ok(ExitStatus::from_code(if failed && code == 0 {
+        1
     } else {
-        ExitStatus::from_code(code)
-    })
+        code
+    }))
 }
 
 /// The prompt (from the event, the pull request, its comments and files), the system
@@ -337,6 +308,32 @@ fn task(
         },
         output_schema: review.then(|| review::schema().to_string()),
     })
+}
+
+/// The pull request's refs, the newest comments and the pull request's files.
+type Thread = (Option<PullRefs>, Vec<Value>, Vec<Value>);
+
+/// The thread the run is about (`Thread`), asked of the API in this order.
+fn thread(api: &Api, s: &Setup) -> Result<Thread, String> {
+    let pull = pull_refs(api, s)?;
+    let comments = earlier_comments(api, s)?;
+    let files = pull_files(api, s, pull.is_some())?;
+    Ok((pull, comments, files))
+}
+
+/// A pull request's workspace at its head (a failure is warned about: nothing is pushed
+/// to a head the workspace is not at).
+fn check_out_head(
+    git: &push::Git<'_>,
+    pull: Option<&PullRefs>,
+    number: Option<u64>,
+    auth: &[(String, String)],
+) {
+    if let (Some(p), Some(n)) = (pull, number)
+        && let Err(err) = git.ensure_at(&p.head_sha, n, auth)
+    {
+        output::warn(&format!("cannot check out the pull request's head: {err}"));
+    }
 }
 
 /// The pull request's refs: the event's, or asked for.
@@ -569,9 +566,17 @@ impl Comment {
         }));
     }
 
-    /// The run did not start: the comment says so.
-    fn did_not_start(&self, api: &Api) {
-        let Some(path) = &self.path else { return };
+    /// The run did not start (a usage error, already reported; `exited_0`: it said
+    /// nothing): the comment says so; the command's status.
+    fn did_not_start(&self, api: &Api, exited_0: bool) -> ExitStatus {
+        let status = if exited_0 {
+            ExitStatus::Failure
+        } else {
+            ExitStatus::Usage
+        };
+        let Some(path) = &self.path else {
+            return status;
+        };
         let body = format!(
             "{}\n### agent: ❌ the run did not start\n\nSee the log of the run{}.\n",
             progress::MARKER,
@@ -581,6 +586,7 @@ impl Comment {
                 .unwrap_or_default()
         );
         let _ = api.patch(path, &json!({ "body": body }));
+        status
     }
 
     /// The final comment; true when it could not be posted.
@@ -614,8 +620,7 @@ fn hand_back(
     s: &Setup,
     flags: &GithubFlags,
     api: &Api,
-    git: &push::Git<'_>,
-    auth: &[(String, String)],
+    (git, auth): (&push::Git<'_>, &[(String, String)]),
     pull: Option<&PullRefs>,
     triggered: &Triggered,
     t: &Transcript,

@@ -13,7 +13,7 @@ use crate::run::context::{
     CLEAR_TARGET, Clearing, ContextWindow, Overflow, cleared_note, learned_window_note,
     nothing_to_clear, overflow_of, plan_clearing, still_exceeded,
 };
-use crate::run::event::{ContextCleared, RunEvent};
+use crate::run::event::RunEvent;
 use crate::util::output;
 
 /// Whether a failed request was refused because the conversation no longer fits.
@@ -100,15 +100,7 @@ impl Agent<'_> {
             tokens_after_estimate: plan.tokens_after_estimate,
         };
         self.run.record().record_clearing(c);
-        self.run
-            .ci
-            .events
-            .emit(RunEvent::ContextCleared(ContextCleared {
-                turn: c.turn,
-                results_cleared: c.results_cleared,
-                tokens_before: c.tokens_before,
-                tokens_after_estimate: c.tokens_after_estimate,
-            }));
+        self.run.ci.events.emit(RunEvent::ContextCleared(c));
         output::info(&cleared_note(&c, window.window()));
         Some(c)
     }
