@@ -334,10 +334,6 @@ pub(crate) fn events_schema() -> String {
             if let Some(req) = v.get_mut("required").and_then(Value::as_array_mut) {
                 req.extend(["version", "seq", "elapsed_ms"].map(Value::from));
             }
-            // A line holds the envelope and the event's fields, nothing else.
-            if let Some(v) = v.as_object_mut() {
-                v.insert("unevaluatedProperties".into(), Value::Bool(false));
-            }
         }
     }
     let mut text = serde_json::to_string_pretty(&schema).unwrap_or_default();
