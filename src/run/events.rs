@@ -17,10 +17,11 @@
 //! Events are emitted from several threads (tool calls run on rayon workers, the deadline
 //! and signal threads finish the run): one mutex numbers each event and hands it to the
 //! sinks, so lines never interleave and `seq` follows the order on stdout. After
-//! `run.finished` the `--jsonl` writer writes nothing more. The sinks run under that lock, on the emitting
-//! thread: the `--jsonl` writer is the product and stays synchronous and lossless; a sink
-//! that does network I/O must hand it to a bounded queue of its own (the progress comment's
-//! `Editor` keeps only the newest checklist and counts the ones it drops).
+//! `run.finished` the `--jsonl` writer writes nothing more. The sinks run under that
+//! lock, on the emitting thread: the `--jsonl` writer is the product and stays
+//! synchronous and lossless; a sink that does network I/O must hand it to a bounded queue
+//! of its own (the progress comment's `Editor` queue drops, and counts, what it has no
+//! room for).
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
