@@ -33,21 +33,26 @@ pub fn main_with_args(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     let cli = match Cli::try_parse_from(args) {
         Ok(c) => c,
         Err(e) => {
-            let code = e.exit_code();
+            let status = if e.exit_code() == 0 {
+                error::ExitStatus::Success // --help, --version
+            } else {
+                error::ExitStatus::Usage
+            };
             let _ = e.print(); // help and version go to stdout, usage errors to stderr
-            return ExitCode::from(code.clamp(0, 255) as u8);
+            return ExitCode::from(status);
         }
     };
     // Before anything else (no thread exists yet): the key is then beyond the reach of a
     // command the model runs, even one of the same user reading /proc.
     util::secrets::hide_from_other_processes(&secrets_in_args(&cli.command));
-    match cli.command {
-        Command::Run(args) => commands::run::run_command(&args),
+    let status = match cli.command {
+        Command::Run(args) => commands::run::run_command(*args),
         Command::Tools(args) => commands::tools::tools_command(&args),
         Command::Batch(args) => commands::batch::batch_command(&args),
         Command::Summary(args) => commands::summary::summary_command(&args),
         Command::Github(args) => commands::github::github_command(*args),
-    }
+    };
+    ExitCode::from(status)
 }
 
 /// The credentials given on the command line (`--header` values whose names say so),

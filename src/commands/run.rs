@@ -2,21 +2,23 @@
 //! runs the agent loop and hands the outcome to the `Finisher`.
 
 use std::path::PathBuf;
-use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::config::cli::RunArgs;
 use crate::config::{Config, ProcessEnv};
-use crate::error::Error;
+use crate::error::{Error, ExitStatus};
 use crate::model::provider::Provider;
 use crate::model::provider::cassette::{CassetteWriter, ReplayProvider};
 use crate::model::provider::http::{HttpConfig, HttpProvider, Recorder};
 use crate::policy::PolicyGate;
+use crate::record::transcript::Network;
 use crate::record::{InFlight, RunRecord};
 use crate::run::agent::subagent::{ProviderFactory, SubagentRunner};
 use crate::run::agent::{Agent, RunHandle};
+use crate::run::event::{self as ev, RunEvent};
+use crate::run::events::Sink;
 use crate::run::finish::Finisher;
 use crate::run::signals::{FINISHER, watch_signals};
 use crate::tools::ToolContext;
@@ -24,60 +26,145 @@ use crate::tools::registry::Registry;
 use crate::util::sync::Locked;
 use crate::{mcp, process, record::changes, run::ci, run::events, util::output};
 
-pub(crate) fn run_command(args: &RunArgs) -> ExitCode {
-    run_observed(args, Observer::default())
+pub(crate) fn run_command(args: RunArgs) -> ExitStatus {
+    run_observed(args, Embedded::default())
 }
 
-/// What another command (`agent github`) adds to a run: a reader of its events (each
-/// `--jsonl` line, redacted, whether or not `--jsonl` also prints them; the last one is
-/// `run.finished` with the transcript, and stdout then gets no answer from the run) and
-/// secret values of its own to redact.
+/// What another command (`agent github`) hands a run, typed: the task in place of the
+/// prompt flags, an observer of its events (a `Sink`, told of each one as it happens
+/// whether or not `--jsonl` also prints them; the last is `run.finished` with the
+/// transcript, and stdout then gets no answer from the run) and secret values of its own
+/// to redact.
 #[derive(Default)]
-pub(crate) struct Observer {
-    pub on_event: Option<OnEvent>,
+pub(crate) struct Embedded {
+    pub task: Option<Task>,
+    pub observer: Option<Box<dyn Sink>>,
     pub secrets: Vec<String>,
 }
 
-/// A reader of a run's event lines.
-pub(crate) type OnEvent = Box<dyn FnMut(&str) + Send>;
+/// A run's task, given by a command instead of the prompt flags.
+pub(crate) struct Task {
+    /// The prompt, in place of PROMPT / `--prompt-file` / stdin.
+    pub prompt: String,
+    /// The whole addition to the system prompt, in place of `--append-system-prompt`.
+    pub append_system_prompt: String,
+    /// The answer's JSON Schema, in place of `--output-schema`.
+    pub output_schema: Option<String>,
+}
 
-/// `agent run` with an observer.
-pub(crate) fn run_observed(args: &RunArgs, observer: Observer) -> ExitCode {
+impl Task {
+    /// The run's arguments with this task: the one place a command's task meets the
+    /// flags (`Config` is built from them, as for `agent run`).
+    fn apply(self, args: &mut RunArgs) {
+        args.prompt = Some(self.prompt);
+        args.append_system_prompt = Some(self.append_system_prompt);
+        if self.output_schema.is_some() {
+            args.session.output_schema = self.output_schema;
+        }
+    }
+}
+
+/// `agent run`, or a command's run (`Embedded`): set up, the loop, the way out.
+pub(crate) fn run_observed(mut args: RunArgs, with: Embedded) -> ExitStatus {
     // From the first moment: a signal before the run is set up still exits 130.
     watch_signals();
     process::adopt_orphans();
-    let config = match Config::from_args(args, &ProcessEnv) {
+    if let Some(task) = with.task {
+        task.apply(&mut args);
+    }
+    let config = match Config::from_args(&args, &ProcessEnv) {
         Ok(c) => c,
         Err(e) => return output::usage_failure(&e),
     };
-    let mut secrets = crate::util::secrets::secret_values();
-    secrets.push(config.provider().api_key().to_string());
-    secrets.extend(config.provider().gateway().secret_values());
-    secrets.extend(config.tools().mcp().secret_values());
-    secrets.extend(observer.secrets);
-    secrets.extend(config.output().otel().secret_values());
-    output::init(config.output().verbosity(), secrets);
+    output::init(config.output().verbosity(), secrets(&config, with.secrets));
     for w in config.warnings() {
         output::warn(w);
     }
     crate::otel::start(config.output().otel());
-    let trace = Arc::new(crate::run::telemetry::RunTrace::new(
+    let trace = Arc::new(run_trace(&config));
+    let (ctx, mut registry, record) = match workspace(&config) {
+        Ok(w) => w,
+        Err(e) => return output::usage_failure(&e),
+    };
+    // Before the MCP servers start, which can take a minute (`npx -y …`): a signal or the
+    // deadline during start-up writes the transcript too, listing the servers still
+    // starting (`--timeout` counts the start-up: it bounds the whole run).
+    let finisher = make_finisher(&config, &record, &ctx, with.observer, trace.clone());
+    let _ = FINISHER.set(finisher.clone());
+    observe(&config, &ctx, &record, &finisher.events);
+    if let Some(limit) = config.ci().timeout() {
+        finisher.start_deadline(limit);
+    }
+    let started = start_mcp(&config, &ctx.child_env, &mut registry, &record, &finisher);
+    if finisher.cancelled.load(Ordering::SeqCst) {
+        // A way out was taken during start-up (the servers' failures are its doing): it
+        // writes the transcript and exits the process.
+        park_for_the_way_out();
+    }
+    let provider = started.and_then(|reports| provider(&config, &mut registry, &record, reports));
+    let mut provider = match provider {
+        Ok(p) => p,
+        Err(e) => return set_up_failed(&trace, &record, &e),
+    };
+    let ci = ci::CiRun::new(&config, finisher.events.clone(), trace);
+    take_baseline(&config, &registry, &ctx, &finisher);
+    finisher.checkpoint();
+    let outcome = run_loop(
+        Arc::new(config),
+        &registry,
+        ctx,
+        &record,
+        &finisher,
+        &ci,
+        provider.as_mut(),
+    );
+    match finisher.finish(&outcome, false) {
+        Some(code) => ExitStatus::from_code(code),
+        None => park_for_the_way_out(),
+    }
+}
+
+/// The run span, under the process's parent (`TRACEPARENT`).
+fn run_trace(config: &Config) -> crate::run::telemetry::RunTrace {
+    crate::run::telemetry::RunTrace::new(
         crate::run::telemetry::provider_name(config.provider().kind()),
         config.provider().model(),
         config.provider().max_tokens(),
         crate::otel::process_parent(),
-    ));
+    )
+}
 
-    let sandbox = match crate::process::sandbox::Confinement::build(
-        config.tools().sandbox(),
-        config.workspace(),
-    ) {
-        Ok(s) => s,
-        Err(e) => {
-            output::error(&e);
-            return ExitCode::from(Error::Usage(e).exit_code());
-        }
-    };
+/// The workspace scan `files_changed` compares with. The file tools report their own
+/// changes; only commands (Bash, hooks, --verify) can change files behind their back, so
+/// only then is the workspace scanned.
+fn take_baseline(config: &Config, registry: &Registry, ctx: &ToolContext, finisher: &Finisher) {
+    if commands_may_write(config, registry) {
+        let _ = finisher.baseline.set(changes::Baseline::take(
+            config.workspace(),
+            own_files(config, ctx),
+        ));
+    }
+}
+
+/// The one list of values to redact (stderr, stdout, `-o`, `--jsonl`, spans, the
+/// `--record` cassette): the secret variables, the API key, the gateway's, MCP servers'
+/// and OpenTelemetry's credentials, and the embedding command's own.
+fn secrets(config: &Config, embedded: Vec<String>) -> Vec<String> {
+    let mut secrets = crate::util::secrets::secret_values();
+    secrets.push(config.provider().api_key().to_string());
+    secrets.extend(config.provider().gateway().secret_values());
+    secrets.extend(config.tools().mcp().secret_values());
+    secrets.extend(embedded);
+    secrets.extend(config.output().otel().secret_values());
+    secrets
+}
+
+/// What the tools work in: the sandbox, the child environment, the registry, the record
+/// (noting a `--resume`) and the tool context. `Err` (exit 2): the sandbox cannot be set up.
+fn workspace(config: &Config) -> Result<(ToolContext, Registry, Arc<Mutex<RunRecord>>), Error> {
+    let sandbox =
+        crate::process::sandbox::Confinement::build(config.tools().sandbox(), config.workspace())
+            .map_err(Error::Usage)?;
     if let Some(s) = &sandbox {
         output::debug(s.summary());
     }
@@ -85,7 +172,7 @@ pub(crate) fn run_observed(args: &RunArgs, observer: Observer) -> ExitCode {
         std::env::vars(),
         config.tools().keep_env(),
     ));
-    let mut registry = Registry::builtin(config.tools().selection());
+    let registry = Registry::builtin(config.tools().selection());
     let record = Arc::new(Mutex::new(RunRecord::new(
         config.provider().model(),
         config.workspace().to_path_buf(),
@@ -94,8 +181,8 @@ pub(crate) fn run_observed(args: &RunArgs, observer: Observer) -> ExitCode {
     let ctx = ToolContext {
         workspace: config.workspace().to_path_buf(),
         extra_dirs: config.tools().add_dirs().to_vec(),
-        spill_dir: spill_dir(&config),
-        child_env: child_env.clone(),
+        spill_dir: spill_dir(config),
+        child_env,
         sandbox,
         background: Arc::new(crate::tools::background::Jobs::new(
             config.tools().selection().max_background,
@@ -107,27 +194,29 @@ pub(crate) fn run_observed(args: &RunArgs, observer: Observer) -> ExitCode {
     if let Some(r) = config.session().resume() {
         note_resumed(&mut record.locked(), r);
     }
-    // Before the MCP servers start, which can take a minute (`npx -y …`): a signal or the
-    // deadline during start-up writes the transcript too, listing the servers still
-    // starting (`--timeout` counts the start-up: it bounds the whole run).
-    let finisher = make_finisher(&config, &record, &ctx, observer.on_event, trace.clone());
-    let _ = FINISHER.set(finisher.clone());
-    note_network(&config, &ctx, &record, &finisher.events);
-    observe_background(&ctx, &record, &finisher.events);
-    observe_plan(&ctx, &record, &finisher.events);
-    if let Some(limit) = config.ci().timeout() {
-        finisher.start_deadline(limit);
-    }
-    let started = start_mcp(&config, &child_env, &mut registry, &record, &finisher);
-    if finisher.cancelled.load(Ordering::SeqCst) {
-        // A way out was taken during start-up (the servers' failures are its doing): it
-        // writes the transcript and exits the process.
-        park_for_the_way_out();
-    }
-    let mcp_reports = match started {
-        Ok(r) => r,
-        Err(e) => return set_up_failed(&trace, &record, &e),
-    };
+    Ok((ctx, registry, record))
+}
+
+/// What the run observes besides the loop: the network tier, background commands, the plan.
+fn observe(
+    config: &Config,
+    ctx: &ToolContext,
+    record: &Arc<Mutex<RunRecord>>,
+    events: &Arc<events::Events>,
+) {
+    note_network(config, ctx, record, events);
+    observe_background(ctx, record, events);
+    observe_plan(ctx, record, events);
+}
+
+/// After the MCP servers started: the final answer's tool, the tools in the record, the
+/// provider, and the run noted for `--continue`.
+fn provider(
+    config: &Config,
+    registry: &mut Registry,
+    record: &Mutex<RunRecord>,
+    mcp_reports: Vec<mcp::ServerReport>,
+) -> Result<Box<dyn Provider>, Error> {
     if let Some(schema) = config.session().output_schema() {
         // The final answer's tool, offered by every provider alike.
         registry.register(Arc::new(crate::run::structured::AnswerTool::new(
@@ -136,23 +225,13 @@ pub(crate) fn run_observed(args: &RunArgs, observer: Observer) -> ExitCode {
     }
     {
         let mut r = record.locked();
-        r.record_tools(enabled_names(&registry));
+        r.record_tools(enabled_names(registry));
         r.record_mcp_servers(mcp_reports);
     }
     let session_id = record.locked().session_id().to_string();
-    let mut provider = match make_provider(&config, &registry, &session_id) {
-        Ok((p, name)) => {
-            record.locked().record_provider(&name);
-            p
-        }
-        Err(e) => return set_up_failed(&trace, &record, &e),
-    };
-    let gate = PolicyGate::new(
-        config.tools().settings().clone(),
-        &ctx,
-        config.tools().on_deny(),
-    );
-    // Before the workspace scan below: the index is not a change the run made.
+    let (provider, name) = make_provider(config, registry, &session_id)?;
+    record.locked().record_provider(&name);
+    // Before the workspace scan: the index is not a change the run made.
     if let Some(out) = config.output().output_file()
         && let Err(e) = crate::record::resume::note_in_index(config.workspace(), out, &session_id)
     {
@@ -161,46 +240,47 @@ pub(crate) fn run_observed(args: &RunArgs, observer: Observer) -> ExitCode {
             crate::record::resume::INDEX_PATH
         ));
     }
-    let ci = ci::CiRun::new(&config, finisher.events.clone(), trace);
-    // The file tools report their own changes; only commands (Bash, hooks, --verify)
-    // can change files behind their back, so only then is the workspace scanned.
-    if commands_may_write(&config, &registry) {
-        let _ = finisher.baseline.set(changes::Baseline::take(
-            config.workspace(),
-            own_files(&config, &ctx),
-        ));
-    }
-    finisher.checkpoint();
+    Ok(provider)
+}
 
-    let gate = Arc::new(gate);
-    let config = Arc::new(config);
-    let mut ctx = ctx;
+/// The agent loop over the run's parts, Task's sub-agents lent to it.
+fn run_loop(
+    config: Arc<Config>,
+    registry: &Registry,
+    mut ctx: ToolContext,
+    record: &Arc<Mutex<RunRecord>>,
+    finisher: &Arc<Finisher>,
+    ci: &ci::CiRun,
+    provider: &mut dyn Provider,
+) -> crate::record::outcome::Outcome {
+    let gate = Arc::new(PolicyGate::new(
+        config.tools().settings().clone(),
+        &ctx,
+        config.tools().on_deny(),
+    ));
+    let session_id = record.locked().session_id().to_string();
     ctx.subagents = Some(Arc::new(subagent_runner(
         &config,
-        &registry,
+        registry,
         &ctx,
         &gate,
-        &record,
-        &finisher,
+        record,
+        finisher,
         &session_id,
     )));
     let checkpoint = || finisher.checkpoint();
-    let outcome = Agent::new(RunHandle {
+    Agent::new(RunHandle {
         config: &config,
-        registry: &registry,
+        registry,
         ctx: &ctx,
         gate: gate.as_ref(),
-        record: &record,
+        record,
         checkpoint: &checkpoint,
-        ci: &ci,
+        ci,
         cancelled: &finisher.cancelled,
         in_flight: &finisher.in_flight,
     })
-    .run(provider.as_mut());
-    match finisher.finish(&outcome, false) {
-        Some(code) => ExitCode::from(code),
-        None => park_for_the_way_out(),
-    }
+    .run(provider)
 }
 
 /// The network tier in the record and the log; with `--allow-domain`, each refusal goes
@@ -218,27 +298,22 @@ fn note_network(
                 r.iter().map(ToString::to_string).collect::<Vec<_>>()
             };
             output::info(&e.summary());
-            serde_json::json!({
-                "tier": "namespace",
-                "allow": list(e.spec().policy.allowed()),
-                "deny": list(e.spec().policy.denied()),
-                "dns": "none",
-            })
+            Network::Namespace {
+                allow: list(e.spec().policy.allowed()),
+                deny: list(e.spec().policy.denied()),
+                dns: "none".into(),
+            }
         }
-        None if config.tools().sandbox().no_network => {
-            serde_json::json!({"tier": "landlock", "tcp": "denied"})
-        }
-        None => serde_json::json!({"tier": "host"}),
+        None if config.tools().sandbox().no_network => Network::Landlock {
+            tcp: "denied".into(),
+        },
+        None => Network::Host,
     };
     record.locked().record_network(tier);
     if egress.is_some() {
         let (record, events) = (record.clone(), events.clone());
         crate::net::proxy::on_denial(move |d| {
-            output::warn(&d.text());
-            events.emit(
-                "network.denied",
-                serde_json::to_value(d).unwrap_or(serde_json::Value::Null),
-            );
+            events.emit(RunEvent::NetworkDenied(d.clone()));
             record.locked().record_network_denial(d.clone());
         });
     }
@@ -257,27 +332,24 @@ fn observe_background(
         let j = &n.job;
         match n.change {
             Change::Started => {
-                output::info(&format!(
-                    "background {} started (pid {}): {}",
-                    j.id,
-                    j.pid,
-                    crate::util::text::ellipsis(&j.command, 120)
-                ));
-                events.emit(
-                    "background.started",
-                    serde_json::json!({"id": j.id, "command": j.command, "pid": j.pid,
-                                       "started_ms": j.started_ms}),
-                );
+                events.emit(RunEvent::BackgroundStarted(ev::BackgroundStarted {
+                    id: j.id.clone(),
+                    command: j.command.clone(),
+                    pid: j.pid,
+                    started_ms: j.started_ms,
+                }));
             }
             Change::Finished => {
-                output::info(&format!("background {} ended: {}", j.id, j.status()));
-                events.emit(
-                    "background.finished",
-                    serde_json::json!({"id": j.id, "pid": j.pid, "status": j.status(),
-                                       "exit_code": j.exit_code, "signal": j.signal,
-                                       "ended_ms": j.ended_ms, "killed": j.killed,
-                                       "killed_at_end": j.killed_at_end}),
-                );
+                events.emit(RunEvent::BackgroundFinished(ev::BackgroundFinished {
+                    id: j.id.clone(),
+                    pid: j.pid,
+                    status: j.status(),
+                    exit_code: j.exit_code,
+                    signal: j.signal,
+                    ended_ms: j.ended_ms,
+                    killed: j.killed,
+                    killed_at_end: j.killed_at_end,
+                }));
             }
         }
         record
@@ -292,14 +364,10 @@ fn observe_plan(ctx: &ToolContext, record: &Arc<Mutex<RunRecord>>, events: &Arc<
     let (record, events) = (record.clone(), events.clone());
     ctx.plan.observe(Box::new(move |todos| {
         let turn = record.locked().record_plan(todos.to_vec());
-        output::info(&format!("plan ({} items):", todos.len()));
-        for t in todos {
-            output::info(&format!("  {}", t.line()));
-        }
-        events.emit(
-            "plan.updated",
-            serde_json::json!({"turn": turn, "todos": todos}),
-        );
+        events.emit(RunEvent::PlanUpdated(ev::PlanUpdated {
+            turn,
+            todos: todos.to_vec(),
+        }));
     }));
 }
 
@@ -351,7 +419,7 @@ fn set_up_failed(
     trace: &crate::run::telemetry::RunTrace,
     record: &Mutex<RunRecord>,
     e: &Error,
-) -> ExitCode {
+) -> ExitStatus {
     let outcome = crate::record::outcome::Outcome::fail(
         crate::record::outcome::ErrorKind::Internal,
         e.to_string(),
@@ -382,25 +450,16 @@ fn make_finisher(
     config: &Config,
     record: &Arc<Mutex<RunRecord>>,
     ctx: &ToolContext,
-    on_event: Option<OnEvent>,
+    observer: Option<Box<dyn Sink>>,
     trace: Arc<crate::run::telemetry::RunTrace>,
 ) -> Arc<Finisher> {
     let start = record.locked().started();
-    let jsonl = config.output().jsonl();
-    let events = Arc::new(match on_event {
-        None if jsonl => events::Events::stdout(start),
-        None => events::Events::disabled(),
-        Some(mut on_event) => events::Events::to_writer(
-            start,
-            Box::new(move |line| {
-                let line = output::redact(line);
-                if jsonl {
-                    output::print_stdout(&line);
-                }
-                on_event(&line);
-            }),
-        ),
-    });
+    let mut sinks: Vec<Box<dyn Sink>> = vec![Box::new(events::Log)];
+    if config.output().jsonl() {
+        sinks.push(Box::new(events::Jsonl::stdout()));
+    }
+    sinks.extend(observer);
+    let events = Arc::new(events::Events::new(start, sinks));
     Arc::new(Finisher {
         record: record.clone(),
         json: config.output().json(),
@@ -472,7 +531,7 @@ fn start_mcp(
             r.record_mcp_server(report);
         }
     };
-    let started = mcp::start(specs, &opts, &ended).map_err(Error::Usage)?;
+    let started = mcp::start(specs, &opts, &ended).map_err(Error::McpStartup)?;
     mcp::tool::register(
         registry,
         &started,
@@ -488,10 +547,14 @@ fn start_mcp(
         Box::new(move |server, change, tools| {
             rec.locked()
                 .record_mcp_tools_changed(server, change.clone(), tools.to_vec());
-            events.emit(
-                "mcp.tools_changed",
-                mcp::refresh::changed_event(server, change, tools),
-            );
+            events.emit(RunEvent::McpToolsChanged(ev::McpToolsChanged {
+                name: server.to_string(),
+                at_turn: change.at_turn,
+                added: change.added.clone(),
+                removed: change.removed.clone(),
+                changed: change.changed.clone(),
+                tools: tools.to_vec(),
+            }));
         }),
     )));
     Ok(started.reports)
@@ -622,7 +685,7 @@ fn live_wire(config: &Config) -> Result<Box<dyn crate::model::provider::http::Wi
                 config.provider().region().unwrap_or_default(),
                 credentials::process_env(),
             )
-            .map_err(Error::Usage)?,
+            .map_err(Error::Credentials)?,
         ),
         ProviderKind::Vertex => Box::new(
             crate::model::provider::vertex::VertexWire::connect(
@@ -630,7 +693,7 @@ fn live_wire(config: &Config) -> Result<Box<dyn crate::model::provider::http::Wi
                 config.provider().region().unwrap_or_default(),
                 crate::model::provider::vertex::adc::process_env(),
             )
-            .map_err(Error::Usage)?,
+            .map_err(Error::Credentials)?,
         ),
         _ => crate::model::provider::wire(kind),
     })
@@ -656,13 +719,9 @@ fn cassette_recorder(
         config.workspace(),
         &names,
         session_id,
-        // The model may echo a secret a tool printed: every known value is redacted.
-        crate::util::secrets::secret_values()
-            .into_iter()
-            .chain([config.provider().api_key().to_string()])
-            .chain(config.provider().gateway().secret_values())
-            .chain(config.tools().mcp().secret_values())
-            .collect(),
+        // The model may echo a secret a tool printed: every known value is redacted
+        // (the run's one list, `secrets`).
+        output::secrets().to_vec(),
     )
     .map_err(|e| Error::Usage(format!("--record {}: {e}", path.display())))?;
     let shown = path.display().to_string();

@@ -12,12 +12,13 @@
 //! transcript it reads was already redacted of secrets when it was written.
 
 use std::path::Path;
-use std::process::ExitCode;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
 
 use crate::config::cli::SummaryArgs;
+use crate::error::ExitStatus;
+use crate::record::Transcript;
 use crate::util::output;
 
 /// Rows of the tool-call table; a long run's summary stays readable (the transcript has all).
@@ -40,12 +41,12 @@ const PLAN_ITEMS: usize = 50;
 /// when stdin is something endless.
 const MAX_INPUT_BYTES: u64 = 256 << 20;
 
-pub(crate) fn summary_command(args: &SummaryArgs) -> ExitCode {
+pub(crate) fn summary_command(args: &SummaryArgs) -> ExitStatus {
     let t = match read_transcript(&args.transcript) {
         Ok(t) => t,
         Err(e) => {
             output::error(&e);
-            return ExitCode::from(2);
+            return ExitStatus::Usage;
         }
     };
     let text = if args.github_output {
@@ -54,10 +55,10 @@ pub(crate) fn summary_command(args: &SummaryArgs) -> ExitCode {
         markdown(&t)
     };
     output::print_stdout(&text);
-    ExitCode::SUCCESS
+    ExitStatus::Success
 }
 
-fn read_transcript(path: &Path) -> Result<Value, String> {
+fn read_transcript(path: &Path) -> Result<Transcript, String> {
     use std::io::Read;
     let stdin = path == Path::new("-");
     let name = if stdin {
@@ -82,17 +83,20 @@ fn read_transcript(path: &Path) -> Result<Value, String> {
         ));
     }
     let text = String::from_utf8_lossy(&bytes);
-    if crate::record::journal::is_journal(&text) {
-        return crate::record::journal::read(&text).map_err(|e| format!("{name}: {e}"));
-    }
-    let t = parse_transcript(&text, &name)?;
-    // A running run's `-o` file names its journal, beside it (from stdin: in the cwd).
-    let dir = if stdin {
-        Path::new("")
+    let t = if crate::record::journal::is_journal(&text) {
+        crate::record::journal::read(&text).map_err(|e| format!("{name}: {e}"))?
     } else {
-        path.parent().unwrap_or(Path::new(""))
+        let t = parse_transcript(&text, &name)?;
+        // A running run's `-o` file names its journal, beside it (from stdin: in the cwd).
+        let dir = if stdin {
+            Path::new("")
+        } else {
+            path.parent().unwrap_or(Path::new(""))
+        };
+        crate::record::journal::follow(t, dir, MAX_INPUT_BYTES)
+            .map_err(|e| format!("{name}: {e}"))?
     };
-    crate::record::journal::follow(t, dir, MAX_INPUT_BYTES).map_err(|e| format!("{name}: {e}"))
+    Transcript::from_value(&t).map_err(|e| format!("{name}: {e}"))
 }
 
 /// A transcript document, or the transcript in a `--jsonl` capture's `run.finished`.
@@ -139,9 +143,9 @@ pub(crate) fn parse_transcript(text: &str, name: &str) -> Result<Value, String> 
 
 /// `name=value` lines for `$GITHUB_OUTPUT`; the multi-line result uses the heredoc form
 /// with a delimiter that does not occur in it.
-pub(crate) fn github_outputs(t: &Value, path: &Path) -> String {
-    let status = t["status"].as_str().unwrap_or("error");
-    let result = t["result"].as_str().unwrap_or("");
+pub(crate) fn github_outputs(t: &Transcript, path: &Path) -> String {
+    let status = t.status.as_str();
+    let result = t.result.as_str();
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_nanos())
@@ -239,8 +243,8 @@ pub(crate) fn thousands(n: u64) -> String {
     out
 }
 
-fn secs(ms: &Value) -> String {
-    format!("{:.1} s", ms.as_u64().unwrap_or(0) as f64 / 1000.0)
+fn secs(ms: u64) -> String {
+    format!("{:.1} s", ms as f64 / 1000.0)
 }
 
 /// One short line describing a call's input: its command, path or pattern.
@@ -257,8 +261,8 @@ fn input_summary(input: &Value) -> String {
 }
 
 /// The Markdown step summary.
-pub(crate) fn markdown(t: &Value) -> String {
-    let status = t["status"].as_str().unwrap_or("unknown");
+pub(crate) fn markdown(t: &Transcript) -> String {
+    let status = t.status.as_str();
     let icon = match status {
         "success" => "✅",
         "verify_failed" | "max_turns" | "budget" | "timeout" => "⚠️",
@@ -271,128 +275,113 @@ pub(crate) fn markdown(t: &Value) -> String {
     } else {
         code(status)
     };
-    let calls = t["tool_calls"].as_array().map_or(0, Vec::len) as u64;
+    let calls = t.tool_calls.len() as u64;
     let mut md = format!(
         "### agent: {icon} {shown}\n\n{} · {}{}\n\n| | |\n|---|---|\n",
-        count(t["num_turns"].as_u64().unwrap_or(0), "turn"),
+        count(u64::from(t.num_turns), "turn"),
         count(calls, "tool call"),
-        t["cost_usd"]
-            .as_f64()
+        t.cost_usd
             .map(|c| format!(" · {}", usd(c)))
             .unwrap_or_default()
     );
     let mut row = |k: &str, v: String| md.push_str(&format!("| {k} | {v} |\n"));
     row("Status", code(status));
-    if let Some(m) = t["model"].as_str() {
-        row("Model", code(m));
+    if !t.model.is_empty() {
+        row("Model", code(&t.model));
     }
     // More than one model answered (`--fallback-model` took over): each with its share.
-    if let Some(used) = t["models_used"].as_array().filter(|u| u.len() > 1) {
-        let each: Vec<String> = used
+    if t.models_used.len() > 1 {
+        let each: Vec<String> = t
+            .models_used
             .iter()
             .map(|u| {
-                let cost = u["cost_usd"]
-                    .as_f64()
-                    .map_or_else(|| "cost unknown".to_string(), usd);
+                let cost = u.cost_usd.map_or_else(|| "cost unknown".to_string(), usd);
                 format!(
                     "{} ({}, {cost})",
-                    code(u["model"].as_str().unwrap_or("?")),
-                    count(u["turns"].as_u64().unwrap_or(0), "turn")
+                    code(&u.model),
+                    count(u64::from(u.turns), "turn")
                 )
             })
             .collect();
         row("Models used", each.join(" → "));
     }
-    row("Turns", t["num_turns"].as_u64().unwrap_or(0).to_string());
-    let u = &t["usage"];
-    let n = |k: &str| u[k].as_u64().unwrap_or(0);
+    row("Turns", t.num_turns.to_string());
+    let u = &t.usage;
     row(
         "Tokens",
-        // Null counts: the server reported no usage (they are unknown, not zero).
-        if u["input_tokens"].is_null() && u["output_tokens"].is_null() {
+        // Unknown counts: the server reported no usage (they are unknown, not zero).
+        if u.unknown {
             "unknown (the server reported no usage)".to_string()
         } else {
             format!(
                 "{} input ({} cache read, {} cache write) · {} output",
-                thousands(n("input_tokens")),
-                thousands(n("cache_read_input_tokens")),
-                thousands(n("cache_creation_input_tokens")),
-                thousands(n("output_tokens"))
+                thousands(u.input_tokens),
+                thousands(u.cache_read_input_tokens),
+                thousands(u.cache_creation_input_tokens),
+                thousands(u.output_tokens)
             )
         },
     );
     row(
         "Cost",
-        match t["cost_usd"].as_f64() {
+        match t.cost_usd {
             Some(c) => usd(c),
             None => "unknown (no price for this model)".to_string(),
         },
     );
     row(
         "Duration",
-        format!(
-            "{} (API {})",
-            secs(&t["duration_ms"]),
-            secs(&t["api_duration_ms"])
-        ),
+        format!("{} (API {})", secs(t.duration_ms), secs(t.api_duration_ms)),
     );
-    if let Some(r) = t["retries"].as_u64().filter(|r| *r > 0) {
-        row("API retries", r.to_string());
+    if t.retries > 0 {
+        row("API retries", t.retries.to_string());
     }
-    if let Some(d) = t["permission_denials"].as_array().filter(|d| !d.is_empty()) {
-        row("Denied calls", d.len().to_string());
+    if !t.permission_denials.is_empty() {
+        row("Denied calls", t.permission_denials.len().to_string());
     }
     md.push('\n');
-    if let Some(kind) = t["error"]["kind"].as_str() {
-        let msg = t["error"]["message"].as_str().unwrap_or("");
+    if let Some(e) = &t.error {
         md.push_str(&format!(
             "**Error** {}: {}\n\n",
-            code(kind),
-            code(&cut(msg, 500))
+            code(&e.kind),
+            code(&cut(&e.message, 500))
         ));
     }
     verification_section(t, &mut md);
     plan_section(t, &mut md);
     tool_section(t, &mut md);
     files_section(t, &mut md);
-    if let Some(result) = t["result"].as_str().filter(|r| !r.trim().is_empty()) {
+    if !t.result.trim().is_empty() {
         md.push_str("#### Result\n\n");
-        md.push_str(&fenced("text", &cut(result, RESULT_CHARS)));
+        md.push_str(&fenced("text", &cut(&t.result, RESULT_CHARS)));
         md.push('\n');
     }
     md
 }
 
-fn verification_section(t: &Value, md: &mut String) {
-    let Some(vs) = t["verifications"].as_array().filter(|v| !v.is_empty()) else {
+fn verification_section(t: &Transcript, md: &mut String) {
+    let vs = &t.verifications;
+    if vs.is_empty() {
         return;
-    };
+    }
     md.push_str("#### Verification\n\n| Round | Command | Exit | Result | Duration |\n|---|---|---|---|---|\n");
     for v in vs {
-        let exit = match (v["exit_code"].as_i64(), v["timed_out"].as_bool()) {
-            (_, Some(true)) => "timeout".to_string(),
+        let exit = match (v.exit_code, v.timed_out) {
+            (_, true) => "timeout".to_string(),
             (Some(c), _) => c.to_string(),
             (None, _) => "—".to_string(),
         };
-        let passed = v["passed"].as_bool().unwrap_or(false);
         md.push_str(&format!(
             "| {} | {} | {exit} | {} | {} |\n",
-            v["round"].as_u64().unwrap_or(0),
-            code(&cut(
-                v["command"].as_str().unwrap_or(""),
-                INPUT_SUMMARY_CHARS
-            )),
-            if passed { "✅ passed" } else { "❌ failed" },
-            secs(&v["duration_ms"])
+            v.round,
+            code(&cut(&v.command, INPUT_SUMMARY_CHARS)),
+            if v.passed { "✅ passed" } else { "❌ failed" },
+            secs(v.duration_ms)
         ));
     }
     md.push('\n');
-    if let Some(last) = vs.last().filter(|v| v["passed"] != Value::Bool(true)) {
-        let tail = tail_lines(
-            last["output_tail"].as_str().unwrap_or(""),
-            VERIFY_TAIL_LINES,
-            VERIFY_TAIL_CHARS,
-        );
+    if let Some(last) = vs.last().filter(|v| !v.passed) {
+        let tail = tail_lines(&last.output_tail, VERIFY_TAIL_LINES, VERIFY_TAIL_CHARS);
         md.push_str("<details><summary>Output of the last verification (tail)</summary>\n\n");
         md.push_str(&fenced("text", &tail));
         md.push_str("\n</details>\n\n");
@@ -401,21 +390,23 @@ fn verification_section(t: &Value, md: &mut String) {
 
 /// The model's last plan (TodoWrite) as a checklist: done items ticked, the one in
 /// progress marked so.
-fn plan_section(t: &Value, md: &mut String) {
-    let Some(todos) = t["plan"].as_array().filter(|p| !p.is_empty()) else {
+fn plan_section(t: &Transcript, md: &mut String) {
+    use crate::tools::todo_write::TodoStatus;
+    let todos = &t.plan;
+    if todos.is_empty() {
         return;
-    };
-    let done = todos.iter().filter(|t| t["status"] == "completed").count();
+    }
+    let done = todos
+        .iter()
+        .filter(|t| t.status == TodoStatus::Completed)
+        .count();
     md.push_str(&format!("#### Plan ({done}/{} done)\n\n", todos.len()));
     for item in todos.iter().take(PLAN_ITEMS) {
-        let text = plain(&cut(
-            item["content"].as_str().unwrap_or(""),
-            INPUT_SUMMARY_CHARS,
-        ));
-        md.push_str(&match item["status"].as_str() {
-            Some("completed") => format!("- [x] {text}\n"),
-            Some("in_progress") => format!("- [ ] {text} *(in progress)*\n"),
-            _ => format!("- [ ] {text}\n"),
+        let text = plain(&cut(&item.content, INPUT_SUMMARY_CHARS));
+        md.push_str(&match item.status {
+            TodoStatus::Completed => format!("- [x] {text}\n"),
+            TodoStatus::InProgress => format!("- [ ] {text} *(in progress)*\n"),
+            TodoStatus::Pending => format!("- [ ] {text}\n"),
         });
     }
     if todos.len() > PLAN_ITEMS {
@@ -437,8 +428,8 @@ fn plain(s: &str) -> String {
     out
 }
 
-fn tool_section(t: &Value, md: &mut String) {
-    let calls = t["tool_calls"].as_array().cloned().unwrap_or_default();
+fn tool_section(t: &Transcript, md: &mut String) {
+    let calls = &t.tool_calls;
     md.push_str(&format!("#### Tool calls ({})\n\n", calls.len()));
     if calls.is_empty() {
         md.push_str("None.\n\n");
@@ -449,15 +440,11 @@ fn tool_section(t: &Value, md: &mut String) {
         md.push_str(&format!(
             "| {} | {} | {} | {} | {} | {} ms |\n",
             i + 1,
-            c["turn"].as_u64().unwrap_or(0),
-            code(c["name"].as_str().unwrap_or("?")),
-            code(&input_summary(&c["input"])),
-            if c["is_error"].as_bool().unwrap_or(false) {
-                "error"
-            } else {
-                "ok"
-            },
-            c["duration_ms"].as_u64().unwrap_or(0)
+            c.turn,
+            code(&c.name),
+            code(&input_summary(&c.input)),
+            if c.is_error { "error" } else { "ok" },
+            c.duration_ms
         ));
     }
     if calls.len() > MAX_TOOL_ROWS {
@@ -469,18 +456,14 @@ fn tool_section(t: &Value, md: &mut String) {
     md.push('\n');
 }
 
-fn files_section(t: &Value, md: &mut String) {
-    let files = t["files_changed"].as_array().cloned().unwrap_or_default();
+fn files_section(t: &Transcript, md: &mut String) {
+    let files = &t.files_changed;
     md.push_str(&format!("#### Files changed ({})\n\n", files.len()));
     if files.is_empty() {
         md.push_str("None.\n\n");
     }
     for f in files.iter().take(MAX_FILE_ROWS) {
-        md.push_str(&format!(
-            "- {} {}\n",
-            f["change"].as_str().unwrap_or("?"),
-            code(f["path"].as_str().unwrap_or("?"))
-        ));
+        md.push_str(&format!("- {} {}\n", f.change, code(&f.path)));
     }
     if files.len() > MAX_FILE_ROWS {
         md.push_str(&format!("- … and {} more\n", files.len() - MAX_FILE_ROWS));
@@ -488,7 +471,7 @@ fn files_section(t: &Value, md: &mut String) {
     if !files.is_empty() {
         md.push('\n');
     }
-    if let Some(stat) = t["git_diff_stat"].as_str().filter(|s| !s.trim().is_empty()) {
+    if let Some(stat) = t.git_diff_stat.as_deref().filter(|s| !s.trim().is_empty()) {
         let lines: Vec<&str> = stat.lines().collect();
         let shown = if lines.len() > DIFF_STAT_LINES {
             let mut v = lines[..DIFF_STAT_LINES - 1].to_vec();

@@ -33,7 +33,7 @@ fn transcript() -> Value {
 
 #[test]
 fn markdown_has_every_section() {
-    let md = markdown(&transcript());
+    let md = markdown(&typed(&transcript()));
     for needle in [
         "### agent: ✅ success",
         "| Turns | 3 |",
@@ -63,7 +63,7 @@ fn failing_verification_shows_only_a_short_tail() {
     t["verifications"].as_array_mut().unwrap().pop();
     t["cost_usd"] = Value::Null;
     t["error"] = json!({"kind": "verify_failed", "message": "still fails"});
-    let md = markdown(&t);
+    let md = markdown(&typed(&t));
     assert!(md.contains("### agent: ⚠️ verify_failed"), "{md}");
     assert!(md.contains("unknown (no price for this model)"), "{md}");
     assert!(md.contains("**Error** <code>verify_failed</code>"), "{md}");
@@ -79,7 +79,7 @@ fn long_lists_are_capped() {
     let mut t = transcript();
     let call = t["tool_calls"][0].clone();
     t["tool_calls"] = Value::Array(vec![call; MAX_TOOL_ROWS + 5]);
-    let md = markdown(&t);
+    let md = markdown(&typed(&t));
     assert!(md.contains("… and 5 more"), "{md}");
     assert_eq!(md.matches("<code>Bash</code>").count(), MAX_TOOL_ROWS);
 }
@@ -97,7 +97,7 @@ fn fences_outgrow_backticks_in_the_body() {
 fn github_outputs_use_a_safe_heredoc() {
     let mut t = transcript();
     t["result"] = json!("two\nlines");
-    let out = github_outputs(&t, Path::new("/tmp/t.json"));
+    let out = github_outputs(&typed(&t), Path::new("/tmp/t.json"));
     let mut lines = out.lines();
     assert_eq!(lines.next(), Some("status=success"));
     let head = lines.next().unwrap();
@@ -127,7 +127,7 @@ fn bad_files_are_reported() {
 fn an_odd_status_cannot_inject_markdown() {
     let t = json!({"version": 1, "status": "x\n## Injected heading\n| a | b |",
                    "is_error": true, "tool_calls": [], "files_changed": []});
-    let md = markdown(&t);
+    let md = markdown(&typed(&t));
     assert!(!md.contains("\n## Injected"), "{md}");
     assert!(!md.lines().any(|l| l.starts_with("| a | b |")), "{md}");
 }
@@ -138,14 +138,14 @@ fn counts_are_pluralised_and_costs_rounded() {
     t["num_turns"] = json!(1);
     t["cost_usd"] = json!(0.000_717_000_000_000_000_2);
     t["tool_calls"] = json!([t["tool_calls"][0].clone()]);
-    let md = markdown(&t);
+    let md = markdown(&typed(&t));
     assert!(
         md.contains("\n\n1 turn · 1 tool call · $0.000717\n\n"),
         "{md}"
     );
     assert!(md.contains("| Cost | $0.000717 |"), "{md}");
     assert!(!md.contains("0000000"), "{md}");
-    let md = markdown(&transcript());
+    let md = markdown(&typed(&transcript()));
     assert!(md.contains("3 turns · 2 tool calls · $0.0123"), "{md}");
     assert_eq!(count(0, "turn"), "0 turns");
     assert_eq!(count(1, "turn"), "1 turn");
@@ -181,7 +181,7 @@ fn unknown_usage_reads_as_unknown_not_zero() {
     t["usage"] = json!({"input_tokens": null, "output_tokens": null,
                         "cache_creation_input_tokens": null, "cache_read_input_tokens": null});
     t["cost_usd"] = Value::Null;
-    let md = markdown(&t);
+    let md = markdown(&typed(&t));
     assert!(
         md.contains("| Tokens | unknown (the server reported no usage) |"),
         "{md}"
@@ -196,26 +196,29 @@ fn a_fallback_run_lists_each_model_with_its_turns_and_cost() {
         {"model": "claude-sonnet-4-5", "turns": 1, "cost_usd": 0.01},
         {"model": "claude-haiku-4-5", "turns": 2, "cost_usd": null}
     ]);
-    let md = markdown(&t);
+    let md = markdown(&typed(&t));
     assert!(
         md.contains("| Models used | <code>claude-sonnet-4-5</code> (1 turn, $0.0100) → <code>claude-haiku-4-5</code> (2 turns, cost unknown) |"),
         "{md}"
     );
     // One model: no row (the Model row says it).
     t["models_used"] = json!([{"model": "claude-sonnet-4-5", "turns": 3, "cost_usd": 0.01}]);
-    assert!(!markdown(&t).contains("Models used"));
+    assert!(!markdown(&typed(&t)).contains("Models used"));
 }
 
 #[test]
 fn the_plan_is_a_checklist_with_markup_escaped() {
     let mut t = transcript();
-    assert!(!markdown(&t).contains("#### Plan"), "no plan, no section");
+    assert!(
+        !markdown(&typed(&t)).contains("#### Plan"),
+        "no plan, no section"
+    );
     t["plan"] = json!([
         {"content": "Read the code", "status": "completed"},
         {"content": "Fix [the](http://x) *bug*", "status": "in_progress", "activeForm": "Fixing"},
         {"content": "Run <b>tests</b>", "status": "pending"}
     ]);
-    let md = markdown(&t);
+    let md = markdown(&typed(&t));
     for needle in [
         "#### Plan (1/3 done)",
         "- [x] Read the code\n",
@@ -224,4 +227,9 @@ fn the_plan_is_a_checklist_with_markup_escaped() {
     ] {
         assert!(md.contains(needle), "missing {needle:?} in\n{md}");
     }
+}
+
+/// The typed transcript of a test's JSON.
+fn typed(t: &Value) -> Transcript {
+    Transcript::from_value(t).unwrap()
 }

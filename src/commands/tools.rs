@@ -3,17 +3,16 @@
 //! listed too (with their server and their own names). What a server says (a tool's
 //! description) is redacted as everywhere: it may echo a secret it was given.
 
-use std::process::ExitCode;
 use std::sync::Arc;
 
 use serde_json::json;
 
 use crate::config::cli::ToolsArgs;
-use crate::error::Error;
+use crate::error::{Error, ExitStatus};
 use crate::tools::registry::Registry;
 use crate::{config, mcp, model::provider, process, util::output};
 
-pub(crate) fn tools_command(args: &ToolsArgs) -> ExitCode {
+pub(crate) fn tools_command(args: &ToolsArgs) -> ExitStatus {
     let selection = match config::tool_selection(&args.tools) {
         Ok(s) => s,
         Err(e) => return output::usage_failure(&e),
@@ -84,7 +83,7 @@ pub(crate) fn tools_command(args: &ToolsArgs) -> ExitCode {
     }
     mcp::shutdown_all("agent tools is done"); // HTTP sessions end, stdio servers exit
     process::kill_all_running(); // the backstop
-    ExitCode::SUCCESS
+    ExitStatus::Success
 }
 
 /// `agent tools`: starts the MCP servers of the configuration (the current directory's
@@ -119,7 +118,7 @@ fn tools_mcp(
         token_cache: settings.token_cache.clone(),
         elicitation: settings.elicitation,
     };
-    let started = mcp::start(&settings.servers, &opts, &|_| {}).map_err(Error::Usage)?;
+    let started = mcp::start(&settings.servers, &opts, &|_| {}).map_err(Error::McpStartup)?;
     output::progress_done();
     let selection = config::tool_selection(&args.tools)?;
     mcp::tool::register(registry, &started, &selection, settings.allow_all);

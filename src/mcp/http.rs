@@ -364,9 +364,13 @@ impl HttpTransport {
     }
 }
 
+/// A read that ran out of time, by type: the socket's own timeout, or ureq's deadline,
+/// which its body reader hands back wrapped in an `io::Error` (`ureq::Error::into_io`).
 fn is_timeout(e: &std::io::Error) -> bool {
     e.kind() == std::io::ErrorKind::TimedOut
-        || e.to_string().to_ascii_lowercase().contains("timeout")
+        || e.get_ref()
+            .and_then(|inner| inner.downcast_ref::<ureq::Error>())
+            .is_some_and(|u| matches!(u, ureq::Error::Timeout(_)))
 }
 
 fn read_error(e: std::io::Error, timeout: Duration) -> CallError {
@@ -653,3 +657,7 @@ impl HttpTransport {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "http_tests.rs"]
+mod tests;

@@ -325,20 +325,20 @@ pub(crate) fn shutdown_all(why: &str) {
 }
 
 /// What the transcript says about one server (`mcp_servers`).
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, schemars::JsonSchema, PartialEq)]
 pub(crate) struct ServerReport {
     pub name: String,
-    pub transport: &'static str,
+    pub transport: std::borrow::Cow<'static, str>,
     /// "connected" or "failed"; "starting" while its start-up goes on (a way out taken
     /// then lists it so).
-    pub status: &'static str,
+    pub status: std::borrow::Cow<'static, str>,
     pub protocol_version: Option<String>,
     pub server_info: Value,
     /// The names the model sees.
     pub tools: Vec<String>,
     pub error: Option<String>,
     /// Each time its tool list changed during the run (`notifications/tools/list_changed`).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tools_changed: Vec<refresh::ToolsChange>,
 }
 
@@ -347,8 +347,8 @@ impl ServerReport {
     pub(crate) fn starting(spec: &ServerSpec) -> ServerReport {
         ServerReport {
             name: spec.name.clone(),
-            transport: spec.transport.kind(),
-            status: "starting",
+            transport: spec.transport.kind().into(),
+            status: "starting".into(),
             protocol_version: None,
             server_info: Value::Null,
             tools: Vec::new(),
@@ -362,12 +362,12 @@ impl ServerReport {
         let mut report = ServerReport::starting(spec);
         match outcome {
             Ok((_, hs)) => {
-                report.status = "connected";
+                report.status = "connected".into();
                 report.protocol_version = Some(hs.protocol_version.clone());
                 report.server_info = hs.server_info.clone();
             }
             Err(e) => {
-                report.status = "failed";
+                report.status = "failed".into();
                 report.error = Some(e.clone());
             }
         }
@@ -388,12 +388,6 @@ impl ServerReport {
         }
         report
     }
-}
-
-/// The fields of the `mcp.started` event (`--jsonl`) for one server.
-pub(crate) fn started_event(r: &ServerReport) -> Value {
-    json!({"name": r.name, "transport": r.transport, "status": r.status,
-           "protocol_version": r.protocol_version, "tools": r.tools, "error": r.error})
 }
 
 /// The servers of a run, connected or not.

@@ -8,14 +8,13 @@
 use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
-use serde_json::{Value, json};
 
 use super::{Server, Started, ToolDef, ToolKind, tool};
 use crate::tools::registry::{Registry, ToolSelection, ToolSource};
 use crate::util::sync::Locked;
 
 /// One change of a server's tool list, as the transcript lists it.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, schemars::JsonSchema, PartialEq)]
 pub(crate) struct ToolsChange {
     /// The turn whose request was the first to offer the new list.
     pub at_turn: u32,
@@ -177,12 +176,6 @@ fn diff(turn: u32, old: &[ToolDef], new: &[ToolDef]) -> ToolsChange {
         removed,
         changed,
     }
-}
-
-/// The fields of the `mcp.tools_changed` event (`--jsonl`).
-pub(crate) fn changed_event(server: &str, change: &ToolsChange, tools: &[String]) -> Value {
-    json!({"name": server, "at_turn": change.at_turn, "added": change.added,
-           "removed": change.removed, "changed": change.changed, "tools": tools})
 }
 
 #[cfg(test)]

@@ -104,6 +104,7 @@ impl PreparedCall for McpCall<'_> {
             content,
             is_error: false,
             metadata: Default::default(),
+            changes: Vec::new(),
         };
         let arg = |k: &str| self.input.get(k).and_then(Value::as_str);
         let result = match def.kind {
@@ -115,6 +116,7 @@ impl PreparedCall for McpCall<'_> {
                         content: text,
                         is_error,
                         metadata: Default::default(),
+                        changes: Vec::new(),
                     }
                 }
                 Err(e) => ToolResult::error(e),

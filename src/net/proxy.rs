@@ -22,7 +22,7 @@ const HEAD_TIMEOUT: Duration = Duration::from_secs(30);
 const DIAL_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// One refused connection, as the transcript lists it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub(crate) struct Denial {
     pub host: String,
     pub port: u16,

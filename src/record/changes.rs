@@ -1,5 +1,5 @@
 //! `files_changed` and `git_diff_stat` (SPEC §7, §9). The file tools report what they
-//! change (`RunRecord::note_file_change`); a Bash `rm`, `touch` or `sed -i` does not, so
+//! change (`RunRecord::note_change`); a Bash `rm`, `touch` or `sed -i` does not, so
 //! the workspace is also scanned when a command can run (Bash enabled, hooks, or
 //! `--verify`): a cheap snapshot (relative path → size, mtime, ctime, inode) taken before
 //! the first request and again when the run ends, with the same walker as Glob
@@ -21,6 +21,7 @@ use std::time::{Duration, SystemTime};
 
 use crate::process::{self, CommandSpec};
 use crate::tools::ToolContext;
+use crate::tools::paths::ChangeKind;
 use crate::tools::walk;
 
 /// Beyond this many files the scan gives up (memory and time stay small on huge trees);
@@ -93,23 +94,23 @@ impl Snapshot {
         }
     }
 
-    /// Path → `created` | `modified` | `deleted` between `self` (before) and `after`.
-    pub(crate) fn diff(&self, after: &Snapshot) -> BTreeMap<String, &'static str> {
+    /// Path → how it changed between `self` (before) and `after`.
+    pub(crate) fn diff(&self, after: &Snapshot) -> BTreeMap<String, ChangeKind> {
         let mut out = BTreeMap::new();
         for (path, stat) in &after.files {
             match self.files.get(path) {
                 None => {
-                    out.insert(path.clone(), "created");
+                    out.insert(path.clone(), ChangeKind::Created);
                 }
                 Some(old) if old != stat => {
-                    out.insert(path.clone(), "modified");
+                    out.insert(path.clone(), ChangeKind::Modified);
                 }
                 Some(_) => {}
             }
         }
         for path in self.files.keys() {
             if !after.files.contains_key(path) {
-                out.insert(path.clone(), "deleted");
+                out.insert(path.clone(), ChangeKind::Deleted);
             }
         }
         out
@@ -135,14 +136,14 @@ impl Baseline {
     }
 
     /// Scans again and merges the difference into `files_changed` (path → change).
-    pub(crate) fn merge_into(&self, files_changed: &mut BTreeMap<String, String>) {
+    pub(crate) fn merge_into(&self, files_changed: &mut BTreeMap<String, ChangeKind>) {
         let after = Snapshot::take(&self.root, &self.exclude);
         merge(files_changed, &self.before, &after);
     }
 }
 
 /// The merge rule of the module comment.
-fn merge(files_changed: &mut BTreeMap<String, String>, before: &Snapshot, after: &Snapshot) {
+fn merge(files_changed: &mut BTreeMap<String, ChangeKind>, before: &Snapshot, after: &Snapshot) {
     if !before.complete || !after.complete {
         return;
     }
@@ -157,12 +158,12 @@ fn merge(files_changed: &mut BTreeMap<String, String>, before: &Snapshot, after:
         if !seen(path) {
             // Absent before and after: created then removed is no change; a tool's
             // "deleted" of a file the scans never saw (ignored) stands.
-            return change == "deleted" && !after.files.contains_key(path);
+            return *change == ChangeKind::Deleted && !after.files.contains_key(path);
         }
         true
     });
     for (path, change) in diff {
-        files_changed.insert(path, change.to_string());
+        files_changed.insert(path, change);
     }
 }
 

@@ -99,7 +99,7 @@ fn tools_and_scan_merge() {
     let base = Baseline::take(&root, vec![]);
     let mut r = RunRecord::new("m", root.clone(), vec![]);
     let note = |r: &mut RunRecord, p: &str, c: &str| {
-        r.note_file_change(json!({"path": p, "change": c}).as_object().unwrap())
+        r.note_change(p, serde_json::from_value(json!(c)).unwrap())
     };
     // WriteFile created tmp.txt, Bash removed it: no net change.
     note(&mut r, "tmp.txt", "created");

@@ -34,6 +34,7 @@ fn call(id: &str) -> ToolCallRecord {
         turn: 1,
         model: "m".into(),
         metadata: serde_json::Map::new(),
+        changes: Vec::new(),
     }
 }
 

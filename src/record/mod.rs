@@ -11,9 +11,12 @@ pub(crate) mod outcome;
 mod record;
 pub(crate) mod resume;
 pub(crate) mod session;
+pub(crate) mod transcript;
 
-pub(crate) use record::SubagentRecord;
-pub(crate) use record::{
-    DenialRecord, InFlight, RunRecord, TRANSCRIPT_VERSION, ToolCallRecord, VerificationRecord,
-    message_text, says_nothing,
+pub(crate) use record::{InFlight, RunRecord, message_text, says_nothing};
+#[allow(unused_imports)]
+// `Transcript`: read by `agent summary`, `agent batch` and `--resume` next
+pub(crate) use transcript::{
+    DenialRecord, SubagentRecord, TRANSCRIPT_VERSION, ToolCallRecord, Transcript,
+    VerificationRecord,
 };

@@ -6,7 +6,6 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
 use serde_json::{Map, Value};
 
 use std::sync::Arc;
@@ -19,58 +18,13 @@ use crate::util::sync::Locked;
 
 #[path = "render.rs"]
 mod render;
-pub(crate) use render::TRANSCRIPT_VERSION;
 
-/// One executed (or refused) tool call, in the order the model made it.
-#[derive(Debug, Clone, Serialize)]
-pub(crate) struct ToolCallRecord {
-    pub(crate) id: String,
-    pub(crate) name: String,
-    pub(crate) input: Value,
-    pub(crate) is_error: bool,
-    pub(crate) batch: u32,
-    pub(crate) duration_ms: u64,
-    /// Milliseconds from the start of the run to the start of the call.
-    pub(crate) started_ms: u64,
-    pub(crate) turn: u32,
-    /// The model that made the call (the one the API reported for its turn).
-    pub(crate) model: String,
-    #[serde(skip_serializing_if = "Map::is_empty")]
-    pub(crate) metadata: Map<String, Value>,
-}
-
-/// A call refused by a permission rule or a hook.
-#[derive(Debug, Clone, Serialize)]
-pub(crate) struct DenialRecord {
-    pub(crate) tool_name: String,
-    pub(crate) tool_use_id: String,
-    pub(crate) tool_input: Value,
-    pub(crate) reason: String,
-}
-
-/// One run of the `--verify` command (SPEC §9).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub(crate) struct VerificationRecord {
-    /// 1, 2, 3 … in the order they ran.
-    pub(crate) round: u32,
-    pub(crate) command: String,
-    /// None when the command timed out, was killed by a signal or could not start.
-    pub(crate) exit_code: Option<i32>,
-    pub(crate) passed: bool,
-    pub(crate) timed_out: bool,
-    pub(crate) duration_ms: u64,
-    /// The last characters of its output (the model saw up to the runner's head + tail).
-    pub(crate) output_tail: String,
-}
-
-/// One model of the run (`models_used`): the turns it answered and what they cost.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub(crate) struct ModelUse {
-    pub(crate) model: String,
-    pub(crate) turns: u32,
-    /// None when the model has no price or a response came without usage.
-    pub(crate) cost_usd: Option<f64>,
-}
+use crate::record::transcript::Network;
+pub(crate) use crate::record::transcript::{
+    DenialRecord, ModelUse, PlanChange, ResumedFrom, SubagentRecord, ToolCallRecord,
+    VerificationRecord,
+};
+use crate::tools::paths::ChangeKind;
 
 /// Everything the run has done so far. Shared (behind a mutex) with the signal and
 /// deadline threads, so that every way out can write it. Its fields are private: the run
@@ -94,8 +48,8 @@ pub(crate) struct RunRecord {
     retries: u32,
     stop_reason: Option<String>,
     permission_denials: Vec<DenialRecord>,
-    /// Path → "created" | "modified" | "deleted", first change kind wins for "created".
-    files_changed: BTreeMap<String, String>,
+    /// Path → how it changed; a file created stays created (`note_file_change`).
+    files_changed: BTreeMap<String, ChangeKind>,
     /// USD so far; None when the model's price is unknown.
     cost_usd: Option<f64>,
     verifications: Vec<VerificationRecord>,
@@ -123,11 +77,11 @@ pub(crate) struct RunRecord {
     structured_output: Option<Value>,
     /// `--resume`: `{path, session_id, num_turns, status, usage, cost_usd}` of the
     /// transcript this run continues.
-    resumed_from: Option<Value>,
+    resumed_from: Option<ResumedFrom>,
     /// The API the model was reached through (`--provider`; a cassette's on replay).
     provider: Option<String>,
     /// Which network tier confined the commands (`{"tier": …}`), once known.
-    network: Option<Value>,
+    network: Option<Network>,
     /// Connections the `--allow-domain` proxy refused, in order.
     network_denials: Vec<crate::net::proxy::Denial>,
     /// Every background command (Bash `run_in_background`), and the generation of the
@@ -141,34 +95,6 @@ pub(crate) struct RunRecord {
     request_turn: u32,
     /// Task's sub-agents, running (as of their last checkpoint) or ended.
     subagents: Vec<SubagentRecord>,
-}
-
-/// One sub-agent (Task) as the transcript nests it.
-#[derive(Debug, Clone, Serialize)]
-pub(crate) struct SubagentRecord {
-    pub(crate) id: String,
-    /// The parent's Task call.
-    pub(crate) tool_use_id: String,
-    pub(crate) subagent_type: &'static str,
-    pub(crate) description: String,
-    /// `running`, then the sub-agent's own status (`success`, `max_turns`, `budget`, …),
-    /// or `interrupted` when the run ended while it ran.
-    pub(crate) status: String,
-    pub(crate) num_turns: u32,
-    pub(crate) usage: Usage,
-    pub(crate) cost_usd: Option<f64>,
-    pub(crate) messages: Vec<Box<serde_json::value::RawValue>>,
-    pub(crate) tool_calls: Vec<ToolCallRecord>,
-}
-
-/// One change of the plan.
-#[derive(Debug, Clone, Serialize)]
-pub(crate) struct PlanChange {
-    /// The turn whose call wrote it.
-    pub(crate) turn: u32,
-    /// Milliseconds from the start of the run.
-    pub(crate) elapsed_ms: u64,
-    pub(crate) todos: Vec<crate::tools::todo_write::Todo>,
 }
 
 impl RunRecord {
@@ -218,7 +144,7 @@ impl RunRecord {
     }
 
     /// The network tier the commands run under (`agent run` at start-up).
-    pub(crate) fn record_network(&mut self, tier: Value) {
+    pub(crate) fn record_network(&mut self, tier: Network) {
         self.network = Some(tier);
     }
 
@@ -262,7 +188,7 @@ impl RunRecord {
     }
 
     /// `--resume`: the transcript this run continues.
-    pub(crate) fn record_resumed_from(&mut self, from: Value) {
+    pub(crate) fn record_resumed_from(&mut self, from: ResumedFrom) {
         self.resumed_from = Some(from);
     }
 
@@ -364,7 +290,9 @@ impl RunRecord {
     pub(crate) fn record_call(&mut self, call: ToolCallRecord, denial: Option<DenialRecord>) {
         self.permission_denials.extend(denial);
         if !call.is_error {
-            self.note_file_change(&call.metadata);
+            for c in &call.changes {
+                self.note_change(&c.path, c.change);
+            }
         }
         self.tool_calls.push(call);
     }
@@ -533,7 +461,7 @@ impl RunRecord {
         &self.mcp_servers
     }
 
-    pub(crate) fn resumed_from(&self) -> Option<&Value> {
+    pub(crate) fn resumed_from(&self) -> Option<&ResumedFrom> {
         self.resumed_from.as_ref()
     }
 
@@ -570,9 +498,9 @@ impl RunRecord {
         &self.verifications
     }
 
-    /// Path → "created" | "modified" | "deleted".
+    /// Path → how it changed.
     #[cfg(test)]
-    pub(crate) fn files_changed(&self) -> &BTreeMap<String, String> {
+    pub(crate) fn files_changed(&self) -> &BTreeMap<String, ChangeKind> {
         &self.files_changed
     }
 
@@ -611,32 +539,20 @@ impl RunRecord {
             .map(|u| u.model.as_str())
     }
 
-    /// Notes a file change reported by a tool's metadata (`path`, `change`), or the
-    /// changes of a tool that changes several files (`changes: [{path, change}]`).
-    pub(crate) fn note_file_change(&mut self, metadata: &Map<String, Value>) {
-        if let Some(Value::Array(changes)) = metadata.get("changes") {
-            for change in changes {
-                if let Value::Object(one) = change {
-                    self.note_file_change(one);
-                }
-            }
-            return;
-        }
-        let (Some(path), Some(change)) = (
-            metadata.get("path").and_then(Value::as_str),
-            metadata.get("change").and_then(Value::as_str),
-        ) else {
-            return;
-        };
-        let merged = match (self.files_changed.get(path).map(String::as_str), change) {
-            (Some("created"), "deleted") => None, // created then deleted: no net change
-            (Some("created"), _) => Some("created"),
-            (Some("deleted"), "created") => Some("modified"),
+    /// One file changed by a tool, merged with what the run did to it before: created
+    /// then deleted is no change, created then changed stays created, deleted then
+    /// created is modified.
+    pub(crate) fn note_change(&mut self, path: &str, change: ChangeKind) {
+        use ChangeKind::{Created, Deleted, Modified};
+        let merged = match (self.files_changed.get(path), change) {
+            (Some(Created), Deleted) => None, // created then deleted: no net change
+            (Some(Created), _) => Some(Created),
+            (Some(Deleted), Created) => Some(Modified),
             (_, c) => Some(c),
         };
         match merged {
             Some(c) => {
-                self.files_changed.insert(path.to_string(), c.to_string());
+                self.files_changed.insert(path.to_string(), c);
             }
             None => {
                 self.files_changed.remove(path);
@@ -753,6 +669,7 @@ impl InFlight {
                 // The calls in flight belong to the newest turn, whose model this is.
                 model: record.model.clone(),
                 metadata,
+                changes: Vec::new(),
             });
         }
     }

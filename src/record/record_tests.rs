@@ -57,12 +57,12 @@ fn costs_add_up_without_float_noise() {
 #[test]
 fn file_changes_merge() {
     let mut r = RunRecord::new("m", PathBuf::from("/w"), vec![]);
-    let meta = |p: &str, c: &str| json!({"path": p, "change": c}).as_object().unwrap().clone();
-    r.note_file_change(&meta("a", "created"));
-    r.note_file_change(&meta("a", "modified"));
-    r.note_file_change(&meta("b", "modified"));
-    r.note_file_change(&meta("c", "created"));
-    r.note_file_change(&meta("c", "deleted"));
+    use crate::tools::paths::ChangeKind::{Created, Deleted, Modified};
+    r.note_change("a", Created);
+    r.note_change("a", Modified);
+    r.note_change("b", Modified);
+    r.note_change("c", Created);
+    r.note_change("c", Deleted);
     let v: Vec<_> = r
         .files_changed
         .iter()

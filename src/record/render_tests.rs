@@ -2,7 +2,8 @@
 
 use super::*;
 use crate::model::protocol::{ContentBlock, Message, Role};
-use serde_json::{Map, json};
+use crate::record::ToolCallRecord;
+use serde_json::{Map, Value, json};
 use std::path::PathBuf;
 
 #[test]
@@ -70,6 +71,7 @@ fn messages_are_spliced_in_both_layouts_and_only_the_rest_is_redacted() {
         turn: 1,
         model: "m".into(),
         metadata: Map::new(),
+        changes: Vec::new(),
     });
     for text in ["one \"messages\": [] two", "secret-ish"] {
         r.messages.push(Entry::new(Message::user_text(text)));
@@ -117,7 +119,11 @@ fn claude_compatible_fields_and_structured_output() {
     assert_eq!(v["result"], "prose");
     // The accepted answer is the result, as one line of JSON.
     r.structured_output = Some(json!({"ok": true, "n": [1, 2]}));
-    r.resumed_from = Some(json!({"path": "/t.json", "num_turns": 3}));
+    r.resumed_from = Some(crate::record::transcript::ResumedFrom {
+        path: "/t.json".into(),
+        num_turns: 3,
+        ..Default::default()
+    });
     let v: Value = serde_json::from_str(&r.to_json(Status::Success, None)).unwrap();
     assert_eq!(v["structured_output"], json!({"ok": true, "n": [1, 2]}));
     assert_eq!(v["result"], r#"{"n":[1,2],"ok":true}"#);

@@ -10,10 +10,11 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::model::protocol::{ContentBlock, Message, Role};
 use crate::record::says_nothing;
+use crate::record::transcript::{ResumedFrom, Transcript};
 
 /// The transcript version this agent writes and resumes.
 const RESUMABLE_VERSION: u64 = 1;
@@ -41,7 +42,7 @@ pub(crate) struct Resumed {
     pub workspace: Option<PathBuf>,
     /// The old run's totals, kept in `resumed_from` (the new run counts only its own).
     usage: Value,
-    cost_usd: Value,
+    cost_usd: Option<f64>,
     /// The history to continue, unanswered calls answered.
     pub messages: Vec<Message>,
     /// How many unanswered calls got an error result.
@@ -50,10 +51,15 @@ pub(crate) struct Resumed {
 
 impl Resumed {
     /// The transcript's `resumed_from` object.
-    pub(crate) fn resumed_from(&self) -> Value {
-        json!({"path": self.path.display().to_string(), "session_id": self.session_id,
-               "num_turns": self.num_turns, "status": self.status,
-               "usage": self.usage, "cost_usd": self.cost_usd})
+    pub(crate) fn resumed_from(&self) -> ResumedFrom {
+        ResumedFrom {
+            path: self.path.display().to_string(),
+            session_id: self.session_id.clone(),
+            num_turns: self.num_turns,
+            status: self.status.clone(),
+            usage: self.usage.clone(),
+            cost_usd: self.cost_usd,
+        }
     }
 }
 
@@ -194,62 +200,43 @@ fn from_document(path: PathBuf, doc: &Value) -> Result<Resumed, String> {
             );
         }
     }
-    let raw = obj
-        .get("messages")
-        .and_then(Value::as_array)
-        .ok_or("not an agent transcript: it has no \"messages\" array")?;
-    let mut messages = Vec::with_capacity(raw.len());
-    for (i, m) in raw.iter().enumerate() {
-        let msg: Message = serde_json::from_value(m.clone())
+    if !obj.get("messages").is_some_and(Value::is_array) {
+        return Err("not an agent transcript: it has no \"messages\" array".into());
+    }
+    let t = Transcript::from_value(doc)?;
+    let mut messages = Vec::with_capacity(t.messages.len());
+    for (i, m) in t.messages.iter().enumerate() {
+        let msg: Message = serde_json::from_str(m.get())
             .map_err(|e| format!("message {} cannot be read: {e}", i + 1))?;
         messages.push(msg);
     }
     if messages.first().is_none_or(|m| m.role != Role::User) {
         return Err("the transcript's messages do not start with the user's task".into());
     }
-    let status = obj
-        .get("status")
-        .and_then(Value::as_str)
-        .unwrap_or("unknown")
-        .to_string();
-    let unfinished = unfinished_call_ids(obj.get("tool_calls"));
+    let non_empty = |s: &str| Some(s.to_string()).filter(|s| !s.is_empty());
+    let status = non_empty(&t.status).unwrap_or_else(|| "unknown".to_string());
+    let unfinished: HashSet<String> = t
+        .tool_calls
+        .iter()
+        .filter(|c| c.unfinished())
+        .map(|c| c.id.clone())
+        .collect();
     let answered_calls = answer_open_calls(&mut messages, &status, &unfinished);
     check_tool_pairing(&messages)
         .map_err(|e| format!("its history is one the API refuses: {e}"))?;
     Ok(Resumed {
         path,
-        session_id: obj
-            .get("session_id")
-            .and_then(Value::as_str)
-            .map(str::to_string),
-        num_turns: obj.get("num_turns").and_then(Value::as_u64).unwrap_or(0),
+        session_id: non_empty(&t.session_id),
+        num_turns: u64::from(t.num_turns),
         status,
-        model: obj
-            .get("model")
-            .and_then(Value::as_str)
-            .filter(|m| !m.is_empty())
-            .map(str::to_string),
-        workspace: obj
-            .get("workspace")
-            .and_then(Value::as_str)
-            .filter(|w| !w.is_empty())
-            .map(PathBuf::from),
+        model: non_empty(&t.model),
+        workspace: non_empty(&t.workspace).map(PathBuf::from),
+        // Kept as the old transcript wrote it (`resumed_from.usage`), not re-serialised.
         usage: obj.get("usage").cloned().unwrap_or(Value::Null),
-        cost_usd: obj.get("cost_usd").cloned().unwrap_or(Value::Null),
+        cost_usd: t.cost_usd,
         messages,
         answered_calls,
     })
-}
-
-/// Ids of calls the transcript lists as still running when the run ended.
-fn unfinished_call_ids(tool_calls: Option<&Value>) -> HashSet<String> {
-    tool_calls
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter(|c| c["metadata"]["unfinished"] == Value::Bool(true))
-        .filter_map(|c| c["id"].as_str().map(str::to_string))
-        .collect()
 }
 
 /// The error result an unanswered call gets.

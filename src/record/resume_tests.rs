@@ -1,4 +1,5 @@
 use super::*;
+use serde_json::json;
 
 /// A transcript as `agent run --json` writes it, ending with `last`.
 fn transcript(status: &str, last: Value) -> Value {
@@ -58,7 +59,7 @@ fn a_finished_transcript_is_read_as_it_is() {
     assert_eq!(r.answered_calls, 0);
     assert_eq!(r.model.as_deref(), Some("claude-sonnet-4-5-20250929"));
     assert_eq!(r.workspace, Some(PathBuf::from("/tmp/ws")));
-    let from = r.resumed_from();
+    let from = serde_json::to_value(r.resumed_from()).unwrap();
     assert_eq!(from["path"], "/x/t.json");
     assert_eq!(from["session_id"], "11111111-2222-4333-8444-555555555555");
     assert_eq!(from["num_turns"], 2);

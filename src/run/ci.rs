@@ -8,14 +8,13 @@ use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use serde_json::json;
-
 use crate::config::Config;
 use crate::model::provider::StreamNotice;
 use crate::model::turn::{PendingCall, Turn};
 use crate::record::RunRecord;
 use crate::record::outcome::{ErrorKind, Outcome};
 use crate::run::budget::Budget;
+use crate::run::event::{self as ev, RunEvent};
 use crate::run::events::Events;
 use crate::run::telemetry::RunTrace;
 use crate::run::verify::{Verdict, Verifier};
@@ -75,31 +74,30 @@ impl CiRun {
     pub(crate) fn run_started(&self, config: &Config, record: &Mutex<RunRecord>) {
         // Built under the lock, written without it: a stdout nobody reads must not keep
         // the record (which the finisher needs) locked.
-        let (fields, servers) = {
+        let (started, servers) = {
             let r = record.locked();
-            let fields = json!({"model": r.model(), "workspace": r.workspace().display().to_string(),
-                   "tools": r.tools(), "prompt": config.session().prompt(), "max_turns": config.session().max_turns(),
-                   "verify": config.ci().verify().map(|v| &v.command),
-                   "agent_version": env!("CARGO_PKG_VERSION"),
-                   "session_id": r.session_id(), "resumed_from": r.resumed_from()});
-            let servers: Vec<_> = r
-                .mcp_servers()
-                .iter()
-                .map(crate::mcp::started_event)
-                .collect();
+            let started = ev::Started {
+                model: r.model().to_string(),
+                workspace: r.workspace().display().to_string(),
+                tools: r.tools().to_vec(),
+                prompt: config.session().prompt().to_string(),
+                max_turns: config.session().max_turns(),
+                verify: config.ci().verify().map(|v| v.command.clone()),
+                agent_version: env!("CARGO_PKG_VERSION").to_string(),
+                session_id: r.session_id().to_string(),
+                resumed_from: r.resumed_from().cloned(),
+            };
+            let servers: Vec<_> = r.mcp_servers().iter().map(mcp_started).collect();
             self.trace.run_started(&r, config.session().prompt());
-            (fields, servers)
+            (started, servers)
         };
-        self.events.emit(
-            if self.events.is_tagged() {
-                "subagent.started"
-            } else {
-                "run.started"
-            },
-            fields,
-        );
+        self.events.emit(if self.events.is_tagged() {
+            RunEvent::SubagentStarted(started)
+        } else {
+            RunEvent::RunStarted(started)
+        });
         for server in servers {
-            self.events.emit("mcp.started", server);
+            self.events.emit(RunEvent::McpStarted(server));
         }
     }
 
@@ -140,7 +138,8 @@ impl CiRun {
         }
         self.turn.store(turn_no, Ordering::Relaxed);
         self.trace.request_started(turn_no);
-        self.events.emit("turn.started", json!({"turn": turn_no}));
+        self.events
+            .emit(RunEvent::TurnStarted(ev::TurnStarted { turn: turn_no }));
         None
     }
 
@@ -170,11 +169,12 @@ impl CiRun {
                         ),
                     ],
                 );
-                self.events.emit(
-                    "retry",
-                    json!({"turn": turn, "attempt": attempt,
-                           "reason": reason, "delay_ms": delay.as_millis() as u64}),
-                )
+                self.events.emit(RunEvent::Retry(ev::Retry {
+                    turn,
+                    attempt: *attempt,
+                    reason: reason.to_string(),
+                    delay_ms: delay.as_millis() as u64,
+                }))
             }
             StreamNotice::Fallback { from, to, reason } => {
                 self.trace.request_event(
@@ -185,10 +185,12 @@ impl CiRun {
                         ("agent.fallback.reason".into(), reason.to_string().into()),
                     ],
                 );
-                self.events.emit(
-                    "model.fallback",
-                    json!({"turn": turn, "from": from, "to": to, "reason": reason}),
-                )
+                self.events.emit(RunEvent::ModelFallback(ev::ModelFallback {
+                    turn,
+                    from: from.to_string(),
+                    to: to.to_string(),
+                    reason: reason.to_string(),
+                }))
             }
             _ => {}
         }
@@ -209,13 +211,16 @@ impl CiRun {
         self.trace.turn_received(turn, message_json);
         // Copied out first: the lock must not be held while the event is written.
         let model = record.locked().model().to_string();
-        self.events.emit_raw(
-            "assistant.message",
-            json!({"turn": turn_no, "model": model, "stop_reason": turn.stop_reason.as_str(),
-                   "usage": turn.usage}),
-            "message",
-            message_json,
-        );
+        if self.events.enabled() {
+            self.events
+                .emit(RunEvent::AssistantMessage(ev::AssistantMessage {
+                    turn: turn_no,
+                    model,
+                    stop_reason: turn.stop_reason.as_str().to_string(),
+                    usage: turn.usage,
+                    message: ev::Verbatim(message_json.to_string()),
+                }));
+        }
         if !runs_tools {
             self.turn_finished(turn_no, record);
         }
@@ -223,15 +228,20 @@ impl CiRun {
 
     /// The turn's tool calls were answered (or none will run): `turn.finished`.
     pub(crate) fn turn_finished(&self, turn_no: u32, record: &Mutex<RunRecord>) {
-        let fields = {
+        let finished = {
             let r = record.locked();
             self.trace.turn_finished(&r);
-            let calls = r.tool_calls().iter().filter(|c| c.turn == turn_no).count();
-            json!({"turn": turn_no, "model": r.model(), "stop_reason": r.stop_reason(),
-                   "tool_calls": calls, "usage": r.usage(), "cost_usd": r.cost_usd(),
-                   "context_tokens": r.context_tokens()})
+            ev::TurnFinished {
+                turn: turn_no,
+                model: r.model().to_string(),
+                stop_reason: r.stop_reason().map(String::from),
+                tool_calls: r.tool_calls().iter().filter(|c| c.turn == turn_no).count(),
+                usage: *r.usage(),
+                cost_usd: r.cost_usd(),
+                context_tokens: r.context_tokens(),
+            }
         };
-        self.events.emit("turn.finished", fields);
+        self.events.emit(RunEvent::TurnFinished(finished));
     }
 
     /// The model stopped: run `--verify` if given.
@@ -264,12 +274,12 @@ impl Watch for CiRun {
         if !self.events.enabled() {
             return;
         }
-        let input = call.input.as_ref().ok();
-        self.events.emit(
-            "tool.started",
-            json!({"turn": self.turn.load(Ordering::Relaxed), "id": call.id,
-                   "name": call.name, "input": input}),
-        );
+        self.events.emit(RunEvent::ToolStarted(ev::ToolStarted {
+            turn: self.turn.load(Ordering::Relaxed),
+            id: call.id.clone(),
+            name: call.name.clone(),
+            input: call.input.as_ref().ok().cloned(),
+        }));
     }
 
     fn finished(&self, call: &PendingCall, outcome: &CallOutcome) {
@@ -281,13 +291,27 @@ impl Watch for CiRun {
         // Redacted before the cut: a cut through a secret would leave its prefix.
         let content = crate::util::output::redact(&outcome.result.content);
         let (shown, _) = crate::util::text::truncate(&content, EVENT_CONTENT_CHARS);
-        self.events.emit(
-            "tool.finished",
-            json!({"turn": self.turn.load(Ordering::Relaxed), "id": call.id,
-                   "name": call.name, "is_error": outcome.result.is_error,
-                   "denied": outcome.denial.is_some(),
-                   "duration_ms": outcome.duration.as_millis() as u64,
-                   "content": shown, "content_truncated": shown.len() < content.len()}),
-        );
+        self.events.emit(RunEvent::ToolFinished(ev::ToolFinished {
+            turn: self.turn.load(Ordering::Relaxed),
+            id: call.id.clone(),
+            name: call.name.clone(),
+            is_error: outcome.result.is_error,
+            denied: outcome.denial.is_some(),
+            duration_ms: outcome.duration.as_millis() as u64,
+            content: shown.to_string(),
+            content_truncated: shown.len() < content.len(),
+        }));
+    }
+}
+
+/// `mcp.started` of one server's report.
+fn mcp_started(r: &crate::mcp::ServerReport) -> ev::McpStarted {
+    ev::McpStarted {
+        name: r.name.clone(),
+        transport: r.transport.to_string(),
+        status: r.status.to_string(),
+        protocol_version: r.protocol_version.clone(),
+        tools: r.tools.clone(),
+        error: r.error.clone(),
     }
 }

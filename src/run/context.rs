@@ -381,7 +381,9 @@ pub(crate) fn nothing_to_clear(sizes: &str, what: &str) -> String {
 }
 
 /// One clearing, as the transcript and the `context.cleared` event record it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 pub(crate) struct Clearing {
     /// The turn whose request is the first to carry the cleared history.
     pub turn: u32,

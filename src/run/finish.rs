@@ -10,10 +10,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use serde_json::json;
-
 use crate::record::outcome::{Outcome, Status};
 use crate::record::{InFlight, RunRecord};
+use crate::run::event::{RunEvent, RunFinished, Verbatim};
 use crate::tools::ToolContext;
 use crate::util::sync::Locked;
 use crate::{process, record::changes, record::journal, run::events, util::output};
@@ -161,7 +160,7 @@ impl Finisher {
         let doc = self.json.then_some(doc);
         let line = self
             .events
-            .enabled()
+            .takes_the_result()
             .then(|| self.record.locked().to_json_line(status, error));
         if let Some(e) = error {
             self.report_error(status, &e.message);
@@ -259,11 +258,12 @@ impl Finisher {
         let json = self.json;
         let deliver = move || match out.line {
             Some(line) => {
-                // The events writer redacts every line it prints.
-                events.finish(
-                    json!({"status": status.as_str(), "exit_code": status.exit_code()}),
-                    &line,
-                );
+                // Redacted for every sink (the `--jsonl` writer redacts each line again).
+                events.emit(RunEvent::RunFinished(RunFinished {
+                    status: status.as_str().to_string(),
+                    exit_code: status.exit_code(),
+                    transcript: Verbatim(output::redact(&line)),
+                }));
                 true
             }
             None if json => output::print_stdout(out.doc.as_deref().unwrap_or_default()),

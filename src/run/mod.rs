@@ -5,6 +5,7 @@ pub(crate) mod agent;
 pub(crate) mod budget;
 pub(crate) mod ci;
 pub(crate) mod context;
+pub(crate) mod event;
 pub(crate) mod events;
 pub(crate) mod finish;
 pub(crate) mod signals;

@@ -8,11 +8,10 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use serde_json::json;
-
 use crate::model::protocol::Message;
 use crate::process::{self, CommandSpec};
 use crate::record::{RunRecord, VerificationRecord};
+use crate::run::event::RunEvent;
 use crate::run::events::Events;
 use crate::tools::ToolContext;
 use crate::util::sync::Locked;
@@ -68,7 +67,7 @@ impl Verifier {
         let ran = self.run_once(ctx);
         let passed = ran.exit_code == Some(0) && !ran.timed_out;
         let duration_ms = ran.duration.as_millis() as u64;
-        let round = record.locked().record_verification(VerificationRecord {
+        let mut v = VerificationRecord {
             round: 0, // set by the record
             command: spec.command.clone(),
             exit_code: ran.exit_code,
@@ -76,17 +75,11 @@ impl Verifier {
             timed_out: ran.timed_out,
             duration_ms,
             output_tail: tail(&ran.text, VERIFY_TAIL_CHARS),
-        });
-        events.emit(
-            "verify.finished",
-            json!({"round": round, "command": spec.command, "exit_code": ran.exit_code,
-                   "passed": passed, "timed_out": ran.timed_out,
-                   "duration_ms": duration_ms,
-                   "output_tail": tail(&ran.text, VERIFY_TAIL_CHARS)}),
-        );
+        };
+        v.round = record.locked().record_verification(v.clone());
+        events.emit(RunEvent::VerifyFinished(v));
         if passed {
-            crate::util::output::info("verification passed");
-            return Verdict::Passed;
+            return Verdict::Passed; // logged by the bus's `Log`
         }
         self.failed(&ran, turns_left)
     }

@@ -117,14 +117,11 @@ impl TypedTool for EditFile {
     fn execute(&self, ctx: &ToolContext, input: &Input) -> Result<ToolResult, ToolError> {
         let path = input.path.as_str();
         let resolved = paths::resolve_for_write(ctx, path)?;
-        let (file, md) = paths::open_for_read(ctx, &resolved, path).map_err(|e| {
-            if e.message().starts_with("file not found") {
-                ToolError::failed(format!(
-                    "file not found: {path} does not exist. EditFile changes existing files; use WriteFile to create one."
-                ))
-            } else {
-                e
-            }
+        let (file, md) = paths::open_for_read(ctx, &resolved, path).map_err(|e| match e {
+            ToolError::NotFound(_) => ToolError::NotFound(format!(
+                "file not found: {path} does not exist. EditFile changes existing files; use WriteFile to create one."
+            )),
+            other => other,
         })?;
         if md.len() > MAX_EDIT_FILE_BYTES {
             return Err(too_big(path));
@@ -160,8 +157,7 @@ impl TypedTool for EditFile {
             snippet(&updated, first, last)
         );
         Ok(ToolResult::ok(text)
-            .with_meta("path", paths::display_path(ctx, &resolved))
-            .with_meta("change", change.as_str())
+            .with_change(paths::display_path(ctx, &resolved), change)
             .with_meta("bytes", updated.len())
             .with_meta("line", first)
             .with_meta("line_endings", style.as_str()))

@@ -202,6 +202,12 @@ fn missing_file_directory_and_fifo_are_errors() {
         "{e}"
     );
     assert!(!ctx.workspace.join("nope.txt").exists());
+    // A missing directory on the way is the same typed not-found, with the same hint.
+    let e = call_err(&EditFile, &ctx, &edit("no/such/file.txt", "a", "b"));
+    assert!(
+        e.starts_with("file not found") && e.contains("WriteFile"),
+        "{e}"
+    );
     std::fs::create_dir(ctx.workspace.join("d")).unwrap();
     assert!(call_err(&EditFile, &ctx, &edit("d", "a", "b")).contains("is a directory"));
     mkfifo(&ctx.workspace.join("pipe"));

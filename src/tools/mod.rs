@@ -32,12 +32,16 @@ use serde_json::{Map, Value};
 /// Results larger than this are spilled to a file and the model gets a preview.
 pub(crate) const DEFAULT_MAX_RESULT_CHARS: usize = 30_000; // ~7.5k tokens: enough for a page of output
 
-/// What the tool reports. `metadata` is for the transcript only, never sent to the model.
+/// What the tool reports. `metadata` is for the transcript only, never sent to the model;
+/// what another part of the run reads is a typed field (`changes`: the record's
+/// `files_changed`).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct ToolResult {
     pub content: String,
     pub is_error: bool,
     pub metadata: Map<String, Value>,
+    /// The files the call changed, and how.
+    pub changes: Vec<paths::FileChange>,
 }
 
 impl ToolResult {
@@ -46,6 +50,7 @@ impl ToolResult {
             content: content.into(),
             is_error: false,
             metadata: Map::new(),
+            changes: Vec::new(),
         }
     }
 
@@ -54,12 +59,34 @@ impl ToolResult {
             content: content.into(),
             is_error: true,
             metadata: Map::new(),
+            changes: Vec::new(),
         }
     }
 
     pub(crate) fn with_meta(mut self, key: &str, value: impl Into<Value>) -> Self {
         self.metadata.insert(key.to_string(), value.into());
         self
+    }
+
+    /// The one file the call changed: the typed change, and `path` and `change` in the
+    /// transcript's metadata.
+    pub(crate) fn with_change(self, path: String, change: paths::ChangeKind) -> Self {
+        let mut r = self
+            .with_meta("path", path.as_str())
+            .with_meta("change", change.as_str());
+        r.changes.push(paths::FileChange { path, change });
+        r
+    }
+
+    /// The files a call changed (more than one): the typed changes, and `changes:
+    /// [{path, change}]` in the transcript's metadata.
+    pub(crate) fn with_changes(mut self, changes: Vec<paths::FileChange>) -> Self {
+        let listed: Vec<Value> = changes
+            .iter()
+            .map(|c| serde_json::json!({"path": c.path, "change": c.change.as_str()}))
+            .collect();
+        self.changes = changes;
+        self.with_meta("changes", Value::Array(listed))
     }
 }
 
@@ -68,6 +95,10 @@ impl ToolResult {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum ToolError {
     Failed(String),
+    /// A path the call names does not exist (`tools::paths`): a failed call like
+    /// `Failed`, typed so that a tool can tell the model what to do instead (EditFile:
+    /// use WriteFile) without reading the message.
+    NotFound(String),
     Fatal(String),
 }
 
@@ -78,7 +109,7 @@ impl ToolError {
 
     pub(crate) fn message(&self) -> &str {
         match self {
-            ToolError::Failed(m) | ToolError::Fatal(m) => m,
+            ToolError::Failed(m) | ToolError::NotFound(m) | ToolError::Fatal(m) => m,
         }
     }
 }
@@ -478,7 +509,7 @@ pub(crate) mod test_support {
     /// The message of a call that must fail.
     pub(crate) fn call_err(tool: &dyn Tool, ctx: &ToolContext, input: &Value) -> String {
         match call(tool, ctx, input) {
-            Err(ToolError::Failed(m)) => m,
+            Err(ToolError::Failed(m) | ToolError::NotFound(m)) => m,
             other => panic!("expected an error, got {other:?}"),
         }
     }

@@ -30,7 +30,7 @@ Each item: `content` (the step, imperative: \"Run the tests\"), `status`, and op
 `activeForm` (the same step while it runs: \"Running the tests\").";
 
 /// One step of the plan, as the model writes it and the transcript keeps it.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct Todo {
     pub(crate) content: String,
@@ -43,7 +43,7 @@ pub(crate) struct Todo {
     pub(crate) active_form: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum TodoStatus {
     Pending,

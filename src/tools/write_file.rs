@@ -85,8 +85,7 @@ impl TypedTool for WriteFile {
         let bytes = input.content.len();
         Ok(
             ToolResult::ok(format!("Wrote {bytes} bytes to {}", input.path))
-                .with_meta("path", paths::display_path(ctx, &resolved))
-                .with_meta("change", change.as_str())
+                .with_change(paths::display_path(ctx, &resolved), change)
                 .with_meta("bytes", bytes),
         )
     }

@@ -111,10 +111,10 @@ pub(crate) fn error(msg: &str) {
     emit(0, "error: ", msg);
 }
 
-/// Reports an error found before the run starts and gives its exit code.
-pub(crate) fn usage_failure(e: &crate::error::Error) -> std::process::ExitCode {
+/// Reports an error found before the run starts and gives the status it ends with.
+pub(crate) fn usage_failure(e: &crate::error::Error) -> crate::error::ExitStatus {
     error(&e.to_string());
-    std::process::ExitCode::from(e.exit_code())
+    e.status()
 }
 
 /// Shown unless -q.

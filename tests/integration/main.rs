@@ -33,10 +33,12 @@ mod durations;
 // Network namespaces, seccomp and Landlock: Linux only (elsewhere the flag is refused).
 #[cfg(target_os = "linux")]
 mod egress;
+mod exit_codes;
 mod fallback;
 mod faults;
 mod foundry;
 mod github;
+mod golden;
 mod journal;
 mod layers;
 mod limits;
@@ -45,6 +47,7 @@ mod mock_selftest;
 mod openai;
 mod otel;
 mod plan;
+mod previous_release;
 mod proc_secrets;
 mod prompt_input;
 mod real_servers;
@@ -64,5 +67,7 @@ mod summary_cmd;
 mod terminal;
 mod thinking;
 mod tool_flags;
+mod transcript_schema;
+mod typed_events;
 mod vertex;
 mod web_fetch;

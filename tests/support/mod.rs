@@ -51,6 +51,7 @@ pub(crate) mod invariants;
 pub(crate) mod mock;
 pub(crate) mod otlp;
 pub(crate) mod responses;
+pub(crate) mod schema;
 pub(crate) mod sse;
 pub(crate) mod token_server;
 
@@ -352,6 +353,7 @@ impl Running {
         drop(self.stdin.take());
         let stdout = joined(self.out.take());
         let stderr = joined(self.err.take());
+        schema::check_stdout(&stdout);
         RunOutput {
             status,
             stdout,
@@ -409,8 +411,10 @@ impl RunOutput {
 /// A JSON file (an `-o` transcript).
 pub(crate) fn read_json(path: &Path) -> Value {
     let text = assert_file_has_no_secret(path);
-    serde_json::from_str(&text)
-        .unwrap_or_else(|e| panic!("{} is not JSON ({e}):\n{text}", path.display()))
+    let v = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("{} is not JSON ({e}):\n{text}", path.display()));
+    schema::check_transcript(&v, &path.display().to_string());
+    v
 }
 
 /// Asserts that no key (`API_KEY`, `OPENAI_KEY`) is in the file; returns its text.

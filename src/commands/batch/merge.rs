@@ -10,12 +10,12 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 use serde_json::{Map, Value, json};
 
 use super::{BATCH_SUMMARY_VERSION, TaskOutcome, stats};
 use crate::config::cli::BatchMergeArgs;
+use crate::error::ExitStatus;
 use crate::util::output;
 
 /// One shard's summary.json, read.
@@ -25,12 +25,12 @@ struct ShardDir {
     rows: Vec<TaskOutcome>,
 }
 
-pub(crate) fn merge_command(args: &BatchMergeArgs) -> ExitCode {
+pub(crate) fn merge_command(args: &BatchMergeArgs) -> ExitStatus {
     let merged = match merge(&args.dirs) {
         Ok(m) => m,
         Err(e) => {
             output::error(&e);
-            return ExitCode::from(2);
+            return ExitStatus::Usage;
         }
     };
     match write(&args.out, &merged) {
@@ -42,11 +42,11 @@ pub(crate) fn merge_command(args: &BatchMergeArgs) -> ExitCode {
                 args.dirs.len(),
                 args.out.join("summary.json").display()
             ));
-            ExitCode::SUCCESS
+            ExitStatus::Success
         }
         Err(e) => {
             output::error(&e);
-            ExitCode::from(1)
+            ExitStatus::Failure
         }
     }
 }

@@ -26,13 +26,14 @@ mod tasks;
 mod workspace;
 
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
 use crate::config::cli::{BatchAction, BatchArgs};
+use crate::error::ExitStatus;
 use crate::model::protocol::Usage;
+use crate::record::outcome::Status;
 use crate::util::output;
 
 pub(crate) use tasks::{Task, parse_tasks};
@@ -127,7 +128,7 @@ pub(crate) struct Plan {
     pub runs: Vec<RunSpec>,
 }
 
-pub(crate) fn batch_command(args: &BatchArgs) -> ExitCode {
+pub(crate) fn batch_command(args: &BatchArgs) -> ExitStatus {
     match &args.action {
         Some(BatchAction::Merge(m)) => merge::merge_command(m),
         Some(BatchAction::Report(r)) => report::report_command(r),
@@ -150,13 +151,13 @@ pub(crate) fn trace_env() -> Vec<(String, String)> {
     vars
 }
 
-fn run_command(args: &BatchArgs) -> ExitCode {
+fn run_command(args: &BatchArgs) -> ExitStatus {
     let started = Instant::now();
     let plan = match Plan::from_args(args, &|name| std::env::var(name).ok()) {
         Ok(p) => p,
         Err(e) => {
             output::error(&e);
-            return ExitCode::from(2);
+            return ExitStatus::Usage;
         }
     };
     let mut warnings = Vec::new();
@@ -202,17 +203,18 @@ fn run_command(args: &BatchArgs) -> ExitCode {
         },
         path.display()
     ));
-    let code = if result.interrupted {
-        130
+    // A run's codes for the same ends (SPEC's table): interrupted, over budget.
+    let status = if result.interrupted {
+        ExitStatus::Code(Status::Interrupted.exit_code())
     } else if result.over_budget {
-        3
+        ExitStatus::Code(Status::Budget.exit_code())
     } else if ok == result.outcomes.len() {
-        0
+        ExitStatus::Success
     } else {
-        1
+        ExitStatus::Failure
     };
     span.set("agent.batch.succeeded", ok as u64);
-    if code == 0 {
+    if status == ExitStatus::Success {
         span.succeed();
     } else {
         span.fail(
@@ -222,7 +224,7 @@ fn run_command(args: &BatchArgs) -> ExitCode {
     }
     drop(span);
     crate::otel::shutdown();
-    ExitCode::from(code)
+    status
 }
 
 impl Plan {

@@ -5,13 +5,13 @@
 //! go straight into `$GITHUB_STEP_SUMMARY`; every value from the file is escaped.
 
 use std::path::Path;
-use std::process::ExitCode;
 
 use serde_json::{Value, json};
 
 use super::{TaskOutcome, stats};
 use crate::commands::summary::{code, count, cut, thousands};
 use crate::config::cli::{BatchReportArgs, ReportFormat};
+use crate::error::ExitStatus;
 use crate::util::output;
 
 /// Rows of the per-run table; a huge batch's report stays readable (summary.json has all).
@@ -19,12 +19,12 @@ const MAX_TASK_ROWS: usize = 500;
 /// An error message in the table is cut to one short line.
 const ERROR_CHARS: usize = 120;
 
-pub(crate) fn report_command(args: &BatchReportArgs) -> ExitCode {
+pub(crate) fn report_command(args: &BatchReportArgs) -> ExitStatus {
     let report = match read(&args.dir) {
         Ok(r) => r,
         Err(e) => {
             output::error(&e);
-            return ExitCode::from(2);
+            return ExitStatus::Usage;
         }
     };
     let text = match args.format {
@@ -32,7 +32,7 @@ pub(crate) fn report_command(args: &BatchReportArgs) -> ExitCode {
         ReportFormat::Md => markdown(&report),
     };
     output::print_stdout(&text);
-    ExitCode::SUCCESS
+    ExitStatus::Success
 }
 
 /// The report's numbers (the `--format json` document, which the Markdown renders).

@@ -14,6 +14,8 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
+use crate::record::Transcript;
+
 use super::{RunSpec, TaskOutcome, run::outcome_from_transcript};
 
 /// The subdirectory of DIR holding the task records.
@@ -57,12 +59,12 @@ pub(crate) fn decide(out: &Path, run: &RunSpec, retry_failed: bool) -> Decision 
             return Decision::Run(note);
         }
     };
-    let Ok(t) = serde_json::from_str::<Value>(&transcript) else {
+    let Ok(t) = serde_json::from_str::<Transcript>(&transcript) else {
         return Decision::Run(Some(
             "re-run: the earlier transcript is not valid JSON".into(),
         ));
     };
-    let status = t["status"].as_str().unwrap_or("");
+    let status = t.status.as_str();
     if status == "running" || status.is_empty() {
         return Decision::Run(Some(
             "re-run in a fresh workspace copy: the earlier run was killed before it \
@@ -104,8 +106,8 @@ pub(crate) fn decide(out: &Path, run: &RunSpec, retry_failed: bool) -> Decision 
     outcome.exit_code = recorded["exit_code"]
         .as_i64()
         .and_then(|c| i32::try_from(c).ok());
-    outcome.duration_ms = t["duration_ms"].as_u64().unwrap_or(0);
-    outcome.workspace = t["workspace"].as_str().map(str::to_string);
+    outcome.duration_ms = t.duration_ms;
+    outcome.workspace = Some(t.workspace.clone()).filter(|w| !w.is_empty());
     outcome.skipped = true;
     Decision::Skip(Box::new(outcome))
 }

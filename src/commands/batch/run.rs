@@ -20,9 +20,12 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
+use crate::record::Transcript;
+
 use super::progress::Progress;
 use super::resume::{self, Decision};
-use super::{Plan, RunSpec, TaskOutcome, describe_exit, tasks::timeout_arg, workspace};
+use super::tasks::ChildRun;
+use super::{Plan, RunSpec, TaskOutcome, describe_exit, workspace};
 use crate::util::output;
 use crate::util::sync::{Locked, Unpoisoned};
 
@@ -220,17 +223,15 @@ fn run_task(
             return ended_early(outcome, status, why, &transcript, t0);
         }
     }
+    let child = ChildRun {
+        flags: &run.task.args,
+        timeout: plan.task_timeout.filter(|_| !run.task.sets_timeout),
+        workspace: &cwd,
+        transcript: Some(&transcript),
+        prompt: &run.task.prompt,
+    };
     let mut cmd = Command::new(exe);
-    cmd.arg("run").args(&run.task.args);
-    if let (Some(t), false) = (plan.task_timeout, run.task.sets_timeout) {
-        cmd.arg("--timeout").arg(timeout_arg(t));
-    }
-    cmd.arg("-C")
-        .arg(&cwd)
-        .arg("-o")
-        .arg(&transcript)
-        .arg("--")
-        .arg(&run.task.prompt)
+    cmd.args(child.argv())
         .envs(super::trace_env())
         .stdin(Stdio::null());
     // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
@@ -270,14 +271,10 @@ fn run_task(
     outcome.exit_code = status.code();
     let exit = describe_exit(status.code(), status.signal());
     let _ = write_json(&record_path, &resume::record(run, outcome.exit_code));
-    match std::fs::read_to_string(&transcript)
-        .ok()
-        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
-        .map(|t| read_through_journal(t, &transcript))
-    {
+    match read_transcript(&transcript) {
         // A transcript still saying `running` is the last checkpoint of a run that was
         // killed before it could finish (SIGKILL, OOM): that is an error.
-        Some(t) if t["status"] == "running" => {
+        Some(t) if t.status == "running" => {
             outcome_from_transcript(&mut outcome, &t, &transcript);
             outcome.status = "error".into();
             outcome.error = Some(format!(
@@ -297,23 +294,30 @@ fn run_task(
     outcome
 }
 
-/// A killed run's `-o` file stands for its journal's last checkpoint (turns, usage and
-/// cost so far); anything unreadable there leaves the file as it is.
-fn read_through_journal(t: Value, path: &Path) -> Value {
-    if t["status"] != "running" {
-        return t;
+/// The task's transcript, None when there is none or it is not one. A killed run's `-o`
+/// file stands for its journal's last checkpoint (turns, usage and cost so far); anything
+/// unreadable there leaves the file as it is.
+pub(crate) fn read_transcript(path: &Path) -> Option<Transcript> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let doc = serde_json::from_str::<Value>(&text).ok()?;
+    let t = Transcript::from_value(&doc).ok()?;
+    if t.status != "running" {
+        return Some(t);
     }
     let dir = path.parent().unwrap_or(Path::new(""));
-    crate::record::journal::follow(t.clone(), dir, MAX_JOURNAL_BYTES).unwrap_or(t)
+    crate::record::journal::follow(doc, dir, MAX_JOURNAL_BYTES)
+        .ok()
+        .and_then(|rebuilt| Transcript::from_value(&rebuilt).ok())
+        .or(Some(t))
 }
 
 /// Fills a row from a transcript's fields.
-pub(crate) fn outcome_from_transcript(outcome: &mut TaskOutcome, t: &Value, path: &Path) {
-    outcome.status = t["status"].as_str().unwrap_or("error").to_string();
-    outcome.num_turns = t["num_turns"].as_u64().unwrap_or(0);
-    outcome.cost_usd = t["cost_usd"].as_f64();
-    outcome.usage = serde_json::from_value(t["usage"].clone()).unwrap_or_default();
-    outcome.error = t["error"]["message"].as_str().map(str::to_string);
+pub(crate) fn outcome_from_transcript(outcome: &mut TaskOutcome, t: &Transcript, path: &Path) {
+    outcome.status = t.status.clone();
+    outcome.num_turns = u64::from(t.num_turns);
+    outcome.cost_usd = t.cost_usd;
+    outcome.usage = t.usage;
+    outcome.error = t.error.as_ref().map(|e| e.message.clone());
     outcome.transcript = path.file_name().map(|n| n.to_string_lossy().into_owned());
 }
 

@@ -100,7 +100,7 @@ pub(crate) fn check_args(task: &Task) -> Result<Box<RunArgs>, String> {
             "`--` is not allowed: the prompt is the task's \"prompt\" field".into(),
         ));
     }
-    let run = parse_run(task, &[], PROMPT_PLACEHOLDER).map_err(bad)?;
+    let run = parse_run(task, PROMPT_PLACEHOLDER).map_err(bad)?;
     if run.cwd.is_some() {
         return Err(bad(
             "-C/--cwd is set by the batch (the task's workspace copy)".into(),
@@ -127,15 +127,51 @@ pub(crate) fn check_config(
     workspace: &Path,
     task_timeout: Option<Duration>,
 ) -> Result<(), String> {
-    let mut extra: Vec<OsString> = vec!["-C".into(), workspace.as_os_str().to_owned()];
-    if let (Some(t), false) = (task_timeout, task.sets_timeout) {
-        extra.extend(["--timeout".into(), timeout_arg(t).into()]);
-    }
+    let child = ChildRun {
+        flags: &task.args,
+        timeout: task_timeout.filter(|_| !task.sets_timeout),
+        workspace,
+        transcript: None,
+        prompt: &task.prompt,
+    };
     let bad = |why: String| format!("task {:?}: args: {why}", task.id);
-    let run = parse_run(task, &extra, &task.prompt).map_err(bad)?;
+    let run = parse_argv(child.argv()).map_err(bad)?;
     crate::config::Config::from_args(&run, &crate::config::ProcessEnv)
         .map(drop)
         .map_err(|e| bad(e.to_string()))
+}
+
+/// One task's `agent run`, typed; `argv` is the one place it becomes the child's
+/// arguments. A task runs as a child process, not as a function: its own process group
+/// for signals and the kill on the way out, its own working directory, secrets and
+/// environment, and tasks in parallel without sharing the run's process-wide state (the
+/// finisher, the redaction list, OpenTelemetry). DESIGN.md "The event bus".
+pub(crate) struct ChildRun<'a> {
+    /// The task's own `agent run` flags (the tasks file's `args`).
+    pub flags: &'a [String],
+    /// `--task-timeout`, when the task's flags do not set `--timeout`.
+    pub timeout: Option<Duration>,
+    pub workspace: &'a Path,
+    /// `-o`: the transcript the batch reads back (none: checking the flags only).
+    pub transcript: Option<&'a Path>,
+    pub prompt: &'a str,
+}
+
+impl ChildRun<'_> {
+    /// `run FLAGS [--timeout T] -C WORKSPACE [-o TRANSCRIPT] -- PROMPT`.
+    pub(crate) fn argv(&self) -> Vec<OsString> {
+        let mut argv: Vec<OsString> = vec!["run".into()];
+        argv.extend(self.flags.iter().map(Into::into));
+        if let Some(t) = self.timeout {
+            argv.extend(["--timeout".into(), timeout_arg(t).into()]);
+        }
+        argv.extend(["-C".into(), self.workspace.into()]);
+        if let Some(t) = self.transcript {
+            argv.extend(["-o".into(), t.into()]);
+        }
+        argv.extend(["--".into(), self.prompt.into()]);
+        argv
+    }
 }
 
 /// `--timeout`'s value for a duration (whole milliseconds, which humantime reads back).
@@ -143,14 +179,18 @@ pub(crate) fn timeout_arg(t: Duration) -> String {
     format!("{}ms", t.as_millis().max(1))
 }
 
-/// `agent run ARGS EXTRA -- PROMPT` through clap.
-fn parse_run(task: &Task, extra: &[OsString], prompt: &str) -> Result<Box<RunArgs>, String> {
-    let argv = ["agent", "run"]
+/// `agent run ARGS -- PROMPT` through clap.
+fn parse_run(task: &Task, prompt: &str) -> Result<Box<RunArgs>, String> {
+    let argv = ["run".into()]
         .into_iter()
-        .map(OsString::from)
         .chain(task.args.iter().map(OsString::from))
-        .chain(extra.iter().cloned())
         .chain(["--".into(), prompt.into()]);
+    parse_argv(argv.collect())
+}
+
+/// `agent ARGV` (a `run`) through clap.
+fn parse_argv(argv: Vec<OsString>) -> Result<Box<RunArgs>, String> {
+    let argv = std::iter::once(OsString::from("agent")).chain(argv);
     let cli = Cli::try_parse_from(argv).map_err(|e| clap_message(&e))?;
     match cli.command {
         Command::Run(run) => Ok(run),

@@ -97,3 +97,48 @@ fn setup_and_timeout_are_read() {
     assert!(e.contains("setup is empty"), "{e}");
     assert_eq!(timeout_arg(std::time::Duration::from_secs(90)), "90000ms");
 }
+
+#[test]
+fn a_child_run_is_one_argv() {
+    let (ws, out) = (Path::new("/w"), Path::new("/o/t1.json"));
+    let flags = ["--max-turns".to_string(), "3".to_string()];
+    let child = ChildRun {
+        flags: &flags,
+        timeout: Some(Duration::from_secs(2)),
+        workspace: ws,
+        transcript: Some(out),
+        prompt: "-fix it",
+    };
+    let argv: Vec<String> = child
+        .argv()
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        argv,
+        [
+            "run",
+            "--max-turns",
+            "3",
+            "--timeout",
+            "2000ms",
+            "-C",
+            "/w",
+            "-o",
+            "/o/t1.json",
+            "--",
+            "-fix it"
+        ]
+    );
+    let checked = ChildRun {
+        transcript: None,
+        timeout: None,
+        ..child
+    };
+    let argv = checked.argv();
+    assert!(!argv.iter().any(|a| a == "-o") && !argv.iter().any(|a| a == "--timeout"));
+    assert_eq!(
+        argv.last().map(|a| a.to_string_lossy()),
+        Some("-fix it".into())
+    );
+}

@@ -17,14 +17,18 @@ pub(crate) mod push;
 pub(crate) mod review;
 
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
-use crate::commands::run::{Observer, run_observed};
+use crate::commands::run::{Embedded, Task, run_observed};
+use crate::config::cli::RunArgs;
 use crate::config::cli::{GithubArgs, GithubFlags};
+use crate::error::ExitStatus;
+use crate::record::Transcript;
+use crate::run::event::RunFinished;
 use crate::util::output;
+use crate::util::sync::Locked;
 use api::Api;
 use event::{Event, GithubEnv, PullRefs, Triggered};
 
@@ -34,13 +38,13 @@ const WRITE_PERMISSIONS: &[&str] = &["admin", "maintain", "write"];
 /// Files of a pull request fetched (the API's page size; the prompt caps the list).
 const FILES_PAGE: &str = "per_page=100";
 
-pub(crate) fn github_command(mut args: GithubArgs) -> ExitCode {
+pub(crate) fn github_command(mut args: GithubArgs) -> ExitStatus {
     let token = take_token();
     let setup = match Setup::read(&args, token) {
         Ok(s) => s,
         Err(e) => {
             output::error(&e);
-            return ExitCode::from(2);
+            return ExitStatus::Usage;
         }
     };
     let flags = args.github.clone();
@@ -48,7 +52,7 @@ pub(crate) fn github_command(mut args: GithubArgs) -> ExitCode {
         Ok(p) => p,
         Err(e) => {
             output::error(&e);
-            return ExitCode::from(2);
+            return ExitStatus::Usage;
         }
     };
     if let Err(e) = check_run_flags(&mut args) {
@@ -58,7 +62,7 @@ pub(crate) fn github_command(mut args: GithubArgs) -> ExitCode {
         Ok(t) => t,
         Err(why) => {
             output::info(&format!("github: not triggered: {why}"));
-            return ExitCode::SUCCESS;
+            return ExitStatus::Success;
         }
     };
     let api = Arc::new(Api::new(
@@ -70,19 +74,19 @@ pub(crate) fn github_command(mut args: GithubArgs) -> ExitCode {
         Ok(()) => {}
         Err(Refusal::Refused(why)) => {
             output::info(&format!("github: refused: {why}"));
-            return ExitCode::SUCCESS;
+            return ExitStatus::Success;
         }
         Err(Refusal::Failed(e)) => {
             output::error(&e);
-            return ExitCode::from(1);
+            return ExitStatus::Failure;
         }
     }
     let review = flags.review || triggered.review;
     match converse(&setup, &flags, &triggered, review, &api, args) {
-        Ok(code) => ExitCode::from(code),
+        Ok(status) => status,
         Err(e) => {
             output::error(&e);
-            ExitCode::from(1)
+            ExitStatus::Failure
         }
     }
 }
@@ -220,297 +224,385 @@ fn converse(
     triggered: &Triggered,
     review: bool,
     api: &Arc<Api>,
-    mut args: GithubArgs,
-) -> Result<u8, String> {
+    args: GithubArgs,
+) -> Result<ExitStatus, String> {
     let e = &s.event;
-    let repo = s.repo_path();
     if review && !e.is_pr {
         output::info("github: a review needs a pull request; answering without one");
     }
     let review = review && e.is_pr;
-    let run_url = s.env.run_url();
     // The progress comment first: the person who asked sees at once that it started.
-    let comment = match e.number {
-        Some(n) => {
-            let body = progress::working_body(run_url.as_deref(), &[]);
-            let c = api
-                .post(
-                    &format!("{repo}/issues/{n}/comments"),
-                    &json!({ "body": body }),
-                )
-                .map_err(|e| e.message)?;
-            Some((
-                c["id"].as_u64().ok_or("the new comment has no id")?,
-                c["html_url"].as_str().unwrap_or_default().to_string(),
-            ))
-        }
-        None => None,
-    };
-    let mut outputs = vec![(
-        "comment-url",
-        comment.as_ref().map(|c| c.1.clone()).unwrap_or_default(),
-    )];
-    let pull = match (e.is_pr, &e.pull, e.number) {
-        (true, Some(p), _) => Some(p.clone()),
-        (true, None, Some(n)) => {
-            let pr = api
-                .get(&format!("{repo}/pulls/{n}"))
-                .map_err(|e| e.message)?;
-            Some(PullRefs::from_json(&pr).ok_or("the pull request has no head or base")?)
-        }
-        _ => None,
-    };
-    // Oldest first, 100 a page: the last page has the newest.
-    let last_page = e.comment_count.div_ceil(100).max(1);
-    let comments = match e.number {
-        Some(n) => api
-            .get(&format!(
-                "{repo}/issues/{n}/comments?per_page=100&page={last_page}"
-            ))
-            .map_err(|e| e.message)?
-            .as_array()
-            .cloned()
-            .unwrap_or_default()
-            .into_iter()
-            .filter(|c| {
-                !c["body"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .starts_with(progress::MARKER)
-            })
-            .collect(),
-        None => Vec::new(),
-    };
-    let files: Vec<Value> = match (&pull, e.number) {
-        (Some(_), Some(n)) => api
-            .get(&format!("{repo}/pulls/{n}/files?{FILES_PAGE}"))
-            .map_err(|e| e.message)?
-            .as_array()
-            .cloned()
-            .unwrap_or_default(),
-        _ => Vec::new(),
-    };
+    let c = Comment::post(api, s)?;
+    let mut outputs = vec![("comment-url", c.url.clone().unwrap_or_default())];
+    let (pull, comments, files) = thread(api, s)?;
+    let env = crate::util::secrets::scrubbed_env(std::env::vars(), &[]);
     let git = push::Git {
         workspace: &s.workspace,
-        env: &crate::util::secrets::scrubbed_env(std::env::vars(), &[]),
+        env: &env,
         exclude: own_files(&s.workspace, args.run.output.as_deref()),
         secrets: vec![s.token.clone()],
     };
     let auth = push::auth_env(&s.env.server_url, &s.token);
-    if let (Some(p), Some(n)) = (&pull, e.number)
-        && let Err(err) = git.ensure_at(&p.head_sha, n, &auth)
-    {
-        output::warn(&format!("cannot check out the pull request's head: {err}"));
+    check_out_head(&git, pull.as_ref(), e.number, &auth);
+    let inputs = (pull.as_ref(), comments.as_slice(), files.as_slice());
+    let mine = args.run.append_system_prompt.as_deref();
+    let task = task(s, triggered, inputs, review, mine)?;
+    let (json_out, jsonl) = (args.run.json, args.run.ci.jsonl);
+    let (started, finished) = c.follow(api, flags, s, args.run, task);
+    let Some(finished) = finished else {
+        // The run did not start (a usage error, already reported).
+        write_outputs(&outputs);
+        return Ok(c.did_not_start(api, started));
+    };
+    let t = finished.transcript()?;
+    let code = finished.exit_code;
+    if !jsonl {
+        show(&t, json_out, code);
     }
+    let (mut outcome, failed) = if review {
+        let posted = post_review(api, &s.repo_path(), e, pull.as_ref(), &files, &t);
+        reviewed(posted, code)
+    } else {
+        let push = (&git, auth.as_slice());
+        let back = hand_back(s, flags, api, push, pull.as_ref(), triggered, &t, code);
+        pushed(back, &mut outputs)
+    };
+    if outcome.diff_stat.is_none() {
+        outcome.diff_stat = t.git_diff_stat.clone();
+    }
+    let failed = c.finish(api, &t, &outcome) | failed;
+    write_outputs(&outputs);
+    Ok(ExitStatus::from_code(if failed && code == 0 {
+        1
+    } else {
+        code
+    }))
+}
 
+/// The prompt (from the event, the pull request, its comments and files), the system
+/// prompt's addition and (a review) the answer's schema.
+fn task(
+    s: &Setup,
+    triggered: &Triggered,
+    (pull, comments, files): (Option<&PullRefs>, &[Value], &[Value]),
+    review: bool,
+    mine: Option<&str>,
+) -> Result<Task, String> {
     let nonce = nonce();
     let inputs = context::Inputs {
         env: &s.env,
-        event: e,
+        event: &s.event,
         triggered,
-        pull: pull.as_ref(),
-        comments: &comments,
-        files: &files,
+        pull,
+        comments,
+        files,
         review,
         nonce: &nonce,
     };
-    args.run.prompt = Some(context::prompt(&inputs));
     let addition = context::system_addition(&nonce, review);
-    args.run.append_system_prompt = Some(match args.run.append_system_prompt.take() {
-        Some(mine) => format!("{addition}\n\n{}", read_at_file(&mine)?),
-        None => addition,
-    });
-    if review {
-        args.run.session.output_schema = Some(review::schema().to_string());
-    }
-
-    // The run, with the comment following its tool calls.
-    let editor = comment.as_ref().map(|(id, _)| {
-        progress::Editor::start(
-            api.clone(),
-            format!("{repo}/issues/comments/{id}"),
-            run_url.clone(),
-            flags.progress_interval,
-        )
-    });
-    let finished: Arc<Mutex<Option<String>>> = Arc::default();
-    let on_event = {
-        let finished = finished.clone();
-        let tx = editor.as_ref().map(progress::Editor::sender);
-        let mut list = progress::ToolChecklist::default();
-        Box::new(move |line: &str| {
-            if line.contains("\"type\":\"run.finished\"") {
-                if let Ok(mut f) = finished.lock() {
-                    *f = Some(line.to_string());
-                }
-                return;
-            }
-            if list.apply(line)
-                && let Some(tx) = &tx
-            {
-                let _ = tx.send(progress::Msg::Items(list.items()));
-            }
-        }) as crate::commands::run::OnEvent
-    };
-    if let Some((id, _)) = &comment {
-        on_the_way_out(
-            api,
-            format!("{repo}/issues/comments/{id}"),
-            run_url.clone(),
-            &finished,
-        );
-    }
-    let (json_out, jsonl) = (args.run.json, args.run.ci.jsonl);
-    let code = run_observed(
-        &args.run,
-        Observer {
-            on_event: Some(on_event),
-            secrets: vec![s.token.clone()],
+    Ok(Task {
+        prompt: context::prompt(&inputs),
+        append_system_prompt: match mine {
+            Some(mine) => format!("{addition}\n\n{}", read_at_file(mine)?),
+            None => addition,
         },
-    );
-    if let Some(ed) = editor {
-        ed.stop();
-    }
-    let line = finished.lock().ok().and_then(|mut f| f.take());
-    let Some(line) = line else {
-        // The run did not start (a usage error, already reported).
-        if let Some((id, _)) = &comment {
-            let body = format!(
-                "{}\n### agent: ❌ the run did not start\n\nSee the log of the run{}.\n",
-                progress::MARKER,
-                run_url
-                    .as_ref()
-                    .map(|u| format!(": {u}"))
-                    .unwrap_or_default()
-            );
-            let _ = api.patch(
-                &format!("{repo}/issues/comments/{id}"),
-                &json!({ "body": body }),
-            );
-        }
-        write_outputs(&outputs);
-        return Ok(if code == ExitCode::SUCCESS { 1 } else { 2 });
-    };
-    let finished: Value = serde_json::from_str(&line).map_err(|e| format!("run.finished: {e}"))?;
-    let t = &finished["transcript"];
-    let code = finished["exit_code"].as_u64().unwrap_or(1) as u8;
-    if !jsonl {
-        let shown = if json_out {
-            Some(t.to_string())
-        } else if code == 0 {
-            Some(
-                t["structured_output"]
-                    .as_object()
-                    .map(|_| t["structured_output"].to_string())
-                    .unwrap_or_else(|| t["result"].as_str().unwrap_or_default().to_string()),
-            )
-        } else {
-            None
-        };
-        if let Some(text) = shown {
-            output::print_stdout(&text);
-        }
-    }
+        output_schema: review.then(|| review::schema().to_string()),
+    })
+}
 
-    let mut outcome = progress::Outcome::default();
-    let mut failed = false;
-    if review {
-        match post_review(api, &repo, e, pull.as_ref(), &files, t) {
-            Ok((note, summary)) => {
-                outcome.notes.push(note);
-                outcome.answer = summary;
-            }
-            Err(err) if code == 0 => {
-                output::error(&err);
-                outcome
-                    .notes
-                    .push(format!("The review could not be posted: {err}"));
-                failed = true;
-            }
-            Err(_) => {}
+/// The pull request's refs, the newest comments and the pull request's files.
+type Thread = (Option<PullRefs>, Vec<Value>, Vec<Value>);
+
+/// The thread the run is about (`Thread`), asked of the API in this order.
+fn thread(api: &Api, s: &Setup) -> Result<Thread, String> {
+    let pull = pull_refs(api, s)?;
+    let comments = earlier_comments(api, s)?;
+    let files = pull_files(api, s, pull.is_some())?;
+    Ok((pull, comments, files))
+}
+
+/// A pull request's workspace at its head (a failure is warned about: nothing is pushed
+/// to a head the workspace is not at).
+fn check_out_head(
+    git: &push::Git<'_>,
+    pull: Option<&PullRefs>,
+    number: Option<u64>,
+    auth: &[(String, String)],
+) {
+    if let (Some(p), Some(n)) = (pull, number)
+        && let Err(err) = git.ensure_at(&p.head_sha, n, auth)
+    {
+        output::warn(&format!("cannot check out the pull request's head: {err}"));
+    }
+}
+
+/// The pull request's refs: the event's, or asked for.
+fn pull_refs(api: &Api, s: &Setup) -> Result<Option<PullRefs>, String> {
+    let e = &s.event;
+    Ok(match (e.is_pr, &e.pull, e.number) {
+        (true, Some(p), _) => Some(p.clone()),
+        (true, None, Some(n)) => {
+            let pr = api
+                .get(&format!("{}/pulls/{n}", s.repo_path()))
+                .map_err(|e| e.message)?;
+            Some(PullRefs::from_json(&pr).ok_or("the pull request has no head or base")?)
         }
+        _ => None,
+    })
+}
+
+/// The newest page of the thread's comments, ours left out.
+fn earlier_comments(api: &Api, s: &Setup) -> Result<Vec<Value>, String> {
+    let e = &s.event;
+    let Some(n) = e.number else {
+        return Ok(Vec::new());
+    };
+    // Oldest first, 100 a page: the last page has the newest.
+    let last_page = e.comment_count.div_ceil(100).max(1);
+    Ok(api
+        .get(&format!(
+            "{}/issues/{n}/comments?per_page=100&page={last_page}",
+            s.repo_path()
+        ))
+        .map_err(|e| e.message)?
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|c| {
+            !c["body"]
+                .as_str()
+                .unwrap_or_default()
+                .starts_with(progress::MARKER)
+        })
+        .collect())
+}
+
+/// The pull request's files (none without one).
+fn pull_files(api: &Api, s: &Setup, is_pull: bool) -> Result<Vec<Value>, String> {
+    match (is_pull, s.event.number) {
+        (true, Some(n)) => Ok(api
+            .get(&format!("{}/pulls/{n}/files?{FILES_PAGE}", s.repo_path()))
+            .map_err(|e| e.message)?
+            .as_array()
+            .cloned()
+            .unwrap_or_default()),
+        _ => Ok(Vec::new()),
+    }
+}
+
+/// Stdout's part without `--jsonl`: the transcript (`--json`), else a success's answer
+/// (the structured one if any).
+fn show(t: &Transcript, json_out: bool, code: u8) {
+    let shown = if json_out {
+        // One line, keys in order (as this command has always printed it).
+        serde_json::to_value(t).ok().map(|v| v.to_string())
+    } else if code == 0 {
+        Some(match &t.structured_output {
+            Some(answer @ Value::Object(_)) => answer.to_string(),
+            _ => t.result.clone(),
+        })
     } else {
-        match hand_back(
-            s,
-            flags,
-            api,
-            &git,
-            &auth,
-            pull.as_ref(),
-            triggered,
-            t,
-            code,
-        ) {
-            Ok(back) => {
-                outcome.diff_stat = back.diff_stat;
-                outcome.notes = back.notes;
-                outputs.push(("branch", back.branch.unwrap_or_default()));
-                outputs.push(("pr-url", back.pr_url.unwrap_or_default()));
-            }
-            Err(err) => {
-                output::error(&err);
-                outcome
-                    .notes
-                    .push(format!("The change could not be pushed: {err}"));
-                failed = true;
-            }
+        None
+    };
+    if let Some(text) = shown {
+        output::print_stdout(&text);
+    }
+}
+
+/// The final comment's part of a review; whether the command failed.
+fn reviewed(
+    posted: Result<(String, Option<String>), String>,
+    code: u8,
+) -> (progress::Outcome, bool) {
+    let mut outcome = progress::Outcome::default();
+    match posted {
+        Ok((note, summary)) => {
+            outcome.notes.push(note);
+            outcome.answer = summary;
+            (outcome, false)
+        }
+        Err(err) if code == 0 => {
+            output::error(&err);
+            outcome
+                .notes
+                .push(format!("The review could not be posted: {err}"));
+            (outcome, true)
+        }
+        Err(_) => (outcome, false),
+    }
+}
+
+/// The final comment's part of a change, and the branch and pull request outputs;
+/// whether the command failed.
+fn pushed(
+    back: Result<HandedBack, String>,
+    outputs: &mut Vec<(&str, String)>,
+) -> (progress::Outcome, bool) {
+    let mut outcome = progress::Outcome::default();
+    match back {
+        Ok(back) => {
+            outcome.diff_stat = back.diff_stat;
+            outcome.notes = back.notes;
+            outputs.push(("branch", back.branch.unwrap_or_default()));
+            outputs.push(("pr-url", back.pr_url.unwrap_or_default()));
+            (outcome, false)
+        }
+        Err(err) => {
+            output::error(&err);
+            outcome
+                .notes
+                .push(format!("The change could not be pushed: {err}"));
+            (outcome, true)
         }
     }
-    if outcome.diff_stat.is_none() {
-        outcome.diff_stat = t["git_diff_stat"].as_str().map(String::from);
-    }
-    if let Some((id, _)) = &comment {
-        let body = progress::final_body(t, run_url.as_deref(), &outcome);
-        if let Err(err) = api.patch(
-            &format!("{repo}/issues/comments/{id}"),
-            &json!({ "body": body }),
-        ) {
-            output::error(&err.message);
-            failed = true;
-        }
-    }
-    write_outputs(&outputs);
-    Ok(if failed && code == 0 { 1 } else { code })
 }
 
 /// How long a signal's or the deadline's way out waits for the final comment.
 const EXIT_COMMENT_WAIT: std::time::Duration = std::time::Duration::from_secs(4);
 
-/// When a signal or `--timeout` ends the run, the process exits from the thread that
-/// finished it: the comment still gets the result (no push: the run did not succeed),
-/// if GitHub answers within `EXIT_COMMENT_WAIT`.
-fn on_the_way_out(
-    api: &Arc<Api>,
-    comment_path: String,
+/// The progress comment (none without an issue or pull request) and where its run is.
+struct Comment {
+    /// `/repos/o/r/issues/comments/{id}`.
+    path: Option<String>,
+    url: Option<String>,
     run_url: Option<String>,
-    finished: &Arc<Mutex<Option<String>>>,
-) {
-    let (api, finished) = (api.clone(), finished.clone());
-    let _ = crate::run::signals::ON_EXIT.set(Box::new(move |_code| {
-        let Some(line) = finished.lock().ok().and_then(|f| f.clone()) else {
-            return;
-        };
-        let Ok(v) = serde_json::from_str::<Value>(&line) else {
-            return;
-        };
-        let body = progress::final_body(
-            &v["transcript"],
-            run_url.as_deref(),
-            &progress::Outcome::default(),
-        );
-        let (api, path) = (api.clone(), comment_path.clone());
-        let (tx, rx) = std::sync::mpsc::channel();
-        let _ = std::thread::Builder::new()
-            .name("github-exit".into())
-            .spawn(move || {
-                let _ = tx.send(api.patch(&path, &json!({ "body": body })));
+}
+
+impl Comment {
+    /// Posts the "working" comment.
+    fn post(api: &Api, s: &Setup) -> Result<Comment, String> {
+        let run_url = s.env.run_url();
+        let Some(n) = s.event.number else {
+            return Ok(Comment {
+                path: None,
+                url: None,
+                run_url,
             });
-        match rx.recv_timeout(EXIT_COMMENT_WAIT) {
-            Ok(Ok(_)) => {}
-            Ok(Err(e)) => output::error(&e.message),
-            Err(_) => output::error("GitHub did not take the final comment in time"),
+        };
+        let body = progress::working_body(run_url.as_deref(), &[]);
+        let c = api
+            .post(
+                &format!("{}/issues/{n}/comments", s.repo_path()),
+                &json!({ "body": body }),
+            )
+            .map_err(|e| e.message)?;
+        let id = c["id"].as_u64().ok_or("the new comment has no id")?;
+        Ok(Comment {
+            path: Some(format!("{}/issues/comments/{id}", s.repo_path())),
+            url: Some(c["html_url"].as_str().unwrap_or_default().to_string()),
+            run_url,
+        })
+    }
+
+    /// The run (`commands::run::run_observed` with a typed task), the comment following
+    /// its events: whether it exited 0, and its `run.finished` (none: it did not start).
+    fn follow(
+        &self,
+        api: &Arc<Api>,
+        flags: &GithubFlags,
+        s: &Setup,
+        run: RunArgs,
+        task: Task,
+    ) -> (bool, Option<RunFinished>) {
+        let editor = self.path.as_ref().map(|path| {
+            progress::Editor::start(
+                api.clone(),
+                path.clone(),
+                self.run_url.clone(),
+                flags.progress_interval,
+            )
+        });
+        let finished: Arc<Mutex<Option<RunFinished>>> = Arc::default();
+        if let Some(path) = &self.path {
+            self.on_the_way_out(api, path.clone(), &finished);
         }
-    }));
+        let observer = progress::Follower::new(editor.as_ref().map(progress::Editor::sender), {
+            let finished = finished.clone();
+            Box::new(move |f: &RunFinished| *finished.locked() = Some(f.clone()))
+        });
+        let embedded = Embedded {
+            task: Some(task),
+            observer: Some(Box::new(observer)),
+            secrets: vec![s.token.clone()],
+        };
+        let code = run_observed(run, embedded);
+        if let Some(ed) = editor {
+            ed.stop();
+        }
+        (code == ExitStatus::Success, finished.locked().take())
+    }
+
+    /// When a signal or `--timeout` ends the run, the process exits from the thread that
+    /// finished it: the comment still gets the result (no push: the run did not succeed),
+    /// if GitHub answers within `EXIT_COMMENT_WAIT`.
+    fn on_the_way_out(
+        &self,
+        api: &Arc<Api>,
+        comment_path: String,
+        finished: &Arc<Mutex<Option<RunFinished>>>,
+    ) {
+        let (api, finished, run_url) = (api.clone(), finished.clone(), self.run_url.clone());
+        let _ = crate::run::signals::ON_EXIT.set(Box::new(move |_code| {
+            let Some(f) = finished.locked().clone() else {
+                return;
+            };
+            let Ok(t) = f.transcript() else {
+                return;
+            };
+            let body = progress::final_body(&t, run_url.as_deref(), &progress::Outcome::default());
+            let (api, path) = (api.clone(), comment_path.clone());
+            let (tx, rx) = std::sync::mpsc::channel();
+            let _ = std::thread::Builder::new()
+                .name("github-exit".into())
+                .spawn(move || {
+                    let _ = tx.send(api.patch(&path, &json!({ "body": body })));
+                });
+            match rx.recv_timeout(EXIT_COMMENT_WAIT) {
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => output::error(&e.message),
+                Err(_) => output::error("GitHub did not take the final comment in time"),
+            }
+        }));
+    }
+
+    /// The run did not start (a usage error, already reported; `exited_0`: it said
+    /// nothing): the comment says so; the command's status.
+    fn did_not_start(&self, api: &Api, exited_0: bool) -> ExitStatus {
+        let status = if exited_0 {
+            ExitStatus::Failure
+        } else {
+            ExitStatus::Usage
+        };
+        let Some(path) = &self.path else {
+            return status;
+        };
+        let body = format!(
+            "{}\n### agent: ❌ the run did not start\n\nSee the log of the run{}.\n",
+            progress::MARKER,
+            self.run_url
+                .as_ref()
+                .map(|u| format!(": {u}"))
+                .unwrap_or_default()
+        );
+        let _ = api.patch(path, &json!({ "body": body }));
+        status
+    }
+
+    /// The final comment; true when it could not be posted.
+    fn finish(&self, api: &Api, t: &Transcript, outcome: &progress::Outcome) -> bool {
+        let Some(path) = &self.path else {
+            return false;
+        };
+        let body = progress::final_body(t, self.run_url.as_deref(), outcome);
+        match api.patch(path, &json!({ "body": body })) {
+            Ok(_) => false,
+            Err(err) => {
+                output::error(&err.message);
+                true
+            }
+        }
+    }
 }
 
 /// What became of the change.
@@ -528,11 +620,10 @@ fn hand_back(
     s: &Setup,
     flags: &GithubFlags,
     api: &Api,
-    git: &push::Git<'_>,
-    auth: &[(String, String)],
+    (git, auth): (&push::Git<'_>, &[(String, String)]),
     pull: Option<&PullRefs>,
     triggered: &Triggered,
-    t: &Value,
+    t: &Transcript,
     code: u8,
 ) -> Result<HandedBack, String> {
     let mut back = HandedBack::default();
@@ -618,11 +709,8 @@ fn hand_back(
                     .ok_or("the repository has no default_branch")?
                     .to_string(),
             };
-            let answer = crate::util::text::counted(
-                t["result"].as_str().unwrap_or_default().trim(),
-                20_000,
-                "characters not shown",
-            );
+            let answer =
+                crate::util::text::counted(t.result.trim(), 20_000, "characters not shown");
             let body = format!(
                 "Resolves #{number}.\n\nRequested by @{} in {place}.\n\n{answer}\n",
                 e.actor.login
@@ -657,12 +745,12 @@ fn post_review(
     e: &Event,
     pull: Option<&PullRefs>,
     files: &[Value],
-    t: &Value,
+    t: &Transcript,
 ) -> Result<(String, Option<String>), String> {
     let (Some(p), Some(n)) = (pull, e.number) else {
         return Err("no pull request".into());
     };
-    let answer = &t["structured_output"];
+    let answer = t.structured_output.as_ref().unwrap_or(&Value::Null);
     let lines = review::diff_lines(files);
     let (body, inline) = review::request(answer, &lines, &p.head_sha)
         .ok_or("the run gave no review (no structured answer)")?;

@@ -5,13 +5,18 @@
 //! once it has one, else the tool calls.
 
 use std::sync::Arc;
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
 use super::api::Api;
+use crate::record::Transcript;
+use crate::run::event::{RunEvent, RunFinished};
+use crate::run::events::{Emitted, Sink};
+use crate::tools::todo_write::{Todo, TodoStatus};
 use crate::util::output;
 
 /// The hidden line that marks our comments (so that the context leaves them out).
@@ -19,6 +24,8 @@ pub(crate) const MARKER: &str = super::event::OWN_MARKER;
 
 /// Items shown in the checklist (the newest).
 const MAX_ITEMS: usize = 30;
+/// Checklists waiting for the editor (it sends only the newest; a full queue drops).
+const QUEUE: usize = 64;
 /// Characters of one item's label.
 const MAX_LABEL_CHARS: usize = 80;
 /// GitHub refuses a comment body longer than this.
@@ -50,17 +57,13 @@ pub(crate) struct ToolChecklist {
 }
 
 impl ToolChecklist {
-    /// Takes one event line; true when the list changed.
-    pub(crate) fn apply(&mut self, line: &str) -> bool {
-        let Ok(v) = serde_json::from_str::<Value>(line) else {
-            return false;
-        };
-        let id = v["id"].as_str().unwrap_or_default().to_string();
-        match v["type"].as_str() {
-            Some("tool.started") => {
-                let label = label(v["name"].as_str().unwrap_or("?"), &v["input"]);
+    /// Takes one event; true when the list changed.
+    pub(crate) fn apply(&mut self, event: &RunEvent) -> bool {
+        match event {
+            RunEvent::ToolStarted(e) => {
+                let label = label(&e.name, e.input.as_ref().unwrap_or(&Value::Null));
                 self.items.push((
-                    id,
+                    e.id.clone(),
                     Item {
                         label,
                         state: ItemState::Running,
@@ -68,14 +71,13 @@ impl ToolChecklist {
                 ));
                 true
             }
-            Some("plan.updated") => {
-                let todos = v["todos"].as_array().map(Vec::as_slice).unwrap_or_default();
-                self.plan = Some(todos.iter().map(plan_item).collect());
+            RunEvent::PlanUpdated(e) => {
+                self.plan = Some(e.todos.iter().map(plan_item).collect());
                 true
             }
-            Some("tool.finished") => {
-                let failed = v["is_error"] == true || v["denied"] == true;
-                match self.items.iter_mut().rev().find(|(i, _)| *i == id) {
+            RunEvent::ToolFinished(e) => {
+                let failed = e.is_error || e.denied;
+                match self.items.iter_mut().rev().find(|(i, _)| *i == e.id) {
                     Some((_, item)) => {
                         item.state = if failed {
                             ItemState::Failed
@@ -99,19 +101,66 @@ impl ToolChecklist {
     }
 }
 
+/// `agent github`'s observer of its run (a `Sink` on the run's event bus): the checklist,
+/// handed to the `Editor`'s bounded queue, and `run.finished` handed to `on_finished`.
+/// It does no I/O itself: the bus calls it on the loop's threads.
+pub(crate) struct Follower {
+    list: ToolChecklist,
+    tx: Option<SyncSender<Msg>>,
+    on_finished: Box<dyn FnMut(&RunFinished) + Send>,
+}
+
+impl Follower {
+    pub(crate) fn new(
+        tx: Option<SyncSender<Msg>>,
+        on_finished: Box<dyn FnMut(&RunFinished) + Send>,
+    ) -> Follower {
+        Follower {
+            list: ToolChecklist::default(),
+            tx,
+            on_finished,
+        }
+    }
+}
+
+impl Sink for Follower {
+    fn event(&mut self, e: &Emitted<'_>) {
+        if let RunEvent::RunFinished(f) = e.event {
+            (self.on_finished)(f);
+            return;
+        }
+        if self.list.apply(e.event)
+            && let Some(tx) = &self.tx
+            && tx.try_send(Msg::Items(self.list.items())).is_err()
+        {
+            // The editor is behind (a slow GitHub): the newest list comes with the next
+            // event, and the final body replaces them all.
+            DROPPED.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn takes_the_result(&self) -> bool {
+        true
+    }
+}
+
+/// Checklists the editor's queue had no room for (`Editor::stop` reports them).
+static DROPPED: AtomicU64 = AtomicU64::new(0);
+
 /// One TodoWrite item as a checklist line: the `activeForm` while in progress.
-fn plan_item(todo: &Value) -> Item {
-    let content = todo["content"].as_str().unwrap_or_default();
-    let (label, state) = match todo["status"].as_str() {
-        Some("completed") => (content, ItemState::Done),
-        Some("in_progress") => (
-            todo["activeForm"].as_str().unwrap_or(content),
+fn plan_item(todo: &Todo) -> Item {
+    let (label, state) = match todo.status {
+        TodoStatus::Completed => (&todo.content, ItemState::Done),
+        TodoStatus::InProgress => (
+            todo.active_form.as_ref().unwrap_or(&todo.content),
             ItemState::Running,
         ),
-        _ => (content, ItemState::Running),
+        TodoStatus::Pending => (&todo.content, ItemState::Running),
     };
+    // Redacted before the cut: a cut through a secret would leave its prefix.
+    let label = output::redact(label);
     Item {
-        label: escape_markdown(&crate::util::text::ellipsis(label, MAX_LABEL_CHARS)),
+        label: escape_markdown(&crate::util::text::ellipsis(&label, MAX_LABEL_CHARS)),
         state,
     }
 }
@@ -140,6 +189,8 @@ fn label(name: &str, input: &Value) -> String {
                 .and_then(|o| o.values().find_map(Value::as_str))
         })
         .unwrap_or_default();
+    // Redacted before the cut: a cut through a secret would leave its prefix.
+    let gist = output::redact(gist);
     let gist = gist.lines().next().unwrap_or_default();
     let gist = crate::util::text::ellipsis(gist, MAX_LABEL_CHARS);
     if gist.is_empty() {
@@ -193,14 +244,15 @@ pub(crate) struct Outcome {
 
 /// The comment once the run is over: status, answer, numbers, files, the diff stat, and
 /// the transcript's summary folded away.
-pub(crate) fn final_body(t: &Value, run_url: Option<&str>, out: &Outcome) -> String {
-    let status = t["status"].as_str().unwrap_or("unknown");
+pub(crate) fn final_body(t: &Transcript, run_url: Option<&str>, out: &Outcome) -> String {
+    let status = if t.status.is_empty() {
+        "unknown"
+    } else {
+        t.status.as_str()
+    };
     let icon = if status == "success" { "✅" } else { "❌" };
     let mut b = format!("{MARKER}\n### agent: {icon} {}\n\n", inline_code(status));
-    let answer = out
-        .answer
-        .clone()
-        .unwrap_or_else(|| t["result"].as_str().unwrap_or_default().to_string());
+    let answer = out.answer.clone().unwrap_or_else(|| t.result.clone());
     if !answer.trim().is_empty() {
         b.push_str(&crate::util::text::counted(
             answer.trim(),
@@ -209,12 +261,11 @@ pub(crate) fn final_body(t: &Value, run_url: Option<&str>, out: &Outcome) -> Str
         ));
         b.push_str("\n\n");
     }
-    if let Some(msg) = t["error"]["message"].as_str() {
-        b.push_str(&format!("> {}\n\n", msg.replace('\n', " ")));
+    if let Some(e) = &t.error {
+        b.push_str(&format!("> {}\n\n", e.message.replace('\n', " ")));
     }
-    let turns = t["num_turns"].as_u64().unwrap_or(0);
-    let mut line = crate::commands::summary::count(turns, "turn");
-    if let Some(c) = t["cost_usd"].as_f64() {
+    let mut line = crate::commands::summary::count(u64::from(t.num_turns), "turn");
+    if let Some(c) = t.cost_usd {
         line.push_str(&format!(" · {}", crate::commands::summary::usd(c)));
     }
     if let Some(url) = run_url {
@@ -228,15 +279,11 @@ pub(crate) fn final_body(t: &Value, run_url: Option<&str>, out: &Outcome) -> Str
     if !out.notes.is_empty() {
         b.push('\n');
     }
-    let files: Vec<String> = t["files_changed"]
-        .as_array()
-        .map(|fs| {
-            fs.iter()
-                .filter_map(|f| f["path"].as_str())
-                .map(inline_code)
-                .collect()
-        })
-        .unwrap_or_default();
+    let files: Vec<String> = t
+        .files_changed
+        .iter()
+        .map(|f| inline_code(&f.path))
+        .collect();
     if !files.is_empty() {
         b.push_str(&format!(
             "**Files changed ({}):** {}\n\n",
@@ -266,13 +313,13 @@ pub(crate) fn final_body(t: &Value, run_url: Option<&str>, out: &Outcome) -> Str
 pub(crate) enum Msg {
     /// The newest checklist.
     Items(Vec<Item>),
-    /// The run is over: stop (the senders may live on, in the run's event writer).
+    /// The run is over: stop (the senders may live on, in the run's event bus).
     Stop,
 }
 
 /// The thread that edits the progress comment.
 pub(crate) struct Editor {
-    tx: Sender<Msg>,
+    tx: SyncSender<Msg>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -285,7 +332,7 @@ impl Editor {
         run_url: Option<String>,
         interval: Duration,
     ) -> Editor {
-        let (tx, rx) = mpsc::channel();
+        let (tx, rx) = mpsc::sync_channel(QUEUE);
         let thread = std::thread::Builder::new()
             .name("github-progress".into())
             .spawn(move || {
@@ -300,7 +347,7 @@ impl Editor {
     }
 
     /// Where the newest checklist goes.
-    pub(crate) fn sender(&self) -> Sender<Msg> {
+    pub(crate) fn sender(&self) -> SyncSender<Msg> {
         self.tx.clone()
     }
 
@@ -309,6 +356,12 @@ impl Editor {
         let _ = self.tx.send(Msg::Stop);
         if let Some(t) = self.thread.take() {
             let _ = t.join();
+        }
+        let dropped = DROPPED.swap(0, Ordering::Relaxed);
+        if dropped > 0 {
+            output::debug(&format!(
+                "github: {dropped} progress update(s) dropped (the comment edits were behind)"
+            ));
         }
     }
 }

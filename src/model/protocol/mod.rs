@@ -183,6 +183,28 @@ impl<'de> Deserialize<'de> for Usage {
     }
 }
 
+/// The transcript's `usage` as its JSON Schema describes it: each count null when the
+/// server reported none (`unknown`), `reasoning_output_tokens` only when not 0.
+impl schemars::JsonSchema for Usage {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Usage".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let count = schemars::json_schema!({"type": ["integer", "null"], "minimum": 0});
+        schemars::json_schema!({
+            "description": "Token counts; each is null when the server reported no usage.",
+            "type": "object",
+            "properties": {
+                "input_tokens": count,
+                "output_tokens": count,
+                "cache_creation_input_tokens": count,
+                "cache_read_input_tokens": count,
+                "reasoning_output_tokens": {"type": "integer", "minimum": 0}
+            }
+        })
+    }
+}
+
 impl Usage {
     /// Every input token, cached or not: what the logs and the summary line show.
     pub(crate) fn input_total(&self) -> u64 {

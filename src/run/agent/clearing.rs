@@ -13,6 +13,7 @@ use crate::run::context::{
     CLEAR_TARGET, Clearing, ContextWindow, Overflow, cleared_note, learned_window_note,
     nothing_to_clear, overflow_of, plan_clearing, still_exceeded,
 };
+use crate::run::event::RunEvent;
 use crate::util::output;
 
 /// Whether a failed request was refused because the conversation no longer fits.
@@ -99,10 +100,7 @@ impl Agent<'_> {
             tokens_after_estimate: plan.tokens_after_estimate,
         };
         self.run.record().record_clearing(c);
-        self.run.ci.events.emit(
-            "context.cleared",
-            serde_json::to_value(c).unwrap_or_default(),
-        );
+        self.run.ci.events.emit(RunEvent::ContextCleared(c));
         output::info(&cleared_note(&c, window.window()));
         Some(c)
     }

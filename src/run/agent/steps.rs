@@ -305,6 +305,7 @@ fn call_record(
         turn: turn_no,
         model: model.to_string(),
         metadata: o.result.metadata.clone(),
+        changes: o.result.changes.clone(),
     };
     (record, denial)
 }

@@ -18,14 +18,13 @@
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
-use serde_json::{Value, json};
-
 use super::{Agent, RunHandle};
 use crate::config::Config;
 use crate::model::provider::Provider;
 use crate::record::{InFlight, RunRecord, SubagentRecord};
 use crate::run::budget::Budget;
 use crate::run::ci::CiRun;
+use crate::run::event::{self as ev, RunEvent};
 use crate::run::events::Events;
 use crate::tools::dispatch::Gate;
 use crate::tools::registry::Registry;
@@ -137,7 +136,7 @@ fn entry(
     SubagentRecord {
         id: id.to_string(),
         tool_use_id: tool_use_id.to_string(),
-        subagent_type: call.kind.as_str(),
+        subagent_type: call.kind.as_str().into(),
         description: call.description.clone(),
         status: status.to_string(),
         num_turns: record.num_turns(),
@@ -147,7 +146,9 @@ fn entry(
             .messages()
             .iter()
             .filter_map(|m| {
-                serde_json::value::RawValue::from_string(m.transcript_json().to_string()).ok()
+                serde_json::value::RawValue::from_string(m.transcript_json().to_string())
+                    .ok()
+                    .map(crate::record::transcript::RawJson)
             })
             .collect(),
         tool_calls: record.tool_calls().to_vec(),
@@ -211,16 +212,14 @@ impl Subagents for SubagentRunner {
             config.provider().max_tokens(),
             &id,
         ));
-        let ci = CiRun::for_subagent(
-            Arc::new(self.events.tagged("subagent_id", Value::String(id.clone()))),
-            budget,
-            trace,
-        );
-        ci.events.emit(
-            "subagent.requested",
-            json!({"tool_use_id": tool_use_id, "subagent_type": call.kind.as_str(),
-                   "description": call.description, "max_turns": config.session().max_turns()}),
-        );
+        let ci = CiRun::for_subagent(Arc::new(self.events.tagged(&id)), budget, trace);
+        ci.events
+            .emit(RunEvent::SubagentRequested(ev::SubagentRequested {
+                tool_use_id: tool_use_id.clone(),
+                subagent_type: call.kind.as_str().to_string(),
+                description: call.description.clone(),
+                max_turns: config.session().max_turns(),
+            }));
         let note = |status: &str| {
             let e = entry(&id, &tool_use_id, call, &record.locked(), status);
             self.record.locked().record_subagent(e);
@@ -257,11 +256,13 @@ impl Subagents for SubagentRunner {
                 parent.record_subagent_end(e, &[(model, usage)], config.ci().prices());
             }
         }
-        ci.events.emit(
-            "subagent.finished",
-            json!({"tool_use_id": tool_use_id, "status": status,
-                   "num_turns": record.locked().num_turns()}),
-        );
+        let num_turns = record.locked().num_turns();
+        ci.events
+            .emit(RunEvent::SubagentFinished(ev::SubagentFinished {
+                tool_use_id: tool_use_id.clone(),
+                status: status.to_string(),
+                num_turns,
+            }));
         match outcome.error {
             None => Ok(answer),
             Some(e) => Err(ToolError::failed(format!(

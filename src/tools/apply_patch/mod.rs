@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::paths::{self, Change};
+use super::paths::{self, ChangeKind};
 use super::{EditStyle, Subject, ToolContext, ToolError, ToolResult, Traits, TypedTool};
 use parse::Op;
 
@@ -114,12 +114,15 @@ impl TypedTool for ApplyPatch {
         let mut changes = Vec::with_capacity(done.len());
         for (shown, change) in &done {
             let letter = match *change {
-                "created" => 'A',
-                "deleted" => 'D',
-                _ => 'M',
+                ChangeKind::Created => 'A',
+                ChangeKind::Deleted => 'D',
+                ChangeKind::Modified => 'M',
             };
             lines.push(format!("{letter} {shown}"));
-            changes.push(json!({"path": shown, "change": change}));
+            changes.push(paths::FileChange {
+                path: shown.clone(),
+                change: *change,
+            });
         }
         Ok(ToolResult::ok(format!(
             "Applied the patch ({} file{}):\n{}",
@@ -127,7 +130,7 @@ impl TypedTool for ApplyPatch {
             if done.len() == 1 { "" } else { "s" },
             lines.join("\n")
         ))
-        .with_meta("changes", Value::Array(changes)))
+        .with_changes(changes))
     }
 }
 
@@ -287,8 +290,8 @@ fn too_big(path: &str) -> ToolError {
 
 /// Runs the steps in order; on a failure, undoes the ones done (newest first) and
 /// returns the error. Returns (shown path, change) per step.
-fn write(ctx: &ToolContext, steps: &[Step]) -> Result<Vec<(String, &'static str)>, ToolError> {
-    let mut done: Vec<(String, &'static str)> = Vec::with_capacity(steps.len());
+fn write(ctx: &ToolContext, steps: &[Step]) -> Result<Vec<(String, ChangeKind)>, ToolError> {
+    let mut done: Vec<(String, ChangeKind)> = Vec::with_capacity(steps.len());
     for (i, step) in steps.iter().enumerate() {
         let result = match step {
             Step::Write {
@@ -296,13 +299,10 @@ fn write(ctx: &ToolContext, steps: &[Step]) -> Result<Vec<(String, &'static str)
                 shown,
                 content,
                 ..
-            } => paths::write_atomic(ctx, resolved, shown, content).map(|c| match c {
-                Change::Created => "created",
-                Change::Modified => "modified",
-            }),
+            } => paths::write_atomic(ctx, resolved, shown, content),
             Step::Remove {
                 resolved, shown, ..
-            } => paths::remove_file(ctx, resolved, shown).map(|()| "deleted"),
+            } => paths::remove_file(ctx, resolved, shown).map(|()| ChangeKind::Deleted),
         };
         match result {
             Ok(change) => done.push((shown_of(step).to_string(), change)),

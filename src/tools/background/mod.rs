@@ -50,7 +50,7 @@ pub(crate) struct Notice {
 type Observer = Box<dyn Fn(&Notice) + Send + Sync>;
 
 /// One background command as the transcript lists it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub(crate) struct JobRecord {
     pub(crate) id: String,
     pub(crate) command: String,

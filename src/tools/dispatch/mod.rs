@@ -135,7 +135,9 @@ impl<'a> Dispatcher<'a> {
                     Ok(()) => {
                         let mut r = match execute_caught(tool, ready.as_ref(), self.ctx) {
                             Ok(r) => r,
-                            Err(ToolError::Failed(m)) => ToolResult::error(m),
+                            Err(ToolError::Failed(m) | ToolError::NotFound(m)) => {
+                                ToolResult::error(m)
+                            }
                             Err(ToolError::Fatal(m)) => {
                                 fatal = Some(m.clone());
                                 ToolResult::error(m)

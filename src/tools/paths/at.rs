@@ -166,8 +166,9 @@ pub(super) fn create_temp(dir: &File, shown: &str) -> Result<(OsString, File), T
     Err(io_error(&e, shown, "write"))
 }
 
+/// The typed not-found of every path that does not exist (`ToolError::NotFound`).
 pub(super) fn not_found(shown: &str) -> ToolError {
-    ToolError::failed(format!(
+    ToolError::NotFound(format!(
         "file not found: {shown} does not exist in the workspace. Use Glob to find the right path."
     ))
 }

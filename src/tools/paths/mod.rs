@@ -44,19 +44,40 @@ const MAX_TEMP_ATTEMPTS: u32 = 16;
 /// Makes temp-file names unique between concurrent writes of this process.
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
-/// Whether a write created the file or replaced an existing one (for `files_changed`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Change {
+/// How a tool changed a file, from the tool to the record's `files_changed` (codex-rs
+/// `exec_events.rs`'s `PatchChangeKind`, under the transcript's names).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum ChangeKind {
     Created,
     Modified,
+    Deleted,
 }
 
-impl Change {
+/// A file a tool changed, and how (the transcript's `files_changed` entry).
+#[derive(
+    Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
+pub(crate) struct FileChange {
+    pub(crate) path: String,
+    pub(crate) change: ChangeKind,
+}
+
+impl std::fmt::Display for ChangeKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl ChangeKind {
     /// The transcript's `change` value.
     pub(crate) fn as_str(self) -> &'static str {
         match self {
-            Change::Created => "created",
-            Change::Modified => "modified",
+            ChangeKind::Created => "created",
+            ChangeKind::Modified => "modified",
+            ChangeKind::Deleted => "deleted",
         }
     }
 }
@@ -79,9 +100,7 @@ pub(crate) fn resolve_for_read(ctx: &ToolContext, path: &str) -> Result<PathBuf,
         return Err(outside_error(ctx, path, &r));
     }
     if !r.exists {
-        return Err(ToolError::failed(format!(
-            "file not found: {path} does not exist in the workspace. Use Glob to find the right path."
-        )));
+        return Err(at::not_found(path));
     }
     Ok(r.path)
 }
@@ -164,15 +183,15 @@ pub(crate) fn write_atomic(
     resolved: &Path,
     shown: &str,
     content: &[u8],
-) -> Result<Change, ToolError> {
+) -> Result<ChangeKind, ToolError> {
     let (root, dirs, name) = split_under_root(ctx, resolved, shown, false)?;
     let dir = open_dir_chain(ctx, &root, &dirs, true, shown)?;
     let existing = stat_at(&dir, &name).map_err(|e| io_error(&e, shown, "write"))?;
     let (mode, change) = match existing {
-        None => (NEW_FILE_MODE, Change::Created),
+        None => (NEW_FILE_MODE, ChangeKind::Created),
         Some(md) => {
             check_regular(&md, shown)?;
-            (md.permissions().mode() & 0o7777, Change::Modified)
+            (md.permissions().mode() & 0o7777, ChangeKind::Modified)
         }
     };
     let (tmp_name, mut tmp) = create_temp(&dir, shown)?;

@@ -13,6 +13,14 @@ fn failed(r: Result<impl std::fmt::Debug, ToolError>) -> String {
     }
 }
 
+/// The message of a typed not-found.
+fn not_found(r: Result<impl std::fmt::Debug, ToolError>) -> String {
+    match r {
+        Err(ToolError::NotFound(m)) => m,
+        other => panic!("expected a NotFound error, got {other:?}"),
+    }
+}
+
 fn mode(p: &Path) -> u32 {
     std::fs::metadata(p).unwrap().permissions().mode() & 0o7777
 }
@@ -147,10 +155,24 @@ fn symlink_loop_and_file_as_directory_are_clear_errors() {
 #[test]
 fn distinct_errors_for_missing_empty_and_root() {
     let (_g, ctx) = setup();
-    assert!(failed(resolve_for_read(&ctx, "nope.txt")).starts_with("file not found"));
+    assert!(not_found(resolve_for_read(&ctx, "nope.txt")).starts_with("file not found"));
     assert!(failed(resolve_for_read(&ctx, "")).contains("empty"));
     assert!(failed(resolve_for_write(&ctx, ".")).contains("workspace root"));
     assert!(failed(resolve_for_read(&ctx, "a\0b")).contains("NUL"));
+}
+
+/// Every way a path can be missing is the typed `NotFound`: the file, or a directory on
+/// the way to it, at resolution or when opened.
+#[test]
+fn a_missing_path_is_a_typed_not_found() {
+    let (_g, ctx) = setup();
+    let dir = ctx.workspace.join("gone");
+    std::fs::create_dir(&dir).unwrap();
+    let resolved = resolve_for_write(&ctx, "gone/x.txt").unwrap();
+    assert!(not_found(open_for_read(&ctx, &resolved, "gone/x.txt")).contains("gone/x.txt"));
+    std::fs::remove_dir(&dir).unwrap();
+    assert!(not_found(open_for_read(&ctx, &resolved, "gone/x.txt")).starts_with("file not found"));
+    assert!(not_found(resolve_for_read(&ctx, "gone/x.txt")).starts_with("file not found"));
 }
 
 #[test]
@@ -231,7 +253,7 @@ fn write_creates_parents_0755_and_file_0644() {
     let r = resolve_for_write(&ctx, "a/b/c.txt").unwrap();
     assert_eq!(
         write_atomic(&ctx, &r, "a/b/c.txt", b"hello").unwrap(),
-        Change::Created
+        ChangeKind::Created
     );
     assert_eq!(std::fs::read(&r).unwrap(), b"hello");
     assert_eq!(mode(&r), 0o644);
@@ -248,7 +270,7 @@ fn write_keeps_an_existing_mode_and_leaves_no_temp_file() {
     let r = resolve_for_write(&ctx, "run.sh").unwrap();
     assert_eq!(
         write_atomic(&ctx, &r, "run.sh", b"new").unwrap(),
-        Change::Modified
+        ChangeKind::Modified
     );
     assert_eq!(std::fs::read(&p).unwrap(), b"new");
     assert_eq!(mode(&p), 0o750);
