@@ -84,6 +84,10 @@ pub(crate) struct Transcript {
     pub(crate) plan_history: Vec<PlanChange>,
     /// Task's sub-agents.
     pub(crate) subagents: Vec<SubagentRecord>,
+    /// Only in a transcript the agent did not write: `agent batch` writes one for a run
+    /// whose agent never started (a failed `setup`, a workspace error) and says so here.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) written_by: Option<String>,
 }
 
 impl Transcript {
