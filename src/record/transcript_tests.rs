@@ -32,6 +32,7 @@ fn every_written_key_is_in_the_schema() {
     let t = Transcript {
         journal: Some("x.journal".into()),
         provider: Some("anthropic".into()),
+        written_by: Some("agent batch (the agent did not run)".into()),
         ..Transcript::default()
     };
     let Value::Object(doc) = serde_json::to_value(&t).unwrap() else {
@@ -73,7 +74,7 @@ fn a_written_transcript_reads_back_to_the_same_bytes() {
             id: "t1".into(),
             name: "WriteFile".into(),
             input: serde_json::json!({"path": "a.txt", "x": 0.1}),
-            metadata: meta,
+            metadata: CallMetadata::of_result(meta),
             changes: vec![FileChange {
                 path: "a.txt".into(),
                 change: ChangeKind::Created,
