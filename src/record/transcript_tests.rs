@@ -148,3 +148,19 @@ fn network_and_resumed_from_keep_their_key_order() {
         "status": "", "usage": null, "cost_usd": null});
     assert_eq!(serde_json::to_string(&from).unwrap(), before.to_string());
 }
+
+/// `unfinished` is typed in and out of a call's metadata, and the object keeps the text
+/// the map alone wrote: keys sorted, an MCP call's `server` and `mcp_tool` beside it.
+#[test]
+fn call_metadata_types_unfinished_and_keeps_its_text() {
+    let text = r#"{"mcp_tool":"t","server":"s","unfinished":true}"#;
+    let m: CallMetadata = serde_json::from_str(text).unwrap();
+    assert!(m.unfinished);
+    assert_eq!(m.rest.len(), 2);
+    assert_eq!(serde_json::to_string(&m).unwrap(), text);
+    // A value other than `true` is not taken for one, and stays as written.
+    let odd = r#"{"exit_code":0,"unfinished":"yes"}"#;
+    let m: CallMetadata = serde_json::from_str(odd).unwrap();
+    assert!(!m.unfinished);
+    assert_eq!(serde_json::to_string(&m).unwrap(), odd);
+}
