@@ -385,7 +385,14 @@ impl Serialize for Network {
 /// The JSON Schema of the transcript (`docs/reference/transcript.schema.json`).
 #[cfg(test)]
 pub(crate) fn transcript_schema() -> String {
-    let schema = schemars::schema_for!(Transcript);
+    schema_text::<Transcript>()
+}
+
+/// `T`'s JSON Schema as a `docs/reference/*.schema.json` file holds it (pretty, one
+/// newline at the end): what `check_schema` compares.
+#[cfg(test)]
+pub(crate) fn schema_text<T: JsonSchema>() -> String {
+    let schema = schemars::schema_for!(T);
     let mut text = serde_json::to_string_pretty(&schema).unwrap_or_default();
     text.push('\n');
     text

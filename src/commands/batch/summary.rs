@@ -149,10 +149,7 @@ pub(crate) fn sorted_pretty<T: Serialize>(v: &T) -> String {
 /// The JSON Schema of `summary.json` (`docs/reference/batch-summary.schema.json`).
 #[cfg(test)]
 pub(crate) fn summary_schema() -> String {
-    let schema = schemars::schema_for!(BatchSummary);
-    let mut text = serde_json::to_string_pretty(&schema).unwrap_or_default();
-    text.push('\n');
-    text
+    crate::record::transcript::schema_text::<BatchSummary>()
 }
 
 #[cfg(test)]
