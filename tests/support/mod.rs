@@ -414,6 +414,7 @@ pub(crate) fn read_json(path: &Path) -> Value {
     let v = serde_json::from_str(&text)
         .unwrap_or_else(|e| panic!("{} is not JSON ({e}):\n{text}", path.display()));
     schema::check_transcript(&v, &path.display().to_string());
+    schema::check_batch_summary(&v, &path.display().to_string());
     v
 }
 
