@@ -354,6 +354,7 @@ impl Running {
         let stdout = joined(self.out.take());
         let stderr = joined(self.err.take());
         schema::check_stdout(&stdout);
+        schema::check_stdout_summary(&stdout);
         RunOutput {
             status,
             stdout,

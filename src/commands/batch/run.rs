@@ -21,7 +21,6 @@ use std::time::Instant;
 use serde_json::Value;
 
 use crate::record::Transcript;
-use crate::record::transcript::ErrorRecord;
 
 use super::progress::Progress;
 use super::resume::{self, Decision};
@@ -344,7 +343,7 @@ fn ended_early(
         usage: outcome.usage,
         cost_usd: Some(0.0),
         total_cost_usd: Some(0.0),
-        error: Some(ErrorRecord {
+        error: Some(crate::record::transcript::ErrorRecord {
             kind: status.to_string(),
             message: why.clone(),
         }),
