@@ -33,7 +33,7 @@ fn call(id: &str) -> ToolCallRecord {
         started_ms: 0,
         turn: 1,
         model: "m".into(),
-        metadata: serde_json::Map::new(),
+        metadata: crate::record::CallMetadata::default(),
         changes: Vec::new(),
     }
 }

@@ -17,6 +17,6 @@ pub(crate) use record::{InFlight, RunRecord, message_text, says_nothing};
 #[allow(unused_imports)]
 // `Transcript`: read by `agent summary`, `agent batch` and `--resume` next
 pub(crate) use transcript::{
-    DenialRecord, SubagentRecord, TRANSCRIPT_VERSION, ToolCallRecord, Transcript,
+    CallMetadata, DenialRecord, SubagentRecord, TRANSCRIPT_VERSION, ToolCallRecord, Transcript,
     VerificationRecord,
 };

@@ -19,7 +19,7 @@ use crate::util::sync::Locked;
 #[path = "render.rs"]
 mod render;
 
-use crate::record::transcript::Network;
+use crate::record::transcript::{CallMetadata, Network};
 pub(crate) use crate::record::transcript::{
     DenialRecord, ModelUse, PlanChange, ResumedFrom, SubagentRecord, ToolCallRecord,
     VerificationRecord,
@@ -647,12 +647,14 @@ impl InFlight {
             if record.tool_calls.iter().any(|t| t.id == c.id) {
                 continue;
             }
-            let mut metadata = Map::new();
-            metadata.insert("unfinished".into(), Value::Bool(true));
+            let mut metadata = CallMetadata {
+                unfinished: true,
+                rest: Map::new(),
+            };
             // As a finished MCP call's result says (`McpTool`).
             if let Some((server, tool)) = crate::mcp::names::origin(&c.name) {
-                metadata.insert("server".into(), Value::String(server));
-                metadata.insert("mcp_tool".into(), Value::String(tool));
+                metadata.rest.insert("server".into(), Value::String(server));
+                metadata.rest.insert("mcp_tool".into(), Value::String(tool));
             }
             record.tool_calls.push(ToolCallRecord {
                 id: c.id,

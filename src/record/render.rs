@@ -107,6 +107,7 @@ impl RunRecord {
             plan: self.plan.clone(),
             plan_history: self.plan_history.clone(),
             subagents: self.subagents.clone(),
+            written_by: None,
         }
     }
 

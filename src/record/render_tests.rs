@@ -2,8 +2,8 @@
 
 use super::*;
 use crate::model::protocol::{ContentBlock, Message, Role};
-use crate::record::ToolCallRecord;
-use serde_json::{Map, Value, json};
+use crate::record::{CallMetadata, ToolCallRecord};
+use serde_json::{Value, json};
 use std::path::PathBuf;
 
 #[test]
@@ -70,7 +70,7 @@ fn messages_are_spliced_in_both_layouts_and_only_the_rest_is_redacted() {
         started_ms: 0,
         turn: 1,
         model: "m".into(),
-        metadata: Map::new(),
+        metadata: CallMetadata::default(),
         changes: Vec::new(),
     });
     for text in ["one \"messages\": [] two", "secret-ish"] {

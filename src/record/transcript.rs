@@ -84,6 +84,10 @@ pub(crate) struct Transcript {
     pub(crate) plan_history: Vec<PlanChange>,
     /// Task's sub-agents.
     pub(crate) subagents: Vec<SubagentRecord>,
+    /// Only in a transcript the agent did not write: `agent batch` writes one for a run
+    /// whose agent never started (a failed `setup`, a workspace error) and says so here.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) written_by: Option<String>,
 }
 
 impl Transcript {
@@ -173,8 +177,8 @@ pub(crate) struct ToolCallRecord {
     pub(crate) model: String,
     /// What the tool said about the call besides its output (`exit_code`, `path`,
     /// `change`, `unfinished`, `server`, …).
-    #[serde(skip_serializing_if = "Map::is_empty")]
-    pub(crate) metadata: Map<String, Value>,
+    #[serde(skip_serializing_if = "CallMetadata::is_empty")]
+    pub(crate) metadata: CallMetadata,
     /// The files the call changed (`ToolResult::changes`): the record's `files_changed`
     /// is made of these. Not written: the metadata says the same to a reader.
     #[serde(skip)]
@@ -184,7 +188,70 @@ pub(crate) struct ToolCallRecord {
 impl ToolCallRecord {
     /// A call still running when the run ended (`InFlight::settle` marks it).
     pub(crate) fn unfinished(&self) -> bool {
-        self.metadata.get("unfinished") == Some(&Value::Bool(true))
+        self.metadata.unfinished
+    }
+}
+
+/// A call's `metadata`. The one key code reads back is typed: `unfinished` (the record
+/// writes it, `--resume` reads it). What stays a map is what only ends up in the
+/// transcript (`exit_code`, `path`, `change(s)`, the spill path, `bash_id`, an MCP call's
+/// `server`: the parts that need them read typed fields or the call's name instead).
+/// Written as one object with its keys sorted, as the map alone was.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct CallMetadata {
+    pub(crate) unfinished: bool,
+    pub(crate) rest: Map<String, Value>,
+}
+
+impl CallMetadata {
+    /// A finished call's: what its tool reported.
+    pub(crate) fn of_result(rest: Map<String, Value>) -> CallMetadata {
+        CallMetadata {
+            unfinished: false,
+            rest,
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        !self.unfinished && self.rest.is_empty()
+    }
+}
+
+impl Serialize for CallMetadata {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if !self.unfinished {
+            return self.rest.serialize(s);
+        }
+        let mut all = self.rest.clone();
+        all.insert("unfinished".into(), Value::Bool(true));
+        all.serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for CallMetadata {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let mut rest = Map::deserialize(d)?;
+        // Only `true` is taken out: anything else stays as written.
+        let unfinished = rest.get("unfinished") == Some(&Value::Bool(true));
+        if unfinished {
+            rest.remove("unfinished");
+        }
+        Ok(CallMetadata { unfinished, rest })
+    }
+}
+
+impl JsonSchema for CallMetadata {
+    fn schema_name() -> Cow<'static, str> {
+        "CallMetadata".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "What the tool said about the call besides its output; \
+                            `unfinished` marks a call still running when the run ended.",
+            "type": "object",
+            "properties": {"unfinished": {"type": "boolean"}},
+            "additionalProperties": true
+        })
     }
 }
 
@@ -318,7 +385,14 @@ impl Serialize for Network {
 /// The JSON Schema of the transcript (`docs/reference/transcript.schema.json`).
 #[cfg(test)]
 pub(crate) fn transcript_schema() -> String {
-    let schema = schemars::schema_for!(Transcript);
+    schema_text::<Transcript>()
+}
+
+/// `T`'s JSON Schema as a `docs/reference/*.schema.json` file holds it (pretty, one
+/// newline at the end): what `check_schema` compares.
+#[cfg(test)]
+pub(crate) fn schema_text<T: JsonSchema>() -> String {
+    let schema = schemars::schema_for!(T);
     let mut text = serde_json::to_string_pretty(&schema).unwrap_or_default();
     text.push('\n');
     text

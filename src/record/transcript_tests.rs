@@ -32,6 +32,7 @@ fn every_written_key_is_in_the_schema() {
     let t = Transcript {
         journal: Some("x.journal".into()),
         provider: Some("anthropic".into()),
+        written_by: Some("agent batch (the agent did not run)".into()),
         ..Transcript::default()
     };
     let Value::Object(doc) = serde_json::to_value(&t).unwrap() else {
@@ -73,7 +74,7 @@ fn a_written_transcript_reads_back_to_the_same_bytes() {
             id: "t1".into(),
             name: "WriteFile".into(),
             input: serde_json::json!({"path": "a.txt", "x": 0.1}),
-            metadata: meta,
+            metadata: CallMetadata::of_result(meta),
             changes: vec![FileChange {
                 path: "a.txt".into(),
                 change: ChangeKind::Created,
@@ -146,4 +147,20 @@ fn network_and_resumed_from_keep_their_key_order() {
     let before = serde_json::json!({"path": "/t.json", "session_id": null, "num_turns": 2,
         "status": "", "usage": null, "cost_usd": null});
     assert_eq!(serde_json::to_string(&from).unwrap(), before.to_string());
+}
+
+/// `unfinished` is typed in and out of a call's metadata, and the object keeps the text
+/// the map alone wrote: keys sorted, an MCP call's `server` and `mcp_tool` beside it.
+#[test]
+fn call_metadata_types_unfinished_and_keeps_its_text() {
+    let text = r#"{"mcp_tool":"t","server":"s","unfinished":true}"#;
+    let m: CallMetadata = serde_json::from_str(text).unwrap();
+    assert!(m.unfinished);
+    assert_eq!(m.rest.len(), 2);
+    assert_eq!(serde_json::to_string(&m).unwrap(), text);
+    // A value other than `true` is not taken for one, and stays as written.
+    let odd = r#"{"exit_code":0,"unfinished":"yes"}"#;
+    let m: CallMetadata = serde_json::from_str(odd).unwrap();
+    assert!(!m.unfinished);
+    assert_eq!(serde_json::to_string(&m).unwrap(), odd);
 }

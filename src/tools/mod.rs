@@ -39,6 +39,8 @@ pub(crate) const DEFAULT_MAX_RESULT_CHARS: usize = 30_000; // ~7.5k tokens: enou
 pub(crate) struct ToolResult {
     pub content: String,
     pub is_error: bool,
+    /// Only what ends up in the transcript alone may stay here; a key another part reads
+    /// is a typed field (`changes`; a denial is `CallOutcome::denial`).
     pub metadata: Map<String, Value>,
     /// The files the call changed, and how.
     pub changes: Vec<paths::FileChange>,

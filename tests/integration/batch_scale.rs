@@ -327,9 +327,15 @@ fn setup_failure_skips_the_agent() {
     let e = row(&s, "broken")["error"].as_str().unwrap();
     assert!(e.contains("exit 7") && e.contains("SETUP-SAYS-NO"), "{e}");
     assert_eq!(per_prompt(&env), counts(&[("do ready", 1)]));
+    // The batch's stand-in is a whole transcript (read_json checks it against the
+    // schema) that says who wrote it.
+    let stand_in = read_json(&dir.join("broken.json"));
+    assert_eq!(stand_in["status"], "setup_failed");
+    assert_eq!(stand_in["subtype"], "error_during_execution");
+    assert_eq!(stand_in["error"]["kind"], "setup_failed");
     assert_eq!(
-        read_json(&dir.join("broken.json"))["status"],
-        "setup_failed"
+        stand_in["written_by"],
+        "agent batch (the agent did not run)"
     );
     assert!(dir.join("workspaces/ready/made.txt").is_file());
     assert!(

@@ -88,3 +88,36 @@ fn a_demo_run_fits_the_schema() {
     assert_eq!(t["files_changed"][0]["change"], "modified");
     check_transcript(&t, "the demo run");
 }
+
+/// The batch summaries of the previous release (two shards and their merge) fit
+/// `docs/reference/batch-summary.schema.json`, and one with a field of the wrong type is
+/// refused, so the check the support code makes of every summary can fail.
+#[test]
+fn batch_summaries_fit_their_schema_and_a_wrong_type_is_refused() {
+    use crate::support::schema::check_batch_summary;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut good = Vec::new();
+    for name in [
+        "tests/fixtures/transcripts/batch/shard1/summary.json",
+        "tests/fixtures/transcripts/batch/shard2/summary.json",
+        "tests/fixtures/golden/previous_release.merge.summary.json",
+    ] {
+        let v: Value =
+            serde_json::from_str(&std::fs::read_to_string(root.join(name)).unwrap()).unwrap();
+        check_batch_summary(&v, name);
+        good.push(v);
+    }
+    let refused =
+        |v: Value| std::panic::catch_unwind(move || check_batch_summary(&v, "test")).is_err();
+    for (key, bad) in [
+        ("total", json!("two")),
+        ("shard", json!({"index": "1", "count": 2})),
+        ("pass_at", json!({"one": 1.0})),
+        ("tasks", json!([{"id": "a", "status": 0}])),
+        ("shards", json!({"count": 2, "merged": "1,2"})),
+    ] {
+        let mut s = good[2].clone();
+        s[key] = bad;
+        assert!(refused(s), "{key} of the wrong type was accepted");
+    }
+}

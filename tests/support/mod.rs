@@ -354,6 +354,7 @@ impl Running {
         let stdout = joined(self.out.take());
         let stderr = joined(self.err.take());
         schema::check_stdout(&stdout);
+        schema::check_stdout_summary(&stdout);
         RunOutput {
             status,
             stdout,
@@ -414,6 +415,7 @@ pub(crate) fn read_json(path: &Path) -> Value {
     let v = serde_json::from_str(&text)
         .unwrap_or_else(|e| panic!("{} is not JSON ({e}):\n{text}", path.display()));
     schema::check_transcript(&v, &path.display().to_string());
+    schema::check_batch_summary(&v, &path.display().to_string());
     v
 }
 

@@ -98,3 +98,48 @@ pub(crate) fn check_stdout(stdout: &str) {
         }
     }
 }
+
+/// The compiled schema of `agent batch`'s summary.json
+/// (`docs/reference/batch-summary.schema.json`), built once per test binary.
+fn summary_validator() -> &'static jsonschema::Validator {
+    static VALIDATOR: OnceLock<jsonschema::Validator> = OnceLock::new();
+    VALIDATOR.get_or_init(|| {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("docs/reference/batch-summary.schema.json");
+        let text = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+        let schema: Value = serde_json::from_str(&text).unwrap();
+        jsonschema::validator_for(&schema)
+            .unwrap_or_else(|e| panic!("{} is not a valid schema: {e}", path.display()))
+    })
+}
+
+/// Whether `v` is a batch summary (a shard's or a merge's): rows under `tasks` and the
+/// totals' `pass_at` (the report has `rows`, not `tasks`).
+fn is_batch_summary(v: &Value) -> bool {
+    v.get("tasks").is_some_and(Value::is_array) && v.get("pass_at").is_some()
+}
+
+/// Panics, naming every violation, when `v` is a batch summary the schema refuses: `agent
+/// batch` and `merge` stdout, and a `summary.json` read through `read_json`.
+pub(crate) fn check_batch_summary(v: &Value, what: &str) {
+    if !is_batch_summary(v) {
+        return;
+    }
+    let errors: Vec<String> = summary_validator()
+        .iter_errors(v)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "{what}: the summary does not match docs/reference/batch-summary.schema.json:\n{}",
+        errors.join("\n")
+    );
+}
+
+/// Checks stdout when it is one batch summary document.
+pub(crate) fn check_stdout_summary(stdout: &str) {
+    if let Ok(v) = serde_json::from_str::<Value>(stdout) {
+        check_batch_summary(&v, "stdout");
+    }
+}

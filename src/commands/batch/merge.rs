@@ -11,8 +11,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use serde_json::{Map, Value, json};
-
+use super::summary::{BatchSummary, MergeInfo, MergedShards};
 use super::{BATCH_SUMMARY_VERSION, TaskOutcome, stats};
 use crate::config::cli::BatchMergeArgs;
 use crate::error::ExitStatus;
@@ -21,8 +20,7 @@ use crate::util::output;
 /// One shard's summary.json, read.
 struct ShardDir {
     dir: PathBuf,
-    summary: Value,
-    rows: Vec<TaskOutcome>,
+    summary: BatchSummary,
 }
 
 pub(crate) fn merge_command(args: &BatchMergeArgs) -> ExitStatus {
@@ -51,10 +49,10 @@ pub(crate) fn merge_command(args: &BatchMergeArgs) -> ExitStatus {
     }
 }
 
-/// The merged rows, each with the directory it came from, and the summary fields.
+/// The merged rows, each with the directory it came from, and the merged summary.
 pub(crate) struct Merged {
     pub rows: Vec<(TaskOutcome, PathBuf)>,
-    pub doc: Map<String, Value>,
+    pub summary: BatchSummary,
 }
 
 pub(crate) fn merge(dirs: &[PathBuf]) -> Result<Merged, String> {
@@ -68,16 +66,13 @@ pub(crate) fn merge(dirs: &[PathBuf]) -> Result<Merged, String> {
     let mut totals = BTreeSet::new();
     let mut seen = BTreeSet::new();
     for s in &shards {
-        if let (Some(i), Some(n)) = (
-            s.summary["shard"]["index"].as_u64(),
-            s.summary["shard"]["count"].as_u64(),
-        ) {
-            totals.insert(n);
-            seen.insert(i);
+        if let Some(shard) = s.summary.shard {
+            totals.insert(shard.count);
+            seen.insert(shard.index);
         }
     }
     let shard_info = match totals.len() {
-        0 => Value::Null,
+        0 => None,
         1 => {
             let n = *totals.first().unwrap_or(&0);
             let missing: Vec<String> = (1..=n)
@@ -89,19 +84,22 @@ pub(crate) fn merge(dirs: &[PathBuf]) -> Result<Merged, String> {
                     "missing shard(s) {} of {n}: the directories given hold shards {}",
                     missing.join(", "),
                     seen.iter()
-                        .map(u64::to_string)
+                        .map(usize::to_string)
                         .collect::<Vec<_>>()
                         .join(", ")
                 ));
             }
-            json!({"count": n, "merged": seen})
+            Some(MergedShards {
+                count: n,
+                merged: seen.into_iter().collect(),
+            })
         }
         _ => {
             return Err(format!(
                 "the directories are shards of different totals ({}): not one batch",
                 totals
                     .iter()
-                    .map(u64::to_string)
+                    .map(usize::to_string)
                     .collect::<Vec<_>>()
                     .join(" and ")
             ));
@@ -109,7 +107,7 @@ pub(crate) fn merge(dirs: &[PathBuf]) -> Result<Merged, String> {
     };
     let mut by_id: BTreeMap<String, (TaskOutcome, PathBuf)> = BTreeMap::new();
     for s in &shards {
-        for row in &s.rows {
+        for row in &s.summary.tasks {
             match by_id.get(&row.id) {
                 Some((prev, prev_dir)) if !same_result(prev, row) => {
                     return Err(format!(
@@ -133,59 +131,33 @@ pub(crate) fn merge(dirs: &[PathBuf]) -> Result<Merged, String> {
     // File order, repeats in order (`<id>~2` before `<id>~10`).
     rows.sort_by_key(|(o, _)| (o.index, repeat_number(&o.id), o.id.clone()));
     let outcomes: Vec<TaskOutcome> = rows.iter().map(|(o, _)| o.clone()).collect();
-    let mut doc = Map::new();
-    doc.insert("version".into(), json!(BATCH_SUMMARY_VERSION));
-    doc.insert(
-        "tasks_file".into(),
-        shards
-            .first()
-            .map(|s| s.summary["tasks_file"].clone())
-            .unwrap_or(Value::Null),
-    );
-    doc.insert("tasks_sha256".into(), tasks_sha256);
-    doc.insert("shard".into(), Value::Null);
-    doc.insert("shards".into(), shard_info);
-    doc.insert(
-        "merged_from".into(),
-        json!(
-            dirs.iter()
-                .map(|d| d.display().to_string())
-                .collect::<Vec<_>>()
-        ),
-    );
-    doc.insert(
-        "repeat".into(),
-        json!(
-            shards
-                .iter()
-                .filter_map(|s| s.summary["repeat"].as_u64())
-                .max()
-                .unwrap_or(1)
-        ),
-    );
-    doc.extend(stats::totals(&outcomes));
-    // The shards ran side by side: the merged batch took as long as the longest.
-    doc.insert(
-        "wall_time_ms".into(),
-        json!(
-            shards
-                .iter()
-                .filter_map(|s| s.summary["wall_time_ms"].as_u64())
-                .max()
-        ),
-    );
-    doc.insert("tasks".into(), json!(outcomes));
-    Ok(Merged { rows, doc })
+    let summary = BatchSummary {
+        version: BATCH_SUMMARY_VERSION,
+        tasks_file: shards.first().and_then(|s| s.summary.tasks_file.clone()),
+        tasks_sha256,
+        shard: None,
+        merge: Some(MergeInfo {
+            merged_from: dirs.iter().map(|d| d.display().to_string()).collect(),
+            shards: shard_info,
+        }),
+        parallel: None,
+        repeat: shards.iter().map(|s| s.summary.repeat).max().unwrap_or(1),
+        totals: stats::totals(&outcomes),
+        // The shards ran side by side: the merged batch took as long as the longest.
+        wall_time_ms: shards.iter().filter_map(|s| s.summary.wall_time_ms).max(),
+        tasks: outcomes,
+    };
+    Ok(Merged { rows, summary })
 }
 
 /// Every DIR ran one tasks file: two summaries' `tasks_sha256` agree, and a summary
 /// without one (an older agent's) names the same `tasks_file` as the others. The digest
 /// decides when both have one: the same file may sit at another path on another
-/// machine. Returns the digest, or null when no summary has one.
-fn same_tasks_file(shards: &[ShardDir]) -> Result<Value, String> {
-    let digest = |s: &ShardDir| s.summary["tasks_sha256"].as_str().map(str::to_string);
+/// machine. Returns the digest, or none when no summary has one.
+fn same_tasks_file(shards: &[ShardDir]) -> Result<Option<String>, String> {
+    let digest = |s: &ShardDir| s.summary.tasks_sha256.clone();
     let ran = |s: &ShardDir| {
-        let file = match s.summary["tasks_file"].as_str() {
+        let file = match &s.summary.tasks_file {
             Some(f) => format!("{f:?}"),
             None => "an unnamed tasks file".to_string(),
         };
@@ -198,7 +170,7 @@ fn same_tasks_file(shards: &[ShardDir]) -> Result<Value, String> {
         for b in &shards[..i] {
             let same = match (digest(a), digest(b)) {
                 (Some(x), Some(y)) => x == y,
-                _ => a.summary["tasks_file"] == b.summary["tasks_file"],
+                _ => a.summary.tasks_file == b.summary.tasks_file,
             };
             if !same {
                 return Err(format!(
@@ -209,10 +181,7 @@ fn same_tasks_file(shards: &[ShardDir]) -> Result<Value, String> {
             }
         }
     }
-    Ok(shards
-        .iter()
-        .find_map(digest)
-        .map_or(Value::Null, Value::String))
+    Ok(shards.iter().find_map(digest))
 }
 
 fn repeat_number(id: &str) -> u64 {
@@ -241,14 +210,13 @@ fn same_result(a: &TaskOutcome, b: &TaskOutcome) -> bool {
 }
 
 fn read_dir(dir: &Path) -> Result<ShardDir, String> {
-    let (summary, rows) = super::report::read_summary(
+    let summary = BatchSummary::read(
         dir,
         "not an `agent batch --out` directory, or its batch never finished",
     )?;
     Ok(ShardDir {
         dir: dir.to_path_buf(),
         summary,
-        rows,
     })
 }
 
@@ -272,7 +240,7 @@ fn write(out: &Path, merged: &Merged) -> Result<String, String> {
             }
         }
     }
-    let text = serde_json::to_string_pretty(&Value::Object(merged.doc.clone())).unwrap_or_default();
+    let text = merged.summary.to_json();
     output::write_file_atomic(&out.join("summary.json"), text.as_bytes())
         .map_err(|e| format!("cannot write {}: {e}", out.join("summary.json").display()))?;
     Ok(text)

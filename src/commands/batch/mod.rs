@@ -12,6 +12,7 @@
 //! - `workspace`: worktrees and copies, and the per-task `setup` command.
 //! - `resume`: which tasks `--resume` / `--retry-failed` run again, and why.
 //! - `run`: the workers, budgets, child agents and signals.
+//! - `summary`: summary.json as a type (`BatchSummary`), written and read back.
 //! - `stats`: summary.json's totals, pass@k, medians; `merge` and `report` use them.
 //! - `progress`: the terminal bar, or one line per finished task.
 
@@ -22,12 +23,14 @@ mod resume;
 mod run;
 mod shard;
 mod stats;
+mod summary;
 mod tasks;
 mod workspace;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::config::cli::{BatchAction, BatchArgs};
@@ -48,7 +51,7 @@ const MAX_REPEAT: usize = 100;
 const REPEAT_SEP: char = '~';
 
 /// What happened to one run of a task (a row of `summary.json`).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, JsonSchema)]
 pub(crate) struct TaskOutcome {
     /// The run's id: the task's id, or `<id>~N` with `--repeat`.
     pub id: String,
@@ -181,7 +184,7 @@ fn run_command(args: &BatchArgs) -> ExitStatus {
     }
     let result = run::run_all(&plan);
     let summary = stats::batch_summary(&plan, &result.outcomes, started.elapsed());
-    let text = serde_json::to_string_pretty(&summary).unwrap_or_default();
+    let text = summary.to_json();
     let path = plan.out.join("summary.json");
     if let Err(e) = output::write_file_atomic(&path, text.as_bytes()) {
         output::error(&format!("cannot write {}: {e}", path.display()));

@@ -42,17 +42,45 @@ fn numbers_of_the_report() {
         not_run,
     ];
     let r = report(&rows);
-    assert_eq!(r["runs"], 4);
-    assert_eq!(r["succeeded"], 2);
-    assert_eq!(r["pass_rate"], 2.0 / 3.0, "not_run is not a run");
-    assert_eq!(r["cost_usd"]["total"], 0.09);
-    assert_eq!(r["cost_usd"]["per_task"], 0.0225);
-    assert_eq!(r["cost_usd"]["unknown_runs"], 1);
-    assert_eq!(r["tokens"]["total"], 3600);
-    assert_eq!(r["turns"]["median"], 4.0);
-    assert_eq!(r["turns"]["p90"], 10.0);
-    assert_eq!(r["duration_ms"]["median"], 3000.0);
-    assert_eq!(r["status_counts"]["not_run"], 1);
+    assert_eq!(r.runs, 4);
+    assert_eq!(r.succeeded, 2);
+    assert_eq!(r.pass_rate, Some(2.0 / 3.0), "not_run is not a run");
+    assert_eq!(r.cost_usd.total, Some(0.09));
+    assert_eq!(r.cost_usd.per_task, Some(0.0225));
+    assert_eq!(r.cost_usd.unknown_runs, 1);
+    assert_eq!(r.tokens.total, 3600);
+    assert_eq!(r.turns.median, Some(4.0));
+    assert_eq!(r.turns.p90, Some(10.0));
+    assert_eq!(r.duration_ms.median, Some(3000.0));
+    assert_eq!(r.status_counts["not_run"], 1);
+    // The JSON document keeps the names and the sorted key order it always had.
+    let doc = sorted_pretty(&r);
+    let keys: Vec<&str> = doc
+        .lines()
+        .filter_map(|l| l.strip_prefix("  \"")?.split_once('"').map(|(k, _)| k))
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "cost_usd",
+            "duration_ms",
+            "pass_at",
+            "pass_rate",
+            "per_task",
+            "rows",
+            "runs",
+            "skipped",
+            "status_counts",
+            "succeeded",
+            "tasks",
+            "tokens",
+            "turns"
+        ]
+    );
+    assert!(
+        doc.contains("\"pass_at\": {\n    \"1\": 0.6666666666666666\n  }"),
+        "{doc}"
+    );
     let md = markdown(&r);
     for needle in [
         "### agent batch: ⚠️ 2 of 4 runs succeeded",
@@ -119,9 +147,9 @@ fn unknown_usage_is_not_counted_as_zero() {
     quiet.usage.input_tokens = 0;
     quiet.usage.output_tokens = 0;
     let r = report(&[row("a", "success", 1, 1, None), quiet]);
-    assert_eq!(r["tokens"]["total"], 1200);
-    assert_eq!(r["tokens"]["unknown_runs"], 1);
-    assert!(r["rows"][1]["tokens"].is_null());
+    assert_eq!(r.tokens.total, 1200);
+    assert_eq!(r.tokens.unknown_runs, 1);
+    assert_eq!(r.rows[1].tokens, None);
     let md = markdown(&r);
     assert!(
         md.contains("| Tokens | 1,200 total · 600 per task (1 run without usage) |"),

@@ -2,7 +2,7 @@
 //! done, and why the others run again.
 //!
 //! Before a run starts, the batch writes the task line it runs with to
-//! `DIR/tasks/<id>.json` (and, after, its exit code). On `--resume` a run is skipped
+//! `DIR/tasks/<id>.json` (`TaskRecord`; after, its exit code). On `--resume` a run is skipped
 //! when its transcript holds a final status and the record matches the task line of
 //! the tasks file now; it runs again, with a note saying why, when its transcript is
 //! missing, still says `running` (the machine or the batch was killed: a fresh
@@ -12,7 +12,7 @@
 
 use std::path::Path;
 
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
 
 use crate::record::Transcript;
 
@@ -30,17 +30,29 @@ pub(crate) enum Decision {
     Skip(Box<TaskOutcome>),
 }
 
-/// The record of the task line a run starts with (the run's exit code added after).
-pub(crate) fn record(run: &RunSpec, exit_code: Option<i32>) -> Value {
-    json!({
-        "id": run.id,
-        "task_id": run.task.id,
-        "prompt": run.task.prompt,
-        "args": run.task.args,
-        "workspace": run.source.display().to_string(),
-        "setup": run.task.setup,
-        "exit_code": exit_code,
-    })
+/// The record of the task line a run starts with (the run's exit code added after):
+/// `DIR/tasks/<id>.json`, written with sorted keys as it always was (`sorted_pretty`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct TaskRecord {
+    pub id: String,
+    pub task_id: String,
+    pub prompt: String,
+    pub args: Vec<String>,
+    pub workspace: String,
+    pub setup: Option<String>,
+    pub exit_code: Option<i32>,
+}
+
+pub(crate) fn record(run: &RunSpec, exit_code: Option<i32>) -> TaskRecord {
+    TaskRecord {
+        id: run.id.clone(),
+        task_id: run.task.id.clone(),
+        prompt: run.task.prompt.clone(),
+        args: run.task.args.clone(),
+        workspace: run.source.display().to_string(),
+        setup: run.task.setup.clone(),
+        exit_code,
+    }
 }
 
 pub(crate) fn record_path(out: &Path, id: &str) -> std::path::PathBuf {
@@ -77,7 +89,7 @@ pub(crate) fn decide(out: &Path, run: &RunSpec, retry_failed: bool) -> Decision 
             "re-run: the earlier run was interrupted (SIGINT/SIGTERM) before it finished".into(),
         ));
     }
-    let recorded: Option<Value> = std::fs::read_to_string(record_path(out, &run.id))
+    let recorded: Option<TaskRecord> = std::fs::read_to_string(record_path(out, &run.id))
         .ok()
         .and_then(|r| serde_json::from_str(&r).ok());
     let Some(recorded) = recorded else {
@@ -86,10 +98,15 @@ pub(crate) fn decide(out: &Path, run: &RunSpec, retry_failed: bool) -> Decision 
         ));
     };
     let now = record(run, None);
-    let changed: Vec<&str> = ["prompt", "args", "workspace", "setup"]
-        .into_iter()
-        .filter(|k| recorded[*k] != now[*k])
-        .collect();
+    let changed: Vec<&str> = [
+        ("prompt", recorded.prompt != now.prompt),
+        ("args", recorded.args != now.args),
+        ("workspace", recorded.workspace != now.workspace),
+        ("setup", recorded.setup != now.setup),
+    ]
+    .into_iter()
+    .filter_map(|(k, changed)| changed.then_some(k))
+    .collect();
     if !changed.is_empty() {
         return Decision::Run(Some(format!(
             "re-run: the task line changed since the earlier run ({})",
@@ -103,9 +120,7 @@ pub(crate) fn decide(out: &Path, run: &RunSpec, retry_failed: bool) -> Decision 
     }
     let mut outcome = TaskOutcome::not_run(run, "");
     outcome_from_transcript(&mut outcome, &t, &transcript_path);
-    outcome.exit_code = recorded["exit_code"]
-        .as_i64()
-        .and_then(|c| i32::try_from(c).ok());
+    outcome.exit_code = recorded.exit_code;
     outcome.duration_ms = t.duration_ms;
     outcome.workspace = Some(t.workspace.clone()).filter(|w| !w.is_empty());
     outcome.skipped = true;

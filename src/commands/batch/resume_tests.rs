@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::commands::batch::Task;
+use serde_json::{Value, json};
 use std::path::PathBuf;
 
 fn spec(prompt: &str) -> RunSpec {
@@ -20,13 +21,13 @@ fn spec(prompt: &str) -> RunSpec {
     }
 }
 
-fn put(out: &Path, transcript: Option<Value>, record: Option<Value>) {
+fn put(out: &Path, transcript: Option<Value>, record: Option<TaskRecord>) {
     std::fs::create_dir_all(out.join(RECORDS_DIR)).unwrap();
     if let Some(t) = transcript {
         std::fs::write(out.join("t.json"), t.to_string()).unwrap();
     }
     if let Some(r) = record {
-        std::fs::write(record_path(out, "t"), r.to_string()).unwrap();
+        std::fs::write(record_path(out, "t"), serde_json::to_string(&r).unwrap()).unwrap();
     }
 }
 
@@ -95,4 +96,23 @@ fn what_runs_again_and_why() {
     // No record of the line (an older batch): run again rather than guess.
     std::fs::remove_file(record_path(out, "t")).unwrap();
     assert!(note(decide(out, &run, false)).contains("no record"));
+}
+
+/// The record is written as the release before the type wrote it (sorted keys, every
+/// field), so a batch directory of either reads with the other.
+#[test]
+fn the_record_keeps_its_text() {
+    let r = record(&spec("p"), Some(3));
+    let as_released = json!({
+        "id": "t", "task_id": "t", "prompt": "p", "args": ["--full-auto"],
+        "workspace": "/src/ws", "setup": null, "exit_code": 3,
+    });
+    assert_eq!(
+        crate::commands::batch::summary::sorted_pretty(&r),
+        serde_json::to_string_pretty(&as_released).unwrap()
+    );
+    assert_eq!(
+        serde_json::from_value::<TaskRecord>(as_released).unwrap(),
+        r
+    );
 }

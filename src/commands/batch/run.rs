@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::record::Transcript;
 
@@ -173,7 +173,7 @@ fn run_task(
     // A stale one from an earlier batch must not count.
     let _ = std::fs::remove_file(&transcript);
     let record_path = resume::record_path(&plan.out, &run.id);
-    let _ = write_json(&record_path, &resume::record(run, None));
+    let _ = write_record(&record_path, &resume::record(run, None));
     let dest = plan.out.join("workspaces").join(&run.id);
     let (cwd, kind) = match workspace::prepare_workspace(&run.source, &dest, &plan.out) {
         Ok(w) => w,
@@ -270,7 +270,7 @@ fn run_task(
     };
     outcome.exit_code = status.code();
     let exit = describe_exit(status.code(), status.signal());
-    let _ = write_json(&record_path, &resume::record(run, outcome.exit_code));
+    let _ = write_record(&record_path, &resume::record(run, outcome.exit_code));
     match read_transcript(&transcript) {
         // A transcript still saying `running` is the last checkpoint of a run that was
         // killed before it could finish (SIGKILL, OOM): that is an error.
@@ -333,18 +333,24 @@ fn ended_early(
 ) -> TaskOutcome {
     outcome.status = status.to_string();
     outcome.duration_ms = t0.elapsed().as_millis() as u64;
-    let doc = json!({
-        "version": crate::record::TRANSCRIPT_VERSION,
-        "status": status,
-        "is_error": true,
-        "num_turns": 0,
-        "duration_ms": outcome.duration_ms,
-        "cost_usd": 0.0,
-        "usage": outcome.usage,
-        "error": {"kind": status, "message": why},
-        "written_by": "agent batch (the agent did not run)",
-    });
-    if write_json(transcript, &doc).is_ok() {
+    let doc = Transcript {
+        version: crate::record::TRANSCRIPT_VERSION,
+        status: status.to_string(),
+        is_error: true,
+        subtype: crate::record::session::subtype(status).to_string(),
+        duration_ms: outcome.duration_ms,
+        usage: outcome.usage,
+        cost_usd: Some(0.0),
+        total_cost_usd: Some(0.0),
+        error: Some(crate::record::transcript::ErrorRecord {
+            kind: status.to_string(),
+            message: why.clone(),
+        }),
+        written_by: Some("agent batch (the agent did not run)".to_string()),
+        ..Transcript::default()
+    };
+    let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
+    if output::write_file_atomic(transcript, text.as_bytes()).is_ok() {
         outcome.transcript = transcript
             .file_name()
             .map(|n| n.to_string_lossy().into_owned());
@@ -354,8 +360,8 @@ fn ended_early(
     outcome
 }
 
-fn write_json(path: &Path, v: &Value) -> std::io::Result<()> {
-    let text = serde_json::to_string_pretty(v).unwrap_or_default();
+fn write_record(path: &Path, r: &resume::TaskRecord) -> std::io::Result<()> {
+    let text = super::summary::sorted_pretty(r);
     output::write_file_atomic(path, text.as_bytes())
 }
 

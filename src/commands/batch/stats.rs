@@ -10,94 +10,58 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use serde_json::{Map, Value, json};
-
+use super::summary::{BatchSummary, ShardOf, TaskPasses, Totals};
 use super::{BATCH_SUMMARY_VERSION, Plan, TaskOutcome};
 use crate::model::protocol::Usage;
 use crate::run::budget::round_usd;
 
 /// `summary.json` of a batch run.
-pub(crate) fn batch_summary(plan: &Plan, outcomes: &[TaskOutcome], wall: Duration) -> Value {
-    let mut doc = Map::new();
-    doc.insert("version".into(), json!(BATCH_SUMMARY_VERSION));
-    doc.insert(
-        "tasks_file".into(),
-        json!(plan.tasks_file.display().to_string()),
-    );
-    doc.insert("tasks_sha256".into(), json!(plan.tasks_sha256));
-    doc.insert(
-        "shard".into(),
-        json!(plan.shard.map(|(i, n)| json!({"index": i, "count": n}))),
-    );
-    doc.insert("parallel".into(), json!(plan.parallel));
-    doc.insert("repeat".into(), json!(plan.repeat));
-    doc.extend(totals(outcomes));
-    doc.insert("wall_time_ms".into(), json!(wall.as_millis() as u64));
-    doc.insert("tasks".into(), json!(outcomes));
-    Value::Object(doc)
+pub(crate) fn batch_summary(plan: &Plan, outcomes: &[TaskOutcome], wall: Duration) -> BatchSummary {
+    BatchSummary {
+        version: BATCH_SUMMARY_VERSION,
+        tasks_file: Some(plan.tasks_file.display().to_string()),
+        tasks_sha256: Some(plan.tasks_sha256.clone()),
+        shard: plan.shard.map(|(index, count)| ShardOf { index, count }),
+        merge: None,
+        parallel: Some(plan.parallel),
+        repeat: plan.repeat,
+        totals: totals(outcomes),
+        wall_time_ms: Some(wall.as_millis() as u64),
+        tasks: outcomes.to_vec(),
+    }
 }
 
 /// The fields summed over the rows (shared by `batch`, `merge` and `report`).
-pub(crate) fn totals(outcomes: &[TaskOutcome]) -> Map<String, Value> {
-    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+pub(crate) fn totals(outcomes: &[TaskOutcome]) -> Totals {
+    let mut status_counts: BTreeMap<String, usize> = BTreeMap::new();
     let mut usage = Usage::default();
     let mut cost = 0.0;
     let mut priced = 0;
     for o in outcomes {
-        *counts.entry(o.status.as_str()).or_default() += 1;
+        *status_counts.entry(o.status.clone()).or_default() += 1;
         usage.add(&o.usage);
         if let Some(c) = o.cost_usd {
             cost += c;
             priced += 1;
         }
     }
-    let succeeded = outcomes.iter().filter(|o| o.status == "success").count();
     let per_task = per_task(outcomes);
     let max_runs = per_task.iter().map(|t| t.runs).max().unwrap_or(0);
-    let pass_at: Map<String, Value> = (1..=max_runs)
-        .filter_map(|k| pass_at_k(&per_task, k).map(|p| (k.to_string(), json!(p))))
+    let pass_at = (1..=max_runs)
+        .filter_map(|k| pass_at_k(&per_task, k).map(|p| (k, p)))
         .collect();
-    let mut m = Map::new();
-    m.insert("total".into(), json!(outcomes.len()));
-    m.insert("succeeded".into(), json!(succeeded));
-    m.insert(
-        "all_succeeded".into(),
-        json!(outcomes.iter().all(|o| o.status == "success")),
-    );
-    m.insert(
-        "skipped".into(),
-        json!(outcomes.iter().filter(|o| o.skipped).count()),
-    );
-    m.insert("status_counts".into(), json!(counts));
-    m.insert("usage".into(), json!(usage));
-    m.insert(
-        "cost_usd".into(),
-        json!(if priced > 0 {
-            Some(round_usd(cost))
-        } else {
-            None
-        }),
-    );
-    m.insert("cost_unknown_tasks".into(), json!(outcomes.len() - priced));
-    m.insert(
-        "per_task".into(),
-        json!(
-            per_task
-                .iter()
-                .map(|t| json!({"id": t.id, "runs": t.runs, "passes": t.passes}))
-                .collect::<Vec<_>>()
-        ),
-    );
-    m.insert("pass_at".into(), Value::Object(pass_at));
-    m
-}
-
-/// One task's runs and passes (over its `--repeat` runs).
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct TaskPasses {
-    pub id: String,
-    pub runs: usize,
-    pub passes: usize,
+    Totals {
+        total: outcomes.len(),
+        succeeded: outcomes.iter().filter(|o| o.status == "success").count(),
+        all_succeeded: outcomes.iter().all(|o| o.status == "success"),
+        skipped: outcomes.iter().filter(|o| o.skipped).count(),
+        status_counts,
+        usage,
+        cost_usd: (priced > 0).then(|| round_usd(cost)),
+        cost_unknown_tasks: outcomes.len() - priced,
+        per_task,
+        pass_at,
+    }
 }
 
 /// Per task (in order of first appearance): runs that ran, and successes among them.

@@ -9,7 +9,7 @@ use crate::model::protocol::{ContentBlock, Message, Role};
 use crate::model::turn::{PendingCall, Turn};
 use crate::record::history::{Entry, History};
 use crate::record::outcome::{ErrorKind, Outcome};
-use crate::record::{DenialRecord, ToolCallRecord, message_text, says_nothing};
+use crate::record::{CallMetadata, DenialRecord, ToolCallRecord, message_text, says_nothing};
 use crate::run::structured::{self, Judged};
 use crate::run::verify::Verdict;
 use crate::tools::ToolResult;
@@ -304,7 +304,7 @@ fn call_record(
         started_ms: o.started.as_millis() as u64,
         turn: turn_no,
         model: model.to_string(),
-        metadata: o.result.metadata.clone(),
+        metadata: CallMetadata::of_result(o.result.metadata.clone()),
         changes: o.result.changes.clone(),
     };
     (record, denial)
