@@ -1056,7 +1056,12 @@ fn merged_properties(root: &Value, v: &Value) -> Vec<(String, Value)> {
         .unwrap_or_default();
     if let Some(props) = v["properties"].as_object() {
         for (n, s) in props {
-            let mut s = s.clone();
+            // A boolean schema (`true`: anything) has no keywords of its own.
+            let mut s = if s.is_object() {
+                s.clone()
+            } else {
+                serde_json::json!({})
+            };
             if required.contains(n.as_str()) {
                 s["x-required"] = Value::Bool(true);
             }
@@ -1186,6 +1191,16 @@ fn reference_environment_is_current() {
          documented but in no source file: {stale:?}"
     );
     check_page("docs/reference/environment.md", &environment_page());
+}
+
+/// The transcript's JSON Schema (`docs/reference/transcript.schema.json`, written from the
+/// typed `Transcript`) as a page.
+#[test]
+fn reference_transcript_is_current() {
+    let rel = "docs/reference/transcript.schema.json";
+    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)).unwrap();
+    let schema: Value = serde_json::from_str(&text).unwrap();
+    check_page("docs/reference/transcript.md", &schema_page(&schema, rel));
 }
 
 #[test]
