@@ -112,7 +112,7 @@ fn cli_page() -> String {
         .find_subcommand("run")
         .map(|r| r.get_arguments().map(|a| a.get_id().to_string()).collect())
         .unwrap_or_default();
-    for sub in cmd.get_subcommands() {
+    for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
         render_command(&mut out, sub, 2, &run_ids);
     }
     out
@@ -166,7 +166,7 @@ fn render_command(out: &mut String, cmd: &clap::Command, level: usize, run_ids: 
         }
         out.push('\n');
     }
-    for sub in cmd.get_subcommands() {
+    for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
         render_command(out, sub, level + 1, run_ids);
     }
 }
