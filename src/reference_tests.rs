@@ -50,22 +50,9 @@ fn check_page(rel: &str, text: &str) {
     }
 }
 
-/// The anchor mdBook (and GitHub) give a heading: lower case, spaces to `-`, only
-/// letters, digits, `_` and `-` kept.
-pub(crate) fn slug(heading: &str) -> String {
-    heading
-        .chars()
-        .filter_map(|c| {
-            if c.is_alphanumeric() || c == '_' || c == '-' {
-                Some(c.to_lowercase().next().unwrap_or(c))
-            } else if c.is_whitespace() {
-                Some('-')
-            } else {
-                None
-            }
-        })
-        .collect()
-}
+#[path = "../tests/support/slug.rs"]
+mod anchors;
+use anchors::slug;
 
 /// Text for one table cell: one line, pipes escaped.
 fn cell(text: &str) -> String {

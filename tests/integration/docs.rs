@@ -8,6 +8,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+use crate::support::slug::slug;
+
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -67,23 +69,6 @@ fn strip_code_spans(line: &str) -> String {
         .map(|(_, p)| p)
         .collect::<Vec<_>>()
         .join("``")
-}
-
-/// The anchor of a heading, as mdBook and GitHub make it.
-fn slug(heading: &str) -> String {
-    let text: String = heading.replace('`', "");
-    text.trim()
-        .chars()
-        .filter_map(|c| {
-            if c.is_alphanumeric() || c == '_' || c == '-' {
-                Some(c.to_lowercase().next().unwrap_or(c))
-            } else if c.is_whitespace() {
-                Some('-')
-            } else {
-                None
-            }
-        })
-        .collect()
 }
 
 /// Every anchor a page has: its headings' (repeats numbered) and explicit `id="…"`s.
