@@ -938,8 +938,22 @@ pub(crate) fn schema_page(schema: &Value, source: &str) -> String {
         let resolved: Vec<(String, Value)> = variants
             .iter()
             .map(|v| {
-                let v = resolve(schema, v);
-                (variant_name(&v), v)
+                // A variant that is only a `$ref` is its definition; one with fields of its
+                // own keeps them (its `$ref` is merged in by `merged_properties`).
+                let only_ref =
+                    v.as_object().is_some_and(|o| o.len() == 1) && v.get("$ref").is_some();
+                let mut v = if only_ref {
+                    resolve(schema, v)
+                } else {
+                    v.clone()
+                };
+                let target = resolve(schema, &serde_json::json!({"$ref": v["$ref"]}));
+                if v.get("description").is_none()
+                    && let Some(d) = target.get("description")
+                {
+                    v["description"] = d.clone();
+                }
+                (variant_name(schema, &v), v)
             })
             .collect();
         for (name, _) in &resolved {
@@ -996,8 +1010,8 @@ pub(crate) fn schema_page(schema: &Value, source: &str) -> String {
 }
 
 /// A variant's name: its `type` property's `const` (or one-value `enum`), else its title.
-fn variant_name(v: &Value) -> String {
-    let props = merged_properties(&Value::Null, v);
+fn variant_name(root: &Value, v: &Value) -> String {
+    let props = merged_properties(root, v);
     let t = props.iter().find(|(n, _)| n == "type").map(|(_, p)| p);
     t.and_then(|p| {
         p["const"]
@@ -1020,40 +1034,64 @@ fn resolve(root: &Value, v: &Value) -> Value {
     }
 }
 
-/// The properties of an object schema, `allOf` parts merged in order, with whether each
-/// is required.
+/// The properties of an object schema with whether each is required: its own first, then
+/// those of a `$ref` beside them (2020-12 reads a `$ref` with siblings as `allOf`), then
+/// the `allOf` parts in order. A pure `$ref` is followed.
 fn merged_properties(root: &Value, v: &Value) -> Vec<(String, Value)> {
     let mut out: Vec<(String, Value)> = Vec::new();
-    let v = if root.is_null() {
-        v.clone()
-    } else {
-        resolve(root, v)
-    };
-    if let Some(parts) = v["allOf"].as_array() {
-        for p in parts {
-            for (n, s) in merged_properties(root, p) {
-                out.retain(|(m, _)| *m != n);
-                out.push((n, s));
+    // A field named twice keeps its first place; the later schema's keywords are added
+    // to it (an envelope's `type: string` and a variant's `const`).
+    let add = |props: Vec<(String, Value)>, out: &mut Vec<(String, Value)>| {
+        for (n, s) in props {
+            match out.iter_mut().find(|(m, _)| *m == n) {
+                Some((_, seen)) => {
+                    if let (Some(seen), Some(new)) = (seen.as_object_mut(), s.as_object()) {
+                        for (k, v) in new {
+                            seen.insert(k.clone(), v.clone());
+                        }
+                    }
+                }
+                None => out.push((n, s)),
             }
         }
-    }
+    };
     let required: BTreeSet<&str> = v["required"]
         .as_array()
         .map(|r| r.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
     if let Some(props) = v["properties"].as_object() {
-        for (n, s) in props {
-            // A boolean schema (`true`: anything) has no keywords of its own.
-            let mut s = if s.is_object() {
-                s.clone()
-            } else {
-                serde_json::json!({})
-            };
-            if required.contains(n.as_str()) {
-                s["x-required"] = Value::Bool(true);
-            }
-            out.retain(|(m, _)| m != n);
-            out.push((n.clone(), s));
+        let own = props
+            .iter()
+            .map(|(n, s)| {
+                // A boolean schema (`true`: anything) has no keywords of its own.
+                let mut s = if s.is_object() {
+                    s.clone()
+                } else {
+                    serde_json::json!({})
+                };
+                if required.contains(n.as_str()) {
+                    s["x-required"] = Value::Bool(true);
+                }
+                (n.clone(), s)
+            })
+            .collect();
+        add(own, &mut out);
+    }
+    if v.get("$ref").is_some() {
+        let target = resolve(root, v);
+        if !target.is_null() {
+            add(merged_properties(root, &target), &mut out);
+        }
+    }
+    if let Some(parts) = v["allOf"].as_array() {
+        for p in parts {
+            add(merged_properties(root, p), &mut out);
+        }
+    }
+    // Required in any part is required.
+    for (n, s) in &mut out {
+        if required.contains(n.as_str()) {
+            s["x-required"] = Value::Bool(true);
         }
     }
     out
@@ -1188,6 +1226,16 @@ fn reference_transcript_is_current() {
     let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)).unwrap();
     let schema: Value = serde_json::from_str(&text).unwrap();
     check_page("docs/reference/transcript.md", &schema_page(&schema, rel));
+}
+
+/// The event stream's JSON Schema (`docs/reference/events.schema.json`, written from the
+/// typed `RunEvent`) as a page.
+#[test]
+fn reference_events_are_current() {
+    let rel = "docs/reference/events.schema.json";
+    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)).unwrap();
+    let schema: Value = serde_json::from_str(&text).unwrap();
+    check_page("docs/reference/events.md", &schema_page(&schema, rel));
 }
 
 #[test]
