@@ -2,7 +2,8 @@
 //! DESIGN.md, CONTRIBUTING.md and `docs/` resolves to a file of the repository and, for a
 //! `#anchor`, to a heading of that page (anchors as mdBook and GitHub make them: lower
 //! case, spaces to `-`, punctuation dropped, `-1`, `-2` … for repeats). Links to the web
-//! are not followed (no test reaches the internet). Also: every page of `docs/` is in the
+//! are not followed (no test reaches the internet), and a page of `docs/` may not link out
+//! of it (the book is published without the repository). Also: every page of `docs/` is in the
 //! book's table of contents, and the README stays a front page (at most 300 lines).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -159,6 +160,16 @@ fn broken_links(root: &Path) -> Vec<String> {
                     problems.push(format!("{rel}:{line_no}: {target}: no such file"));
                     continue;
                 }
+                // The book is published alone: a page of it may not link out of docs/.
+                let book = root.join("docs").canonicalize().unwrap();
+                if doc.starts_with(root.join("docs"))
+                    && !file.canonicalize().unwrap().starts_with(&book)
+                {
+                    problems.push(format!(
+                        "{rel}:{line_no}: {target}: leaves the book (name the file as code)"
+                    ));
+                    continue;
+                }
                 let Some(anchor) = anchor else { continue };
                 if file.extension().is_none_or(|x| x != "md") {
                     continue;
@@ -204,11 +215,18 @@ fn the_checker_finds_a_missing_file_and_a_missing_anchor() {
          [twice](#the-flags-1) [code `](x.md)` is prose]\n",
     )
     .unwrap();
+    std::fs::write(
+        dir.path().join("docs/out.md"),
+        "[up](../README.md) [fine](guide/a.md)\n",
+    )
+    .unwrap();
     assert_eq!(
         broken_links(dir.path()),
         [
             "README.md:5: docs/guide/gone.md: no such file",
             "README.md:5: #nowhere: no heading #nowhere",
+            "docs/guide/a.md:7: ../../README.md#top: leaves the book (name the file as code)",
+            "docs/out.md:1: ../README.md: leaves the book (name the file as code)",
         ]
     );
 }
