@@ -21,6 +21,11 @@ pub(crate) mod run;
 pub(crate) mod tools;
 pub(crate) mod util;
 
+/// The generated pages of docs/reference/, checked (`AGENT_BLESS=1` rewrites them).
+#[cfg(test)]
+#[path = "reference_tests.rs"]
+mod reference_tests;
+
 use std::ffi::OsString;
 use std::process::ExitCode;
 

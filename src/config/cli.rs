@@ -401,7 +401,7 @@ pub(crate) enum ToolChoice {
 /// a model to fix a missed field or a wrong type, few enough to fail fast.
 const DEFAULT_MAX_SCHEMA_RETRIES: u32 = 3;
 
-/// Structured output and resuming a conversation (README "Structured output", "Resume").
+/// Structured output and resuming a conversation (docs/guide/structured-output.md, resume.md).
 #[derive(Debug, Clone, Args)]
 #[command(next_help_heading = heading::CONTEXT)]
 pub(crate) struct SessionArgs {
@@ -462,7 +462,7 @@ pub(crate) struct CiArgs {
     /// OpenTelemetry spans also carry the prompt, answers and tool input and output.
     ///
     /// Redacted like the transcript. Export itself is configured by the standard
-    /// OTEL_* variables (README "OpenTelemetry").
+    /// OTEL_* variables (docs/guide/opentelemetry.md).
     #[arg(long, help_heading = heading::OUTPUT)]
     pub otel_content: bool,
 }

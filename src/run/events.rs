@@ -1,7 +1,7 @@
 //! `--jsonl` (SPEC §9): the run's events as JSON lines on stdout while it goes. Every
 //! line starts with `version`, `type`, `seq` (1, 2, 3 … with no gaps) and `elapsed_ms`
 //! (since the run started), then the event's own fields; the last line is `run.finished`
-//! with the whole transcript. The schema is documented in README.md ("JSONL events").
+//! with the whole transcript. The schema is documented in docs/reference/events.md.
 //!
 //! Events are emitted from several threads (tool calls run on rayon workers, the deadline
 //! and signal threads finish the run): one mutex numbers and writes each line, so lines

@@ -29,6 +29,7 @@ mod ci_log;
 mod ci_verify;
 mod cli;
 mod context;
+mod docs;
 mod durations;
 // Network namespaces, seccomp and Landlock: Linux only (elsewhere the flag is refused).
 #[cfg(target_os = "linux")]

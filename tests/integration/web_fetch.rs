@@ -1,5 +1,5 @@
-//! WebFetch against a loopback web server (named literally in `--allow-web`, as the
-//! README says): HTML to Markdown, a redirect to a host not allowed refused, a 50 MB page
+//! WebFetch against a loopback web server (named literally in `--allow-web`, as
+//! docs/guide/tools.md says): HTML to Markdown, a redirect to a host not allowed refused, a 50 MB page
 //! cut, a binary refused, a loopback address refused when only `*` allows it, a deny
 //! rule on the domain, and the tool off without `--allow-web`.
 

@@ -51,6 +51,7 @@ pub(crate) mod invariants;
 pub(crate) mod mock;
 pub(crate) mod otlp;
 pub(crate) mod responses;
+pub(crate) mod slug;
 pub(crate) mod sse;
 pub(crate) mod token_server;
 

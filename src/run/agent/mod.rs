@@ -105,7 +105,7 @@ pub(super) struct Turns {
     pub(super) continuations: u32,
     /// `--output-schema`: the model's answers, counted against --max-schema-retries.
     pub(super) answers: Option<structured::Answers>,
-    /// Benchmarking switch (README "Performance"): run every call only after message_stop.
+    /// Benchmarking switch (docs/performance.md): run every call only after message_stop.
     pub(super) early_tools: bool,
     /// Turns Task's sub-agents took so far, already added to `turn_no`.
     pub(super) subagent_turns: u32,
@@ -388,7 +388,7 @@ impl<'a> Agent<'a> {
             runs_tools,
         );
         // Before the calls run: a run killed during one leaves an `-o` file that holds
-        // the call, so `--resume` can answer it (README "Resume").
+        // the call, so `--resume` can answer it (docs/guide/resume.md).
         run.checkpoint();
         // Only now wait for the calls started early: a way out taken while they still
         // run finds their turn recorded, as with any other call.
