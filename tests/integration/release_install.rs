@@ -715,6 +715,10 @@ fn install_commands_name_only_our_packages() {
         install.contains(&format!("project_pubkey=\"{}\"", names["MINISIGN_PUBKEY"])),
         "install.sh's key is not names.env's MINISIGN_PUBKEY"
     );
+    assert!(
+        page.contains(&names["MINISIGN_PUBKEY"]),
+        "docs/guide/install.md does not show names.env's MINISIGN_PUBKEY"
+    );
     // The parser itself: a stranger's package is caught.
     let sample = "`pipx install agent-runner` or (`cargo install`) is slow; run\n\
         ```sh\ncargo install --locked --git https://x/y agent --bin agent\n```\n";
