@@ -56,6 +56,8 @@ pub(crate) fn run_observed(args: &RunArgs, observer: Observer) -> ExitCode {
     secrets.extend(config.tools().mcp().secret_values());
     secrets.extend(observer.secrets);
     secrets.extend(config.output().otel().secret_values());
+    let child_env =
+        crate::util::secrets::command_env(std::env::vars(), config.tools().command_env(), &secrets);
     output::init(config.output().verbosity(), secrets);
     for w in config.warnings() {
         output::warn(w);
@@ -81,10 +83,13 @@ pub(crate) fn run_observed(args: &RunArgs, observer: Observer) -> ExitCode {
     if let Some(s) = &sandbox {
         output::debug(s.summary());
     }
-    let child_env = Arc::new(crate::util::secrets::scrubbed_env(
-        std::env::vars(),
-        config.tools().keep_env(),
-    ));
+    if !child_env.removed.is_empty() {
+        output::warn(&format!(
+            "not passed to commands (secret-looking): {}; --command-env-pass NAME passes one",
+            child_env.removed.join(", ")
+        ));
+    }
+    let child_env = Arc::new(child_env.vars);
     let mut registry = Registry::builtin(config.tools().selection());
     let record = Arc::new(Mutex::new(RunRecord::new(
         config.provider().model(),

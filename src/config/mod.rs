@@ -11,6 +11,7 @@
 
 pub(crate) mod ci;
 pub(crate) mod cli;
+mod command_env;
 mod env;
 mod network;
 pub(crate) mod output;
@@ -166,7 +167,7 @@ impl Config {
                 settings: Default::default(),
                 on_deny: Default::default(),
                 sandbox: Default::default(),
-                keep_env: Vec::new(),
+                command_env: Default::default(),
                 mcp: Default::default(),
             },
             session: SessionConfig {
