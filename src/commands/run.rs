@@ -166,7 +166,7 @@ pub(crate) fn run_observed(args: &RunArgs, observer: Observer) -> ExitCode {
             crate::record::resume::INDEX_PATH
         ));
     }
-    let ci = ci::CiRun::new(&config, finisher.events.clone(), trace);
+    let mut ci = ci::CiRun::new(&config, finisher.events.clone(), trace);
     // The file tools report their own changes; only commands (Bash, hooks, --verify)
     // can change files behind their back, so only then is the workspace scanned.
     if commands_may_write(&config, &registry) {
@@ -180,7 +180,7 @@ pub(crate) fn run_observed(args: &RunArgs, observer: Observer) -> ExitCode {
     let gate = Arc::new(gate);
     let config = Arc::new(config);
     let mut ctx = ctx;
-    ctx.subagents = Some(Arc::new(subagent_runner(
+    let runner = subagent_runner(
         &config,
         &registry,
         &ctx,
@@ -188,7 +188,10 @@ pub(crate) fn run_observed(args: &RunArgs, observer: Observer) -> ExitCode {
         &record,
         &finisher,
         &session_id,
-    )));
+    );
+    // A sub-agent's refused reservation stops the run too.
+    ci.pool = Some(runner.pool.clone());
+    ctx.subagents = Some(Arc::new(runner));
     let checkpoint = || finisher.checkpoint();
     let outcome = Agent::new(RunHandle {
         config: &config,
@@ -348,6 +351,7 @@ fn subagent_runner(
         max_turns: config.session().subagent_max_turns(),
         next: AtomicU32::new(0),
         claimed: Mutex::new(Vec::new()),
+        pool: Arc::default(),
     }
 }
 
