@@ -183,6 +183,11 @@ pub(crate) struct RunArgs {
     /// Append to the system prompt (TEXT, or @FILE).
     #[arg(long, value_name = "TEXT|@FILE", help_heading = heading::INPUT)]
     pub append_system_prompt: Option<String>,
+    /// Not a flag: set by `agent github` for a pull request, the project instructions
+    /// (file name, text) to use instead of the workspace's AGENTS.md or CLAUDE.md, which
+    /// is the head branch's there: `Some(None)` means none.
+    #[arg(skip)]
+    pub project_instructions: Option<Option<(String, String)>>,
     /// Print exactly one JSON transcript on stdout instead of the final text.
     #[arg(long, help_heading = heading::OUTPUT)]
     pub json: bool,

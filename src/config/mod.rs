@@ -19,7 +19,7 @@ mod prompt;
 pub(crate) mod provider;
 pub(crate) mod session;
 pub(crate) mod settings;
-mod system_prompt;
+pub(crate) mod system_prompt;
 mod tool_flags;
 pub(crate) mod tools;
 
