@@ -12,6 +12,7 @@ use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
 
 /// The debug-only variable of the test resolver.
+#[cfg_attr(not(debug_assertions), allow(dead_code))]
 pub(crate) const TEST_DNS_ENV: &str = "AGENT_TEST_DNS";
 
 /// The addresses `host` resolves to now, with `port`: one query.

@@ -875,29 +875,24 @@ fn the_namespace_setup_process_holds_no_key_while_it_is_dumpable() {
         return;
     }
     let key = format!("sk-ant-userns-{}-window", std::process::id());
+    let sh = |program: &str, args: &[&std::ffi::OsStr]| {
+        let st = std::process::Command::new(program)
+            .args(args)
+            .status()
+            .unwrap();
+        assert!(st.success(), "{program} {args:?}");
+    };
     let env = TestEnv::new(vec![Reply::Sse(turn_text("done"))]);
     let root = env.ws().parent().unwrap().to_path_buf();
-    let st = std::process::Command::new("chown")
-        .args(["-R", "65534:65534"])
-        .arg(&root)
-        .status()
-        .unwrap();
-    assert!(st.success());
     let pause = root.join("pause");
     std::fs::create_dir(&pause).unwrap();
     for f in ["ready", "go"] {
-        let st = std::process::Command::new("mkfifo")
-            .arg(pause.join(f))
-            .status()
-            .unwrap();
-        assert!(st.success());
+        sh("mkfifo", &[pause.join(f).as_os_str()]);
     }
-    let st = std::process::Command::new("chown")
-        .args(["-R", "65534:65534"])
-        .arg(&pause)
-        .status()
-        .unwrap();
-    assert!(st.success());
+    sh(
+        "chown",
+        &["-R".as_ref(), "65534:65534".as_ref(), root.as_os_str()],
+    );
     std::fs::write(root.join("scan.pl"), MEM_SCAN).unwrap();
     let as_nobody = |program: &std::ffi::OsStr| {
         let mut c = std::process::Command::new("setpriv");

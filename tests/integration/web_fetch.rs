@@ -272,6 +272,26 @@ fn counting_server(to: Option<String>) -> (u16, std::sync::Arc<std::sync::atomic
     (port, hits)
 }
 
+/// One WebFetch of `url` under `--allow-web allow`, the test resolver answering `dns`:
+/// the result and whether it is an error.
+fn fetch_with_dns(url: String, allow: &str, dns: &str) -> (String, bool) {
+    let env = TestEnv::new(vec![fetch("toolu_f", url), Reply::Sse(turn_text("done"))]);
+    let out_file = env.out("t.json");
+    env.run_with_env(
+        &[
+            "run",
+            "--allow-web",
+            allow,
+            "-o",
+            out_file.to_str().unwrap(),
+            "x",
+        ],
+        &[("AGENT_TEST_DNS", dns)],
+    )
+    .assert_code(0);
+    result_of(&read_json(&out_file), "toolu_f")
+}
+
 /// DNS rebinding (issue 46): the test resolver answers `rebind.test` with a public
 /// address (203.0.113.10) to the first query and loopback to every later one, and the
 /// run allows `*.test` (a pattern, so private addresses are refused). WebFetch
@@ -282,77 +302,25 @@ fn counting_server(to: Option<String>) -> (u16, std::sync::Arc<std::sync::atomic
 #[test]
 fn a_name_that_rebinds_to_loopback_is_never_dialed_there() {
     use std::sync::atomic::Ordering;
+    const REBIND: &str = "rebind.test=203.0.113.10/127.0.0.1";
     let (victim, hits) = counting_server(None);
     let direct = format!("http://rebind.test:{victim}/secret");
-    let env = TestEnv::new(vec![
-        fetch("toolu_direct", direct.clone()),
-        Reply::Sse(turn_text("done")),
-    ]);
-    let out_file = env.out("t.json");
-    env.run_with_env(
-        &[
-            "run",
-            "--allow-web",
-            "*.test",
-            "-o",
-            out_file.to_str().unwrap(),
-            "x",
-        ],
-        &[("AGENT_TEST_DNS", "rebind.test=203.0.113.10/127.0.0.1")],
-    )
-    .assert_code(0);
-    let (direct_result, _) = result_of(&read_json(&out_file), "toolu_direct");
-    assert!(
-        !direct_result.contains("loopback secret"),
-        "{direct_result}"
-    );
-    assert_eq!(hits.load(Ordering::SeqCst), 0, "{direct_result}");
+    let (got, _) = fetch_with_dns(direct.clone(), "*.test", REBIND);
+    assert!(!got.contains("loopback secret"), "{got}");
+    assert_eq!(hits.load(Ordering::SeqCst), 0, "{got}");
 
     // The same through a redirect: an allowed loopback host (named literally) sends the
     // fetcher to the rebinding name.
-    let (redirector, redirector_hits) = counting_server(Some(direct));
-    let env = TestEnv::new(vec![
-        fetch("toolu_hop", format!("http://localhost:{redirector}/hop")),
-        Reply::Sse(turn_text("done")),
-    ]);
-    let out_file = env.out("t.json");
-    env.run_with_env(
-        &[
-            "run",
-            "--allow-web",
-            "localhost,*.test",
-            "-o",
-            out_file.to_str().unwrap(),
-            "x",
-        ],
-        &[("AGENT_TEST_DNS", "rebind.test=203.0.113.10/127.0.0.1")],
-    )
-    .assert_code(0);
-    let (hop, _) = result_of(&read_json(&out_file), "toolu_hop");
-    assert_eq!(redirector_hits.load(Ordering::SeqCst), 1, "{hop}");
-    assert!(!hop.contains("loopback secret"), "{hop}");
-    assert_eq!(hits.load(Ordering::SeqCst), 0, "{hop}");
+    let (redirector, redirector_hits) = counting_server(Some(direct.clone()));
+    let hop = format!("http://localhost:{redirector}/hop");
+    let (got, _) = fetch_with_dns(hop, "localhost,*.test", REBIND);
+    assert_eq!(redirector_hits.load(Ordering::SeqCst), 1, "{got}");
+    assert!(!got.contains("loopback secret"), "{got}");
+    assert_eq!(hits.load(Ordering::SeqCst), 0, "{got}");
 
     // The control: a name that answers loopback to its first query is refused at the
     // check, so the seam does steer the lookup the check makes.
-    let env = TestEnv::new(vec![
-        fetch("toolu_plain", format!("http://rebind.test:{victim}/secret")),
-        Reply::Sse(turn_text("done")),
-    ]);
-    let out_file = env.out("t.json");
-    env.run_with_env(
-        &[
-            "run",
-            "--allow-web",
-            "*.test",
-            "-o",
-            out_file.to_str().unwrap(),
-            "x",
-        ],
-        &[("AGENT_TEST_DNS", "rebind.test=127.0.0.1")],
-    )
-    .assert_code(0);
-    let (plain, err) = result_of(&read_json(&out_file), "toolu_plain");
-    assert!(err && plain.contains("rebind.test is 127.0.0.1"), "{plain}");
-    assert_eq!(hits.load(Ordering::SeqCst), 0, "{plain}");
+    let (got, err) = fetch_with_dns(direct, "*.test", "rebind.test=127.0.0.1");
+    assert!(err && got.contains("rebind.test is 127.0.0.1"), "{got}");
+    assert_eq!(hits.load(Ordering::SeqCst), 0, "{got}");
 }
