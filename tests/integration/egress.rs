@@ -826,33 +826,19 @@ fn landlock_write_rules_apply_inside_the_namespace_too() {
     assert!(text.contains("still reachable"), "{text}");
 }
 
-/// Reads every readable mapping of `/proc/PID/mem` (as the user it runs as) and prints
-/// `bytes=N key=0|1 marker=0|1`: whether the key (given reversed, so the reader's own
-/// memory and argv do not hold it) and the marker are in that process's memory.
-const MEM_SCAN: &str = r#"
+/// Reads the memory of PID (as the user it runs as) with `proc_secrets`'s `scan_mem` and
+/// prints `read=1|0 key=0|1 marker=0|1`: whether anything was read, and whether the key
+/// (given reversed, so the reader's own memory and argv do not hold it) and the marker
+/// are in that process's memory.
+const MEM_SCAN_HEAD: &str = r#"
 my ($pid, $rev, $marker) = @ARGV;
 my $key = reverse $rev;
-open(my $maps, '<', "/proc/$pid/maps") or die "maps: $!";
-open(my $mem, '<:raw', "/proc/$pid/mem") or die "mem: $!";
-my ($bytes, $k, $m) = (0, 0, 0);
-while (my $l = <$maps>) {
-  my ($s, $e, $perm) = $l =~ /^([0-9a-f]+)-([0-9a-f]+) (\S+)/ or next;
-  next if substr($perm, 0, 1) ne 'r' || $l =~ /\[(vvar|vvar_vclock|vsyscall)\]/;
-  my ($at, $end, $tail) = (hex $s, hex $e, '');
-  while ($at < $end) {
-    my $len = $end - $at; $len = 1 << 20 if $len > 1 << 20;
-    sysseek($mem, $at, 0) or last;
-    my $got = sysread($mem, my $buf, $len);
-    last unless $got;
-    $bytes += $got;
-    my $d = $tail . $buf;
-    $k = 1 if index($d, $key) >= 0;
-    $m = 1 if index($d, $marker) >= 0;
-    $tail = substr($buf, -256);
-    $at += $got;
-  }
-}
-print "bytes=$bytes key=$k marker=$m\n";
+my ($k, $m) = (0, 0);
+sub has { my ($d) = @_; $k = 1 if index($d, $key) >= 0; $m = 1 if index($d, $marker) >= 0; return $k }
+"#;
+const MEM_SCAN_TAIL: &str = r#"
+my $r = scan_mem($pid) < 0 ? 0 : 1;
+print "read=$r key=$k marker=$m\n";
 "#;
 
 /// Issue 46, item 1: for a user other than root, the process that writes a user
@@ -893,7 +879,11 @@ fn the_namespace_setup_process_holds_no_key_while_it_is_dumpable() {
         "chown",
         &["-R".as_ref(), "65534:65534".as_ref(), root.as_os_str()],
     );
-    std::fs::write(root.join("scan.pl"), MEM_SCAN).unwrap();
+    let scan = format!(
+        "{MEM_SCAN_HEAD}{}{MEM_SCAN_TAIL}",
+        crate::proc_secrets::SCAN_MEM
+    );
+    std::fs::write(root.join("scan.pl"), scan).unwrap();
     let as_nobody = |program: &std::ffi::OsStr| {
         let mut c = std::process::Command::new("setpriv");
         c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
