@@ -112,6 +112,11 @@ fn vars(list: &[(&str, &str)]) -> impl Iterator<Item = (String, String)> {
         .into_iter()
 }
 
+/// The names `command_env` passed, in order.
+fn passed_names(got: &CommandEnv) -> Vec<&str> {
+    got.vars.iter().map(|(k, _)| k.as_str()).collect()
+}
+
 const JOB: &[(&str, &str)] = &[
     ("PATH", "/usr/bin"),
     ("HOME", "/home/u"),
@@ -132,9 +137,8 @@ const JOB: &[(&str, &str)] = &[
 fn scrub_removes_secret_looking_names_urls_with_passwords_and_the_runs_secrets() {
     let policy = EnvPolicy::default();
     let got = command_env(vars(JOB), &policy, &["sk-ant-xxxxxxxxxx".to_string()]);
-    let names: Vec<&str> = got.vars.iter().map(|(k, _)| k.as_str()).collect();
     assert_eq!(
-        names,
+        passed_names(&got),
         [
             "PATH",
             "HOME",
@@ -173,9 +177,8 @@ fn allow_passes_only_the_list_and_the_passed_names() {
         keep: vec!["EDITOR".into()],
     };
     let got = command_env(vars(JOB), &policy, &[]);
-    let names: Vec<&str> = got.vars.iter().map(|(k, _)| k.as_str()).collect();
     assert_eq!(
-        names,
+        passed_names(&got),
         [
             "PATH",
             "HOME",
