@@ -56,6 +56,8 @@ pub(crate) fn run_observed(args: &RunArgs, observer: Observer) -> ExitCode {
     secrets.extend(config.tools().mcp().secret_values());
     secrets.extend(observer.secrets);
     secrets.extend(config.output().otel().secret_values());
+    let child_env =
+        crate::util::secrets::command_env(std::env::vars(), config.tools().command_env(), &secrets);
     output::init(config.output().verbosity(), secrets);
     for w in config.warnings() {
         output::warn(w);
@@ -81,10 +83,13 @@ pub(crate) fn run_observed(args: &RunArgs, observer: Observer) -> ExitCode {
     if let Some(s) = &sandbox {
         output::debug(s.summary());
     }
-    let child_env = Arc::new(crate::util::secrets::scrubbed_env(
-        std::env::vars(),
-        config.tools().keep_env(),
-    ));
+    if !child_env.removed.is_empty() {
+        output::warn(&format!(
+            "not passed to commands (secret-looking): {}; --command-env-pass NAME passes one",
+            child_env.removed.join(", ")
+        ));
+    }
+    let child_env = Arc::new(child_env.vars);
     let mut registry = Registry::builtin(config.tools().selection());
     let record = Arc::new(Mutex::new(RunRecord::new(
         config.provider().model(),
@@ -161,7 +166,7 @@ pub(crate) fn run_observed(args: &RunArgs, observer: Observer) -> ExitCode {
             crate::record::resume::INDEX_PATH
         ));
     }
-    let ci = ci::CiRun::new(&config, finisher.events.clone(), trace);
+    let mut ci = ci::CiRun::new(&config, finisher.events.clone(), trace);
     // The file tools report their own changes; only commands (Bash, hooks, --verify)
     // can change files behind their back, so only then is the workspace scanned.
     if commands_may_write(&config, &registry) {
@@ -175,7 +180,7 @@ pub(crate) fn run_observed(args: &RunArgs, observer: Observer) -> ExitCode {
     let gate = Arc::new(gate);
     let config = Arc::new(config);
     let mut ctx = ctx;
-    ctx.subagents = Some(Arc::new(subagent_runner(
+    let runner = subagent_runner(
         &config,
         &registry,
         &ctx,
@@ -183,7 +188,10 @@ pub(crate) fn run_observed(args: &RunArgs, observer: Observer) -> ExitCode {
         &record,
         &finisher,
         &session_id,
-    )));
+    );
+    // A sub-agent's refused reservation stops the run too.
+    ci.pool = Some(runner.pool.clone());
+    ctx.subagents = Some(Arc::new(runner));
     let checkpoint = || finisher.checkpoint();
     let outcome = Agent::new(RunHandle {
         config: &config,
@@ -343,6 +351,7 @@ fn subagent_runner(
         max_turns: config.session().subagent_max_turns(),
         next: AtomicU32::new(0),
         claimed: Mutex::new(Vec::new()),
+        pool: Arc::default(),
     }
 }
 

@@ -27,6 +27,13 @@ fn action_yml_declares_the_documented_inputs_and_outputs() {
         k.sort();
         k
     };
+    // Issue 46: commands get only the allow list unless the workflow says otherwise.
+    assert_eq!(y["inputs"]["command-env"]["default"], "allow");
+    let script = std::fs::read_to_string(ci_dir().join("action/run.sh")).unwrap();
+    assert!(
+        script.contains(r#"--command-env "${AGENT_COMMAND_ENV:-allow}""#),
+        "run.sh does not pass the command-env input"
+    );
     assert_eq!(
         keys(&y["inputs"]),
         [
@@ -35,6 +42,7 @@ fn action_yml_declares_the_documented_inputs_and_outputs() {
             "api-key",
             "args",
             "assignee-trigger",
+            "command-env",
             "github-token",
             "label-trigger",
             "mode",

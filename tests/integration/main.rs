@@ -28,6 +28,7 @@ mod ci_jsonl;
 mod ci_log;
 mod ci_verify;
 mod cli;
+mod command_env;
 mod context;
 mod docs;
 mod durations;

@@ -12,6 +12,7 @@
 pub(crate) mod api;
 pub(crate) mod context;
 pub(crate) mod event;
+mod instructions;
 pub(crate) mod progress;
 pub(crate) mod push;
 pub(crate) mod review;
@@ -303,6 +304,10 @@ fn converse(
         output::warn(&format!("cannot check out the pull request's head: {err}"));
     }
 
+    // A pull request's AGENTS.md is the base branch's; the head's is only fenced data.
+    let (given, head_instructions) =
+        instructions::for_pull(api, &repo, pull.as_ref(), &s.workspace);
+    args.run.project_instructions = given;
     let nonce = nonce();
     let inputs = context::Inputs {
         env: &s.env,
@@ -313,6 +318,7 @@ fn converse(
         files: &files,
         review,
         nonce: &nonce,
+        head_instructions: head_instructions.as_ref(),
     };
     args.run.prompt = Some(context::prompt(&inputs));
     let addition = context::system_addition(&nonce, review);

@@ -249,6 +249,9 @@ impl<'a> Agent<'a> {
         }
         // Before any usage (a resumed history), the bytes about to be sent tell.
         let tokens = s.window.next_tokens(s.request_bytes());
+        if let Some(stop) = self.run.ci.reserve_next(tokens, self.run.record) {
+            return Some(stop);
+        }
         if s.window.over_threshold(tokens)
             && let Some(target) = s.window.clear_target()
         {

@@ -11,7 +11,10 @@
 //!
 //! Budgets are shared: it gets what is left of `--max-turns` (at most
 //! `--subagent-max-turns`), `--max-tool-calls` and `--max-cost-usd` when it starts, and
-//! its turns, calls and cost count against the run's afterwards. A way out (timeout,
+//! its turns, calls and cost count against the run's afterwards. While it runs, each of
+//! its requests is first reserved in the run's `budget::Pool` (a turn, and the cost of
+//! its estimated input and its max_tokens), so parallel sub-agents together stop at the
+//! limit instead of each going up to it. A way out (timeout,
 //! signal) sets the run's `cancelled`, which the nested loop checks like the parent's;
 //! the finisher marks a sub-agent still running `interrupted`.
 
@@ -24,7 +27,7 @@ use super::{Agent, RunHandle};
 use crate::config::Config;
 use crate::model::provider::Provider;
 use crate::record::{InFlight, RunRecord, SubagentRecord};
-use crate::run::budget::Budget;
+use crate::run::budget::{Budget, Limits, Pool, Reservation, Spent};
 use crate::run::ci::CiRun;
 use crate::run::events::Events;
 use crate::tools::dispatch::Gate;
@@ -57,6 +60,8 @@ pub(crate) struct SubagentRunner {
     pub(crate) next: AtomicU32,
     /// Task call ids already taken by a sub-agent.
     pub(crate) claimed: Mutex<Vec<String>>,
+    /// The run's budgets, shared by the sub-agents running at once.
+    pub(crate) pool: Arc<Pool>,
 }
 
 impl std::fmt::Debug for SubagentRunner {
@@ -123,6 +128,30 @@ impl SubagentRunner {
                 .map(|m| (m - r.cost_usd().unwrap_or(0.0)).max(0.0)),
         };
         (turns, budget)
+    }
+}
+
+impl SubagentRunner {
+    /// Sub-agent `id`'s reservation of each request in the run's pool, judged under the
+    /// run's record lock (the pool is locked after it, as `release` is).
+    fn reserver(&self, id: &str, config: &Config) -> crate::run::ci::Reserve {
+        let (run, pool, id) = (self.record.clone(), self.pool.clone(), id.to_string());
+        let limits = Limits {
+            max_turns: self.config.session().max_turns(),
+            budget: self.config.ci().budget(),
+        };
+        let price = config.ci().prices().lookup(config.provider().model());
+        let max_tokens = config.provider().max_tokens();
+        Box::new(move |input_tokens, own_usd| {
+            let r = run.locked();
+            let spent = Spent {
+                cost_usd: r.cost_usd().unwrap_or(0.0),
+                turns: r.request_turn() + r.subagent_turns(),
+                tool_calls: r.tool_calls_counted(),
+            };
+            let next = price.map(|p| Reservation::new(p, input_tokens, max_tokens));
+            pool.reserve(&id, limits, spent, own_usd, next)
+        })
     }
 }
 
@@ -211,11 +240,12 @@ impl Subagents for SubagentRunner {
             config.provider().max_tokens(),
             &id,
         ));
-        let ci = CiRun::for_subagent(
+        let mut ci = CiRun::for_subagent(
             Arc::new(self.events.tagged("subagent_id", Value::String(id.clone()))),
             budget,
             trace,
         );
+        ci.reserve = Some(self.reserver(&id, &config));
         ci.events.emit(
             "subagent.requested",
             json!({"tool_use_id": tool_use_id, "subagent_type": call.kind.as_str(),
@@ -256,6 +286,8 @@ impl Subagents for SubagentRunner {
             if !self.cancelled.load(Ordering::SeqCst) {
                 parent.record_subagent_end(e, &[(model, usage)], config.ci().prices());
             }
+            // Under the run's lock: its cost is the run's now, not the pool's.
+            self.pool.release(&id);
         }
         ci.events.emit(
             "subagent.finished",
