@@ -440,6 +440,12 @@ const SETTINGS_SECTIONS: &[(&str, &str, &str)] = &[
         "the hosts commands may reach through the proxy, as `--allow-domain`: \
          [Network allow-list](../guide/network.md)",
     ),
+    (
+        "commandEnv",
+        r#"`{"mode": "scrub" | "allow", "pass": [NAME-GLOB…]}`"#,
+        "the environment commands, hooks and MCP servers get, as `--command-env` and \
+         `--command-env-pass`: [Security](../security.md#variables-the-job-exported---command-env-allowscrub)",
+    ),
 ];
 
 fn settings_page() -> String {
@@ -780,6 +786,14 @@ const ENV_GROUPS: &[(&str, &[EnvVar])] = &[
                 "AGENT_TEST_LANDLOCK_ABI",
                 "tests only: pretend the kernel has this Landlock ABI",
             ),
+            var(
+                "AGENT_TEST_DNS",
+                "debug builds only: WebFetch's lookups answered from `name=ip/ip`, one answer a query",
+            ),
+            var(
+                "AGENT_TEST_USERNS_PAUSE",
+                "debug builds only: a FIFO the `--allow-domain` namespace helper waits on",
+            ),
         ],
     ),
 ];
@@ -803,8 +817,21 @@ const FAMILIES: &[&str] = &[
     "BUILDKITE_",
 ];
 
-/// Names of those families in `src/` that are not read from the agent's environment.
-const NOT_READ: &[&str] = &[];
+/// Names of those families in `src/` that are not read from the agent's environment: CI's
+/// non-secret variables that `--command-env allow` passes on to commands untouched
+/// (`util::secrets`).
+const NOT_READ: &[&str] = &[
+    "BUILDKITE_BRANCH",
+    "BUILDKITE_COMMIT",
+    "CIRCLE_BRANCH",
+    "CIRCLE_SHA1",
+    "GITHUB_ACTOR",
+    "GITHUB_BASE_REF",
+    "GITHUB_REF",
+    "GITHUB_REPOSITORY_OWNER",
+    "GITHUB_RUN_NUMBER",
+    "GITHUB_WORKSPACE",
+];
 
 fn environment_page() -> String {
     let mut out = banner("ENV_GROUPS, checked against the names src/ reads");
