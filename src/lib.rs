@@ -21,6 +21,11 @@ pub(crate) mod run;
 pub(crate) mod tools;
 pub(crate) mod util;
 
+/// The generated pages of docs/reference/, checked (`AGENT_BLESS=1` rewrites them).
+#[cfg(test)]
+#[path = "reference_tests.rs"]
+mod reference_tests;
+
 use std::ffi::OsString;
 use std::process::ExitCode;
 
@@ -30,6 +35,16 @@ use crate::config::cli::{Cli, Command};
 
 /// Parses the arguments and runs the command.
 pub fn main_with_args(args: impl IntoIterator<Item = OsString>) -> ExitCode {
+    let args: Vec<OsString> = args.into_iter().collect();
+    // `--allow-domain`'s user-namespace helper: a fresh image of the binary that reads
+    // nothing (no settings, no environment, no key) before it does its one job.
+    #[cfg(target_os = "linux")]
+    if args
+        .get(1)
+        .is_some_and(|a| a == process::userns::HELPER_ARG)
+    {
+        process::userns::helper_main();
+    }
     let cli = match Cli::try_parse_from(args) {
         Ok(c) => c,
         Err(e) => {

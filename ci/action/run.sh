@@ -71,6 +71,9 @@ if [ -n "${AGENT_ARGS:-}" ]; then
   rm -f "$words"
 fi
 
+# The `command-env` input first: a `--command-env` in `args` comes later and wins.
+extra=(--command-env "${AGENT_COMMAND_ENV:-allow}" "${extra[@]}")
+
 if [ -n "${AGENT_ALLOW_DOMAIN:-}" ]; then
   # The `allow-domain` input: commas or newlines between hosts.
   extra+=(--allow-domain "$(printf '%s' "$AGENT_ALLOW_DOMAIN" | tr '\n' ',')")

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The benchmark suite: measures `agent` against its peers in one run, checks the
 performance targets (docs/SPEC.md §8), prints a Markdown table and writes it into
-README.md's "Performance" section (between the bench markers, replacing the previous table).
+docs/performance.md (the book's performance page) (between the bench markers, replacing the previous table).
 
 Run it through ci/bench/run.sh, which installs the tools and builds the release binary.
 Direct use:
@@ -967,7 +967,8 @@ def main():
     p.add_argument("--tree", default=os.environ.get("BENCH_TREE") or None)
     p.add_argument("--pattern", default=os.environ.get("BENCH_PATTERN") or DEFAULT_PATTERN)
     p.add_argument("--runs", type=int, default=int(os.environ.get("BENCH_RUNS") or DEFAULT_RUNS))
-    p.add_argument("--readme", default=os.path.join(ROOT, "README.md"))
+    p.add_argument("--readme", default=os.path.join(ROOT, "docs", "performance.md"),
+                   help="the page whose table is rewritten (docs/performance.md)")
     p.add_argument("--no-readme", action="store_true", help="print the table only")
     p.add_argument("--out", default=os.path.join(HERE, "out"), help="logs and raw results")
     p.add_argument("--only", default=os.environ.get("BENCH_ONLY") or None,

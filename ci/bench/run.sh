@@ -2,7 +2,7 @@
 # The benchmark suite in one command, from a clean clone: installs what it needs
 # (hyperfine, ripgrep, fd-find from Debian; Claude Code and codex from npm into ci/bench/node_modules),
 # builds the release binary, runs ci/bench/bench.py, prints the table and writes it into
-# README.md's "Performance" section. Takes several minutes; not part of .ci/run.
+# docs/performance.md. Takes several minutes; not part of .ci/run.
 #   ci/bench/run.sh [--tree DIR] [--runs N] [--no-readme] [--only session,long,...]
 #   (env: BENCH_TREE, BENCH_RUNS, BENCH_ONLY)
 set -euo pipefail

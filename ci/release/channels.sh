@@ -4,12 +4,12 @@
 # and run the README's demo (its `cargo run -q --` replaced by the installed command). The
 # time from the empty directory to `agent --version` is printed per channel (the goal:
 # under 10 s). The release is served by `python3 -m http.server` on loopback; npm and
-# PyPI install from the packages npm.sh and pypi.sh make (built before the clock starts,
+# PyPI install from the packages npm.sh and pypi.sh make (packed before the clock starts,
 # as a registry would hold them), with no network (`npm --offline`, `pip --no-index`).
+# ci/release/registries.sh does the same through real registries on loopback.
 #   ci/release/channels.sh RELEASE_DIR [--cargo]
 #   (--cargo also times `cargo install --path .` into an empty target directory;
-#   CHANNELS="install.sh tarball npm pip" picks channels; AGENT_WHEEL=FILE uses that wheel
-#   instead of building one with pypi.sh)
+#   CHANNELS="install.sh tarball npm pip" picks channels)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -96,12 +96,14 @@ finish "npm (npx $NPM_NAME)" "$d/node_modules/.bin/agent" "$start"
 fi
 
 if want pip; then
-echo "== PyPI wheel (builds first: not timed)" >&2
-wheel=${AGENT_WHEEL:-$("$here/pypi.sh" "$target" "$scratch/wheels" | tail -n 1)}
+echo "== PyPI wheels (packed first: not timed)" >&2
+"$here/pypi.sh" "$rel" "$scratch/wheels" >/dev/null
 d="$scratch/pip"; mkdir "$d"
 start=$(now)
 python3 -m venv "$d/venv"
-"$d/venv/bin/pip" install --quiet --no-index --disable-pip-version-check "$wheel"
+# pip picks the wheel of this platform among them, as it would from PyPI.
+"$d/venv/bin/pip" install --quiet --no-index --disable-pip-version-check \
+  --find-links "$scratch/wheels" "$PYPI_NAME"
 finish "pip (venv + wheel)" "$d/venv/bin/agent" "$start"
 if [ -x "$d/venv/bin/mcp-test-server" ]; then
   echo "channels.sh: the wheel ships the tests' mcp-test-server" >&2; exit 1

@@ -2,8 +2,10 @@
 # Makes the npm packages from a release directory (ci/release/local.sh DIR): one package
 # per platform archive found there (NPM_NAME-<os>-<cpu>, with `os` and `cpu` set so npm
 # installs only the matching one; no `libc`: the Linux binaries are static musl and run on
-# glibc and musl systems alike) and the launcher package NPM_NAME (bin `agent`, the
-# platform packages as optionalDependencies). `npm pack`s each into OUT.
+# glibc and musl systems alike) and the launcher package NPM_NAME (bins `agent` and
+# NPM_NAME, for a machine where another program owns `agent`; `npx NAME` runs the bin
+# named like the package; the platform packages as optionalDependencies). `npm pack`s
+# each into OUT. The repository field is what npm's provenance checks the workflow against.
 #   ci/release/npm.sh RELEASE_DIR OUT        (the version from Cargo.toml)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -42,6 +44,7 @@ for target in x86_64-unknown-linux-musl aarch64-unknown-linux-musl x86_64-apple-
   "version": "$version",
   "description": "The agent binary for $os-$cpu (installed by $NPM_NAME)",
   "license": "MIT",
+  "repository": { "type": "git", "url": "git+https://github.com/OWNER/agent.git" },
   "os": ["$os"],
   "cpu": ["$cpu"],
   "files": ["bin/agent"],
@@ -63,7 +66,8 @@ cat > "$dir/package.json" <<JSON
   "version": "$version",
   "description": "A synchronous, single-binary, non-interactive coding agent for CI and scripts",
   "license": "MIT",
-  "bin": { "agent": "bin/agent.js" },
+  "repository": { "type": "git", "url": "git+https://github.com/OWNER/agent.git" },
+  "bin": { "agent": "bin/agent.js", "$NPM_NAME": "bin/agent.js" },
   "files": ["bin/agent.js", "README.md"],
   "engines": { "node": ">=16" },
   "optionalDependencies": {$optional

@@ -50,6 +50,9 @@ pub(crate) struct Task {
     pub append_system_prompt: String,
     /// The answer's JSON Schema, in place of `--output-schema`.
     pub output_schema: Option<String>,
+    /// The project's instructions read elsewhere (a pull request's base branch), in place
+    /// of the workspace's AGENTS.md: `Some(None)` means there are none.
+    pub project_instructions: Option<Option<(String, String)>>,
 }
 
 impl Task {
@@ -61,6 +64,7 @@ impl Task {
         if self.output_schema.is_some() {
             args.session.output_schema = self.output_schema;
         }
+        args.project_instructions = self.project_instructions;
     }
 }
 
@@ -106,7 +110,7 @@ pub(crate) fn run_observed(mut args: RunArgs, with: Embedded) -> ExitStatus {
         Ok(p) => p,
         Err(e) => return set_up_failed(&trace, &record, &e),
     };
-    let ci = ci::CiRun::new(&config, finisher.events.clone(), trace);
+    let mut ci = ci::CiRun::new(&config, finisher.events.clone(), trace);
     take_baseline(&config, &registry, &ctx, &finisher);
     finisher.checkpoint();
     let outcome = run_loop(
@@ -115,7 +119,7 @@ pub(crate) fn run_observed(mut args: RunArgs, with: Embedded) -> ExitStatus {
         ctx,
         &record,
         &finisher,
-        &ci,
+        &mut ci,
         provider.as_mut(),
     );
     match finisher.finish(&outcome, false) {
@@ -168,10 +172,18 @@ fn workspace(config: &Config) -> Result<(ToolContext, Registry, Arc<Mutex<RunRec
     if let Some(s) = &sandbox {
         output::debug(s.summary());
     }
-    let child_env = Arc::new(crate::util::secrets::scrubbed_env(
+    let child_env = crate::util::secrets::command_env(
         std::env::vars(),
-        config.tools().keep_env(),
-    ));
+        config.tools().command_env(),
+        output::secrets(),
+    );
+    if !child_env.removed.is_empty() {
+        output::warn(&format!(
+            "not passed to commands (secret-looking): {}; --command-env-pass NAME passes one",
+            child_env.removed.join(", ")
+        ));
+    }
+    let child_env = Arc::new(child_env.vars);
     let registry = Registry::builtin(config.tools().selection());
     let record = Arc::new(Mutex::new(RunRecord::new(
         config.provider().model(),
@@ -250,7 +262,7 @@ fn run_loop(
     mut ctx: ToolContext,
     record: &Arc<Mutex<RunRecord>>,
     finisher: &Arc<Finisher>,
-    ci: &ci::CiRun,
+    ci: &mut ci::CiRun,
     provider: &mut dyn Provider,
 ) -> crate::record::outcome::Outcome {
     let gate = Arc::new(PolicyGate::new(
@@ -259,7 +271,7 @@ fn run_loop(
         config.tools().on_deny(),
     ));
     let session_id = record.locked().session_id().to_string();
-    ctx.subagents = Some(Arc::new(subagent_runner(
+    let runner = subagent_runner(
         &config,
         registry,
         &ctx,
@@ -267,7 +279,10 @@ fn run_loop(
         record,
         finisher,
         &session_id,
-    )));
+    );
+    // A sub-agent's refused reservation stops the run too.
+    ci.pool = Some(runner.pool.clone());
+    ctx.subagents = Some(Arc::new(runner));
     let checkpoint = || finisher.checkpoint();
     Agent::new(RunHandle {
         config: &config,
@@ -276,7 +291,7 @@ fn run_loop(
         gate: gate.as_ref(),
         record,
         checkpoint: &checkpoint,
-        ci,
+        ci: &*ci,
         cancelled: &finisher.cancelled,
         in_flight: &finisher.in_flight,
     })
@@ -411,6 +426,7 @@ fn subagent_runner(
         max_turns: config.session().subagent_max_turns(),
         next: AtomicU32::new(0),
         claimed: Mutex::new(Vec::new()),
+        pool: Arc::default(),
     }
 }
 

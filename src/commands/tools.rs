@@ -9,6 +9,7 @@ use serde_json::json;
 
 use crate::config::cli::ToolsArgs;
 use crate::error::{Error, ExitStatus};
+use crate::tools::Tool;
 use crate::tools::registry::Registry;
 use crate::{config, mcp, model::provider, process, util::output};
 
@@ -27,11 +28,7 @@ pub(crate) fn tools_command(args: &ToolsArgs) -> ExitStatus {
         .enabled()
         .iter()
         .map(|t| {
-            let mut v = json!({"name": t.name(), "description": t.description(),
-                   "input_schema": t.input_schema(), "read_only": t.is_read_only(),
-                   "destructive": t.is_destructive(),
-                   "concurrency_safe": t.is_concurrency_safe(&empty),
-                   "category": t.category().as_str()});
+            let mut v = tool_entry(t.as_ref());
             if let Some((server, tool)) = mcp_origin.get(t.name()) {
                 v["server"] = json!(server);
                 v["mcp_tool"] = json!(tool);
@@ -84,6 +81,16 @@ pub(crate) fn tools_command(args: &ToolsArgs) -> ExitStatus {
     mcp::shutdown_all("agent tools is done"); // HTTP sessions end, stdio servers exit
     process::kill_all_running(); // the backstop
     ExitStatus::Success
+}
+
+/// One tool as `agent tools --json` lists it (the generated docs/reference/tools.md
+/// renders the same object).
+pub(crate) fn tool_entry(t: &dyn Tool) -> serde_json::Value {
+    json!({"name": t.name(), "description": t.description(),
+           "input_schema": t.input_schema(), "read_only": t.is_read_only(),
+           "destructive": t.is_destructive(),
+           "concurrency_safe": t.is_concurrency_safe(&json!({})),
+           "category": t.category().as_str()})
 }
 
 /// `agent tools`: starts the MCP servers of the configuration (the current directory's

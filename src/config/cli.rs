@@ -183,6 +183,11 @@ pub(crate) struct RunArgs {
     /// Append to the system prompt (TEXT, or @FILE).
     #[arg(long, value_name = "TEXT|@FILE", help_heading = heading::INPUT)]
     pub append_system_prompt: Option<String>,
+    /// Not a flag: set by `agent github` for a pull request, the project instructions
+    /// (file name, text) to use instead of the workspace's AGENTS.md or CLAUDE.md, which
+    /// is the head branch's there: `Some(None)` means none.
+    #[arg(skip)]
+    pub project_instructions: Option<Option<(String, String)>>,
     /// Print exactly one JSON transcript on stdout instead of the final text.
     #[arg(long, help_heading = heading::OUTPUT)]
     pub json: bool,
@@ -401,7 +406,7 @@ pub(crate) enum ToolChoice {
 /// a model to fix a missed field or a wrong type, few enough to fail fast.
 const DEFAULT_MAX_SCHEMA_RETRIES: u32 = 3;
 
-/// Structured output and resuming a conversation (README "Structured output", "Resume").
+/// Structured output and resuming a conversation (docs/guide/structured-output.md, resume.md).
 #[derive(Debug, Clone, Args)]
 #[command(next_help_heading = heading::CONTEXT)]
 pub(crate) struct SessionArgs {
@@ -462,7 +467,7 @@ pub(crate) struct CiArgs {
     /// OpenTelemetry spans also carry the prompt, answers and tool input and output.
     ///
     /// Redacted like the transcript. Export itself is configured by the standard
-    /// OTEL_* variables (README "OpenTelemetry").
+    /// OTEL_* variables (docs/guide/opentelemetry.md).
     #[arg(long, help_heading = heading::OUTPUT)]
     pub otel_content: bool,
 }
@@ -597,6 +602,30 @@ pub(crate) struct SecurityArgs {
     /// Keep the variable NAME for Bash and hooks even if it looks secret (repeatable).
     #[arg(long, value_name = "NAME")]
     pub keep_env: Vec<String>,
+    /// Which variables Bash, hooks and MCP servers get: scrub (default) or allow.
+    ///
+    /// `scrub` passes the job's environment minus the agent's keys, secret-looking names
+    /// (`*_TOKEN`, `*_SECRET*`, `*_PASSWORD`, `*_KEY`, …), URLs with a password and values
+    /// equal to the run's secrets, and names each variable removed on stderr. `allow`
+    /// passes only PATH, HOME, LANG, LC_*, TERM, TMPDIR, TZ, USER, CI's non-secret
+    /// variables (GITHUB_SHA, RUNNER_OS, CI_COMMIT_SHA, …) and --command-env-pass names.
+    /// Settings: `commandEnv.mode`. The GitHub Action defaults to allow.
+    #[arg(long, value_name = "MODE", overrides_with = "command_env")]
+    pub command_env: Option<CommandEnvMode>,
+    /// Pass the variable NAME to commands in either --command-env mode (repeatable, comma lists, globs).
+    ///
+    /// `NODE_OPTIONS`, `JAVA_*`. Settings: `commandEnv.pass`.
+    #[arg(long, value_name = "NAME", value_delimiter = ',')]
+    pub command_env_pass: Vec<String>,
+}
+
+/// `--command-env`: how the commands' environment is built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum CommandEnvMode {
+    /// Only a short list of non-secret variables and the passed names.
+    Allow,
+    /// Everything but the secrets (and secret-looking variables, each named on stderr).
+    Scrub,
 }
 
 #[derive(Debug, Args)]

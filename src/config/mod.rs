@@ -11,6 +11,7 @@
 
 pub(crate) mod ci;
 pub(crate) mod cli;
+mod command_env;
 mod env;
 mod network;
 pub(crate) mod output;
@@ -18,7 +19,7 @@ mod prompt;
 pub(crate) mod provider;
 pub(crate) mod session;
 pub(crate) mod settings;
-mod system_prompt;
+pub(crate) mod system_prompt;
 mod tool_flags;
 pub(crate) mod tools;
 
@@ -166,7 +167,7 @@ impl Config {
                 settings: Default::default(),
                 on_deny: Default::default(),
                 sandbox: Default::default(),
-                keep_env: Vec::new(),
+                command_env: Default::default(),
                 mcp: Default::default(),
             },
             session: SessionConfig {

@@ -260,7 +260,45 @@ fn sandbox_flags_are_validated_against_the_kernel() {
     )
     .unwrap();
     assert_eq!(c.tools().on_deny(), OnDeny::Fail);
-    assert_eq!(c.tools().keep_env(), vec!["GH_TOKEN".to_string()]);
+    assert_eq!(c.tools().command_env().keep, vec!["GH_TOKEN".to_string()]);
+    // --command-env: settings give the mode and names, the flags override and add.
+    use crate::util::secrets::EnvMode;
+    let inline = r#"{"commandEnv": {"mode": "allow", "pass": ["NODE_*"]}}"#;
+    let c = Config::from_args(&parse(&["hi", "--settings", inline]), &no_ll).unwrap();
+    assert_eq!(c.tools().command_env().mode, EnvMode::Allow);
+    assert_eq!(c.tools().command_env().pass, vec!["NODE_*".to_string()]);
+    let c = Config::from_args(
+        &parse(&[
+            "hi",
+            "--settings",
+            inline,
+            "--command-env",
+            "scrub",
+            "--command-env-pass",
+            "JAVA_HOME,GOPATH",
+        ]),
+        &no_ll,
+    )
+    .unwrap();
+    assert_eq!(c.tools().command_env().mode, EnvMode::Scrub);
+    assert_eq!(
+        c.tools().command_env().pass,
+        ["NODE_*", "JAVA_HOME", "GOPATH"]
+    );
+    assert_eq!(
+        Config::from_args(&parse(&["hi"]), &no_ll)
+            .unwrap()
+            .tools()
+            .command_env()
+            .mode,
+        EnvMode::Scrub
+    );
+    let e = Config::from_args(&parse(&["hi", "--command-env-pass", "A=B"]), &no_ll).unwrap_err();
+    assert!(e.to_string().contains("--command-env-pass"), "{e}");
+    assert_eq!(e.exit_code(), 2);
+    let bad = r#"{"commandEnv": {"mode": "none"}}"#;
+    let e = Config::from_args(&parse(&["hi", "--settings", bad]), &no_ll).unwrap_err();
+    assert!(e.to_string().contains("commandEnv.mode"), "{e}");
 }
 
 #[test]

@@ -58,6 +58,7 @@ impl SessionConfig {
             add_dirs,
             args.system.as_deref(),
             args.append_system_prompt.as_deref(),
+            args.project_instructions.as_ref(),
         )?;
         let output_schema = match &args.session.output_schema {
             Some(arg) => Some(OutputSchema::from_arg(arg).map_err(Error::Usage)?),

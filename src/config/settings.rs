@@ -20,7 +20,14 @@ const MAX_SETTINGS_BYTES: u64 = 1024 * 1024;
 const INLINE_LABEL: &str = "--settings (inline JSON)";
 /// The top-level keys a settings file may have: a misspelt section would otherwise be a
 /// silently ignored guard. `$schema` is for editors.
-const SECTIONS: &[&str] = &["$schema", "permissions", "hooks", "prices", "network"];
+pub(crate) const SECTIONS: &[&str] = &[
+    "$schema",
+    "permissions",
+    "hooks",
+    "prices",
+    "network",
+    "commandEnv",
+];
 
 /// Which files to read: from the command line.
 #[derive(Debug, Clone)]

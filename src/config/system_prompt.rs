@@ -1,14 +1,15 @@
 //! The system prompt: the built-in rules of an unattended run, the project's AGENTS.md or
-//! CLAUDE.md, or `--system`, then `--append-system-prompt`.
+//! CLAUDE.md (the workspace's, or the ones `agent github` gives: a pull request's base
+//! branch's), or `--system`, then `--append-system-prompt`.
 
 use std::path::{Path, PathBuf};
 
 use crate::error::Error;
 
 /// Project instruction files appended to the system prompt, first found wins.
-const PROJECT_INSTRUCTION_FILES: &[&str] = &["AGENTS.md", "CLAUDE.md"];
+pub(crate) const PROJECT_INSTRUCTION_FILES: &[&str] = &["AGENTS.md", "CLAUDE.md"];
 /// A project instruction file larger than this is cut: it is re-sent every turn.
-const MAX_PROJECT_INSTRUCTIONS_BYTES: usize = 64 * 1024;
+pub(crate) const MAX_PROJECT_INSTRUCTIONS_BYTES: usize = 64 * 1024;
 
 /// `TEXT` or `@FILE`.
 fn text_or_file(flag: &str, value: &str) -> Result<String, Error> {
@@ -54,12 +55,18 @@ pub(super) fn system_prompt(
     add_dirs: &[PathBuf],
     system: Option<&str>,
     append: Option<&str>,
+    given: Option<&Option<(String, String)>>,
 ) -> Result<String, Error> {
     let mut prompt = match system {
         Some(s) => text_or_file("--system", s)?,
         None => {
             let mut p = base_system_prompt(workspace, add_dirs);
-            if let Some((name, text)) = project_instructions(workspace) {
+            // `agent github` on a pull request gives the base branch's instead.
+            let found = match given {
+                Some(g) => g.clone(),
+                None => project_instructions(workspace),
+            };
+            if let Some((name, text)) = found {
                 p.push_str(&format!(
                     "\n\n# Project instructions ({name})\n\n{}",
                     text.trim_end()
@@ -76,11 +83,12 @@ pub(super) fn system_prompt(
     Ok(prompt)
 }
 
-fn project_instructions(workspace: &Path) -> Option<(&'static str, String)> {
+/// The workspace's AGENTS.md or CLAUDE.md (first found), cut at the cap.
+pub(crate) fn project_instructions(workspace: &Path) -> Option<(String, String)> {
     PROJECT_INSTRUCTION_FILES.iter().find_map(|name| {
         let bytes = std::fs::read(workspace.join(name)).ok()?;
         let cut = &bytes[..bytes.len().min(MAX_PROJECT_INSTRUCTIONS_BYTES)];
-        Some((*name, String::from_utf8_lossy(cut).into_owned()))
+        Some((name.to_string(), String::from_utf8_lossy(cut).into_owned()))
     })
 }
 

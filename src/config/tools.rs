@@ -43,8 +43,9 @@ pub(crate) struct ToolConfig {
     pub(super) on_deny: OnDeny,
     /// The Bash sandbox, checked against the kernel.
     pub(super) sandbox: SandboxSpec,
-    /// Secret-looking variables kept for Bash and hooks (`--keep-env`).
-    pub(super) keep_env: Vec<String>,
+    /// How the commands' environment is built (`--command-env`, `--command-env-pass`,
+    /// `--keep-env`, `commandEnv`).
+    pub(super) command_env: crate::util::secrets::EnvPolicy,
     /// MCP servers and their flags.
     pub(super) mcp: McpSettings,
 }
@@ -100,7 +101,7 @@ impl ToolConfig {
             settings,
             on_deny: args.security.on_deny,
             sandbox,
-            keep_env: args.security.keep_env.clone(),
+            command_env: super::command_env::env_policy(&args.security, files)?,
             mcp,
         })
     }
@@ -120,8 +121,8 @@ impl ToolConfig {
     pub(crate) fn sandbox(&self) -> &SandboxSpec {
         &self.sandbox
     }
-    pub(crate) fn keep_env(&self) -> &[String] {
-        &self.keep_env
+    pub(crate) fn command_env(&self) -> &crate::util::secrets::EnvPolicy {
+        &self.command_env
     }
     pub(crate) fn mcp(&self) -> &McpSettings {
         &self.mcp

@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
-use std::net::{IpAddr, Shutdown, SocketAddr, TcpStream, ToSocketAddrs};
+use std::net::{IpAddr, Shutdown, SocketAddr, TcpStream};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -84,10 +84,8 @@ impl Resolver {
                 _ => Ok(vec![SocketAddr::new(ip, port)]),
             };
         }
-        let addrs: Vec<SocketAddr> = (host, port)
-            .to_socket_addrs()
-            .map_err(|e| format!("cannot resolve {host}: {e}"))?
-            .collect();
+        let addrs: Vec<SocketAddr> = crate::net::dns::lookup(host, port)
+            .map_err(|e| format!("cannot resolve {host}: {e}"))?;
         let public: Vec<SocketAddr> = addrs
             .iter()
             .copied()

@@ -13,6 +13,8 @@
 
 use std::io;
 #[cfg(target_os = "linux")]
+use std::os::fd::AsRawFd;
+#[cfg(target_os = "linux")]
 use std::sync::Arc;
 
 #[cfg(target_os = "linux")]
@@ -53,6 +55,9 @@ pub(crate) struct Egress {
     broker: Broker,
     #[cfg(target_os = "linux")]
     filter: Filter,
+    /// The user namespace every command joins, made by a process with no credential.
+    #[cfg(target_os = "linux")]
+    userns: std::os::fd::OwnedFd,
 }
 
 impl Egress {
@@ -66,7 +71,8 @@ impl Egress {
     /// Probes, builds the filter and starts the broker. Err: the message for exit 2.
     #[cfg(target_os = "linux")]
     pub(crate) fn start(spec: &EgressSpec) -> Result<Egress, String> {
-        netns::probe(spec.port).map_err(refusal)?;
+        let userns = crate::process::userns::create().map_err(refusal)?;
+        netns::probe(userns.as_raw_fd(), spec.port).map_err(refusal)?;
         let filter = Filter::build()?;
         let broker = Broker::start(
             Arc::new(spec.policy.clone()),
@@ -77,6 +83,7 @@ impl Egress {
             spec: spec.clone(),
             broker,
             filter,
+            userns,
         })
     }
 
@@ -93,7 +100,13 @@ impl Egress {
             netns::drop_capabilities()?;
             self.filter.install()
         };
-        netns::enter(self.broker.child_fd(), self.spec.port, command, &last)
+        netns::enter(
+            self.userns.as_raw_fd(),
+            self.broker.child_fd(),
+            self.spec.port,
+            command,
+            &last,
+        )
     }
 
     /// Never called: `start` refuses every other system.

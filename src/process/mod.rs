@@ -36,6 +36,8 @@ pub(crate) mod sandbox;
 mod seccomp;
 mod spill;
 mod supervisor;
+#[cfg(target_os = "linux")]
+pub(crate) mod userns;
 
 use capture::read_streams;
 use groups::{ProcessRegistry, REGISTRY, SPAWNING, reap_strays};

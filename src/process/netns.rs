@@ -12,6 +12,10 @@
 //! runner sees the command's own status. When the command ends, init exits and the
 //! kernel kills whatever else is left in the namespace.
 //!
+//! The user namespace is not made here: `userns` makes it once, in a process that never
+//! held a credential, and each relay joins it (`setns`), so no copy of the agent is ever
+//! made dumpable for the `uid_map` writes.
+//!
 //! Everything here runs in a child forked from a multithreaded process: syscalls on
 //! stack buffers only, no allocation (see `supervisor`). `probe` runs the same steps in
 //! a throwaway child at start-up, so a refusal is found before the run, with its cause.
@@ -29,10 +33,11 @@ pub(crate) enum Step {
     Listen = 4,
     Handoff = 5,
     PidNamespace = 6,
+    Join = 7,
 }
 
 impl Step {
-    fn from_u8(n: u8) -> Option<Step> {
+    pub(super) fn from_u8(n: u8) -> Option<Step> {
         Some(match n {
             1 => Step::Unshare,
             2 => Step::IdMap,
@@ -40,14 +45,16 @@ impl Step {
             4 => Step::Listen,
             5 => Step::Handoff,
             6 => Step::PidNamespace,
+            7 => Step::Join,
             _ => return None,
         })
     }
 
     pub(crate) fn describe(self) -> &'static str {
         match self {
-            Step::Unshare => "unshare(CLONE_NEWUSER | CLONE_NEWNET | CLONE_NEWNS)",
+            Step::Unshare => "unshare(CLONE_NEWUSER), or (CLONE_NEWNET | CLONE_NEWNS) inside it",
             Step::IdMap => "writing the new user namespace's uid_map/gid_map",
+            Step::Join => "setns into the commands' user namespace",
             Step::Loopback => "bringing up `lo` in the new network namespace",
             Step::Listen => "listening on the proxy port inside",
             Step::Handoff => "handing the inside socket to the agent",
@@ -64,7 +71,7 @@ pub(crate) struct SetupError {
 }
 
 impl SetupError {
-    fn last(step: Step) -> SetupError {
+    pub(super) fn last(step: Step) -> SetupError {
         SetupError {
             step,
             errno: io::Error::last_os_error()
@@ -79,18 +86,20 @@ pub(crate) const MAX_COMMAND_BYTES: usize = 4096;
 /// Descriptors in a hand-off: the inside listener, the life pipe's read end, the output.
 pub(crate) const HANDOFF_FDS: usize = 3;
 
-const NS_FLAGS: libc::c_int = libc::CLONE_NEWUSER | libc::CLONE_NEWNET | libc::CLONE_NEWNS;
+/// Made by each command inside the shared user namespace (`userns`).
+const NS_FLAGS: libc::c_int = libc::CLONE_NEWNET | libc::CLONE_NEWNS;
 
 /// Enters the namespaces (see the file comment) and returns `Ok` in the process that is
 /// to exec the command, after `confine` (Landlock, capabilities, seccomp) ran in it.
 pub(crate) fn enter(
+    userns: RawFd,
     broker: RawFd,
     port: u16,
     command: &[u8],
     confine: &dyn Fn() -> io::Result<()>,
 ) -> io::Result<()> {
     let as_io = |e: SetupError| io::Error::from_raw_os_error(e.errno);
-    isolate().map_err(as_io)?;
+    isolate(userns).map_err(as_io)?;
     let listener = listen_inside(port).map_err(as_io)?;
     // SAFETY (whole function): syscalls on integers and stack buffers.
     unsafe {
@@ -233,45 +242,24 @@ fn die_with_parent(parent: Option<libc::pid_t>) -> io::Result<()> {
     Ok(())
 }
 
-/// New user, network and mount namespaces, the agent's ids mapped to themselves, `lo` up.
-fn isolate() -> Result<(), SetupError> {
-    // SAFETY (whole function): syscalls on integers and stack buffers.
+/// The agent's user namespace (made by `userns`, its ids mapped to themselves) joined,
+/// new network and mount namespaces in it, `lo` up. No map is written here, so this
+/// process (a copy of the agent, the key in its memory) never becomes dumpable.
+fn isolate(userns: RawFd) -> Result<(), SetupError> {
+    // SAFETY (whole function): syscalls on integers.
     unsafe {
-        let (uid, gid) = (libc::getuid(), libc::getgid());
+        if libc::setns(userns, libc::CLONE_NEWUSER) != 0 {
+            return Err(SetupError::last(Step::Join));
+        }
         if libc::unshare(NS_FLAGS) != 0 {
             return Err(SetupError::last(Step::Unshare));
         }
-        // The agent is not dumpable (its memory holds the key), so its /proc files,
-        // ours too, belong to root: a user other than root cannot open its own
-        // uid_map. Dumpable for the three writes only, then closed again; during them
-        // the only same-user processes are the user's own and confined commands, which
-        // see their own /proc and may not ptrace.
-        let reopen = uid != 0;
-        if reopen {
-            libc::prctl(libc::PR_SET_DUMPABLE, 1 as libc::c_ulong, 0, 0, 0);
-        }
-        let mut buf = [0u8; 40];
-        let map_err = |_| SetupError::last(Step::IdMap);
-        let written = write_file(c"/proc/self/setgroups", b"deny")
-            .and_then(|()| {
-                let n = id_map(&mut buf, uid);
-                write_file(c"/proc/self/uid_map", &buf[..n])
-            })
-            .and_then(|()| {
-                let n = id_map(&mut buf, gid);
-                write_file(c"/proc/self/gid_map", &buf[..n])
-            })
-            .map_err(map_err);
-        if reopen {
-            libc::prctl(libc::PR_SET_DUMPABLE, 0 as libc::c_ulong, 0, 0, 0);
-        }
-        written?;
-        loopback_up().map_err(|_| SetupError::last(Step::Loopback))
     }
+    loopback_up().map_err(|_| SetupError::last(Step::Loopback))
 }
 
 /// `"ID ID 1\n"` into `buf`; its length.
-fn id_map(buf: &mut [u8; 40], id: u32) -> usize {
+pub(super) fn id_map(buf: &mut [u8; 40], id: u32) -> usize {
     let mut digits = [0u8; 10];
     let mut n = 0;
     let mut v = id;
@@ -297,7 +285,7 @@ fn id_map(buf: &mut [u8; 40], id: u32) -> usize {
     at + 2
 }
 
-fn write_file(path: &std::ffi::CStr, bytes: &[u8]) -> Result<(), ()> {
+pub(super) fn write_file(path: &std::ffi::CStr, bytes: &[u8]) -> Result<(), ()> {
     // SAFETY: a NUL-terminated path and a write from a live buffer.
     unsafe {
         let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
@@ -407,7 +395,7 @@ fn send_fds(sock: RawFd, payload: &[u8], fds: &[RawFd; HANDOFF_FDS]) -> Result<(
     }
 }
 
-fn write_all(fd: RawFd, bytes: &[u8]) {
+pub(super) fn write_all(fd: RawFd, bytes: &[u8]) {
     // SAFETY: a write from a live buffer within its bounds.
     unsafe {
         let mut done = 0;
@@ -424,7 +412,7 @@ fn write_all(fd: RawFd, bytes: &[u8]) {
 /// Runs the steps up to the PID namespace in a throwaway child: whether this machine
 /// lets the agent build the namespace tier, and if not, which step refused and why.
 /// Called at start-up, in the agent (the child only makes syscalls).
-pub(crate) fn probe(port: u16) -> Result<(), SetupError> {
+pub(crate) fn probe(userns: RawFd, port: u16) -> Result<(), SetupError> {
     // SAFETY (whole function): fork, then syscalls only in the child.
     unsafe {
         let mut p = [0; 2];
@@ -440,7 +428,7 @@ pub(crate) fn probe(port: u16) -> Result<(), SetupError> {
             }
             0 => {
                 libc::close(p[0]);
-                let outcome = isolate().and_then(|()| {
+                let outcome = isolate(userns).and_then(|()| {
                     let l = listen_inside(port)?;
                     libc::close(l);
                     if libc::unshare(libc::CLONE_NEWPID) != 0 {

@@ -11,7 +11,8 @@ use crate::process::egress::EgressSpec;
 use crate::process::sandbox::{Confinement, SandboxSpec};
 
 fn userns() -> bool {
-    let ok = probe(egress_port()).is_ok();
+    let ok = crate::process::userns::create()
+        .is_ok_and(|ns| probe(std::os::fd::AsRawFd::as_raw_fd(&ns), egress_port()).is_ok());
     if !ok {
         eprintln!("SKIPPED: this machine refuses user namespaces");
     }

@@ -67,7 +67,7 @@ impl Status {
     }
 }
 
-/// The transcript's `error.kind`: the complete list (README "Transcript"). Each kind
+/// The transcript's `error.kind`: the complete list (docs/reference/exit-codes.md, generated from it). Each kind
 /// ends a run with one status (`status`), so an outcome is built from its kind alone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]

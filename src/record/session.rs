@@ -38,7 +38,7 @@ fn format_uuid_v4(mut b: [u8; 16]) -> String {
     )
 }
 
-/// The claude `subtype` of a transcript `status` (README "The JSON transcript"):
+/// The claude `subtype` of a transcript `status` (docs/reference/transcript.md):
 /// claude has one success subtype and an error subtype per limit; every other way a run
 /// can fail is `error_during_execution`, as claude reports API errors and interruptions.
 pub(crate) fn subtype(status: &str) -> &'static str {

@@ -2,6 +2,12 @@
 //! `--max-tool-calls` / `--max-cost-usd` checks made before each request. (The guard
 //! against the same call made over and over is a dispatch refusal: `dispatch::repeat`.)
 //!
+//! With sub-agents running in parallel, each reserves what its next request can cost
+//! before sending it (`Pool`): one turn, and the cost of its estimated input plus its
+//! `max_tokens` of output, against what the run has spent and what the other sub-agents
+//! have spent or reserved. A request that does not fit is not sent; the run stops
+//! `budget` at the limit instead of past it.
+//!
 //! Prices are USD per million tokens, built in for current Claude models (matched by the
 //! longest id prefix, so dated ids and aliases both match) and overridable under the
 //! `"prices"` key of the settings files.
@@ -189,6 +195,150 @@ impl Budget {
             ));
         }
         None
+    }
+}
+
+/// What the run has counted so far outside the running sub-agents' own costs (read under
+/// the run's record lock): its cost with the sub-agents that ended, its turns with every
+/// sub-agent's finished ones, its tool calls with theirs.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct Spent {
+    pub cost_usd: f64,
+    pub turns: u32,
+    pub tool_calls: usize,
+}
+
+/// What one request may cost, reserved before it is sent: its input as estimated from the
+/// request's size, and all of its `max_tokens` as output.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub(crate) struct Reservation {
+    pub cost_usd: f64,
+    pub input_tokens: u64,
+    pub max_tokens: u32,
+}
+
+impl Reservation {
+    /// The reservation for a request of `input_tokens` with `max_tokens` at `price`.
+    pub(crate) fn new(price: Price, input_tokens: u64, max_tokens: u32) -> Reservation {
+        Reservation {
+            cost_usd: round_usd(
+                input_tokens as f64 / TOKENS_PER_UNIT * price.input
+                    + f64::from(max_tokens) / TOKENS_PER_UNIT * price.output,
+            ),
+            input_tokens,
+            max_tokens,
+        }
+    }
+}
+
+/// The limits the pool holds the sub-agents to: the run's.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct Limits {
+    pub max_turns: u32,
+    pub budget: Budget,
+}
+
+/// One running sub-agent's share: its cost so far and its request in flight.
+#[derive(Debug, Clone)]
+struct Slot {
+    id: String,
+    spent_usd: f64,
+    in_flight: Option<Reservation>,
+}
+
+/// The budgets the running sub-agents share. Locked after the run's record, never before.
+#[derive(Debug, Default)]
+pub(crate) struct Pool {
+    slots: std::sync::Mutex<Vec<Slot>>,
+    /// The first refusal: the run stops `budget` with it before its own next request.
+    refused: std::sync::Mutex<Option<String>>,
+}
+
+impl Pool {
+    /// Reserves sub-agent `id`'s next request (`next`: None when its price is unknown,
+    /// then only turns and calls are reserved), its earlier requests now done and
+    /// costing `own_usd`. `Err`: why it may not be sent (kept for the run too).
+    pub(crate) fn reserve(
+        &self,
+        id: &str,
+        limits: Limits,
+        run: Spent,
+        own_usd: f64,
+        next: Option<Reservation>,
+    ) -> Result<(), String> {
+        use crate::util::sync::Locked;
+        let mut slots = self.slots.locked();
+        let others = slots.iter().filter(|s| s.id != id);
+        let others_usd: f64 = others
+            .clone()
+            .map(|s| s.spent_usd + s.in_flight.map_or(0.0, |r| r.cost_usd))
+            .sum();
+        let others_in_flight = others.filter(|s| s.in_flight.is_some()).count() as u32;
+        let refusal = if run.turns + others_in_flight + 1 > limits.max_turns {
+            Some(format!(
+                "reached --max-turns {}: {} turns taken and {others_in_flight} requested by                  other sub-agents leave none for this request",
+                limits.max_turns, run.turns
+            ))
+        } else if let Some(max) = limits.budget.max_tool_calls
+            && run.tool_calls >= max as usize
+        {
+            Some(format!(
+                "reached --max-tool-calls {max} ({} tool calls made)",
+                run.tool_calls
+            ))
+        } else if let (Some(max), Some(r)) = (limits.budget.max_cost_usd, next)
+            && run.cost_usd + others_usd + own_usd + r.cost_usd > max
+        {
+            Some(format!(
+                "reached --max-cost-usd {max}: the next request reserves ${:.4} ({} input \
+                 tokens estimated, max_tokens {}), and with ${:.4} spent by the run, ${:.4} \
+                 spent or reserved by the other sub-agents and ${:.4} by this one it could \
+                 pass the limit",
+                r.cost_usd, r.input_tokens, r.max_tokens, run.cost_usd, others_usd, own_usd
+            ))
+        } else {
+            None
+        };
+        let slot = match slots.iter_mut().position(|s| s.id == id) {
+            Some(i) => &mut slots[i],
+            None => {
+                slots.push(Slot {
+                    id: id.to_string(),
+                    spent_usd: 0.0,
+                    in_flight: None,
+                });
+                let last = slots.len() - 1;
+                &mut slots[last]
+            }
+        };
+        slot.spent_usd = own_usd;
+        match refusal {
+            None => {
+                slot.in_flight = Some(next.unwrap_or(Reservation {
+                    cost_usd: 0.0,
+                    input_tokens: 0,
+                    max_tokens: 0,
+                }));
+                Ok(())
+            }
+            Some(why) => {
+                slot.in_flight = None;
+                self.refused.locked().get_or_insert_with(|| why.clone());
+                Err(why)
+            }
+        }
+    }
+
+    /// Sub-agent `id` ended: its cost is the run's now (call with the run's record locked).
+    pub(crate) fn release(&self, id: &str) {
+        use crate::util::sync::Locked;
+        self.slots.locked().retain(|s| s.id != id);
+    }
+
+    /// Why a sub-agent's request was refused, if one was: the run stops there too.
+    pub(crate) fn refused(&self) -> Option<String> {
+        use crate::util::sync::Locked;
+        self.refused.locked().clone()
     }
 }
 

@@ -127,3 +127,59 @@ fn budget_checks() {
     assert!(b.exceeded(0, Some(0.5)).unwrap().contains("--max-cost-usd"));
     assert_eq!(Budget::default().exceeded(1000, Some(1e9)), None);
 }
+
+#[test]
+fn parallel_reservations_never_add_up_past_the_cost_limit() {
+    let price = price(3.0, 15.0);
+    let next = Reservation::new(price, 400, 1000);
+    assert_eq!(next.cost_usd, 0.0162);
+    let limits = Limits {
+        max_turns: 100,
+        budget: Budget {
+            max_tool_calls: None,
+            max_cost_usd: Some(0.0045 + 2.0 * 0.0162 + 0.001),
+        },
+    };
+    let run = Spent {
+        cost_usd: 0.0045,
+        turns: 1,
+        tool_calls: 0,
+    };
+    let pool = Pool::default();
+    assert!(pool.reserve("a", limits, run, 0.0, Some(next)).is_ok());
+    assert!(pool.reserve("b", limits, run, 0.0, Some(next)).is_ok());
+    let why = pool.reserve("c", limits, run, 0.0, Some(next)).unwrap_err();
+    assert!(
+        why.contains("reserves $0.0162") && why.contains("max_tokens 1000"),
+        "{why}"
+    );
+    assert_eq!(pool.refused().as_deref(), Some(why.as_str()));
+    // `a`'s request is done (it cost 0.0135): its next one no longer fits beside `b`'s.
+    assert!(pool.reserve("a", limits, run, 0.0135, Some(next)).is_err());
+    // Once `b` ended (its cost joined the run's), `a` is judged against the run alone.
+    pool.release("b");
+    let run = Spent {
+        cost_usd: 0.0045 + 0.0135,
+        ..run
+    };
+    assert!(pool.reserve("a", limits, run, 0.0135, Some(next)).is_err());
+    assert!(pool.reserve("a", limits, run, 0.0, Some(next)).is_ok());
+}
+
+#[test]
+fn turns_in_flight_count_against_max_turns() {
+    let limits = Limits {
+        max_turns: 3,
+        budget: Budget::default(),
+    };
+    let run = Spent {
+        cost_usd: 0.0,
+        turns: 1,
+        tool_calls: 0,
+    };
+    let pool = Pool::default();
+    assert!(pool.reserve("a", limits, run, 0.0, None).is_ok());
+    assert!(pool.reserve("b", limits, run, 0.0, None).is_ok());
+    let why = pool.reserve("c", limits, run, 0.0, None).unwrap_err();
+    assert!(why.contains("--max-turns 3"), "{why}");
+}

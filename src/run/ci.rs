@@ -13,7 +13,7 @@ use crate::model::provider::StreamNotice;
 use crate::model::turn::{PendingCall, Turn};
 use crate::record::RunRecord;
 use crate::record::outcome::{ErrorKind, Outcome};
-use crate::run::budget::Budget;
+use crate::run::budget::{Budget, Pool};
 use crate::run::event::{self as ev, RunEvent};
 use crate::run::events::Events;
 use crate::run::telemetry::RunTrace;
@@ -34,7 +34,14 @@ pub(crate) struct CiRun {
     turn: AtomicU32,
     /// The run's spans and metrics (OpenTelemetry; inert when off).
     pub trace: Arc<RunTrace>,
+    /// The run's: the sub-agents' shared budgets, whose refusal stops the run too.
+    pub pool: Option<Arc<Pool>>,
+    /// A sub-agent's: reserves its next request (estimated input tokens, its cost so far).
+    pub reserve: Option<Reserve>,
 }
+
+/// A sub-agent's reservation of its next request in the run's `Pool`.
+pub(crate) type Reserve = Box<dyn Fn(u64, f64) -> Result<(), String> + Send + Sync>;
 
 impl CiRun {
     pub(crate) fn new(config: &Config, events: Arc<Events>, trace: Arc<RunTrace>) -> Self {
@@ -44,6 +51,8 @@ impl CiRun {
             budget: config.ci().budget(),
             turn: AtomicU32::new(0),
             trace,
+            pool: None,
+            reserve: None,
         }
     }
 
@@ -55,6 +64,8 @@ impl CiRun {
             budget,
             turn: AtomicU32::new(0),
             trace,
+            pool: None,
+            reserve: None,
         }
     }
 
@@ -67,6 +78,8 @@ impl CiRun {
             budget: Budget::default(),
             turn: AtomicU32::new(0),
             trace: Arc::new(RunTrace::off()),
+            pool: None,
+            reserve: None,
         }
     }
 
@@ -122,6 +135,9 @@ impl CiRun {
         if let Some(msg) = self.budget.exceeded(calls, cost) {
             return Some(Outcome::fail(ErrorKind::Budget, msg));
         }
+        if let Some(msg) = self.pool.as_ref().and_then(|p| p.refused()) {
+            return Some(Outcome::fail(ErrorKind::Budget, msg));
+        }
         // The API may report a model other than the one asked for (a gateway, an alias):
         // a cost limit that cannot be computed must stop the run, not silently lapse.
         if let Some(max) = self.budget.max_cost_usd
@@ -141,6 +157,20 @@ impl CiRun {
         self.events
             .emit(RunEvent::TurnStarted(ev::TurnStarted { turn: turn_no }));
         None
+    }
+
+    /// A sub-agent's, before each request: reserves it in the run's pool (`input_tokens`
+    /// estimated from the request's size); a refusal ends the sub-agent `budget`.
+    pub(crate) fn reserve_next(
+        &self,
+        input_tokens: u64,
+        record: &Mutex<RunRecord>,
+    ) -> Option<Outcome> {
+        let reserve = self.reserve.as_ref()?;
+        let own = record.locked().cost_usd().unwrap_or(0.0);
+        reserve(input_tokens, own)
+            .err()
+            .map(|msg| Outcome::fail(ErrorKind::Budget, msg))
     }
 
     /// The turn being streamed or executed.

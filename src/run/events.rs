@@ -11,8 +11,8 @@
 //! `elapsed_ms` (since the run started), then the event's own fields in key order (a
 //! sub-agent's `subagent_id` among them), then the field written as it is (`message`,
 //! `transcript`); the last line is `run.finished` with the whole transcript. The schema is
-//! documented in README.md ("JSONL events") and generated in
-//! docs/reference/events.schema.json.
+//! generated in docs/reference/events.schema.json and
+//! documented in docs/reference/events.md.
 //!
 //! Events are emitted from several threads (tool calls run on rayon workers, the deadline
 //! and signal threads finish the run): one mutex numbers each event and hands it to the

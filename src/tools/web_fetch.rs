@@ -6,13 +6,20 @@
 //! names them literally, so a page cannot send the fetcher to the runner's metadata
 //! service or a service on the runner itself. Permission rules match the host:
 //! `WebFetch(domain:docs.rs)`.
+//!
+//! Each hop resolves its host once (`net::dns::lookup`), judges every address of the
+//! answer, and connects to exactly those addresses (ureq is given a resolver pinned to
+//! them), so a name cannot answer a public address to the check and a private one to the
+//! connection (DNS rebinding).
 
 use std::io::Read;
-use std::net::{IpAddr, ToSocketAddrs};
+use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
+use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver};
+use ureq::unversioned::transport::{DefaultConnector, NextTimeout};
 
 use super::{
     Category, Subject, SubjectKind, ToolContext, ToolError, ToolResult, Traits, TypedTool,
@@ -22,6 +29,9 @@ use super::{
 const MAX_REDIRECTS: usize = 5;
 /// The whole fetch (connect, redirects, body): a documentation page, not a download.
 const FETCH_TIMEOUT: Duration = Duration::from_secs(30);
+/// One connection attempt: an address that does not answer is not waited on for the
+/// whole fetch.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Bytes of a body read: a long documentation page is well under this; the rest is cut.
 const MAX_BODY_BYTES: u64 = 5 * 1024 * 1024;
 /// Characters of a URL accepted.
@@ -160,51 +170,100 @@ fn is_internal(ip: IpAddr) -> bool {
                 || v4.is_link_local()
                 || v4.is_unspecified()
                 || v4.is_broadcast()
+                || v4.is_multicast()
                 || o[0] == 0
                 || (o[0] == 100 && (64..128).contains(&o[1]))
         }
         IpAddr::V6(v6) => {
             let s = v6.segments();
+            // An IPv4 address carried in IPv6: mapped (`::ffff:a.b.c.d`), compatible
+            // (`::a.b.c.d`, deprecated but still routed by some stacks) or NAT64's
+            // well-known prefix (`64:ff9b::a.b.c.d`) reaches that IPv4 address.
+            let o = v6.octets();
+            let carried = (s[..6] == [0; 6] && !v6.is_loopback() && !v6.is_unspecified())
+                || s[..6] == [0x64, 0xff9b, 0, 0, 0, 0];
             v6.is_loopback()
                 || v6.is_unspecified()
+                || v6.is_multicast()
                 || (s[0] & 0xfe00) == 0xfc00
                 || (s[0] & 0xffc0) == 0xfe80
                 || v6
                     .to_ipv4_mapped()
                     .is_some_and(|v4| is_internal(IpAddr::V4(v4)))
+                || carried
+                    && is_internal(IpAddr::V4(std::net::Ipv4Addr::new(
+                        o[12], o[13], o[14], o[15],
+                    )))
         }
     }
 }
 
 impl WebFetch {
-    /// Why `t` may not be fetched, if it may not.
-    fn refuse(&self, t: &Target, via: Option<&str>) -> Option<String> {
+    /// The addresses `t` is fetched from (one lookup, every address judged), or why it
+    /// may not be fetched.
+    fn addresses(&self, t: &Target, via: Option<&str>) -> Result<Vec<SocketAddr>, String> {
         let how = match via {
             Some(from) => format!("{from} redirected to {}", t.uri),
             None => t.uri.to_string(),
         };
         if !self.allow.allows(&t.host) {
-            return Some(format!(
+            return Err(format!(
                 "{how}: the host {} is not allowed (--allow-web {})",
                 t.host,
                 self.allow.0.join(",")
             ));
         }
-        if self.allow.names(&t.host) {
-            return None;
-        }
-        let addrs = match (t.host.as_str(), t.port).to_socket_addrs() {
-            Ok(a) => a.collect::<Vec<_>>(),
-            Err(e) => return Some(format!("{how}: cannot resolve {}: {e}", t.host)),
+        let addrs = match t.host.parse::<IpAddr>() {
+            Ok(ip) => vec![SocketAddr::new(ip, t.port)],
+            Err(_) => crate::net::dns::lookup(&t.host, t.port)
+                .map_err(|e| format!("{how}: cannot resolve {}: {e}", t.host))?,
         };
-        addrs.iter().find(|a| is_internal(a.ip())).map(|a| {
-            format!(
+        if addrs.is_empty() {
+            return Err(format!("{how}: {} has no address", t.host));
+        }
+        if self.allow.names(&t.host) {
+            return Ok(addrs);
+        }
+        match addrs.iter().find(|a| is_internal(a.ip())) {
+            Some(a) => Err(format!(
                 "{how}: {} is {}, a loopback, private or link-local address; such hosts are \
                  fetched only when --allow-web names them literally",
                 t.host,
                 a.ip()
-            )
-        })
+            )),
+            None => Ok(addrs),
+        }
+    }
+}
+
+/// ureq's resolver for one hop: the host that was judged gets exactly the addresses that
+/// were judged; any other name ureq asks for (an `HTTPS_PROXY` the job set) resolves as
+/// usual, since the proxy, not this process, connects to the page then.
+#[derive(Debug)]
+struct Pinned {
+    host: String,
+    addrs: Vec<SocketAddr>,
+}
+
+impl Resolver for Pinned {
+    fn resolve(
+        &self,
+        uri: &ureq::http::Uri,
+        config: &ureq::config::Config,
+        timeout: NextTimeout,
+    ) -> Result<ResolvedSocketAddrs, ureq::Error> {
+        let host = uri.host().unwrap_or("").trim_matches(['[', ']']);
+        if !host.eq_ignore_ascii_case(&self.host) {
+            return DefaultResolver::default().resolve(uri, config, timeout);
+        }
+        let mut out = self.empty();
+        // ureq holds at most 16; the rest were judged too and are simply not tried.
+        for a in &self.addrs {
+            if out.try_push(*a).is_err() {
+                break;
+            }
+        }
+        Ok(out)
     }
 }
 
@@ -303,22 +362,29 @@ impl TypedTool for WebFetch {
     }
 
     fn execute(&self, _ctx: &ToolContext, input: &WebFetchInput) -> Result<ToolResult, ToolError> {
-        let agent = ureq::Agent::new_with_config(
-            ureq::Agent::config_builder()
-                .http_status_as_error(false)
-                .max_redirects(0)
-                .timeout_global(Some(FETCH_TIMEOUT))
-                .user_agent(format!("agent/{} (WebFetch)", env!("CARGO_PKG_VERSION")))
-                .build(),
-        );
+        let config = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .max_redirects(0)
+            .timeout_global(Some(FETCH_TIMEOUT))
+            .timeout_connect(Some(CONNECT_TIMEOUT))
+            .user_agent(format!("agent/{} (WebFetch)", env!("CARGO_PKG_VERSION")))
+            .build();
         let mut url = input.url.clone();
         let mut via: Option<String> = None;
         let mut redirects = 0;
         let response = loop {
             let t = target(&url).map_err(ToolError::Failed)?;
-            if let Some(why) = self.refuse(&t, via.as_deref()) {
-                return Err(ToolError::Failed(format!("not fetched: {why}")));
-            }
+            let addrs = self
+                .addresses(&t, via.as_deref())
+                .map_err(|why| ToolError::Failed(format!("not fetched: {why}")))?;
+            // An agent per hop: its resolver is pinned to this hop's judged addresses,
+            // and no pooled connection crosses hops.
+            let pinned = Pinned {
+                host: t.host.clone(),
+                addrs,
+            };
+            let agent =
+                ureq::Agent::with_parts(config.clone(), DefaultConnector::default(), pinned);
             let response = agent
                 .get(&url)
                 .header(

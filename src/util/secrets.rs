@@ -36,6 +36,194 @@ pub(crate) fn scrubbed_env(
         .collect()
 }
 
+/// How the commands' environment is built (`--command-env`, issue 46).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum EnvMode {
+    /// Everything but secrets: known names, secret-looking names, URLs with a password,
+    /// values equal to the run's secrets.
+    #[default]
+    Scrub,
+    /// Only `ALLOW_BASE` and the passed names.
+    Allow,
+}
+
+/// The rules the commands' environment is built by.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct EnvPolicy {
+    pub mode: EnvMode,
+    /// `--command-env-pass` and `commandEnv.pass`: names or globs (`*`, `?`), kept in
+    /// either mode.
+    pub pass: Vec<String>,
+    /// `--keep-env`: exact names kept in either mode.
+    pub keep: Vec<String>,
+}
+
+/// What `allow` passes without being asked: the basics every tool expects and CI's
+/// well-known variables that say where and what is built (never a token: GitHub's
+/// `GITHUB_TOKEN`, GitLab's `CI_JOB_TOKEN` and the like are not here).
+const ALLOW_BASE: &[&str] = &[
+    "PATH",
+    "HOME",
+    "LANG",
+    "LANGUAGE",
+    "LC_*",
+    "TERM",
+    "TMPDIR",
+    "TZ",
+    "USER",
+    "CI",
+    // GitHub Actions
+    "GITHUB_ACTIONS",
+    "GITHUB_WORKSPACE",
+    "GITHUB_REPOSITORY",
+    "GITHUB_REPOSITORY_OWNER",
+    "GITHUB_SHA",
+    "GITHUB_REF",
+    "GITHUB_REF_NAME",
+    "GITHUB_HEAD_REF",
+    "GITHUB_BASE_REF",
+    "GITHUB_RUN_ID",
+    "GITHUB_RUN_NUMBER",
+    "GITHUB_RUN_ATTEMPT",
+    "GITHUB_JOB",
+    "GITHUB_WORKFLOW",
+    "GITHUB_EVENT_NAME",
+    "GITHUB_SERVER_URL",
+    "GITHUB_API_URL",
+    "GITHUB_ACTOR",
+    "RUNNER_OS",
+    "RUNNER_ARCH",
+    "RUNNER_TEMP",
+    "RUNNER_TOOL_CACHE",
+    // GitLab CI
+    "GITLAB_CI",
+    "CI_PROJECT_DIR",
+    "CI_PROJECT_PATH",
+    "CI_COMMIT_SHA",
+    "CI_COMMIT_REF_NAME",
+    "CI_PIPELINE_ID",
+    "CI_JOB_ID",
+    "CI_SERVER_URL",
+    // Buildkite, CircleCI, Jenkins, Azure Pipelines
+    "BUILDKITE",
+    "BUILDKITE_BRANCH",
+    "BUILDKITE_COMMIT",
+    "CIRCLECI",
+    "CIRCLE_BRANCH",
+    "CIRCLE_SHA1",
+    "JENKINS_URL",
+    "BUILD_NUMBER",
+    "TF_BUILD",
+];
+
+/// Names `scrub` removes besides the known ones (upper-cased before matching), unless
+/// passed: what a secret is usually called.
+const SECRET_LOOKING: &[&str] = &[
+    "*_TOKEN",
+    "*_SECRET*",
+    "*_PASSWORD",
+    "*_PASSWD",
+    "*_KEY",
+    "*_CREDENTIALS",
+    "TOKEN",
+    "SECRET*",
+    "PASSWORD",
+];
+
+/// `*` (any run of characters) and `?` (one character).
+pub(crate) fn glob_matches(pattern: &str, name: &str) -> bool {
+    let (p, n): (Vec<char>, Vec<char>) = (pattern.chars().collect(), name.chars().collect());
+    let (mut pi, mut ni, mut star, mut mark) = (0, 0, None, 0);
+    while ni < n.len() {
+        if pi < p.len() && (p[pi] == '?' || p[pi] == n[ni]) {
+            pi += 1;
+            ni += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some(pi);
+            mark = ni;
+            pi += 1;
+        } else if let Some(s) = star {
+            pi = s + 1;
+            mark += 1;
+            ni = mark;
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|&c| c == '*')
+}
+
+/// A URL whose user part has a password: `postgres://user:pw@host/db`.
+fn url_with_password(value: &str) -> bool {
+    value.split_whitespace().any(|word| {
+        word.split_once("://").is_some_and(|(scheme, rest)| {
+            !scheme.is_empty()
+                && scheme
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+                && rest
+                    .split(['/', '?', '#'])
+                    .next()
+                    .and_then(|authority| authority.rsplit_once('@'))
+                    .is_some_and(|(user, _)| {
+                        user.split_once(':').is_some_and(|(_, pw)| !pw.is_empty())
+                    })
+        })
+    })
+}
+
+/// The commands' environment, and the variables `scrub` removed besides the agent's own
+/// credentials (names only: for the warning).
+#[derive(Debug, Default)]
+pub(crate) struct CommandEnv {
+    pub vars: Vec<(String, String)>,
+    pub removed: Vec<String>,
+}
+
+/// `vars` filtered by `policy` (see `EnvMode`); `secrets` are the run's secret values.
+pub(crate) fn command_env(
+    vars: impl Iterator<Item = (String, String)>,
+    policy: &EnvPolicy,
+    secrets: &[String],
+) -> CommandEnv {
+    let passed = |k: &str| {
+        policy.keep.iter().any(|n| n == k) || policy.pass.iter().any(|g| glob_matches(g, k))
+    };
+    let mut out = CommandEnv::default();
+    for (k, v) in vars {
+        if passed(&k) {
+            out.vars.push((k, v));
+            continue;
+        }
+        match policy.mode {
+            EnvMode::Allow => {
+                if ALLOW_BASE.iter().any(|g| glob_matches(g, &k)) {
+                    out.vars.push((k, v));
+                }
+            }
+            EnvMode::Scrub => {
+                let upper = k.to_ascii_uppercase();
+                if SECRET_NAMES.contains(&upper.as_str()) {
+                    continue; // the agent's own credentials: always gone, no news
+                }
+                let secret = is_secret_name(&k)
+                    || SECRET_LOOKING.iter().any(|g| glob_matches(g, &upper))
+                    || url_with_password(&v)
+                    || secrets
+                        .iter()
+                        .any(|s| s.len() >= MIN_REDACT_LEN && v.contains(s.as_str()));
+                if secret {
+                    out.removed.push(k);
+                } else {
+                    out.vars.push((k, v));
+                }
+            }
+        }
+    }
+    out.removed.sort();
+    out
+}
+
 /// Secret values shorter than this are not redacted: they would garble ordinary text.
 const MIN_REDACT_LEN: usize = 8;
 

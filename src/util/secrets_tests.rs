@@ -93,3 +93,100 @@ fn redacts_long_values_only() {
     );
     assert_eq!(s, "key=[REDACTED] and ab");
 }
+
+#[test]
+fn globs_match_names() {
+    assert!(glob_matches("NODE_*", "NODE_OPTIONS"));
+    assert!(glob_matches("*_SECRET*", "MY_SECRET_PASSWORD"));
+    assert!(glob_matches("LC_*", "LC_ALL"));
+    assert!(glob_matches("A?C", "ABC"));
+    assert!(!glob_matches("NODE_*", "XNODE_OPTIONS"));
+    assert!(!glob_matches("*_KEY", "KEYBOARD"));
+    assert!(glob_matches("*", ""));
+}
+
+fn vars(list: &[(&str, &str)]) -> impl Iterator<Item = (String, String)> {
+    list.iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect::<Vec<_>>()
+        .into_iter()
+}
+
+/// The names `command_env` passed, in order.
+fn passed_names(got: &CommandEnv) -> Vec<&str> {
+    got.vars.iter().map(|(k, _)| k.as_str()).collect()
+}
+
+const JOB: &[(&str, &str)] = &[
+    ("PATH", "/usr/bin"),
+    ("HOME", "/home/u"),
+    ("LC_ALL", "C"),
+    ("GITHUB_SHA", "abc"),
+    ("ANTHROPIC_API_KEY", "sk-ant-xxxxxxxxxx"),
+    ("NPM_TOKEN", "npm_xxxxxxxxxx"),
+    ("MY_SECRET_PASSWORD", "hunter2hunter2"),
+    ("STRIPE_KEY", "sk_live_xxxxxxxx"),
+    ("DATABASE_URL", "postgres://app:pw@db:5432/app"),
+    ("PLAIN_URL", "https://example.com/a@b"),
+    ("RENAMED", "sk-ant-xxxxxxxxxx"),
+    ("NODE_OPTIONS", "--max-old-space-size=4096"),
+    ("EDITOR", "vi"),
+];
+
+#[test]
+fn scrub_removes_secret_looking_names_urls_with_passwords_and_the_runs_secrets() {
+    let policy = EnvPolicy::default();
+    let got = command_env(vars(JOB), &policy, &["sk-ant-xxxxxxxxxx".to_string()]);
+    assert_eq!(
+        passed_names(&got),
+        [
+            "PATH",
+            "HOME",
+            "LC_ALL",
+            "GITHUB_SHA",
+            "PLAIN_URL",
+            "NODE_OPTIONS",
+            "EDITOR"
+        ]
+    );
+    // Named in the warning, except the agent's own key.
+    assert_eq!(
+        got.removed,
+        [
+            "DATABASE_URL",
+            "MY_SECRET_PASSWORD",
+            "NPM_TOKEN",
+            "RENAMED",
+            "STRIPE_KEY"
+        ]
+    );
+    // A passed name stays, in scrub mode too.
+    let policy = EnvPolicy {
+        pass: vec!["STRIPE_*".into()],
+        ..Default::default()
+    };
+    let got = command_env(vars(JOB), &policy, &[]);
+    assert!(got.vars.iter().any(|(k, _)| k == "STRIPE_KEY"));
+}
+
+#[test]
+fn allow_passes_only_the_list_and_the_passed_names() {
+    let policy = EnvPolicy {
+        mode: EnvMode::Allow,
+        pass: vec!["NODE_*".into()],
+        keep: vec!["EDITOR".into()],
+    };
+    let got = command_env(vars(JOB), &policy, &[]);
+    assert_eq!(
+        passed_names(&got),
+        [
+            "PATH",
+            "HOME",
+            "LC_ALL",
+            "GITHUB_SHA",
+            "NODE_OPTIONS",
+            "EDITOR"
+        ]
+    );
+    assert!(got.removed.is_empty());
+}

@@ -619,7 +619,7 @@ fn progress_lines_off_a_terminal() {
     assert!(!out.stderr.contains('\r'), "no bar drawing off a terminal");
 }
 
-/// The README's offline batch: the shipped tasks file replays the demo cassette, from a
+/// The offline batch of docs/guide/batch.md and getting-started.md: the shipped tasks file replays the demo cassette, from a
 /// copy of the repository's `fixtures/demo` laid out as in a clone, with no API key;
 /// then `batch report` renders it.
 #[test]
@@ -663,7 +663,7 @@ fn the_readme_batch_demo_runs_offline() {
         md.stdout
     );
     assert_eq!(env.server.request_count(), 0, "offline");
-    // The README runs it as `cargo run -q -- batch …`: with more than one binary in the
+    // The guide runs it as `cargo run -q -- batch …`: with more than one binary in the
     // package, that needs the agent named as the default.
     let manifest = std::fs::read_to_string(repo.join("Cargo.toml")).unwrap();
     assert!(

@@ -722,12 +722,15 @@ fn the_aws_secret_never_reaches_a_bash_command() {
     assert!(!results[0].content.contains(SESSION));
 }
 
-/// The README's GitHub Actions jobs for the clouds parse, use OIDC and set the variables
-/// this agent reads.
+/// The providers guide's GitHub Actions jobs for the clouds parse, use OIDC and set the
+/// variables this agent reads.
 #[test]
-fn the_readme_cloud_jobs_are_oidc_workflows() {
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+fn the_guides_cloud_jobs_are_oidc_workflows() {
+    let readme = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/docs/guide/providers.md"
+    ))
+    .unwrap();
     let section = readme
         .split("## Claude on Amazon Bedrock, Google Vertex AI and Microsoft Foundry")
         .nth(1)

@@ -27,6 +27,13 @@ fn action_yml_declares_the_documented_inputs_and_outputs() {
         k.sort();
         k
     };
+    // Issue 46: commands get only the allow list unless the workflow says otherwise.
+    assert_eq!(y["inputs"]["command-env"]["default"], "allow");
+    let script = std::fs::read_to_string(ci_dir().join("action/run.sh")).unwrap();
+    assert!(
+        script.contains(r#"--command-env "${AGENT_COMMAND_ENV:-allow}""#),
+        "run.sh does not pass the command-env input"
+    );
     assert_eq!(
         keys(&y["inputs"]),
         [
@@ -35,6 +42,7 @@ fn action_yml_declares_the_documented_inputs_and_outputs() {
             "api-key",
             "args",
             "assignee-trigger",
+            "command-env",
             "github-token",
             "label-trigger",
             "mode",
@@ -548,9 +556,29 @@ fn strings(v: &serde_yaml::Value) -> String {
 }
 
 /// The batch examples for other engines: YAML that parses, shards from the
-/// engine's variables, and the merge + report flow.
+/// engine's variables, and the merge + report flow. Each job or pod installs the pinned
+/// release with install.sh (seconds), never a `cargo install` build (minutes, per shard).
 #[test]
 fn batch_examples_for_each_engine() {
+    for name in [
+        "batch-matrix.yml",
+        "gitlab-batch.yml",
+        "k8s-indexed-job.yaml",
+    ] {
+        let all = strings(&example(name));
+        assert!(!all.contains("cargo install"), "{name} builds agent");
+        assert!(
+            all.contains("/install.sh"),
+            "{name} does not use install.sh"
+        );
+        let text = std::fs::read_to_string(ci_dir().join("examples").join(name)).unwrap();
+        let v = env!("CARGO_PKG_VERSION");
+        assert!(
+            text.contains(&format!("AGENT_VERSION={v}"))
+                || text.contains(&format!("AGENT_VERSION: \"{v}\"")),
+            "{name} does not pin the version {v}"
+        );
+    }
     // GitHub Actions: the matrix gains a report job using merge and report.
     let gh = example("batch-matrix.yml");
     let report = strings(&gh["jobs"]["report"]["steps"]);

@@ -825,3 +825,139 @@ fn landlock_write_rules_apply_inside_the_namespace_too() {
     assert!(text.contains("inside=0"), "{text}");
     assert!(text.contains("still reachable"), "{text}");
 }
+
+/// Reads the memory of PID (as the user it runs as) with `proc_secrets`'s `scan_mem` and
+/// prints `read=1|0 key=0|1 marker=0|1`: whether anything was read, and whether the key
+/// (given reversed, so the reader's own memory and argv do not hold it) and the marker
+/// are in that process's memory.
+const MEM_SCAN_HEAD: &str = r#"
+my ($pid, $rev, $marker) = @ARGV;
+my $key = reverse $rev;
+my ($k, $m) = (0, 0);
+sub has { my ($d) = @_; $k = 1 if index($d, $key) >= 0; $m = 1 if index($d, $marker) >= 0; return $k }
+"#;
+const MEM_SCAN_TAIL: &str = r#"
+my $r = scan_mem($pid) < 0 ? 0 : 1;
+print "read=$r key=$k marker=$m\n";
+"#;
+
+/// Issue 46, item 1: for a user other than root, the process that writes a user
+/// namespace's `uid_map`/`gid_map` must be dumpable, so any process of that user can read
+/// its memory then. That process is now a fresh image of the binary with an empty
+/// environment, never a copy of the agent: the agent runs as `nobody` with a key in its
+/// environment, the helper is paused in its window (the debug-only
+/// `AGENT_TEST_USERNS_PAUSE` handshake through two FIFOs, no sleeps), and a reader running
+/// as `nobody` reads the helper's whole memory: readable (it finds the helper's marker
+/// argument), and no key.
+#[test]
+fn the_namespace_setup_process_holds_no_key_while_it_is_dumpable() {
+    use std::os::unix::fs::OpenOptionsExt;
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("SKIPPED: the agent is run as `nobody` (setpriv), which takes root");
+        return;
+    }
+    if !userns_available() || !have("setpriv") || !have("perl") || !have("mkfifo") {
+        return;
+    }
+    let key = format!("sk-ant-userns-{}-window", std::process::id());
+    let sh = |program: &str, args: &[&std::ffi::OsStr]| {
+        let st = std::process::Command::new(program)
+            .args(args)
+            .status()
+            .unwrap();
+        assert!(st.success(), "{program} {args:?}");
+    };
+    let env = TestEnv::new(vec![Reply::Sse(turn_text("done"))]);
+    let root = env.ws().parent().unwrap().to_path_buf();
+    let pause = root.join("pause");
+    std::fs::create_dir(&pause).unwrap();
+    for f in ["ready", "go"] {
+        sh("mkfifo", &[pause.join(f).as_os_str()]);
+    }
+    sh(
+        "chown",
+        &["-R".as_ref(), "65534:65534".as_ref(), root.as_os_str()],
+    );
+    let scan = format!(
+        "{MEM_SCAN_HEAD}{}{MEM_SCAN_TAIL}",
+        crate::proc_secrets::SCAN_MEM
+    );
+    std::fs::write(root.join("scan.pl"), scan).unwrap();
+    let as_nobody = |program: &std::ffi::OsStr| {
+        let mut c = std::process::Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+            .arg(program);
+        c
+    };
+    let inner = env.command(&[
+        "run",
+        "--allow-bash",
+        "--allow-domain",
+        "allowed.test",
+        "go",
+    ]);
+    let mut c = as_nobody(inner.get_program());
+    c.args(inner.get_args())
+        .env_clear()
+        .envs(inner.get_envs().filter_map(|(k, v)| v.map(|v| (k, v))))
+        .env("ANTHROPIC_API_KEY", &key)
+        .env("AGENT_TEST_USERNS_PAUSE", &pause)
+        .current_dir(env.ws())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let running = env.spawn_command(c);
+    // If the agent ends without pausing, open `ready` for writing so the read below ends
+    // (empty) instead of waiting for a writer that never comes.
+    let ready = pause.join("ready");
+    let waiter = std::thread::spawn(move || {
+        let out = running.wait();
+        let _ = std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&ready);
+        out
+    });
+    let said = std::fs::read_to_string(pause.join("ready")).unwrap();
+    let helper: u32 = match said.split_whitespace().next().map(str::parse) {
+        Some(Ok(pid)) => pid,
+        _ => {
+            let out = waiter.join().unwrap();
+            panic!("the helper never paused: {:?}", out.stderr);
+        }
+    };
+    // The window: the helper exists, its user namespace too, its maps are not written.
+    let scan = as_nobody("perl".as_ref())
+        .arg(root.join("scan.pl"))
+        .arg(helper.to_string())
+        .arg(key.chars().rev().collect::<String>())
+        .arg("__agent-userns-helper")
+        .output()
+        .unwrap();
+    let comm = std::fs::read_to_string(format!("/proc/{helper}/comm")).unwrap_or_default();
+    // Let it go on, then judge.
+    drop(
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(pause.join("go"))
+            .unwrap(),
+    );
+    let out = waiter.join().unwrap();
+    out.assert_code(0);
+    let report = String::from_utf8_lossy(&scan.stdout).to_string();
+    assert!(
+        scan.status.success(),
+        "{report} {}",
+        String::from_utf8_lossy(&scan.stderr)
+    );
+    assert!(comm.trim() == "agent" || comm.trim() == "exe", "{comm}");
+    assert!(
+        report.contains("marker=1"),
+        "the read found nothing: {report}"
+    );
+    assert!(
+        report.contains("key=0"),
+        "the key is in the helper's memory: {report}"
+    );
+}

@@ -3,7 +3,7 @@
 //! end the final transcript replaces `-o` and the journal goes. A SIGKILL at any point
 //! leaves a valid `-o` and a journal whose whole lines parse, which `agent summary` and
 //! `--resume` read; a torn last line is ignored. `read_checkpoint` below reads the format
-//! as README documents it, independently of the agent's own reader.
+//! as docs/guide/resume.md documents it, independently of the agent's own reader.
 
 use std::path::{Path, PathBuf};
 

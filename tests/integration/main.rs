@@ -28,7 +28,9 @@ mod ci_jsonl;
 mod ci_log;
 mod ci_verify;
 mod cli;
+mod command_env;
 mod context;
+mod docs;
 mod durations;
 // Network namespaces, seccomp and Landlock: Linux only (elsewhere the flag is refused).
 #[cfg(target_os = "linux")]

@@ -1,4 +1,4 @@
-//! OpenTelemetry export (README "OpenTelemetry"): a scripted run against the loopback
+//! OpenTelemetry export (docs/guide/opentelemetry.md): a scripted run against the loopback
 //! collector of `tests/support/otlp.rs`, which decodes both encodings. The span tree
 //! (names, parents, the GenAI attributes, status on failure), `TRACEPARENT` honoured and
 //! handed to commands, the metrics against the transcript's totals, a collector that

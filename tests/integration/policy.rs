@@ -590,7 +590,7 @@ fn deny_rules_see_function_bodies() {
     );
 }
 
-/// Issue 29: under the allow list `Bash(cargo test:*)` (the README's strong form), a
+/// Issue 29: under the allow list `Bash(cargo test:*)` (the allow list docs/security.md recommends), a
 /// function named `cargo` ran in place of cargo. Its body is checked now, and even a body
 /// of allowed commands is refused: the name no longer means the command the rule names.
 /// An allow list vouches for the command, not for a variable set before it: `PATH=./bin

@@ -19,34 +19,16 @@ use crate::support::*;
 /// Prints one `key=value` line per count, `hits=` (the files holding a secret), `self_hit=` (its
 /// own memory holds them: proof that the memory search works) and, for itself and each
 /// ancestor, which of its files could be read.
-const SCAN: &str = r#"
+const SCAN_HEAD: &str = r#"
 no warnings;
 my ($mode, $top, @rev) = @ARGV;
 my @needles = map { scalar reverse $_ } @rev;
 sub slurp { my ($p) = @_; open(my $fh, '<:raw', $p) or return undef; local $/; my $d = <$fh>; return $d; }
 sub has { my ($d) = @_; for my $n (@needles) { return 1 if index($d, $n) >= 0 } return 0 }
-sub scan_mem {
-  my ($pid) = @_;
-  open(my $maps, '<', "/proc/$pid/maps") or return -1;
-  open(my $mem, '<:raw', "/proc/$pid/mem") or return -1;
-  my ($found, $bytes) = (0, 0);
-  while (my $l = <$maps>) {
-    my ($s, $e, $perm) = $l =~ /^([0-9a-f]+)-([0-9a-f]+) (\S+)/ or next;
-    next if substr($perm, 0, 1) ne 'r' || $l =~ /\[(vvar|vvar_vclock|vsyscall)\]/;
-    my ($at, $end, $tail) = (hex $s, hex $e, '');
-    while ($at < $end) {
-      my $len = $end - $at; $len = 1 << 20 if $len > 1 << 20;
-      sysseek($mem, $at, 0) or last;
-      my $got = sysread($mem, my $buf, $len);
-      last unless $got;
-      $bytes += $got;
-      $found = 1 if has($tail . $buf);
-      $tail = substr($buf, -128);
-      $at += $got;
-    }
-  }
-  return $bytes > 0 ? $found : -1;
-}
+"#;
+
+/// The rest of the search, after `SCAN_MEM`.
+const SCAN_TAIL: &str = r#"
 my (%env, %mem, @hits);
 my ($environ, $cmdline, $mems, $self_hit) = (0, 0, 0, 0);
 sub ppid_of { my $st = slurp("/proc/$_[0]/stat") // return 0; my ($rest) = $st =~ /\)\s+(.*)/s; return (split ' ', $rest)[1] }
@@ -72,6 +54,39 @@ while (1) {
   $p = $ppid;
 }
 "#;
+
+/// `scan_mem(PID)`: reads every readable mapping of `/proc/PID/mem` and returns whether
+/// the caller's `has` found something in it (-1: nothing could be read). Shared with the
+/// `--allow-domain` helper's test (`egress.rs`).
+pub(crate) const SCAN_MEM: &str = r#"
+sub scan_mem {
+  my ($pid) = @_;
+  open(my $maps, '<', "/proc/$pid/maps") or return -1;
+  open(my $mem, '<:raw', "/proc/$pid/mem") or return -1;
+  my ($found, $bytes) = (0, 0);
+  while (my $l = <$maps>) {
+    my ($s, $e, $perm) = $l =~ /^([0-9a-f]+)-([0-9a-f]+) (\S+)/ or next;
+    next if substr($perm, 0, 1) ne 'r' || $l =~ /\[(vvar|vvar_vclock|vsyscall)\]/;
+    my ($at, $end, $tail) = (hex $s, hex $e, '');
+    while ($at < $end) {
+      my $len = $end - $at; $len = 1 << 20 if $len > 1 << 20;
+      sysseek($mem, $at, 0) or last;
+      my $got = sysread($mem, my $buf, $len);
+      last unless $got;
+      $bytes += $got;
+      $found = 1 if has($tail . $buf);
+      $tail = substr($buf, -128);
+      $at += $got;
+    }
+  }
+  return $bytes > 0 ? $found : -1;
+}
+"#;
+
+/// The search script.
+fn scan() -> String {
+    format!("{SCAN_HEAD}{SCAN_MEM}{SCAN_TAIL}")
+}
 
 /// Secrets unique to this run: other agents on the machine (other tests) hold theirs.
 struct Secrets {
@@ -192,7 +207,7 @@ fn no_environ_or_cmdline_holds_a_secret_even_as_root() {
     }
     let secrets = Secrets::new();
     let env = TestEnv::new(script("nomem", &secrets));
-    env.write("scan.pl", SCAN);
+    env.write("scan.pl", &scan());
     let args = run_args(&secrets);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let mut cmd = env.command(&args);
@@ -254,7 +269,7 @@ fn a_command_of_the_agents_own_user_finds_no_secret_in_proc_not_even_in_memory()
     }
     let secrets = Secrets::new();
     let env = TestEnv::new(script("mem", &secrets));
-    env.write("scan.pl", SCAN);
+    env.write("scan.pl", &scan());
     // The workspace, HOME and the rest of the temp directory, open to that user.
     let root = env.ws().parent().unwrap().to_path_buf();
     for d in [

@@ -364,7 +364,7 @@ fn continue_resumes_the_newest_o_transcript_of_the_workspace() {
     out.assert_code(2);
 }
 
-/// README "Resume", as a test: the demo stopped by --max-turns 2 is resumed with the
+/// docs/guide/resume.md, as a test: the demo stopped by --max-turns 2 is resumed with the
 /// second shipped cassette, which finishes the fix; then --continue finds the same file.
 #[test]
 fn the_readme_resume_demo_runs() {

@@ -252,7 +252,7 @@ fn with_verify_the_answer_is_the_one_after_the_failed_verification() {
     env.server.assert_invariants();
 }
 
-/// README "Structured output", as a test: the shipped cassette fixes the demo project and
+/// docs/guide/structured-output.md, as a test: the shipped cassette fixes the demo project and
 /// answers with the report schema, after one corrected answer.
 #[test]
 fn the_readme_structured_demo_runs() {

@@ -268,3 +268,84 @@ fn sigterm_during_a_subagent_leaves_a_valid_transcript_marking_it_interrupted() 
     assert_eq!(call["id"], "toolu_t");
     assert_eq!(call["metadata"]["unfinished"], true);
 }
+
+/// Issue 46, item 5: three `explore` sub-agents at once against a `--max-cost-usd` that
+/// leaves room for two more requests. Each sub-agent reserves its next request (its
+/// estimated input and all of its max_tokens, here $0.10 of output) in the run's pool
+/// before sending it, so together they stop at the limit: the run's cost stays under it
+/// (never more than one request's worth over), the run ends `budget`, and the refused
+/// request's reservation is in the transcript. Before, each sub-agent got the whole
+/// remainder and spent up to it: about three times the limit.
+#[test]
+fn parallel_subagents_reserve_their_requests_and_stop_at_the_cost_limit() {
+    let calls: Vec<_> = (1..=3)
+        .map(|i| task(&format!("toolu_t{i}"), &format!("look {i}"), "explore"))
+        .collect();
+    let mut script = vec![tasks_turn(&calls)];
+    for i in 1..=9 {
+        script.push(Reply::turn(
+            Turn::new()
+                .tool(&format!("toolu_g{i}"), "Glob", json!({"pattern": "*"}))
+                .usage(1000, 9000),
+        ));
+    }
+    script.push(Reply::turn(Turn::new().text("done").usage(1000, 10)));
+    let env = TestEnv::new(script);
+    // $10 per million tokens either way: a sub-agent request (1000 in, 9000 out) costs
+    // $0.10, and reserves $0.10 of output (--max-tokens 10000) plus its input estimate.
+    env.write(
+        ".agent/settings.json",
+        r#"{"prices": {"claude-mock": {"input": 10, "output": 10, "cache_write": 0, "cache_read": 0}}}"#,
+    );
+    let limit = 0.25;
+    let out_file = env.out("t.json");
+    let out = env.run(&[
+        "run",
+        "-m",
+        sse::MOCK_MODEL,
+        "--max-tokens",
+        "10000",
+        "--max-cost-usd",
+        &limit.to_string(),
+        "-o",
+        out_file.to_str().unwrap(),
+        "look around",
+    ]);
+    out.assert_code(3);
+    let t = read_json(&out_file);
+    assert_eq!(t["status"], "budget", "{}", t["error"]);
+    let cost = t["cost_usd"].as_f64().unwrap();
+    let one_request = 0.10;
+    assert!(
+        cost <= limit + one_request,
+        "cost {cost} over {limit} + {one_request}"
+    );
+    let (_, subs) = split(&env);
+    assert!(subs.len() <= 3, "{} sub-agent requests", subs.len());
+    // The refusal names the reservation, in the run's error and in a Task result.
+    let message = t["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("--max-cost-usd 0.25") && message.contains("reserves $"),
+        "{message}"
+    );
+    let refused = t["subagents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["status"] == "budget")
+        .count();
+    assert!(refused >= 1, "{}", t["subagents"]);
+    let results = t["tool_calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["name"] == "Task")
+        .filter_map(|c| c["content"].as_str().or(c["output"].as_str()))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let messages = t["messages"].to_string();
+    assert!(
+        messages.contains("reserves $") || results.contains("reserves $"),
+        "no reservation shown: {messages}"
+    );
+}

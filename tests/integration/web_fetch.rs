@@ -1,5 +1,5 @@
-//! WebFetch against a loopback web server (named literally in `--allow-web`, as the
-//! README says): HTML to Markdown, a redirect to a host not allowed refused, a 50 MB page
+//! WebFetch against a loopback web server (named literally in `--allow-web`, as
+//! docs/guide/tools.md says): HTML to Markdown, a redirect to a host not allowed refused, a 50 MB page
 //! cut, a binary refused, a loopback address refused when only `*` allows it, a deny
 //! rule on the domain, and the tool off without `--allow-web`.
 
@@ -241,4 +241,86 @@ fn loopback_needs_naming_literally_and_rules_match_the_domain() {
     let bad = env.run(&["run", "--allow-web", "a/b", "x"]);
     bad.assert_code(2);
     assert!(bad.stderr.contains("--allow-web"), "{}", bad.stderr);
+}
+
+/// A loopback server that counts the connections it accepts and answers each with a
+/// page (`/hop` redirects to `to`, if given). Returns its port and the count.
+fn counting_server(to: Option<String>) -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let hits = std::sync::Arc::new(AtomicUsize::new(0));
+    let seen = hits.clone();
+    thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { continue };
+            seen.fetch_add(1, Ordering::SeqCst);
+            let mut line = String::new();
+            let _ = BufReader::new(conn.try_clone().unwrap()).read_line(&mut line);
+            let head = match (&to, line.contains(" /hop ")) {
+                (Some(to), true) => format!(
+                    "HTTP/1.1 302 Found\r\nLocation: {to}\r\nContent-Length: 0\r\n\
+                     Connection: close\r\n\r\n"
+                ),
+                _ => "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 14\r\n\
+                      Connection: close\r\n\r\nloopback secret"[..]
+                    .to_string(),
+            };
+            let _ = conn.write_all(head.as_bytes());
+        }
+    });
+    (port, hits)
+}
+
+/// One WebFetch of `url` under `--allow-web allow`, the test resolver answering `dns`:
+/// the result and whether it is an error.
+fn fetch_with_dns(url: String, allow: &str, dns: &str) -> (String, bool) {
+    let env = TestEnv::new(vec![fetch("toolu_f", url), Reply::Sse(turn_text("done"))]);
+    let out_file = env.out("t.json");
+    env.run_with_env(
+        &[
+            "run",
+            "--allow-web",
+            allow,
+            "-o",
+            out_file.to_str().unwrap(),
+            "x",
+        ],
+        &[("AGENT_TEST_DNS", dns)],
+    )
+    .assert_code(0);
+    result_of(&read_json(&out_file), "toolu_f")
+}
+
+/// DNS rebinding (issue 46): the test resolver answers `rebind.test` with a public
+/// address (203.0.113.10) to the first query and loopback to every later one, and the
+/// run allows `*.test` (a pattern, so private addresses are refused). WebFetch
+/// resolves once, judges that answer and connects to exactly it, so the loopback server
+/// never sees a request, directly or through a redirect from an allowed host. Before the
+/// fix the check and the connection each resolved, and the second query's loopback
+/// answer was dialed.
+#[test]
+fn a_name_that_rebinds_to_loopback_is_never_dialed_there() {
+    use std::sync::atomic::Ordering;
+    const REBIND: &str = "rebind.test=203.0.113.10/127.0.0.1";
+    let (victim, hits) = counting_server(None);
+    let direct = format!("http://rebind.test:{victim}/secret");
+    let (got, _) = fetch_with_dns(direct.clone(), "*.test", REBIND);
+    assert!(!got.contains("loopback secret"), "{got}");
+    assert_eq!(hits.load(Ordering::SeqCst), 0, "{got}");
+
+    // The same through a redirect: an allowed loopback host (named literally) sends the
+    // fetcher to the rebinding name.
+    let (redirector, redirector_hits) = counting_server(Some(direct.clone()));
+    let hop = format!("http://localhost:{redirector}/hop");
+    let (got, _) = fetch_with_dns(hop, "localhost,*.test", REBIND);
+    assert_eq!(redirector_hits.load(Ordering::SeqCst), 1, "{got}");
+    assert!(!got.contains("loopback secret"), "{got}");
+    assert_eq!(hits.load(Ordering::SeqCst), 0, "{got}");
+
+    // The control: a name that answers loopback to its first query is refused at the
+    // check, so the seam does steer the lookup the check makes.
+    let (got, err) = fetch_with_dns(direct, "*.test", "rebind.test=127.0.0.1");
+    assert!(err && got.contains("rebind.test is 127.0.0.1"), "{got}");
+    assert_eq!(hits.load(Ordering::SeqCst), 0, "{got}");
 }

@@ -115,6 +115,33 @@ impl GhRequest {
     pub(crate) fn is(&self, method: &str, route: &str) -> bool {
         self.method == method && self.route == route
     }
+
+    /// A query parameter's value (`%XX` decoded).
+    pub(crate) fn query_value(&self, key: &str) -> Option<String> {
+        let raw = self
+            .query
+            .split('&')
+            .find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))?;
+        let mut out = Vec::new();
+        let b = raw.as_bytes();
+        let mut i = 0;
+        while i < b.len() {
+            match (
+                b[i],
+                raw.get(i + 1..i + 3).map(|h| u8::from_str_radix(h, 16)),
+            ) {
+                (b'%', Some(Ok(v))) => {
+                    out.push(v);
+                    i += 3;
+                }
+                (c, _) => {
+                    out.push(c);
+                    i += 1;
+                }
+            }
+        }
+        Some(String::from_utf8_lossy(&out).into_owned())
+    }
 }
 
 /// What the next request of a route gets instead of its answer.
@@ -135,6 +162,8 @@ struct State {
     permissions: HashMap<String, String>,
     pulls: HashMap<u64, Value>,
     files: HashMap<u64, Value>,
+    /// `(ref, path)` → the file's text (`GET /contents/{path}?ref=`).
+    contents: HashMap<(String, String), String>,
     comments: HashMap<u64, Vec<Value>>,
     faults: VecDeque<(String, String, GhFault)>,
     next_id: u64,
@@ -208,6 +237,13 @@ impl GithubMock {
                             "repo": {"full_name": "octo/hello"}}}),
         );
         st.files.insert(n, files);
+    }
+
+    /// The file `path` on branch `git_ref` (what `GET /contents/{path}?ref=` answers).
+    pub(crate) fn file_on(&self, git_ref: &str, path: &str, text: &str) {
+        lock(&self.state)
+            .contents
+            .insert((git_ref.to_string(), path.to_string()), text.to_string());
     }
 
     /// An existing comment on issue `n`.
@@ -498,6 +534,20 @@ fn answer(
             .get(&num("pull_number"))
             .cloned()
             .unwrap_or(json!([]))),
+        ("GET", "/repos/{owner}/{repo}/contents/{path}") => {
+            let git_ref = req.query_value("ref").unwrap_or_default();
+            match st.contents.get(&(git_ref, vars["path"].clone())) {
+                Some(text) => {
+                    use base64::Engine;
+                    let b64 = base64::engine::general_purpose::STANDARD.encode(text);
+                    ok(
+                        json!({"type": "file", "encoding": "base64", "name": vars["path"],
+                              "path": vars["path"], "content": b64}),
+                    )
+                }
+                None => not_found,
+            }
+        }
         ("GET", "/repos/{owner}/{repo}/issues/{issue_number}/comments") => ok(Value::Array(
             st.comments
                 .get(&num("issue_number"))

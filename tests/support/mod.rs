@@ -52,6 +52,7 @@ pub(crate) mod mock;
 pub(crate) mod otlp;
 pub(crate) mod responses;
 pub(crate) mod schema;
+pub(crate) mod slug;
 pub(crate) mod sse;
 pub(crate) mod token_server;
 

@@ -49,6 +49,7 @@ fn the_request_is_plain_and_the_rest_is_fenced_with_the_nonce() {
         files: &[],
         review: false,
         nonce: "NONCE",
+        head_instructions: None,
     });
     assert!(p.starts_with("<request author=\"m\">\n@agent do it\n</request>\n\nThe request was made on issue #3 of the repository octo/hello (https://gh/octo/hello/issues/3)."), "{p}");
     // Three fences (title, body, comments), each closed once: the copies of the closing
@@ -92,6 +93,7 @@ fn a_label_asks_for_the_issue_and_a_pull_request_lists_its_files() {
         files: &files,
         review: true,
         nonce: "N",
+        head_instructions: None,
     });
     assert!(p.contains("m asked for work on issue #3"), "{p}");
     assert!(p.contains("merges f into main (from the fork fork/hello)"));

@@ -12,6 +12,7 @@
 pub(crate) mod api;
 pub(crate) mod context;
 pub(crate) mod event;
+mod instructions;
 pub(crate) mod progress;
 pub(crate) mod push;
 pub(crate) mod review;
@@ -246,7 +247,7 @@ fn converse(
     check_out_head(&git, pull.as_ref(), e.number, &auth);
     let inputs = (pull.as_ref(), comments.as_slice(), files.as_slice());
     let mine = args.run.append_system_prompt.as_deref();
-    let task = task(s, triggered, inputs, review, mine)?;
+    let task = task(api, s, triggered, inputs, review, mine)?;
     let (json_out, jsonl) = (args.run.json, args.run.ci.jsonl);
     let (started, finished) = c.follow(api, flags, s, args.run, task);
     let Some(finished) = finished else {
@@ -282,12 +283,16 @@ fn converse(
 /// The prompt (from the event, the pull request, its comments and files), the system
 /// prompt's addition and (a review) the answer's schema.
 fn task(
+    api: &Api,
     s: &Setup,
     triggered: &Triggered,
     (pull, comments, files): (Option<&PullRefs>, &[Value], &[Value]),
     review: bool,
     mine: Option<&str>,
 ) -> Result<Task, String> {
+    // A pull request's AGENTS.md is the base branch's; the head's is only fenced data.
+    let (given, head_instructions) =
+        instructions::for_pull(api, &s.repo_path(), pull, &s.workspace);
     let nonce = nonce();
     let inputs = context::Inputs {
         env: &s.env,
@@ -298,6 +303,7 @@ fn task(
         files,
         review,
         nonce: &nonce,
+        head_instructions: head_instructions.as_ref(),
     };
     let addition = context::system_addition(&nonce, review);
     Ok(Task {
@@ -307,6 +313,7 @@ fn task(
             None => addition,
         },
         output_schema: review.then(|| review::schema().to_string()),
+        project_instructions: given,
     })
 }
 

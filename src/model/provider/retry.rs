@@ -245,8 +245,8 @@ pub(crate) fn stream_error(failure: StreamFailure, idle_timeout: Duration) -> At
 /// What a 200 followed by silence usually means, for its error message.
 const SILENT_HINT: &str = "the server answered 200 and then sent no event. Local servers do \
      this when they cannot stream the tool calls they were asked for (llama-cpp-python with \
-     --tool-choice; a llama.cpp template without tool support): see the README's \
-     OpenAI-compatible servers section";
+     --tool-choice; a llama.cpp template without tool support): see \
+     docs/guide/providers.md (OpenAI-compatible servers)";
 
 /// Chars of a redirect's `Location` quoted in its error.
 const MAX_QUOTED_LOCATION_CHARS: usize = 300;

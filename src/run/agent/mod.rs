@@ -105,7 +105,7 @@ pub(super) struct Turns {
     pub(super) continuations: u32,
     /// `--output-schema`: the model's answers, counted against --max-schema-retries.
     pub(super) answers: Option<structured::Answers>,
-    /// Benchmarking switch (README "Performance"): run every call only after message_stop.
+    /// Benchmarking switch (docs/performance.md): run every call only after message_stop.
     pub(super) early_tools: bool,
     /// Turns Task's sub-agents took so far, already added to `turn_no`.
     pub(super) subagent_turns: u32,
@@ -249,6 +249,9 @@ impl<'a> Agent<'a> {
         }
         // Before any usage (a resumed history), the bytes about to be sent tell.
         let tokens = s.window.next_tokens(s.request_bytes());
+        if let Some(stop) = self.run.ci.reserve_next(tokens, self.run.record) {
+            return Some(stop);
+        }
         if s.window.over_threshold(tokens)
             && let Some(target) = s.window.clear_target()
         {
@@ -388,7 +391,7 @@ impl<'a> Agent<'a> {
             runs_tools,
         );
         // Before the calls run: a run killed during one leaves an `-o` file that holds
-        // the call, so `--resume` can answer it (README "Resume").
+        // the call, so `--resume` can answer it (docs/guide/resume.md).
         run.checkpoint();
         // Only now wait for the calls started early: a way out taken while they still
         // run finds their turn recorded, as with any other call.

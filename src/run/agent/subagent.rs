@@ -11,7 +11,10 @@
 //!
 //! Budgets are shared: it gets what is left of `--max-turns` (at most
 //! `--subagent-max-turns`), `--max-tool-calls` and `--max-cost-usd` when it starts, and
-//! its turns, calls and cost count against the run's afterwards. A way out (timeout,
+//! its turns, calls and cost count against the run's afterwards. While it runs, each of
+//! its requests is first reserved in the run's `budget::Pool` (a turn, and the cost of
+//! its estimated input and its max_tokens), so parallel sub-agents together stop at the
+//! limit instead of each going up to it. A way out (timeout,
 //! signal) sets the run's `cancelled`, which the nested loop checks like the parent's;
 //! the finisher marks a sub-agent still running `interrupted`.
 
@@ -22,7 +25,7 @@ use super::{Agent, RunHandle};
 use crate::config::Config;
 use crate::model::provider::Provider;
 use crate::record::{InFlight, RunRecord, SubagentRecord};
-use crate::run::budget::Budget;
+use crate::run::budget::{Budget, Limits, Pool, Reservation, Spent};
 use crate::run::ci::CiRun;
 use crate::run::event::{self as ev, RunEvent};
 use crate::run::events::Events;
@@ -56,6 +59,8 @@ pub(crate) struct SubagentRunner {
     pub(crate) next: AtomicU32,
     /// Task call ids already taken by a sub-agent.
     pub(crate) claimed: Mutex<Vec<String>>,
+    /// The run's budgets, shared by the sub-agents running at once.
+    pub(crate) pool: Arc<Pool>,
 }
 
 impl std::fmt::Debug for SubagentRunner {
@@ -122,6 +127,30 @@ impl SubagentRunner {
                 .map(|m| (m - r.cost_usd().unwrap_or(0.0)).max(0.0)),
         };
         (turns, budget)
+    }
+}
+
+impl SubagentRunner {
+    /// Sub-agent `id`'s reservation of each request in the run's pool, judged under the
+    /// run's record lock (the pool is locked after it, as `release` is).
+    fn reserver(&self, id: &str, config: &Config) -> crate::run::ci::Reserve {
+        let (run, pool, id) = (self.record.clone(), self.pool.clone(), id.to_string());
+        let limits = Limits {
+            max_turns: self.config.session().max_turns(),
+            budget: self.config.ci().budget(),
+        };
+        let price = config.ci().prices().lookup(config.provider().model());
+        let max_tokens = config.provider().max_tokens();
+        Box::new(move |input_tokens, own_usd| {
+            let r = run.locked();
+            let spent = Spent {
+                cost_usd: r.cost_usd().unwrap_or(0.0),
+                turns: r.request_turn() + r.subagent_turns(),
+                tool_calls: r.tool_calls_counted(),
+            };
+            let next = price.map(|p| Reservation::new(p, input_tokens, max_tokens));
+            pool.reserve(&id, limits, spent, own_usd, next)
+        })
     }
 }
 
@@ -212,7 +241,8 @@ impl Subagents for SubagentRunner {
             config.provider().max_tokens(),
             &id,
         ));
-        let ci = CiRun::for_subagent(Arc::new(self.events.tagged(&id)), budget, trace);
+        let mut ci = CiRun::for_subagent(Arc::new(self.events.tagged(&id)), budget, trace);
+        ci.reserve = Some(self.reserver(&id, &config));
         ci.events
             .emit(RunEvent::SubagentRequested(ev::SubagentRequested {
                 tool_use_id: tool_use_id.clone(),
@@ -255,6 +285,8 @@ impl Subagents for SubagentRunner {
             if !self.cancelled.load(Ordering::SeqCst) {
                 parent.record_subagent_end(e, &[(model, usage)], config.ci().prices());
             }
+            // Under the run's lock: its cost is the run's now, not the pool's.
+            self.pool.release(&id);
         }
         let num_turns = record.locked().num_turns();
         ci.events

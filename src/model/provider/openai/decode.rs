@@ -30,7 +30,7 @@ const MAX_QUOTED_CHUNK_CHARS: usize = 300;
 const EMPTY_STREAM_HINT: &str = "the server answered 200 and closed the stream without a \
      chunk: it probably failed after sending its headers (its log says why). \
      llama-cpp-python's chatml-function-calling does this for --tool-choice auto and \
-     required, which it cannot stream: see the README's OpenAI-compatible servers section";
+     required, which it cannot stream: see docs/guide/providers.md (OpenAI-compatible servers)";
 
 /// Most tool calls one response may open: far above any real parallel batch, and it
 /// keeps a broken server's stream of new indexes from growing memory without bound.
