@@ -953,6 +953,20 @@ fn tools_page() -> String {
 /// Renders a JSON Schema as a page: the root object's fields, each `oneOf` variant (an
 /// event type, named by its `type` const) and each definition, with types, whether a
 /// field is required, enums and descriptions. `$ref`s become links to their section.
+/// Every `$ref` inside `v`.
+fn collect_refs(v: &Value, into: &mut BTreeSet<String>) {
+    match v {
+        Value::Object(o) => {
+            if let Some(r) = o.get("$ref").and_then(Value::as_str) {
+                into.insert(r.to_string());
+            }
+            o.values().for_each(|x| collect_refs(x, into));
+        }
+        Value::Array(a) => a.iter().for_each(|x| collect_refs(x, into)),
+        _ => {}
+    }
+}
+
 pub(crate) fn schema_page(schema: &Value, source: &str) -> String {
     let mut out = banner(source);
     let title = schema["title"].as_str().unwrap_or("Schema");
@@ -1013,12 +1027,18 @@ pub(crate) fn schema_page(schema: &Value, source: &str) -> String {
         })
         .unwrap_or_default();
     if let Some(defs) = defs {
+        // A variant's definition is shown as its variant; it is shown here too when a field
+        // elsewhere refers to it (an event that is also a part of the transcript).
+        let mut referred = BTreeSet::new();
+        for (_, def) in defs.iter() {
+            collect_refs(def, &mut referred);
+        }
+        collect_refs(&schema["properties"], &mut referred);
         let shown: Vec<_> = defs
             .iter()
             .filter(|(name, _)| {
-                !variant_refs
-                    .iter()
-                    .any(|r| r.rsplit('/').next() == Some(name.as_str()))
+                let named = |r: &String| r.rsplit('/').next() == Some(name.as_str());
+                !variant_refs.iter().any(named) || referred.iter().any(named)
             })
             .collect();
         if !shown.is_empty() {
