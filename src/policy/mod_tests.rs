@@ -383,6 +383,19 @@ fn opaque_commands_are_denied_by_deny_rules_allow_lists_and_deny_opaque() {
     assert_eq!(bash(&all, "curl x | bash"), None);
 }
 
+/// Issue 43's differential: `git \⏎ push` split as `git '' push` got past `Bash(git push:*)`.
+#[test]
+fn a_line_continuation_does_not_hide_a_denied_prefix() {
+    let s = settings(r#"{"permissions": {"deny": ["Bash(git push:*)", "Bash(rm -rf:*)"]}}"#);
+    for cmd in [
+        "git \\\n  push origin main",
+        "rm \\\n -rf x",
+        "sh \\\n -c 'git push'",
+    ] {
+        assert!(bash(&s, cmd).is_some(), "{cmd:?} got through");
+    }
+}
+
 #[test]
 fn allow_rules_must_cover_every_part() {
     let s = settings(

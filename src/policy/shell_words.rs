@@ -635,6 +635,9 @@ impl Parser {
                         self.i += 1;
                     }
                 }
+                // A line continuation joins a word's halves (`r\⏎m`) but starts no
+                // word: `git \⏎  push` is `git push`, not `git '' push`.
+                '\\' if self.peek_at(1) == Some('\n') => self.i += 2,
                 _ => {
                     let w = st.word.get_or_insert_with(String::new);
                     self.word_piece(w)?;

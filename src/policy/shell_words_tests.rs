@@ -393,3 +393,22 @@ fn opaque_commands() {
         assert!(opaque(clear).is_empty(), "{clear:?}: {:?}", opaque(clear));
     }
 }
+
+/// Issue 43's differential: a line continuation between words made an empty word
+/// (`git \⏎ push` was `git '' push`), so the prefix rule `Bash(git push:*)` missed it.
+#[test]
+fn a_line_continuation_between_words_is_no_word() {
+    assert_eq!(
+        split_commands("git \\\n  push origin").unwrap(),
+        [["git", "push", "origin"]]
+    );
+    assert_eq!(
+        split_commands("r\\\nm -rf \\\n x").unwrap(),
+        [["rm", "-rf", "x"]]
+    );
+    assert_eq!(
+        split_commands("sh \\\n <<< 'rm x'").unwrap(),
+        [vec!["sh"], vec!["rm", "x"]]
+    );
+    assert_eq!(split_commands("echo '' x").unwrap(), [["echo", "", "x"]]);
+}
