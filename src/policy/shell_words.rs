@@ -316,7 +316,11 @@ fn code_in(words: &[String], stdin: &[String], defines: &mut Vec<String>) -> Fou
                         // env splits the string into words and goes on with them and the
                         // words after it: `env -S 'git' push` runs `git push`.
                         let after: Vec<String> = rest[i + 1..].iter().map(|w| quote(w)).collect();
-                        found.scripts.push(format!("env {s} {}", after.join(" ")));
+                        found.scripts.push(format!(
+                            "env {} {}",
+                            env_split_words(s),
+                            after.join(" ")
+                        ));
                         break;
                     }
                     i += 1;
@@ -339,6 +343,30 @@ fn code_in(words: &[String], stdin: &[String], defines: &mut Vec<String>) -> Fou
         }
     }
     found
+}
+
+/// `env -S`'s string as shell words: env splits it on blanks and honours quotes and
+/// backslashes as the shell does, but has no operators, so `;&|<>()` are escaped
+/// (`env -S 'rm x 2>y'` runs `rm` with the argument `2>y`).
+fn env_split_words(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut quote = None;
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        match (quote, c) {
+            (None, '\\') | (Some('"'), '\\') => {
+                out.push(c);
+                out.extend(chars.next());
+                continue;
+            }
+            (None, '\'' | '"') => quote = Some(c),
+            (Some(q), _) if c == q => quote = None,
+            (None, ';' | '&' | '|' | '<' | '>' | '(' | ')' | '\n') => out.push('\\'),
+            _ => {}
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// `word` single-quoted for the shell (`it's` is `'it'\''s'`).

@@ -341,6 +341,7 @@ fn env_split_string_runs_a_command() {
         "env -S'git' push origin",
         "env --split-string='git push' origin",
         "env --split-string 'A=1 git' push origin",
+        "env -S 'git push' origin 2>/dev/null",
     ] {
         let all = split_commands(src).unwrap();
         assert!(
@@ -411,4 +412,12 @@ fn a_line_continuation_between_words_is_no_word() {
         [vec!["sh"], vec!["rm", "x"]]
     );
     assert_eq!(split_commands("echo '' x").unwrap(), [["echo", "", "x"]]);
+}
+
+/// `env -S` has no operators: `2>&1` in its string is an argument.
+#[test]
+fn env_split_string_has_no_operators() {
+    let all = split_commands("env -S 'curl -s x 2>&1; rm y' z").unwrap();
+    assert_eq!(all[1], ["env", "curl", "-s", "x", "2>&1;", "rm", "y", "z"]);
+    assert_eq!(all.len(), 2);
 }
