@@ -5,6 +5,8 @@
 //! `cargo test` is a regression test of every input that ever crashed. The crate's items
 //! are `pub(crate)`: this `#[doc(hidden)] pub` module is the one door, and it holds no
 //! logic of the agent's own.
+// A failed set-up or a violated property panics: that is how a fuzz target reports.
+#![allow(clippy::expect_used, clippy::panic)]
 
 use std::io::{BufRead, Read};
 use std::path::{Path, PathBuf};
@@ -14,8 +16,11 @@ use serde_json::json;
 
 use crate::tools::{Tool, ToolContext};
 
+/// A target: the fuzzer's bytes in, a panic when a property does not hold.
+pub type Target = fn(&[u8]);
+
 /// The targets, by name (as in `fuzz/fuzz_targets/NAME.rs` and `fuzz/corpus/NAME/`).
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[(&str, Target)] = &[
     ("shell_words", shell_words),
     ("sse_split", sse_split),
     ("event_stream_split", event_stream_split),
