@@ -93,3 +93,13 @@ fn redacts_long_values_only() {
     );
     assert_eq!(s, "key=[REDACTED] and ab");
 }
+
+/// Found by fuzzing (issue 43, `fuzz/corpus/redaction/crash-marker-completes-secret`): the
+/// marker's `]` and the text after a redacted secret made the secret again.
+#[test]
+fn the_marker_cannot_complete_a_secret() {
+    let secret = "]abcdefgh".to_string();
+    let text = format!("{secret}abcdefgh and {secret}");
+    let out = redact(&text, std::slice::from_ref(&secret));
+    assert!(!out.contains(&secret), "{out}");
+}
