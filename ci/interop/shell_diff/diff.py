@@ -418,6 +418,8 @@ def disagreement(line, view):
     for argv in refs:
         while argv and argv[0] in ("time", "-p", "!"):
             argv = argv[1:]  # (keywords tree-sitter-bash reads as a command)
+        if argv and argv[0] is not WILD and re.match(r"^\w+=", argv[0]):
+            continue  # (`time -p x=rm`: tree-sitter-bash reads the assignment as a command)
         if not argv or argv[0] in RESERVED:
             # tree-sitter-bash reads `coproc NAME { …; }` as a command, and a keyword
             # where bash expects none (`xargs for …`, a syntax error) as one.
@@ -508,7 +510,8 @@ def generate(rng, depth=0):
 HARVEST_GLOBS = ["/usr/bin/*", "/usr/sbin/*", "/usr/share/**/*.sh", "/usr/lib/**/*.sh",
                  "/etc/**/*.sh", "/etc/init.d/*", "/usr/share/**/Makefile*",
                  "/usr/lib/**/Makefile*", os.path.expanduser("~/.rustup/**/*.sh"),
-                 os.path.expanduser("~/.pyenv/**/*.sh"), os.path.expanduser("~/.pyenv/**/bin/*"),
+                 os.path.expanduser("~/.pyenv/plugins/**/*.sh"),
+                 os.path.expanduser("~/.pyenv/libexec/*"),
                  "/usr/lib/node_modules/**/*.sh"]
 
 
