@@ -52,8 +52,8 @@ for t in "${targets[@]}"; do
   (cd fuzz && cargo +nightly fuzz run -O "$t" "work/$t" "corpus/$t" -- "${args[@]}") >"$log" 2>&1
   rc=$?
   set -e
-  runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -n 1)
-  [ -n "$runs" ] || runs=$(grep -o 'Done [0-9]* runs' "$log" | grep -o '[0-9]*' | tail -n 1)
+  runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -n 1 || true)
+  [ -n "$runs" ] || runs=$(grep -o 'Done [0-9]* runs' "$log" | grep -o '[0-9]*' | tail -n 1 || true)
   crashes=0
   if [ $rc -ne 0 ]; then
     crashes=1
