@@ -10,6 +10,9 @@
 pub(crate) mod commands;
 pub(crate) mod config;
 pub(crate) mod error;
+/// The fuzz targets' entry points (`fuzz/`): hidden, not an API.
+#[doc(hidden)]
+pub mod fuzzing;
 pub(crate) mod mcp;
 pub(crate) mod model;
 pub(crate) mod net;

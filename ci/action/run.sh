@@ -79,6 +79,11 @@ if [ -n "${AGENT_ALLOW_DOMAIN:-}" ]; then
   extra+=(--allow-domain "$(printf '%s' "$AGENT_ALLOW_DOMAIN" | tr '\n' ',')")
 fi
 
+# The `deny-opaque` input, on unless `false`: fail closed on commands no rule can see.
+if [ "${AGENT_DENY_OPAQUE:-true}" != false ]; then
+  extra+=(--deny-opaque)
+fi
+
 rm -f "$transcript"
 if [ "$mode" = github ]; then
   gh=(--trigger-phrase "${AGENT_TRIGGER_PHRASE:-@agent}")

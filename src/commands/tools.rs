@@ -14,6 +14,9 @@ use crate::tools::registry::Registry;
 use crate::{config, mcp, model::provider, process, util::output};
 
 pub(crate) fn tools_command(args: &ToolsArgs) -> ExitStatus {
+    if args.split_commands {
+        return split_commands();
+    }
     let selection = match config::tool_selection(&args.tools) {
         Ok(s) => s,
         Err(e) => return output::usage_failure(&e),
@@ -137,4 +140,45 @@ fn tools_mcp(
                 .map(|d| (d.exposed.clone(), (server.name.clone(), d.tool.clone())))
         })
         .collect())
+}
+
+/// `agent tools --split-commands`: for each line of stdin, a JSON string holding a Bash
+/// command, one JSON line: `{"commands": [[word…]…], "opaque": [command…], "defines":
+/// […]}` as the permission rules see it, or `{"error": why}` when it cannot be parsed
+/// (which the rules deny). A line that is not a JSON string is a usage error.
+fn split_commands() -> ExitStatus {
+    use std::io::BufRead;
+    let mut out = String::new();
+    for (n, line) in std::io::stdin().lock().lines().enumerate() {
+        let line = match line {
+            Ok(l) => l,
+            Err(e) => return output::usage_failure(&Error::Usage(format!("stdin: {e}"))),
+        };
+        let command: String = match serde_json::from_str(&line) {
+            Ok(c) => c,
+            Err(e) => {
+                return output::usage_failure(&Error::Usage(format!(
+                    "--split-commands: line {} is not a JSON string: {e}",
+                    n + 1
+                )));
+            }
+        };
+        let v = match crate::policy::shell_words::parse(&command) {
+            Ok(s) => json!({
+                "commands": s.commands,
+                "opaque": s.opaque.iter().map(|o| &o.command).collect::<Vec<_>>(),
+                "defines": s.defines,
+            }),
+            Err(e) => json!({"error": e}),
+        };
+        out.push_str(&v.to_string());
+        out.push('\n');
+        if out.len() > 1 << 16 && !output::print_stdout(&std::mem::take(&mut out)) {
+            return ExitStatus::Failure;
+        }
+    }
+    if !out.is_empty() && !output::print_stdout(&out) {
+        return ExitStatus::Failure;
+    }
+    ExitStatus::Success
 }

@@ -580,6 +580,12 @@ pub(crate) struct SecurityArgs {
     /// What a denied call does: tell the model, or end the run (exit 5).
     #[arg(long, value_enum, default_value_t = OnDeny::Feedback, value_name = "MODE")]
     pub on_deny: OnDeny,
+    /// Refuse Bash commands whose program is known only when they run.
+    ///
+    /// `$x -f f`, `$(echo rm) f`, `curl … | bash`, `eval "$v"`: no rule can see what
+    /// they run. Without this flag only a deny rule for Bash refuses them.
+    #[arg(long)]
+    pub deny_opaque: bool,
     /// Confine Bash commands with Landlock (Linux): where they may write.
     #[arg(long, value_enum, default_value_t = SandboxMode::Off, value_name = "MODE",
           help_heading = heading::SANDBOX)]
@@ -633,6 +639,11 @@ pub(crate) struct ToolsArgs {
     /// Print JSON: the tools with their metadata and the exact API `tools` array.
     #[arg(long)]
     pub json: bool,
+    /// Developer check (hidden): read JSON strings, one Bash command a line, from stdin
+    /// and print, a JSON line each, what the permission rules see in it
+    /// (`ci/interop/shell_diff` compares that with real shell parsers).
+    #[arg(long, hide = true)]
+    pub split_commands: bool,
     #[command(flatten)]
     pub tools: ToolArgs,
     #[command(flatten)]

@@ -85,6 +85,7 @@ impl ToolConfig {
         let mut settings = Settings::from_files(files, &known)?;
         settings.add_rules("--allowed-tools", true, &selection.allow_rules, &known)?;
         settings.add_rules("--disallowed-tools", false, &selection.deny_rules, &known)?;
+        settings.deny_opaque |= args.security.deny_opaque;
         let mut sandbox = sandbox_spec(&args.security, &add_dirs, env)?;
         sandbox.egress = super::network::egress_spec(&args.security, files, env)?;
         let mcp = McpSettings::from_args(

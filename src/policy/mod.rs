@@ -34,6 +34,9 @@ struct PermissionsSection {
     allow: Vec<String>,
     #[serde(default)]
     deny: Vec<String>,
+    /// `--deny-opaque` (see `Settings::deny_opaque`); true in any file turns it on.
+    #[serde(default, rename = "denyOpaque")]
+    deny_opaque: bool,
 }
 
 /// The merged settings of a run.
@@ -41,6 +44,9 @@ struct PermissionsSection {
 pub(crate) struct Settings {
     pub allow: Vec<Rule>,
     pub deny: Vec<Rule>,
+    /// Refuse every opaque command (`shell_words::Opaque`), with or without rules
+    /// (`--deny-opaque`, `permissions.denyOpaque`).
+    pub deny_opaque: bool,
     pub pre_tool_use: Vec<Hook>,
     pub post_tool_use: Vec<Hook>,
 }
@@ -83,6 +89,7 @@ impl Settings {
             for r in &p.deny {
                 settings.deny.push(Rule::parse(r, known).map_err(err)?);
             }
+            settings.deny_opaque |= p.deny_opaque;
         }
         for (label, v) in files.sections("hooks") {
             let err = |msg: String| Error::Usage(format!("{label}: {msg}"));

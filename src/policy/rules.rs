@@ -11,15 +11,8 @@ use std::path::{Component, Path, PathBuf};
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
 use super::Settings;
-use crate::policy::shell_words::parse;
+use crate::policy::shell_words::{WRAPPERS, base_name, parse};
 use crate::tools::{KnownTool, Subject, SubjectKind};
-
-/// Wrapper commands looked through when checking deny rules (`nohup rm x` is `rm x`).
-const WRAPPERS: &[&str] = &[
-    "command", "builtin", "exec", "nohup", "time", "env", "sudo", "doas", "nice", "ionice",
-    "timeout", "stdbuf", "setsid", "chrt", "taskset", "strace", "ltrace", "watch", "flock",
-    "unbuffer", "xargs", "coproc",
-];
 
 /// Whether a rule's or matcher's tool name names `tool`: the same name, or an MCP pattern
 /// (`mcp__server`, `mcp__server__*`) covering it.
@@ -249,7 +242,8 @@ pub(crate) fn check_rules(
         .iter()
         .filter(|r| names(&r.tool, name))
         .collect();
-    if deny.is_empty() && allow.is_empty() {
+    let deny_opaque = settings.deny_opaque && matches!(subject, Subject::Command(_));
+    if deny.is_empty() && allow.is_empty() && !deny_opaque {
         return None;
     }
     if let Some(r) = deny.iter().find(|r| r.spec.is_none()) {
@@ -280,6 +274,27 @@ pub(crate) fn check_rules(
                     if let Some(r) = deny.iter().find(|r| r.matches_command(&variant)) {
                         return Some(format!("denied by policy: {}", r.text));
                     }
+                }
+            }
+            // An opaque command may be the one a deny rule names, and no allow rule naming a
+            // command can vouch for it; only a rule allowing every command lets it run.
+            if let Some(o) = script.opaque.first() {
+                let by = if deny_opaque {
+                    Some("--deny-opaque".to_string())
+                } else if let Some(r) = deny.first() {
+                    Some(r.text.clone())
+                } else if !allow_all {
+                    Some(format!("the allow rules ({})", listed()))
+                } else {
+                    None
+                };
+                if let Some(by) = by {
+                    return Some(format!(
+                        "denied by policy ({by}): `{}` is opaque: {}, so the permission rules \
+                         cannot tell what it runs; write the command out with its program \
+                         named literally",
+                        o.command, o.why
+                    ));
                 }
             }
             if !allow_all {
@@ -379,7 +394,7 @@ fn deny_variants(words: &[String]) -> Vec<Vec<String>> {
         }
         let rest = &words[start..];
         let first = &rest[0];
-        let base = first.rsplit('/').next().unwrap_or(first);
+        let base = base_name(first);
         let mut v = rest.to_vec();
         v[0] = base.to_string();
         if !out.contains(&v) {

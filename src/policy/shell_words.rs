@@ -37,13 +37,32 @@ const NON_COMMANDS: &[&str] = &["for", "select", "case"];
 #[derive(Debug, Default)]
 pub(crate) struct Script {
     /// Each simple command's words (redirections removed, leading reserved words and
-    /// `NAME=value` assignments stripped). A function's body is here like any command.
+    /// `NAME=value` assignments stripped). A function's body is here like any command, and
+    /// so are the commands a command runs from its arguments or its input: a shell's `-c`
+    /// script or here-document, `eval`'s words, `find -exec`'s command, `env -S`'s string.
     pub(crate) commands: Vec<Vec<String>>,
     /// Every name defined as a function or alias, or `enable`d, in order.
     pub(crate) defines: Vec<String>,
     /// Every variable assigned before a command or on its own (`PATH=x cargo test`,
     /// `PATH=x; cargo test`): it may change what a later command runs.
     pub(crate) assigns: Vec<String>,
+    /// The commands whose program is known only when they run (see `Opaque`).
+    pub(crate) opaque: Vec<Opaque>,
+}
+
+/// A command the policy cannot see through: what it runs is decided when it runs, so no
+/// rule naming a command can vouch for it or rule it out. Its name is an expansion
+/// (`$x -f f`, `$(echo rm) -f f`, `"${cmd}"`, a `find`/`xargs` placeholder `{}`), also
+/// behind a wrapper (`nohup $x`); or it is a shell or `source` reading its commands from
+/// standard input or a descriptor (`… | bash`, `bash < f`, `sh -s`, `source /dev/stdin`,
+/// `bash <(curl …)`), unless that input is a here-document or here-string, whose text is
+/// then checked as commands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Opaque {
+    /// The command's words joined by spaces, as `commands` holds them.
+    pub(crate) command: String,
+    /// Why it is opaque, for the message the model gets.
+    pub(crate) why: &'static str,
 }
 
 /// Splits `src` into simple commands (see `Script::commands`); errors as `parse`.
@@ -55,50 +74,161 @@ pub(crate) fn split_commands(src: &str) -> Result<Vec<Vec<String>>, String> {
 /// The simple commands and function definitions of `src`. Err: why it cannot be parsed
 /// (an unclosed quote, substitution or `case`, an unexpected `)`, nesting too deep).
 pub(crate) fn parse(src: &str) -> Result<Script, String> {
-    parse_at(src, 0)
+    let mut script = Script::default();
+    parse_into(src, 0, &mut script)?;
+    Ok(script)
 }
 
 /// `parse` of a script nested `depth` levels deep (in substitutions, or in the code an
-/// `eval` runs).
-fn parse_at(src: &str, depth: usize) -> Result<Script, String> {
+/// `eval` runs), added to `script`.
+fn parse_into(src: &str, depth: usize, script: &mut Script) -> Result<(), String> {
     let mut p = Parser::new(src, depth);
     p.parse_list(false)?;
-    let mut script = Script {
-        commands: Vec::new(),
-        defines: std::mem::take(&mut p.defines),
-        assigns: Vec::new(),
-    };
+    script.defines.append(&mut p.defines);
     for raw in p.out {
-        let Some(words) = normalize(raw, &mut script.defines, &mut script.assigns) else {
+        let Some(words) = normalize(raw.words, &mut script.defines, &mut script.assigns) else {
             continue;
         };
-        let code = code_in(&words, &mut script.defines);
-        script.commands.push(words);
-        for c in code {
-            if depth + 1 > MAX_NESTING {
-                return Err(format!(
-                    "nested more than {MAX_NESTING} levels deep (`eval`, substitutions)"
-                ));
-            }
-            let inner = parse_at(&c, depth + 1)?;
-            script.commands.extend(inner.commands);
-            script.defines.extend(inner.defines);
-            script.assigns.extend(inner.assigns);
-        }
+        add_command(words, &raw.stdin, depth, script)?;
     }
-    Ok(script)
+    Ok(())
+}
+
+/// Adds one simple command to `script`, with what it runs from its arguments or from
+/// `stdin` (the text of its here-documents and here-strings), and whether it is opaque.
+fn add_command(
+    words: Vec<String>,
+    stdin: &[String],
+    depth: usize,
+    script: &mut Script,
+) -> Result<(), String> {
+    let found = code_in(&words, stdin, &mut script.defines);
+    if let Some(why) = found.opaque {
+        script.opaque.push(Opaque {
+            command: words.join(" "),
+            why,
+        });
+    }
+    script.commands.push(words);
+    if (!found.scripts.is_empty() || !found.argvs.is_empty()) && depth + 1 > MAX_NESTING {
+        return Err(format!(
+            "nested more than {MAX_NESTING} levels deep (`eval`, substitutions)"
+        ));
+    }
+    for code in &found.scripts {
+        parse_into(code, depth + 1, script)?;
+    }
+    for argv in found.argvs {
+        add_command(argv, &[], depth + 1, script)?;
+    }
+    Ok(())
 }
 
 /// Shells whose `-c` argument is a script (`bash -c 'rm x'` runs `rm x`).
 const SHELLS: &[&str] = &["bash", "sh", "dash", "ash", "ksh", "mksh", "zsh"];
 
-/// The code a command runs from its arguments, to be checked as commands too: `eval`'s
-/// words joined as bash joins them, a `trap`'s action, an alias's value, a shell's `-c`
-/// script (behind a wrapper too). They are words as written (`eval "$x"` is the command `$x`, which only an
-/// allow list refuses). `alias` and `enable` (which swaps a builtin for another or loads
-/// one from a file) change what a name means, like a function: their names go to
-/// `defines`.
-fn code_in(words: &[String], defines: &mut Vec<String>) -> Vec<String> {
+/// Commands that run the command named by their later words (`nohup rm x` runs `rm x`).
+/// Their options may take arguments (`nice -n 5`, `sudo -u x`), so rather than know each
+/// one, any later word may be the command: deny rules try each, and an expansion in any
+/// of them makes the command opaque.
+pub(crate) const WRAPPERS: &[&str] = &[
+    "command", "builtin", "exec", "nohup", "time", "env", "sudo", "doas", "nice", "ionice",
+    "timeout", "stdbuf", "setsid", "chrt", "taskset", "strace", "ltrace", "watch", "flock",
+    "unbuffer", "xargs", "coproc",
+];
+
+/// `find` actions whose words up to `;` or `+` are a command it runs.
+const FIND_EXEC: &[&str] = &["-exec", "-execdir", "-ok", "-okdir"];
+
+/// Paths through which a shell or `source` reads its standard input as a script.
+fn is_stdin_path(path: &str) -> bool {
+    path == "-"
+        || path == "/dev/stdin"
+        || path.starts_with("/dev/fd/")
+        || (path.starts_with("/proc/") && path.contains("/fd/"))
+}
+
+/// The last path component (`/bin/rm` is `rm`).
+pub(crate) fn base_name(word: &str) -> &str {
+    word.rsplit('/').next().unwrap_or(word)
+}
+
+/// What a command runs besides itself: `scripts` to be parsed as commands, `argvs` run
+/// as they are (`find -exec`), and why it is opaque, if it is.
+#[derive(Default)]
+struct Found {
+    scripts: Vec<String>,
+    argvs: Vec<Vec<String>>,
+    opaque: Option<&'static str>,
+}
+
+/// Where a shell's script comes from.
+enum ShellInput {
+    /// `-c SCRIPT`.
+    Code(String),
+    /// Standard input (no script file, `-s`, `-`, `/dev/stdin`).
+    Stdin,
+    /// A script file (or `-c` without its script).
+    File,
+}
+
+/// Reads a shell's arguments as bash does: options (`-o NAME` and `--rcfile FILE` take
+/// one), then the `-c` script, else the script file, else standard input.
+fn shell_input(args: &[String]) -> ShellInput {
+    let (mut c, mut s) = (false, false);
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if a == "--" {
+            break;
+        }
+        if let Some(long) = a.strip_prefix("--") {
+            if matches!(long, "rcfile" | "init-file") {
+                it.next();
+            }
+            continue;
+        }
+        if (a.starts_with('-') || a.starts_with('+')) && a.len() > 1 {
+            let flags = &a[1..];
+            c |= a.starts_with('-') && flags.contains('c');
+            s |= flags.contains('s');
+            if flags.contains(['o', 'O']) {
+                it.next();
+            }
+            continue;
+        }
+        return operand(a, c, s);
+    }
+    match it.next() {
+        Some(a) => operand(a, c, s),
+        None if c => ShellInput::File,
+        None => ShellInput::Stdin,
+    }
+}
+
+fn operand(a: &str, c: bool, s: bool) -> ShellInput {
+    if c {
+        ShellInput::Code(a.to_string())
+    } else if s || is_stdin_path(a) {
+        ShellInput::Stdin
+    } else {
+        ShellInput::File
+    }
+}
+
+/// A word whose value is known only when the command runs: an expansion, or the `{}`
+/// that `find -exec` and `xargs -I{}` replace.
+fn is_expansion(word: &str) -> bool {
+    word.contains(['$', '`']) || word == "{}"
+}
+
+/// The code a command runs from its arguments or input, to be checked as commands too:
+/// `eval`'s words joined as bash joins them, a `trap`'s action, an alias's value, a
+/// shell's `-c` script or here-document (behind a wrapper too), `env -S`'s string, `find
+/// -exec`'s command. They are words as written (`eval "$x"` is the command `$x`, which
+/// is opaque). `alias` and `enable` (which swaps a builtin for another or loads one from a
+/// file) change what a name means, like a function: their names go to `defines`.
+fn code_in(words: &[String], stdin: &[String], defines: &mut Vec<String>) -> Found {
+    let mut found = Found::default();
     let mut k = 0;
     // `command` and `builtin` run the builtin named after them (`builtin eval …`).
     while k < words.len() && matches!(words[k].as_str(), "command" | "builtin") {
@@ -108,46 +238,140 @@ fn code_in(words: &[String], defines: &mut Vec<String>) -> Vec<String> {
         }
     }
     let Some(name) = words.get(k) else {
-        return Vec::new();
+        return found;
     };
     let mut args = &words[k + 1..];
     if args.first().is_some_and(|a| a == "--") {
         args = &args[1..];
     }
     match name.as_str() {
-        "eval" => vec![args.join(" ")],
-        "trap" if args.len() >= 2 && !args[0].starts_with('-') => vec![args[0].clone()],
-        "alias" => args
-            .iter()
-            .filter_map(|a| a.split_once('='))
-            .map(|(n, value)| {
-                defines.push(n.to_string());
-                value.to_string()
-            })
-            .collect(),
-        "enable" => {
-            defines.extend(args.iter().filter(|a| !a.starts_with('-')).cloned());
-            Vec::new()
+        "eval" => found.scripts.push(args.join(" ")),
+        "trap" if args.len() >= 2 && !args[0].starts_with('-') => {
+            found.scripts.push(args[0].clone());
         }
-        _ => {
-            // A shell anywhere in the command, so that a wrapper before it (`sudo bash -c`,
-            // `env A=1 sh -c`) does not hide its script: as with deny rules' wrappers, this
-            // can find more than runs, never less.
-            let Some(j) = words[k..]
-                .iter()
-                .position(|w| SHELLS.contains(&w.rsplit('/').next().unwrap_or(w)))
-            else {
-                return Vec::new();
-            };
-            let mut rest = words[k + j + 1..].iter();
-            rest.by_ref()
-                .find(|a| a.starts_with('-') && !a.starts_with("--") && a.contains('c'));
-            rest.find(|a| !a.starts_with('-') && !a.starts_with('+'))
-                .cloned()
-                .into_iter()
-                .collect()
+        "alias" => {
+            for (n, value) in args.iter().filter_map(|a| a.split_once('=')) {
+                defines.push(n.to_string());
+                found.scripts.push(value.to_string());
+            }
+        }
+        "enable" => defines.extend(args.iter().filter(|a| !a.starts_with('-')).cloned()),
+        _ => {}
+    }
+    // The words that may be the program: the first, and after a wrapper any later one.
+    let behind_wrapper = WRAPPERS.contains(&base_name(&words[0]));
+    let positions = if behind_wrapper { 0..words.len() } else { 0..1 };
+    let mut reads_stdin = false;
+    for p in positions {
+        let w = &words[p];
+        if is_expansion(w) && !(p > 0 && (is_assignment(w) || w.starts_with('-'))) {
+            found.opaque = Some(
+                "its program is an expansion (a variable, a substitution, a `{}` \
+                 placeholder), known only when it runs",
+            );
+        }
+        let rest = &words[p + 1..];
+        match base_name(w) {
+            shell if SHELLS.contains(&shell) => match shell_input(rest) {
+                ShellInput::Code(code) => found.scripts.push(code),
+                ShellInput::Stdin => reads_stdin = true,
+                ShellInput::File => {}
+            },
+            "source" | "." => {
+                let file = rest.iter().find(|a| !a.starts_with('-'));
+                if file.is_none_or(|f| is_stdin_path(f)) {
+                    reads_stdin = true;
+                }
+            }
+            "find" => {
+                let mut i = 0;
+                while i < rest.len() {
+                    if FIND_EXEC.contains(&rest[i].as_str()) {
+                        let argv: Vec<String> = rest[i + 1..]
+                            .iter()
+                            .take_while(|a| !matches!(a.as_str(), ";" | "+"))
+                            .cloned()
+                            .collect();
+                        i += argv.len() + 1;
+                        if !argv.is_empty() {
+                            found.argvs.push(argv);
+                        }
+                    }
+                    i += 1;
+                }
+            }
+            "env" => {
+                let mut i = 0;
+                while i < rest.len() {
+                    let a = rest[i].as_str();
+                    let split = if matches!(a, "-S" | "--split-string") {
+                        i += 1;
+                        rest.get(i).map(String::as_str)
+                    } else if let Some(s) = a.strip_prefix("--split-string=") {
+                        Some(s)
+                    } else {
+                        a.strip_prefix("-S").filter(|s| !s.is_empty())
+                    };
+                    if let Some(s) = split {
+                        // env splits the string into words and goes on with them and the
+                        // words after it: `env -S 'git' push` runs `git push`.
+                        let after: Vec<String> = rest[i + 1..].iter().map(|w| quote(w)).collect();
+                        found.scripts.push(format!(
+                            "env {} {}",
+                            env_split_words(s),
+                            after.join(" ")
+                        ));
+                        break;
+                    }
+                    i += 1;
+                }
+            }
+            _ => {}
+        }
+        if !behind_wrapper {
+            break;
         }
     }
+    if reads_stdin {
+        if stdin.is_empty() {
+            found.opaque = Some(
+                "it is a shell or `source` reading its commands from standard input or a \
+                 file descriptor (a pipe, a redirection, a process substitution)",
+            );
+        } else {
+            found.scripts.extend(stdin.iter().cloned());
+        }
+    }
+    found
+}
+
+/// `env -S`'s string as shell words: env splits it on blanks and honours quotes and
+/// backslashes as the shell does, but has no operators, so `;&|<>()` are escaped
+/// (`env -S 'rm x 2>y'` runs `rm` with the argument `2>y`).
+fn env_split_words(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut quote = None;
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        match (quote, c) {
+            (None, '\\') | (Some('"'), '\\') => {
+                out.push(c);
+                out.extend(chars.next());
+                continue;
+            }
+            (None, '\'' | '"') => quote = Some(c),
+            (Some(q), _) if c == q => quote = None,
+            (None, ';' | '&' | '|' | '<' | '>' | '(' | ')' | '\n') => out.push('\\'),
+            _ => {}
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// `word` single-quoted for the shell (`it's` is `'it'\''s'`).
+fn quote(word: &str) -> String {
+    format!("'{}'", word.replace('\'', r"'\''"))
 }
 
 /// Words after which a `coproc NAME` is followed by a compound command (the name is not
@@ -216,6 +440,12 @@ struct ListState {
     word: Option<String>,
     /// The next word is a redirection target: scanned, then dropped.
     target_next: bool,
+    /// The next word is a here-string (`<<<`): dropped from the words, kept as input.
+    herestring_next: bool,
+    /// The command's here-strings so far.
+    stdin: Vec<String>,
+    /// The ids of the heredocs the command opened (their bodies come after its line).
+    docs: Vec<usize>,
     /// `case`s opened in this list and not yet closed by `esac`.
     open_cases: usize,
     /// A `case` pattern is due (after `case x in`, `;;`, `;&`, `;;&`), not a command.
@@ -255,6 +485,10 @@ fn starts_command(words: &[String]) -> bool {
 }
 
 struct Heredoc {
+    /// Tells the heredocs of one command from another's.
+    id: usize,
+    /// The index in `Parser::out` of the command whose input it is, once that has ended.
+    owner: Option<usize>,
     delimiter: String,
     /// A quoted delimiter: the body is literal, no substitution runs in it.
     quoted: bool,
@@ -262,16 +496,26 @@ struct Heredoc {
     strip_tabs: bool,
 }
 
+/// A simple command as read, before `normalize`.
+struct Raw {
+    words: Vec<String>,
+    /// The text of its here-strings and here-documents (a quoted heredoc's literally, an
+    /// unquoted one's with the backslashes the shell removes removed).
+    stdin: Vec<String>,
+}
+
 struct Parser {
     s: Vec<char>,
     i: usize,
     depth: usize,
-    /// Every simple command found, raw (before `normalize`).
-    out: Vec<Vec<String>>,
+    /// Every simple command found.
+    out: Vec<Raw>,
     /// Names defined with `NAME()` (those defined with `function NAME` are found by
     /// `normalize`).
     defines: Vec<String>,
     heredocs: Vec<Heredoc>,
+    /// The id of the next heredoc.
+    next_doc: usize,
 }
 
 /// Characters that end an unquoted word.
@@ -291,6 +535,7 @@ impl Parser {
             out: Vec::new(),
             defines: Vec::new(),
             heredocs: Vec::new(),
+            next_doc: 0,
         }
     }
 
@@ -328,7 +573,7 @@ impl Parser {
                     return Err("a `(` or `$(` is never closed".into());
                 }
                 self.finish_word(&mut st);
-                self.end_command(&mut st.words);
+                self.end_command(&mut st);
                 if st.open_cases > 0 || st.pattern_next {
                     return Err("a `case` is never closed by `esac`".into());
                 }
@@ -341,7 +586,7 @@ impl Parser {
                 }
                 '\n' => {
                     self.finish_word(&mut st);
-                    self.end_command(&mut st.words);
+                    self.end_command(&mut st);
                     self.i += 1;
                     self.read_heredoc_bodies()?;
                 }
@@ -352,7 +597,7 @@ impl Parser {
                 }
                 ';' | '&' | '|' => {
                     self.finish_word(&mut st);
-                    self.end_command(&mut st.words);
+                    self.end_command(&mut st);
                     let start = self.i;
                     self.i += 1;
                     while matches!(self.peek(), Some(';' | '&' | '|')) {
@@ -380,11 +625,11 @@ impl Parser {
                         && starts_command(&st.words)
                         && self.arithmetic_command()?
                     {
-                        self.end_command(&mut st.words);
+                        self.end_command(&mut st);
                         continue;
                     }
                     // A subshell, an array `a=(…)`: the inside is checked as commands.
-                    self.end_command(&mut st.words);
+                    self.end_command(&mut st);
                     self.i += 1;
                     self.nest()?;
                     self.parse_list(true)?;
@@ -395,7 +640,7 @@ impl Parser {
                         return Err("an unexpected `)`".into());
                     }
                     self.finish_word(&mut st);
-                    self.end_command(&mut st.words);
+                    self.end_command(&mut st);
                     if st.open_cases > 0 || st.pattern_next {
                         return Err("a `case` is never closed by `esac`".into());
                     }
@@ -411,13 +656,16 @@ impl Parser {
                     } else {
                         self.finish_word(&mut st);
                     }
-                    self.redirection(c, &mut st.target_next)?;
+                    self.redirection(c, &mut st)?;
                 }
                 '#' if st.word.is_none() => {
                     while self.peek().is_some_and(|c| c != '\n') {
                         self.i += 1;
                     }
                 }
+                // A line continuation joins a word's halves (`r\⏎m`) but starts no
+                // word: `git \⏎  push` is `git push`, not `git '' push`.
+                '\\' if self.peek_at(1) == Some('\n') => self.i += 2,
                 _ => {
                     let w = st.word.get_or_insert_with(String::new);
                     self.word_piece(w)?;
@@ -435,6 +683,9 @@ impl Parser {
         };
         if st.target_next {
             st.target_next = false;
+            if std::mem::take(&mut st.herestring_next) {
+                st.stdin.push(w);
+            }
             return;
         }
         st.words.push(w);
@@ -442,7 +693,7 @@ impl Parser {
         match cmd.as_slice() {
             ["esac"] if st.open_cases > 0 => st.open_cases -= 1,
             ["case", _, "in"] => {
-                self.end_command(&mut st.words);
+                self.end_command(st);
                 st.open_cases += 1;
                 st.pattern_next = true;
             }
@@ -528,8 +779,10 @@ impl Parser {
             return Ok(false);
         }
         let inner: String = self.s[start + 2..self.i - 2].iter().collect();
-        self.out
-            .push(vec!["((".into(), inner.trim().to_string(), "))".into()]);
+        self.out.push(Raw {
+            words: vec!["((".into(), inner.trim().to_string(), "))".into()],
+            stdin: Vec::new(),
+        });
         Ok(true)
     }
 
@@ -557,15 +810,26 @@ impl Parser {
         Some(name.clone())
     }
 
-    fn end_command(&mut self, words: &mut Vec<String>) {
-        if !words.is_empty() {
-            self.out.push(std::mem::take(words));
+    /// Ends the command being read; its heredocs now know whose input they are.
+    fn end_command(&mut self, st: &mut ListState) {
+        let docs = std::mem::take(&mut st.docs);
+        let stdin = std::mem::take(&mut st.stdin);
+        if st.words.is_empty() {
+            return;
         }
+        let index = self.out.len();
+        for doc in self.heredocs.iter_mut().filter(|d| docs.contains(&d.id)) {
+            doc.owner = Some(index);
+        }
+        self.out.push(Raw {
+            words: std::mem::take(&mut st.words),
+            stdin,
+        });
     }
 
     /// At `<` or `>`: the operator; process substitution is parsed as commands; a heredoc
     /// is queued for the next newline; otherwise the next word is the target.
-    fn redirection(&mut self, c: char, target_next: &mut bool) -> Result<(), String> {
+    fn redirection(&mut self, c: char, st: &mut ListState) -> Result<(), String> {
         if self.peek_at(1) == Some('(') {
             self.i += 2;
             self.nest()?;
@@ -578,19 +842,21 @@ impl Parser {
             self.i += 1;
             if self.peek() == Some('<') {
                 self.i += 1; // `<<<` here-string: the next word is data
-                *target_next = true;
+                st.target_next = true;
+                st.herestring_next = true;
                 return Ok(());
             }
             let strip_tabs = self.peek() == Some('-');
             if strip_tabs {
                 self.i += 1;
             }
+            st.docs.push(self.next_doc);
             return self.heredoc_delimiter(strip_tabs);
         }
         if matches!(self.peek(), Some('>' | '&' | '|')) || (c == '<' && self.peek() == Some('>')) {
             self.i += 1; // `>>`, `>&`, `<&`, `>|`, `<>`
         }
-        *target_next = true;
+        st.target_next = true;
         Ok(())
     }
 
@@ -634,10 +900,13 @@ impl Parser {
             return Err("a heredoc (`<<`) has no delimiter".into());
         }
         self.heredocs.push(Heredoc {
+            id: self.next_doc,
+            owner: None,
             delimiter,
             quoted,
             strip_tabs,
         });
+        self.next_doc += 1;
         Ok(())
     }
 
@@ -669,13 +938,19 @@ impl Parser {
                 body.push_str(&line);
                 body.push('\n');
             }
-            if !doc.quoted {
+            let text = if doc.quoted {
+                body
+            } else {
                 let mut sub = Parser::new(&body, self.depth);
                 sub.nest()?;
-                let mut sink = String::new();
-                sub.double_quoted(&mut sink, false)?;
+                let mut text = String::new();
+                sub.double_quoted(&mut text, false)?;
                 self.out.append(&mut sub.out);
                 self.defines.append(&mut sub.defines);
+                text
+            };
+            if let Some(raw) = doc.owner.and_then(|k| self.out.get_mut(k)) {
+                raw.stdin.push(text);
             }
         }
         Ok(())

@@ -258,3 +258,166 @@ fn empty_and_comment_only() {
     assert!(cmds("").is_empty());
     assert!(cmds("  # just a comment").is_empty());
 }
+
+fn opaque(src: &str) -> Vec<String> {
+    parse(src)
+        .unwrap_or_else(|e| panic!("{src:?}: {e}"))
+        .opaque
+        .into_iter()
+        .map(|o| o.command)
+        .collect()
+}
+
+/// Issue 43's differential found these: a shell fed its script as a here-document or
+/// here-string, `find -exec`, `env -S`. What they run is a command like any other.
+#[test]
+fn code_a_shell_reads_from_a_heredoc_or_herestring_is_commands() {
+    assert_eq!(cmds("bash <<'EOF'\nrm -f f\nEOF"), ["bash", "rm -f f"]);
+    assert_eq!(cmds("bash <<EOF\nrm -f f\nEOF\n"), ["bash", "rm -f f"]);
+    assert_eq!(cmds("sh -s <<-EOF\n\trm -f f\n\tEOF"), ["sh -s", "rm -f f"]);
+    assert_eq!(cmds("bash <<< 'rm -f f'"), ["bash", "rm -f f"]);
+    assert_eq!(
+        cmds("sh -s -- a b <<<\"rm -f f\""),
+        ["sh -s -- a b", "rm -f f"]
+    );
+    assert_eq!(cmds("dash - <<< 'rm -f f'"), ["dash -", "rm -f f"]);
+    assert_eq!(cmds("nohup bash <<< 'rm f'"), ["nohup bash", "rm f"]);
+    assert_eq!(
+        cmds("source /dev/stdin <<< 'rm f'"),
+        ["source /dev/stdin", "rm f"]
+    );
+    // Unquoted, the shell removes the backslash before `$`: the script has `$(rm f)`.
+    assert_eq!(
+        sorted(cmds("bash <<EOF\necho \\$(rm f)\nEOF")),
+        ["bash", "echo $(rm f)", "rm f"]
+    );
+    // Two heredocs on two commands of one line: each body is its own command's input.
+    assert_eq!(
+        cmds("cat <<A; bash <<'B'\nhello\nA\nrm f\nB"),
+        ["cat", "bash", "rm f"]
+    );
+    // Not a shell reading its input: the body is data.
+    assert_eq!(cmds("cat <<'EOF'\nrm -f f\nEOF"), ["cat"]);
+    assert_eq!(cmds("bash -c 'ls' <<< 'rm f'"), ["bash -c ls", "ls"]);
+    assert_eq!(cmds("bash script.sh <<< 'rm f'"), ["bash script.sh"]);
+    assert!(opaque("bash <<< 'rm f'").is_empty());
+}
+
+#[test]
+fn find_exec_runs_a_command() {
+    assert_eq!(
+        cmds(r"find . -name '*.o' -exec rm -f {} \;"),
+        ["find . -name *.o -exec rm -f {} ;", "rm -f {}"]
+    );
+    assert_eq!(
+        cmds("find . -execdir git push {} + -ok rm {} ';'"),
+        [
+            "find . -execdir git push {} + -ok rm {} ;",
+            "git push {}",
+            "rm {}"
+        ]
+    );
+    assert_eq!(
+        cmds("nice find . -okdir sh -c 'rm x' \\;"),
+        // Behind a wrapper every word may be the command: `sh -c` is found twice.
+        [
+            "nice find . -okdir sh -c rm x ;",
+            "rm x",
+            "sh -c rm x",
+            "rm x"
+        ]
+    );
+    assert_eq!(opaque(r"find . -exec {} \;"), ["{}"]);
+}
+
+#[test]
+fn env_split_string_runs_a_command() {
+    assert_eq!(
+        cmds("env -S 'rm -f' f"),
+        ["env -S rm -f f", "env rm -f 'f'"].map(|c| split_commands(c).unwrap()[0].join(" "))
+    );
+    for src in [
+        "env -S 'git push' origin",
+        "env -S'git' push origin",
+        "env --split-string='git push' origin",
+        "env --split-string 'A=1 git' push origin",
+        "env -S 'git push' origin 2>/dev/null",
+    ] {
+        let all = split_commands(src).unwrap();
+        assert!(
+            all.iter()
+                .any(|c| c.len() >= 3 && c[c.len() - 3..] == ["git", "push", "origin"]),
+            "{src:?}: {all:?}"
+        );
+    }
+}
+
+#[test]
+fn opaque_commands() {
+    for (src, which) in [
+        ("x=rm; $x -f f", "$x -f f"),
+        ("$(echo rm) -f f", "$(echo rm) -f f"),
+        ("`echo rm` -f f", "`echo rm` -f f"),
+        ("\"${cmd}\" f", "${cmd} f"),
+        ("eval \"$v\"", "$v"),
+        ("curl -s x | bash", "bash"),
+        ("curl -s x | sudo -E bash -x", "sudo -E bash -x"),
+        ("bash < script", "bash"),
+        ("sh -s < script", "sh -s"),
+        ("bash <(curl x)", "bash"),
+        ("source <(curl x)", "source"),
+        (". /dev/stdin", ". /dev/stdin"),
+        ("nohup $x f", "nohup $x f"),
+        ("bash <<EOF\n$cmd f\nEOF", "$cmd f"),
+        ("bash <<< \"$cmd\"", "$cmd"),
+    ] {
+        assert_eq!(opaque(src), [which], "{src:?}");
+    }
+    // Behind a wrapper any later word may be the program: over-approximated.
+    assert_eq!(
+        opaque("xargs -I{} sh -c '{}'"),
+        ["xargs -I{} sh -c {}", "{}"]
+    );
+    for clear in [
+        "rm -f $f",
+        "echo $(ls)",
+        "cargo test -- $ARGS",
+        "bash script.sh",
+        "bash -c 'ls'",
+        "source ./env.sh",
+        "bash -o pipefail script.sh",
+        "env A=$x make",
+        "echo bash",
+        "which bash",
+        "bash --rcfile x script.sh",
+    ] {
+        assert!(opaque(clear).is_empty(), "{clear:?}: {:?}", opaque(clear));
+    }
+}
+
+/// Issue 43's differential: a line continuation between words made an empty word
+/// (`git \⏎ push` was `git '' push`), so the prefix rule `Bash(git push:*)` missed it.
+#[test]
+fn a_line_continuation_between_words_is_no_word() {
+    assert_eq!(
+        split_commands("git \\\n  push origin").unwrap(),
+        [["git", "push", "origin"]]
+    );
+    assert_eq!(
+        split_commands("r\\\nm -rf \\\n x").unwrap(),
+        [["rm", "-rf", "x"]]
+    );
+    assert_eq!(
+        split_commands("sh \\\n <<< 'rm x'").unwrap(),
+        [vec!["sh"], vec!["rm", "x"]]
+    );
+    assert_eq!(split_commands("echo '' x").unwrap(), [["echo", "", "x"]]);
+}
+
+/// `env -S` has no operators: `2>&1` in its string is an argument.
+#[test]
+fn env_split_string_has_no_operators() {
+    let all = split_commands("env -S 'curl -s x 2>&1; rm y' z").unwrap();
+    assert_eq!(all[1], ["env", "curl", "-s", "x", "2>&1;", "rm", "y", "z"]);
+    assert_eq!(all.len(), 2);
+}

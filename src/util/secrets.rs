@@ -244,13 +244,27 @@ pub(crate) fn redact(text: &str, secrets: &[String]) -> String {
     patterns.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
     patterns.dedup();
     let mut out = text.to_string();
-    for p in &patterns {
-        if out.contains(p.as_str()) {
-            out = out.replace(p.as_str(), "[REDACTED]");
+    // The marker's own brackets can complete a secret with the text beside it (a secret
+    // `]abc…` and the text `]abc…abc…`: `[REDACTED]abc…`), so the passes repeat until no
+    // secret is left (found by fuzzing, issue 43). A secret inside the marker itself
+    // (`REDACTED]…` is too short to matter) would never leave: the passes are bounded.
+    for _ in 0..8 {
+        let mut changed = false;
+        for p in patterns.iter().filter(|p| !MARKER.contains(p.as_str())) {
+            if out.contains(p.as_str()) {
+                out = out.replace(p.as_str(), MARKER);
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
         }
     }
     out
 }
+
+/// What a secret is replaced with.
+const MARKER: &str = "[REDACTED]";
 
 /// Redaction over a stream that arrives in pieces: a secret split across two pieces is
 /// still caught, because an end that could begin a secret (at most the longest secret

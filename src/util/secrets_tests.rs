@@ -190,3 +190,13 @@ fn allow_passes_only_the_list_and_the_passed_names() {
     );
     assert!(got.removed.is_empty());
 }
+
+/// Found by fuzzing (issue 43, `fuzz/corpus/redaction/crash-marker-completes-secret`): the
+/// marker's `]` and the text after a redacted secret made the secret again.
+#[test]
+fn the_marker_cannot_complete_a_secret() {
+    let secret = "]abcdefgh".to_string();
+    let text = format!("{secret}abcdefgh and {secret}");
+    let out = redact(&text, std::slice::from_ref(&secret));
+    assert!(!out.contains(&secret), "{out}");
+}

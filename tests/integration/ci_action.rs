@@ -43,6 +43,7 @@ fn action_yml_declares_the_documented_inputs_and_outputs() {
             "args",
             "assignee-trigger",
             "command-env",
+            "deny-opaque",
             "github-token",
             "label-trigger",
             "mode",
@@ -65,6 +66,8 @@ fn action_yml_declares_the_documented_inputs_and_outputs() {
     );
     assert_eq!(y["inputs"]["trigger-phrase"]["default"], "@agent");
     assert_eq!(y["inputs"]["push"]["default"], "true");
+    // Fail closed on opaque commands unless told otherwise (docs/security.md).
+    assert_eq!(y["inputs"]["deny-opaque"]["default"], "true");
     let outputs = [
         "branch",
         "comment-url",

@@ -590,6 +590,54 @@ fn deny_rules_see_function_bodies() {
     );
 }
 
+/// Issue 43: the shell-parser differential's bypasses. Each of these deleted the canary
+/// under `Bash(rm:*)` (a shell fed a here-document or here-string, `find -exec`, `env
+/// -S`), or runs what no rule can see (opaque: a deny rule refuses it; `--deny-opaque`
+/// does with no rule at all).
+#[test]
+fn deny_rules_see_heredoc_scripts_find_exec_env_split_and_refuse_opaque_commands() {
+    let calls = [
+        "bash <<'EOF'\nrm -f victim\nEOF",
+        "sh -s <<< 'rm -f victim'",
+        "find . -name victim -exec rm -f {} \\;",
+        "env -S 'rm -f' victim",
+        "x=rm; $x -f victim",
+        "$(echo rm) -f victim",
+        "echo 'rm -f victim' | bash",
+    ];
+    let ids = ["t1", "t2", "t3", "t4", "t5", "t6", "t7"];
+    let turns = [calls
+        .iter()
+        .zip(ids)
+        .map(|(c, id)| (id, "Bash", json!({"command": c})))
+        .collect()];
+    for flags in [
+        &["--disallowed-tools", "Bash(rm:*)"][..],
+        &["--deny-opaque", "--disallowed-tools", "Bash(rm:*)"][..],
+    ] {
+        let r = Run::new(&turns);
+        std::fs::write(r.ws.join("victim"), "x").unwrap();
+        let (out, doc) = r.run(flags);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert!(r.ws.join("victim").exists(), "the canary was deleted");
+        let results = tool_results(&doc);
+        assert_eq!(results.len(), calls.len());
+        for (call, (_, content, is_error)) in calls.iter().zip(&results) {
+            assert!(content.starts_with("denied by policy"), "{call}: {content}");
+            assert!(is_error, "{call}");
+        }
+    }
+    // With no rule, `--deny-opaque` alone refuses the opaque ones; the rest run.
+    let r = Run::new(&turns);
+    std::fs::write(r.ws.join("victim"), "x").unwrap();
+    let (out, doc) = r.run(&["--deny-opaque"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let results = tool_results(&doc);
+    for (call, (_, content, _)) in calls.iter().zip(&results).skip(4) {
+        assert!(content.contains("(--deny-opaque)"), "{call}: {content}");
+    }
+}
+
 /// Issue 29: under the allow list `Bash(cargo test:*)` (the allow list docs/security.md recommends), a
 /// function named `cargo` ran in place of cargo. Its body is checked now, and even a body
 /// of allowed commands is refused: the name no longer means the command the rule names.

@@ -1,0 +1,618 @@
+#!/usr/bin/env python3
+"""The policy's command splitting held against real shell parsers (issue 43).
+
+For every command line of two corpora -- (a) compound commands generated from a seed,
+(b) real commands harvested at run time from shell scripts and Makefiles already on this
+machine -- every command a real parser sees executed (its name and its arguments) must be
+among the simple commands `agent tools --split-commands` says the permission rules check,
+or the policy must call the line opaque (no rule naming a command can vouch for it) or
+refuse to parse it (which the rules deny). "Executed" includes what a command runs from
+its arguments or input: a shell's `-c` script, here-document or here-string, `eval`'s
+words, `find -exec`'s command, `env -S`'s string.
+
+The reference parsers: tree-sitter-bash (every command, with its arguments) and mvdan/sh
+(`shfmt --to-json`; every command's name, on the real corpus and a sample of the
+generated one, since it runs as one process per command). A word holding an expansion
+matches any word; a command whose name is an expansion must make the line opaque.
+
+Usage: diff.py [--generated N] [--seed S] [--real-max N] [--shfmt-sample N] [--agent PATH]
+Exit 1 on any disagreement (each printed with both views).
+"""
+
+import argparse
+import glob
+import json
+import os
+import random
+import re
+import shlex
+import subprocess
+import sys
+
+import tree_sitter_bash
+from tree_sitter import Language, Parser
+
+TS = Parser(Language(tree_sitter_bash.language()))
+SHELLS = {"bash", "sh", "dash", "ash", "ksh", "mksh", "zsh"}
+WILD = object()  # a word known only when the command runs
+
+# --- words ----------------------------------------------------------------------------
+
+
+def ansi_c(s):
+    """The value of a `$'…'` body, as bash decodes it."""
+    out, i = [], 0
+    simple = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "e": "\x1b",
+              "E": "\x1b", "f": "\f", "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?"}
+    while i < len(s):
+        c = s[i]
+        if c != "\\" or i + 1 == len(s):
+            out.append(c)
+            i += 1
+            continue
+        e = s[i + 1]
+        i += 2
+        if e in simple:
+            out.append(simple[e])
+        elif e in "xuU":
+            n = {"x": 2, "u": 4, "U": 8}[e]
+            m = re.match(r"[0-9a-fA-F]{1,%d}" % n, s[i:])
+            if m:
+                out.append(chr(min(int(m.group(0), 16), 0x10FFFF)))
+                i += len(m.group(0))
+            else:
+                out.append("\\" + e)
+        elif e in "01234567":
+            m = re.match(r"[0-7]{1,3}", s[i - 1:])
+            out.append(chr(int(m.group(0), 8) & 0xFF))
+            i += len(m.group(0)) - 1
+        else:
+            out.append("\\" + e)
+    return "".join(out)
+
+
+def unescape_word(t):
+    out, i = [], 0
+    while i < len(t):
+        if t[i] == "\\" and i + 1 < len(t):
+            if t[i + 1] != "\n":
+                out.append(t[i + 1])
+            i += 2
+        else:
+            out.append(t[i])
+            i += 1
+    return "".join(out)
+
+
+EXPANSIONS = {"simple_expansion", "expansion", "command_substitution", "arithmetic_expansion",
+              "process_substitution", "brace_expression"}
+
+
+def ts_word(node, src):
+    """A tree-sitter word node's value, or WILD when it holds an expansion."""
+    t = src[node.start_byte:node.end_byte].decode("utf-8", "replace")
+    k = node.type
+    if k in EXPANSIONS:
+        return WILD
+    if k == "variable_assignment":
+        kids = node.named_children
+        if len(kids) == 2:
+            v = ts_word(kids[1], src)
+            name = src[kids[0].start_byte:kids[0].end_byte].decode("utf-8", "replace")
+            return WILD if v is WILD else name + "=" + v
+    if k == "raw_string":
+        return t[1:-1]
+    if k == "ansi_c_string":
+        return ansi_c(t[2:-1])
+    if k in ("string", "translated_string"):
+        if any(c.type in EXPANSIONS for c in node.named_children):
+            return WILD
+        body = t[2:-1] if k == "translated_string" else t[1:-1]
+        return re.sub(r'\\([$`"\\])', r"\1", body).replace("\\\n", "")
+    if k == "concatenation":
+        parts = [ts_word(c, src) for c in node.children]
+        return WILD if any(p is WILD for p in parts) else "".join(parts)
+    if k in ("word", "number", "command_name", "extglob_pattern"):
+        if any(c.type in EXPANSIONS or c.type in ("string", "raw_string", "ansi_c_string",
+                                                   "concatenation")
+               for c in node.named_children):
+            parts = [ts_word(c, src) for c in node.named_children]
+            if len(node.named_children) == 1 and node.named_children[0].end_byte - \
+                    node.named_children[0].start_byte == len(t.encode()):
+                return parts[0]
+            return WILD
+        if "$" in t or "`" in t:
+            return WILD
+        return unescape_word(t)
+    return WILD if ("$" in t or "`" in t) else unescape_word(t)
+
+
+# --- what runs, as a real parser sees it ------------------------------------------------
+
+
+def shell_input(args):
+    """('code', text) for `-c`, ('stdin', None) when the shell reads standard input."""
+    c = s = False
+    it = iter(args)
+    for a in it:
+        if a is WILD:
+            return ("file", None)
+        if a == "--":
+            break
+        if a.startswith("--"):
+            if a in ("--rcfile", "--init-file"):
+                next(it, None)
+            continue
+        if a[:1] in "-+" and len(a) > 1:
+            c |= a[0] == "-" and "c" in a[1:]
+            s |= "s" in a[1:]
+            if "o" in a[1:] or "O" in a[1:]:
+                next(it, None)
+            continue
+        return ("code", a) if c else ("stdin", None) if s or a in ("-", "/dev/stdin") \
+            else ("file", None)
+    a = next(it, None)
+    if a is not None and a is not WILD:
+        return ("code", a) if c else ("stdin", None) if s else ("file", None)
+    return ("file", None) if c else ("stdin", None)
+
+
+def runs_from(argv, stdin_texts):
+    """What a command runs from its arguments or input: scripts and argvs."""
+    scripts, argvs = [], []
+    if not argv or argv[0] is WILD:
+        return scripts, argvs
+    name = argv[0].rsplit("/", 1)[-1]
+    args = argv[1:]
+    if name in ("command", "builtin", "exec", "nohup", "time", "nice", "timeout", "sudo",
+                "xargs", "setsid", "stdbuf"):
+        # The wrapped command (the first word not an option or a number) runs too.
+        rest = [a for a in args]
+        while rest and rest[0] is not WILD and (rest[0].startswith("-") or rest[0].isdigit()):
+            rest = rest[1:]
+        # A program runs only programs (`xargs eval` fails); `command`/`builtin` run both.
+        if rest and (name in ("command", "builtin") or rest[0] is WILD or rest[0] not in (
+                "eval", "source", ".", "alias", "trap", "export", "declare", "unset",
+                "builtin", "command", "exec", "time", "coproc") and rest[0] not in RESERVED):
+            s2, a2 = runs_from(rest, stdin_texts)
+            return s2, a2 + [rest]
+    if name == "eval" and args and all(a is not WILD for a in args):
+        scripts.append(" ".join(args))
+    if name in SHELLS:
+        kind, code = shell_input(args)
+        if kind == "code":
+            scripts.append(code)
+        elif kind == "stdin":
+            scripts.extend(stdin_texts)
+    if name == "find":
+        i = 0
+        while i < len(args):
+            if args[i] in ("-exec", "-execdir", "-ok", "-okdir"):
+                j = i + 1
+                while j < len(args) and args[j] not in (";", "+"):
+                    j += 1
+                if j > i + 1:
+                    argvs.append(args[i + 1:j])
+                i = j
+            i += 1
+    if name == "env":
+        for i, a in enumerate(args):
+            if a is WILD:
+                break
+            split = None
+            if a in ("-S", "--split-string") and i + 1 < len(args) and args[i + 1] is not WILD:
+                split, after = args[i + 1], args[i + 2:]
+            elif a.startswith("-S") and len(a) > 2:
+                split, after = a[2:], args[i + 1:]
+            if split is not None:
+                try:
+                    words = shlex.split(split) + list(after)
+                except ValueError:
+                    break
+                while words and words[0] is not WILD and (
+                        words[0].startswith("-") or re.match(r"^\w+=", words[0])):
+                    words = words[1:]
+                if words:
+                    argvs.append(words)
+                break
+            if not (a.startswith("-") or "=" in a):
+                if args[i] not in ("eval", "builtin", "command", "exec", "source", "."):
+                    argvs.append(args[i:])  # (env runs programs, not builtins)
+                break
+    return scripts, argvs
+
+
+def heredoc_texts(node, src):
+    """The here-documents and here-strings of a redirected statement."""
+    out = []
+    for c in node.children:
+        if c.type == "heredoc_redirect":
+            start = src[c.start_byte:c.end_byte].decode("utf-8", "replace")
+            quoted = bool(re.match(r"<<-?\s*(['\"\\])", start))
+            for b in c.children:
+                if b.type == "heredoc_body":
+                    body = src[b.start_byte:b.end_byte].decode("utf-8", "replace")
+                    if not quoted:
+                        body = re.sub(r"\\([$`\\])", r"\1", body).replace("\\\n", "")
+                    out.append(body)
+        if c.type == "herestring_redirect":
+            for w in c.named_children:
+                v = ts_word(w, src)
+                out.append("$x" if v is WILD else v)
+    return out
+
+
+def ts_commands(text, depth=0):
+    """(commands, error): every command tree-sitter sees executed, as argv lists."""
+    src = text.encode("utf-8", "replace")
+    tree = TS.parse(src)
+    cmds = []
+    if tree.root_node.has_error:
+        return cmds, True
+
+    def walk(node, stdin_texts, extra=()):
+        if node.type == "redirected_statement":
+            texts = heredoc_texts(node, src)
+            # tree-sitter-bash puts the words after `>&2 x` in the redirection (`echo
+            # >&2 a b`): the first is its target, the rest the command's arguments.
+            more = []
+            for c in node.children:
+                if c.type == "file_redirect":
+                    dests = [c.children[j] for j in range(c.child_count)
+                             if c.field_name_for_child(j) == "destination"]
+                    more.extend(ts_word(d, src) for d in dests[1:])
+            for c in node.children:
+                walk(c, texts, more)
+            return
+        if node.type == "pipeline":
+            for c in node.named_children:
+                walk(c, stdin_texts)
+            return
+        if node.type in ("command", "declaration_command", "unset_command"):
+            argv = []
+            texts = list(stdin_texts)
+            for i in range(node.child_count):
+                c = node.children[i]
+                field = node.field_name_for_child(i)
+                if node.type == "command":
+                    if field == "name":
+                        inner = c.named_children
+                        argv.insert(0, ts_word(inner[0] if len(inner) == 1 else c, src))
+                    elif field == "argument" and c.type != "process_substitution":
+                        # (a process substitution is a path; the rules drop it)
+                        argv.append(ts_word(c, src))
+                    elif c.type == "file_redirect":
+                        # tree-sitter-bash puts the words after `>&2 x` in the redirection
+                        # (`echo >&2 a b`): the first is its target, the rest arguments.
+                        dests = [c.children[j] for j in range(c.child_count)
+                                 if c.field_name_for_child(j) == "destination"]
+                        argv.extend(ts_word(d, src) for d in dests[1:])
+                    elif c.type == "herestring_redirect":
+                        texts += [("$x" if v is WILD else v) for v in
+                                  (ts_word(w, src) for w in c.named_children)]
+                elif not c.is_named and i == 0:
+                    argv.append(src[c.start_byte:c.end_byte].decode())
+                elif c.is_named:
+                    argv.append(ts_word(c, src))
+            argv.extend(extra)
+            if argv:
+                cmds.append(argv)
+                scripts, argvs = runs_from(argv, texts)
+                if depth < 8:
+                    for s in scripts:
+                        inner, err = ts_commands(s, depth + 1)
+                        cmds.extend(inner)
+                    for a in argvs:
+                        cmds.append(a)
+                        s2, a2 = runs_from(a, [])
+                        for s in s2:
+                            cmds.extend(ts_commands(s, depth + 1)[0])
+                        cmds.extend(a2)
+        for c in node.children:
+            if c.type not in ("heredoc_body",):
+                walk(c, [] if node.type != "command" else stdin_texts)
+
+    walk(tree.root_node, [])
+    return cmds, False
+
+
+# --- mvdan/sh ---------------------------------------------------------------------------
+
+
+def sh_names(text):
+    """The literal names of the commands mvdan/sh sees (None: it cannot parse the line)."""
+    try:
+        r = subprocess.run(["shfmt", "--to-json", "-ln", "bash"], input=text.encode(),
+                           capture_output=True, timeout=20)
+    except subprocess.TimeoutExpired:
+        return None
+    if r.returncode != 0:
+        return None
+    names, wild = set(), False
+
+    def word(w):
+        parts = w.get("Parts", [])
+        out = []
+        for p in parts:
+            t = p.get("Type")
+            if t == "Lit":
+                out.append(unescape_word(p["Value"]))
+            elif t == "SglQuoted":
+                out.append(ansi_c(p["Value"]) if p.get("Dollar") else p["Value"])
+            elif t == "DblQuoted":
+                inner = word(p)
+                if inner is WILD:
+                    return WILD
+                out.append(inner)
+            else:
+                return WILD
+        return "".join(out)
+
+    def walk(n):
+        nonlocal wild
+        if isinstance(n, dict):
+            if n.get("Type") == "CallExpr" and n.get("Args"):
+                w = word(n["Args"][0])
+                if w is WILD:
+                    wild = True
+                else:
+                    names.add(w)
+            for v in n.values():
+                walk(v)
+        elif isinstance(n, list):
+            for v in n:
+                walk(v)
+
+    walk(json.loads(r.stdout))
+    return names, wild
+
+
+# --- the policy's view ------------------------------------------------------------------
+
+
+def policy_views(agent, lines):
+    data = "".join(json.dumps(line) + "\n" for line in lines)
+    r = subprocess.run([agent, "tools", "--split-commands"], input=data.encode(),
+                       capture_output=True, check=True)
+    return [json.loads(x) for x in r.stdout.decode().splitlines()]
+
+
+def is_wild(w):
+    return w is WILD or "$" in w or "`" in w
+
+
+WRAPPERS = {"command", "builtin", "exec", "nohup", "time", "env", "sudo", "doas", "nice",
+            "ionice", "timeout", "stdbuf", "setsid", "chrt", "taskset", "strace", "ltrace",
+            "watch", "flock", "unbuffer", "xargs", "coproc"}
+
+
+def covered(argv, policy_cmds):
+    """A policy command is argv, or ends with it behind a wrapper (deny rules try every
+    word after a wrapper as the command's start)."""
+    for p in policy_cmds:
+        if len(p) == 3 and p[0] == "((" and " ".join(map(str, argv)) in p[1]:
+            return True  # (tree-sitter-bash reads `! (( … ))` as subshells)
+        starts = [0]
+        if p and p[0].rsplit("/", 1)[-1] in WRAPPERS:
+            starts = range(len(p))
+        for k in starts:
+            q = p[k:]
+            if len(q) == len(argv) and all(is_wild(a) or is_wild(b) or a == b
+                                           for a, b in zip(argv, q)):
+                return True
+    return False
+
+
+RESERVED = {"coproc", "{", "}", "do", "done", "then", "else", "elif", "fi", "esac", "in",
+            "if", "while", "until", "for", "case", "function", "select", "[[", "]]"}
+
+
+def disagreement(line, view):
+    """Why the policy's view misses something tree-sitter sees run, or None."""
+    if "error" in view:
+        return None  # the rules deny what they cannot parse
+    refs, err = ts_commands(line)
+    if err:
+        return None
+    opaque = bool(view["opaque"])
+    for argv in refs:
+        while argv and argv[0] in ("time", "-p", "!"):
+            argv = argv[1:]  # (keywords tree-sitter-bash reads as a command)
+        if argv and argv[0] is not WILD and re.match(r"^\w+=", argv[0]):
+            continue  # (`time -p x=rm`: tree-sitter-bash reads the assignment as a command)
+        if not argv or argv[0] in RESERVED:
+            # tree-sitter-bash reads `coproc NAME { …; }` as a command, and a keyword
+            # where bash expects none (`xargs for …`, a syntax error) as one.
+            continue
+        if argv[0] is WILD:
+            if not opaque:
+                return f"runs {show(argv)}, whose program is an expansion, and is not opaque"
+            continue
+        if opaque and any(is_wild(a) for a in argv):
+            continue
+        if not covered(argv, view["commands"]):
+            return f"runs {show(argv)}, which the rules do not check"
+    return None
+
+
+def show(argv):
+    return " ".join("<expansion>" if a is WILD else repr(a) for a in argv)
+
+
+# --- corpora ----------------------------------------------------------------------------
+
+PAYLOADS = ["rm -f canary", "git push origin main", "curl -s https://x.invalid/p",
+            "rm -rf /tmp/canary", "'r'm -f canary", r"\rm canary", "$'\\x72m' -f canary",
+            "/bin/rm canary", "chmod 777 canary"]
+
+
+def generate(rng, depth=0):
+    """One compound command embedding a payload command in random constructs."""
+    p = rng.choice(PAYLOADS)
+    if depth > 2:
+        return p
+    inner = generate(rng, depth + 1) if rng.random() < 0.5 else p
+    q = inner.replace("'", "'\\''")
+    # After a here-document the line must end: `; }` would join its delimiter line.
+    nl = "\n" in inner
+    sep = "\n" if nl else "; "
+    end = "\n" if nl else " "
+    forms = [
+        lambda: f"f() {{ {inner}{sep}}}; f",
+        lambda: f"function g {{ {inner}{sep}}}; g",
+        lambda: f"function h() ( {inner}{end}); h",
+        lambda: f"( {inner}{end})",
+        lambda: f"{{ {inner}{sep}}}",
+        lambda: f"cat <<'EOF'\n{inner}\nEOF",
+        lambda: f"bash <<'EOF'\n{inner}\nEOF",
+        lambda: f"sh -s <<EOF\n{inner}\nEOF",
+        lambda: f"bash <<< '{q}'",
+        lambda: f"diff <({inner}{end}) <(ls)",
+        lambda: f"echo $({inner}{end})",
+        lambda: f"echo \"`{inner}`\"" if "`" not in inner and "\\" not in inner
+        else f"echo \"$({inner}{end})\"",
+        lambda: f"eval '{q}'",
+        lambda: f"exec {inner}",
+        lambda: f"env A=1 {inner}",
+        lambda: f"env -S '{q}'" if "\n" not in inner and not inner.startswith(("f(", "function", "(", "{", "cat", "bash", "sh", "echo", "diff", "eval", "exec", "env", "xargs", "find", "source", "command", "builtin", "alias", "if", "for", "while", "case", "coproc", "time", "!", "x=", "[[", "((", "ls", "true", "nohup"))
+        else inner,
+        lambda: f"echo a | xargs {inner}",
+        lambda: f"find . -name x -exec {inner} \\;" if "\n" not in inner
+        and inner.split()[0] in ("rm", "git", "curl", "chmod", "/bin/rm") else inner,
+        lambda: f"find . -execdir sh -c '{q}' \\;",
+        lambda: f"source <(echo '{q}')",
+        lambda: f". /dev/stdin <<< '{q}'",
+        lambda: f"command {inner}",
+        lambda: f"builtin eval '{q}'",
+        lambda: f"alias x='{q}'",
+        lambda: inner.replace(" ", " \\\n  ", 1),
+        lambda: f"(( n = 1 + 2 )) && {inner}",
+        lambda: f"coproc C {{ {inner}{sep}}}",
+        lambda: f"time -p {inner}",
+        lambda: f"! {inner}",
+        lambda: inner if nl else f"{inner} 2>&1 >/dev/null 3<&0",
+        lambda: f"case $v in a|b) {inner}{end};; *) ls;; esac",
+        lambda: f"for i in 1 2; do {inner}{sep}done",
+        lambda: f"while false; do {inner}{sep}done",
+        lambda: f"if true; then {inner}{sep}else ls; fi",
+        lambda: f"x=rm; $x -f canary",
+        lambda: f"$(echo rm) -f canary",
+        lambda: f"echo '{q}' | bash",
+        lambda: f"nohup {inner}{end}&",
+        lambda: f"timeout 5 {inner}{end}|| true",
+        lambda: f"sudo -E bash -c '{q}'",
+        lambda: f"true && {inner}{sep}ls",
+        lambda: f"[[ -f x ]] && {inner}",
+    ]
+    return rng.choice(forms)()
+
+
+HARVEST_GLOBS = ["/usr/bin/*", "/usr/sbin/*", "/usr/share/**/*.sh", "/usr/lib/**/*.sh",
+                 "/etc/**/*.sh", "/etc/init.d/*", "/usr/share/**/Makefile*",
+                 "/usr/lib/**/Makefile*", os.path.expanduser("~/.rustup/**/*.sh"),
+                 os.path.expanduser("~/.pyenv/plugins/**/*.sh"),
+                 os.path.expanduser("~/.pyenv/libexec/*"),
+                 "/usr/lib/node_modules/**/*.sh"]
+
+
+def harvest(limit):
+    """Real command lines from shell scripts and Makefiles on this machine: each logical
+    line (continuations joined) that parses on its own, deduplicated. Returns the lines
+    and the files they came from."""
+    lines, seen, files = [], set(), {}
+    for pattern in HARVEST_GLOBS:
+        for path in sorted(glob.glob(pattern, recursive=True)):
+            if len(lines) >= limit:
+                return lines, files
+            if not os.path.isfile(path) or os.path.getsize(path) > 1 << 20:
+                continue
+            try:
+                with open(path, "rb") as f:
+                    head = f.read(1 << 20)
+            except OSError:
+                continue
+            text = head.decode("utf-8", "replace")
+            make = "Makefile" in os.path.basename(path)
+            if not make and not re.match(r"#!\s*/(usr/)?bin/(env\s+)?(ba|da|k)?sh\b", text):
+                if not path.endswith(".sh"):
+                    continue
+            body = text.replace("\\\n", " ")
+            n = 0
+            for raw in body.splitlines():
+                if make:
+                    if not raw.startswith("\t"):
+                        continue
+                    raw = raw.lstrip("\t@-+ ").replace("$$", "$")
+                line = raw.strip()
+                if not line or line.startswith("#") or line in seen or len(line) > 2000:
+                    continue
+                if TS.parse(line.encode()).root_node.has_error:
+                    continue
+                seen.add(line)
+                lines.append(line)
+                n += 1
+            if n:
+                files[path] = n
+    return lines, files
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--generated", type=int, default=100_000)
+    ap.add_argument("--seed", type=int, default=43)
+    ap.add_argument("--real-max", type=int, default=20_000)
+    ap.add_argument("--shfmt-sample", type=int, default=2_000)
+    ap.add_argument("--agent", default="target/debug/agent")
+    a = ap.parse_args()
+    rng = random.Random(a.seed)
+    generated = [generate(rng) for _ in range(a.generated)]
+    real, files = harvest(a.real_max)
+    total_bad = 0
+    report = {}
+    for name, corpus in (("generated", generated), ("real", real)):
+        views = policy_views(a.agent, corpus)
+        bad, errors, opaque = [], 0, 0
+        for line, view in zip(corpus, views):
+            errors += "error" in view
+            opaque += bool(view.get("opaque"))
+            why = disagreement(line, view)
+            if why:
+                bad.append((line, why, view))
+        # mvdan/sh: every command name it sees must be a policy command's first word.
+        sample = corpus if name == "real" else corpus[:a.shfmt_sample]
+        sample = sample[:a.shfmt_sample]
+        sh_checked = 0
+        for line, view in zip(sample, views):
+            if "error" in view:
+                continue
+            r = sh_names(line)
+            if r is None:
+                continue
+            sh_checked += 1
+            names, wild = r
+            if wild and not view["opaque"]:
+                # An expansion as a program: only a bypass if a real parser agrees.
+                if any(c and c[0] is WILD for c in ts_commands(line)[0]):
+                    bad.append((line, "mvdan/sh: a program is an expansion, not opaque", view))
+                continue
+            names -= RESERVED
+            heads = {c[0] for c in view["commands"] if c}
+            heads |= {c[0].rsplit("/", 1)[-1] for c in view["commands"] if c}
+            missing = sorted(n for n in names if n not in heads)
+            if missing:
+                bad.append((line, f"mvdan/sh runs {missing}, which the rules do not check",
+                            view))
+        report[name] = {"commands": len(corpus), "tree_sitter_checked": len(corpus),
+                        "mvdan_sh_checked": sh_checked, "policy_parse_errors": errors,
+                        "opaque": opaque, "disagreements": len(bad)}
+        for line, why, view in bad[:50]:
+            print(f"--- {name}: {why}\n{line}\npolicy: {json.dumps(view)}", file=sys.stderr)
+        total_bad += len(bad)
+    report["real_sources"] = {"files": len(files),
+                              "top": sorted(files.items(), key=lambda kv: -kv[1])[:10]}
+    print(json.dumps(report, indent=2))
+    sys.exit(1 if total_bad else 0)
+
+
+if __name__ == "__main__":
+    main()
