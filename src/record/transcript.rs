@@ -99,7 +99,7 @@ impl Transcript {
     }
 }
 
-/// The transcript's `error`. The agent writes an `ErrorKind` (README "Transcript" lists
+/// The transcript's `error`. The agent writes an `ErrorKind` (docs/reference/exit-codes.md lists
 /// them); `kind` is a string here because `agent batch` writes a transcript for a run its
 /// agent never started with kinds of its own (`setup_failed`, `error`), and a reader must
 /// read those (and kinds of a later release) as they are.

@@ -1,5 +1,5 @@
 //! `RunEvent`: each thing a run does, said once, as one typed value (SPEC §9's `--jsonl`
-//! events, README "JSONL events"). The bus (`run::events`) hands each one to every sink:
+//! events, docs/guide/events.md). The bus (`run::events`) hands each one to every sink:
 //! the `--jsonl` writer, the in-process observers (`agent github`'s progress comment) and
 //! the stderr log. The envelope (`version`, `seq`, `elapsed_ms`, a sub-agent's
 //! `subagent_id`) is the writer's, not the event's.

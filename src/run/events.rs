@@ -2,7 +2,7 @@
 //! handed to every sink in the order of its `seq`. The sinks are the `--jsonl` writer
 //! (`Jsonl`, stdout), the stderr log (`Log`) and in-process observers (`agent github`'s
 //! progress comment); the run record and OpenTelemetry are told at the same fixed points
-//! by `CiRun` (DESIGN.md "The event bus").
+//! by `CiRun` (DESIGN.md "The event bus and the transcript").
 //!
 //! After ripgrep's `crates/searcher/src/sink.rs`: a sink is a typed trait (`Sink::event`
 //! takes a `RunEvent`), not a callback over a string.

@@ -145,7 +145,7 @@ pub(crate) fn check_config(
 /// arguments. A task runs as a child process, not as a function: its own process group
 /// for signals and the kill on the way out, its own working directory, secrets and
 /// environment, and tasks in parallel without sharing the run's process-wide state (the
-/// finisher, the redaction list, OpenTelemetry). DESIGN.md "The event bus".
+/// finisher, the redaction list, OpenTelemetry). decision 0086.
 pub(crate) struct ChildRun<'a> {
     /// The task's own `agent run` flags (the tasks file's `args`).
     pub flags: &'a [String],
