@@ -246,9 +246,10 @@ pub(crate) fn redact(text: &str, secrets: &[String]) -> String {
     let mut out = text.to_string();
     // The marker's own brackets can complete a secret with the text beside it (a secret
     // `]abc…` and the text `]abc…abc…`: `[REDACTED]abc…`), so the passes repeat until no
-    // secret is left (found by fuzzing, issue 43). A secret inside the marker itself
-    // (`REDACTED]…` is too short to matter) would never leave: the passes are bounded.
-    for _ in 0..8 {
+    // secret is left (found by fuzzing, issue 43). Each pass that recreates one consumes
+    // the text beside it, so the chain ends within the text's length; a secret inside the
+    // marker itself would never leave, so it is skipped and the passes are still bounded.
+    for _ in 0..=text.len() {
         let mut changed = false;
         for p in patterns.iter().filter(|p| !MARKER.contains(p.as_str())) {
             if out.contains(p.as_str()) {
