@@ -103,15 +103,7 @@ pub(crate) fn check_stdout(stdout: &str) {
 /// (`docs/reference/batch-summary.schema.json`), built once per test binary.
 fn summary_validator() -> &'static jsonschema::Validator {
     static VALIDATOR: OnceLock<jsonschema::Validator> = OnceLock::new();
-    VALIDATOR.get_or_init(|| {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("docs/reference/batch-summary.schema.json");
-        let text = std::fs::read_to_string(&path)
-            .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-        let schema: Value = serde_json::from_str(&text).unwrap();
-        jsonschema::validator_for(&schema)
-            .unwrap_or_else(|e| panic!("{} is not a valid schema: {e}", path.display()))
-    })
+    VALIDATOR.get_or_init(|| validator("batch-summary"))
 }
 
 /// Whether `v` is a batch summary (a shard's or a merge's): rows under `tasks` and the
