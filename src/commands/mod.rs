@@ -1,6 +1,8 @@
-//! One module per subcommand: `agent run`, `agent tools`, `agent summary`, `agent batch`, `agent github`.
+//! One module per subcommand: `agent run`, `agent tools`, `agent summary`, `agent batch`,
+//! `agent github`, `agent gitlab` (the last two on the conversation core in `forge`).
 
 pub(crate) mod batch;
+pub(crate) mod forge;
 pub(crate) mod github;
 pub(crate) mod run;
 pub(crate) mod summary;
