@@ -4,6 +4,7 @@
 pub(crate) mod batch;
 pub(crate) mod forge;
 pub(crate) mod github;
+pub(crate) mod gitlab;
 pub(crate) mod run;
 pub(crate) mod summary;
 pub(crate) mod tools;

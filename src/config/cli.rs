@@ -31,6 +31,9 @@ pub(crate) enum Command {
     /// Answer `@agent` on a GitHub issue or pull request (in a workflow): every `run` flag,
     /// plus the trigger, the gate, a progress comment, a pushed branch or a review.
     Github(Box<GithubArgs>),
+    /// Answer `@agent` on a GitLab issue or merge request (in a pipeline): every `run`
+    /// flag, plus the trigger, the gate, a progress note, a pushed branch or a review.
+    Gitlab(Box<GitlabArgs>),
 }
 
 /// Which API the model is reached through.
@@ -110,6 +113,8 @@ pub(crate) mod heading {
     pub(crate) const CONTEXT: &str = "Context and sessions";
     /// `agent github`'s own flags (after the `run` sections).
     pub(crate) const GITHUB: &str = "GitHub";
+    /// `agent gitlab`'s own flags (after the `run` sections).
+    pub(crate) const GITLAB: &str = "GitLab";
     /// All of them, in order.
     #[cfg(test)]
     pub(crate) const ALL: &[&str] = &[INPUT, OUTPUT, MODEL, TOOLS, SANDBOX, CI, MCP, CONTEXT];
@@ -697,6 +702,64 @@ pub(crate) struct GithubFlags {
     )]
     pub git_author: String,
     /// Shortest time between two edits of the progress comment.
+    #[arg(long, value_parser = parse_duration, default_value = "3s", value_name = "DURATION")]
+    pub progress_interval: Duration,
+}
+
+/// `agent gitlab`: the run's flags (all of `agent run`'s) and the conversation's.
+#[derive(Debug, Args)]
+pub(crate) struct GitlabArgs {
+    #[command(flatten)]
+    pub run: RunArgs,
+    #[command(flatten)]
+    pub gitlab: GitlabFlags,
+}
+
+/// What starts `agent gitlab`, who may start it, and what it does with the result.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = heading::GITLAB)]
+pub(crate) struct GitlabFlags {
+    /// The word that calls the agent in a note, or an issue's or merge request's title or
+    /// description.
+    #[arg(long, default_value = "@agent", value_name = "PHRASE")]
+    pub trigger_phrase: String,
+    /// Also start when an issue or merge request gets this label.
+    #[arg(long, value_name = "NAME")]
+    pub label_trigger: Option<String>,
+    /// Also start when an issue or merge request is assigned to this user.
+    #[arg(long, value_name = "USERNAME")]
+    pub assignee_trigger: Option<String>,
+    /// Bots whose events are answered (comma-separated usernames, `*` for all); other
+    /// bots are ignored.
+    #[arg(long, value_delimiter = ',', value_name = "USERNAMES")]
+    pub allowed_bots: Vec<String>,
+    /// The instruction: start on any pipeline (a merge_request_event one too) with this
+    /// task.
+    #[arg(long = "prompt", id = "gitlab_prompt", value_name = "TEXT",
+          conflicts_with_all = ["prompt", "prompt_file"])]
+    pub prompt: Option<String>,
+    /// Review the merge request: post diff discussions and one summary note.
+    #[arg(long)]
+    pub review: bool,
+    /// Leave the changes in the workspace: no commit, no push, no merge request.
+    #[arg(long)]
+    pub no_push: bool,
+    /// The merge request opened for an issue closes it when merged (`Closes #IID`;
+    /// without the flag it only mentions the issue).
+    #[arg(long)]
+    pub close_issue: bool,
+    /// The webhook payload (a note, issue or merge request event) as a file; default: the
+    /// pipeline trigger's `TRIGGER_PAYLOAD` variable (a file path or the JSON itself).
+    #[arg(long, value_name = "FILE")]
+    pub payload: Option<std::path::PathBuf>,
+    /// The identity of the commit the agent pushes.
+    #[arg(
+        long,
+        value_name = "NAME <EMAIL>",
+        default_value = "agent <agent@users.noreply.gitlab.invalid>"
+    )]
+    pub git_author: String,
+    /// Shortest time between two edits of the progress note.
     #[arg(long, value_parser = parse_duration, default_value = "3s", value_name = "DURATION")]
     pub progress_interval: Duration,
 }

@@ -227,6 +227,26 @@ pub(crate) fn trigger(
     let action = event.action.as_str();
     match (event.name.as_str(), action) {
         ("workflow_dispatch", _) => Err("workflow_dispatch without --prompt".to_string()),
+        // GitLab: a pipeline without a hook's payload (`commands::gitlab::hook`).
+        (source, "pipeline") => Err(format!("a {source} pipeline without --prompt or --review")),
+        // GitLab's note hook (`create` only: editing a note must not start a second run).
+        ("note", "create") => {
+            let body = event.comment.as_ref().map_or("", |c| c.body.as_str());
+            if body.starts_with(OWN_MARKER) {
+                return Err("the note is the agent's own".to_string());
+            }
+            mention(body).ok_or_else(|| format!("the note has no {phrase}"))
+        }
+        ("note", _) => Err(format!("note {action} is not answered")),
+        ("issue" | "merge_request", "open") => {
+            let text = format!("{}\n\n{}", event.title, event.body);
+            mention(&text).ok_or_else(|| {
+                format!(
+                    "the {}'s title and description have no {phrase}",
+                    event.name.replace('_', " ")
+                )
+            })
+        }
         // Not `edited`: fixing a typo in a comment must not start a second run.
         ("issue_comment" | "pull_request_review_comment", "created")
         | ("pull_request_review", "submitted") => {
