@@ -40,6 +40,7 @@ mod fallback;
 mod faults;
 mod foundry;
 mod github;
+mod gitlab;
 mod golden;
 mod journal;
 mod layers;
