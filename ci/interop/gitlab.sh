@@ -13,7 +13,8 @@
 # 3. gitlab-mention.yml's job run by gitlab-ci-local in shell-executor mode, in a fresh
 #    project whose origin is a bare repository: the job's rules, variables and script as
 #    written (only the release download of before_script is replaced by the built
-#    binary on PATH, with --replay of ci/interop/gitlab/answer.cassette.jsonl for the
+#    binary on PATH, and `image:` dropped, since gitlab-ci-local runs a job that has one
+#    in docker; the model is --replay of ci/interop/gitlab/answer.cassette.jsonl for the
 #    model), a trigger pipeline whose TRIGGER_PAYLOAD is tests/fixtures/gitlab/
 #    note.issue.json, against gitlab_mock.py (the route table again). The job must pass
 #    and leave one progress note, replaced by the answer, with no violation.
@@ -51,6 +52,9 @@ mkdir -p "$work"
 pkg=$work/node_modules/gitlab-ci-local
 if [ ! -f "$pkg/package.json" ] || ! grep -q "\"version\": \"$gcl_version\"" "$pkg/package.json"; then
   (cd "$work" && npm install --silent --no-audit --no-fund --prefix . "gitlab-ci-local@$gcl_version" >&2)
+fi
+if [ ! -f "$work/node_modules/re2/build/Release/re2.node" ]; then
+  (cd "$work" && npm rebuild --silent re2 >&2)
 fi
 schema=$work/ci-schema.json
 node --input-type=module -e "
@@ -98,7 +102,10 @@ chmod +x "$run/bin/agent"
 import sys, yaml
 doc = yaml.safe_load(open(sys.argv[1]))
 doc.pop(".install-agent", None)
-doc["agent-mention"]["before_script"] = [f'export PATH="{sys.argv[3]}:$PATH"']
+job = doc["agent-mention"]
+job["before_script"] = [f'export PATH="{sys.argv[3]}:$PATH"']
+# gitlab-ci-local runs a job with an image in docker; without one, in the shell.
+job.pop("image")
 yaml.safe_dump(doc, open(sys.argv[2], "w"), sort_keys=False)
 PY
 (
