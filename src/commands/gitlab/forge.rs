@@ -382,11 +382,14 @@ pub(crate) fn file_of(d: &Value) -> Value {
            "additions": additions, "deletions": deletions, "patch": patch})
 }
 
+/// A line's numbers on both sides (`old_line`, `new_line`).
+type LineNumbers = (Option<u64>, Option<u64>);
+
 /// Each diff line's numbers on both sides (a context line has both), per file, and the
 /// file's old path: what a GitLab position needs.
 pub(crate) struct Positions {
     /// `(path, side, line)` → `(old_line, new_line)`.
-    lines: HashMap<(String, &'static str, u64), (Option<u64>, Option<u64>)>,
+    lines: HashMap<(String, &'static str, u64), LineNumbers>,
     old_paths: HashMap<String, String>,
 }
 
