@@ -627,3 +627,13 @@ pub(crate) fn user_prompt(
         None => Ok(None),
     }
 }
+
+/// `-C`'s directory, else the current one, canonical.
+pub(crate) fn workspace(cwd: Option<&Path>) -> Result<PathBuf, String> {
+    let cwd = match cwd {
+        Some(d) => d.to_path_buf(),
+        None => std::env::current_dir().map_err(|e| format!("no current directory: {e}"))?,
+    };
+    cwd.canonicalize()
+        .map_err(|e| format!("-C {}: {e}", cwd.display()))
+}

@@ -101,7 +101,7 @@ impl Setup {
         let payload: Value = serde_json::from_str(&text)
             .map_err(|e| format!("GITHUB_EVENT_PATH {} is not JSON: {e}", env.event_path))?;
         let event = Event::parse(&env.event_name, &payload)?;
-        let workspace = workspace(args.run.cwd.as_deref())?;
+        let workspace = conversation::workspace(args.run.cwd.as_deref())?;
         let author = push::Identity::parse(&args.github.git_author)?;
         Ok(Setup {
             env,
@@ -111,16 +111,6 @@ impl Setup {
             author,
         })
     }
-}
-
-/// `-C`'s directory, else the current one, canonical.
-pub(crate) fn workspace(cwd: Option<&Path>) -> Result<PathBuf, String> {
-    let cwd = match cwd {
-        Some(d) => d.to_path_buf(),
-        None => std::env::current_dir().map_err(|e| format!("no current directory: {e}"))?,
-    };
-    cwd.canonicalize()
-        .map_err(|e| format!("-C {}: {e}", cwd.display()))
 }
 
 /// `comment-url`, `branch` and `pr-url` for the workflow (`$GITHUB_OUTPUT`), when set.

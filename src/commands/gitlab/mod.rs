@@ -148,7 +148,7 @@ impl Setup {
             Some(p) => hook::parse(p, &env, args.gitlab.label_trigger.as_deref())?,
             None => hook::pipeline(&env),
         };
-        let workspace = crate::commands::github::workspace(args.run.cwd.as_deref())?;
+        let workspace = conversation::workspace(args.run.cwd.as_deref())?;
         let author = push::Identity::parse(&args.gitlab.git_author)?;
         Ok(Setup {
             env,
