@@ -21,6 +21,7 @@ pub(crate) mod policy;
 pub(crate) mod process;
 pub(crate) mod record;
 pub(crate) mod run;
+pub(crate) mod skills;
 pub(crate) mod tools;
 pub(crate) mod util;
 
