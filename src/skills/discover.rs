@@ -67,7 +67,13 @@ pub(crate) fn discover(src: &Sources) -> Discovered {
         let (bases, fence) = project_bases(&src.workspace);
         for base in bases {
             for folder in SKILL_FOLDERS {
-                scan(&base.join(folder), &fence, Scope::Project, &mut candidates, &mut warnings);
+                scan(
+                    &base.join(folder),
+                    &fence,
+                    Scope::Project,
+                    &mut candidates,
+                    &mut warnings,
+                );
             }
         }
     }
@@ -76,7 +82,13 @@ pub(crate) fn discover(src: &Sources) -> Discovered {
     {
         let fence = home.canonicalize().unwrap_or_else(|_| home.clone());
         for folder in SKILL_FOLDERS {
-            scan(&home.join(folder), &fence, Scope::User, &mut candidates, &mut warnings);
+            scan(
+                &home.join(folder),
+                &fence,
+                Scope::User,
+                &mut candidates,
+                &mut warnings,
+            );
         }
     }
     load(candidates, src, warnings)
@@ -271,7 +283,8 @@ fn untrusted(c: &Candidate, src: &Sources) -> Option<String> {
     let rel = format!("{}/", rel.display());
     changes
         .iter()
-        .find(|f| f.starts_with(&rel))
+        // A folder (ending in `/`) stands for every file under it.
+        .find(|f| f.starts_with(&rel) || (f.ends_with('/') && rel.starts_with(f.as_str())))
         .map(|f| {
             format!(
                 "the pull request changes {f}: a skill the head branch adds or changes is untrusted"
@@ -281,7 +294,8 @@ fn untrusted(c: &Candidate, src: &Sources) -> Option<String> {
 
 /// The front matter of `SKILL.md` (at most `MAX_FRONT_MATTER_BYTES` read), checked.
 fn read_skill(c: &Candidate) -> Result<parse::Parsed, String> {
-    let file = std::fs::File::open(c.dir.join("SKILL.md")).map_err(|e| format!("cannot read: {e}"))?;
+    let file =
+        std::fs::File::open(c.dir.join("SKILL.md")).map_err(|e| format!("cannot read: {e}"))?;
     let mut head = Vec::new();
     file.take(MAX_FRONT_MATTER_BYTES as u64)
         .read_to_end(&mut head)

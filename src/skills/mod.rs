@@ -5,6 +5,7 @@
 //! command. Pure but for reading the skills' own files; nothing here logs.
 
 mod discover;
+pub(crate) mod github;
 pub(crate) mod parse;
 
 use std::path::{Path, PathBuf};
@@ -12,7 +13,9 @@ use std::path::{Path, PathBuf};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-pub(crate) use discover::{MAX_DIRS_PER_ROOT, SKILL_FOLDERS, Sources, discover};
+#[cfg(test)]
+pub(crate) use discover::MAX_DIRS_PER_ROOT;
+pub(crate) use discover::{SKILL_FOLDERS, Sources, discover};
 use parse::FrontMatter;
 
 use crate::model::protocol::{ContentBlock, Message};
@@ -133,6 +136,13 @@ impl Discovered {
 
 /// For the Agent Client Protocol's available commands: each loaded skill a prompt command
 /// may run, as (name, description).
+#[cfg_attr(
+    not(test),
+    expect(
+        dead_code,
+        reason = "the ACP server's available commands call it once it lands"
+    )
+)]
 pub(crate) fn available_commands(d: &Discovered) -> Vec<(String, String)> {
     d.skills
         .iter()
@@ -162,13 +172,17 @@ pub(crate) fn catalog(skills: &[Skill]) -> Option<(String, usize)> {
         let full = format!(
             "<skill><name>{}</name><description>{}</description></skill>\n",
             escape(&s.meta.name),
-            escape(&text::ellipsis(&s.meta.description, parse::MAX_DESCRIPTION_CHARS))
+            escape(&text::ellipsis(
+                &s.meta.description,
+                parse::MAX_DESCRIPTION_CHARS
+            ))
         );
         let name_only = format!("<skill><name>{}</name></skill>\n", escape(&s.meta.name));
         let used = out.len() - start;
         if shortened == 0 && used + full.len() <= MAX_CATALOG_CHARS {
             out.push_str(&full);
-        } else if omitted == 0 && used + name_only.len() <= MAX_CATALOG_CHARS + MAX_CATALOG_NAMES_CHARS
+        } else if omitted == 0
+            && used + name_only.len() <= MAX_CATALOG_CHARS + MAX_CATALOG_NAMES_CHARS
         {
             out.push_str(&name_only);
             shortened += 1;
@@ -258,7 +272,10 @@ pub(crate) fn activation(skill: &Skill, args: Option<&str>) -> Result<String, St
             ),
         );
     }
-    let mut out = format!("{SKILL_CONTENT_OPEN}{}\">\n{body}\n", escape(&skill.meta.name));
+    let mut out = format!(
+        "{SKILL_CONTENT_OPEN}{}\">\n{body}\n",
+        escape(&skill.meta.name)
+    );
     out.push_str(&format!(
         "\nSkill directory: {}\nRelative paths in this skill are relative to the skill \
          directory; use absolute paths in tool calls.\n",
@@ -271,7 +288,9 @@ pub(crate) fn activation(skill: &Skill, args: Option<&str>) -> Result<String, St
             out.push_str(&format!("<file>{}</file>\n", escape(&f)));
         }
         if more {
-            out.push_str(&format!("(more files not listed: only the first {MAX_RESOURCES})\n"));
+            out.push_str(&format!(
+                "(more files not listed: only the first {MAX_RESOURCES})\n"
+            ));
         }
         out.push_str("</skill_resources>\n");
     }
@@ -324,6 +343,10 @@ fn resources(dir: &Path) -> (Vec<String>, bool) {
 /// For compaction: the loaded skills' contents in `messages` (tool results and prompt
 /// commands that start with `<skill_content`), verbatim, oldest first. A summary must
 /// keep these as they are: a skill's instructions hold for the whole run.
+#[cfg_attr(
+    not(test),
+    expect(dead_code, reason = "summarising compaction calls it once it lands")
+)]
 pub(crate) fn kept_skill_contents(messages: &[Message]) -> Vec<String> {
     let mut kept = Vec::new();
     for m in messages {

@@ -54,12 +54,20 @@ fn the_anthropics_corpus_loads_every_skill_and_its_catalog_is_as_checked_in() {
     // Real skills break cosmetic rules: warned about, never rejected.
     let (catalog, shortened) = catalog(&d.skills).unwrap();
     assert_eq!(shortened, 0, "17 skills fit the cap");
-    assert!(catalog.len() <= MAX_CATALOG_CHARS + 1_000, "{}", catalog.len());
-    eprintln!("the corpus's catalog: {} characters", catalog.chars().count());
+    assert!(
+        catalog.len() <= MAX_CATALOG_CHARS + 1_000,
+        "{}",
+        catalog.len()
+    );
+    eprintln!(
+        "the corpus's catalog: {} characters",
+        catalog.chars().count()
+    );
     for s in &d.skills {
         assert!(catalog.contains(&format!("<name>{}</name>", s.meta.name)));
     }
-    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/skills/anthropics.catalog.txt");
+    let golden =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/skills/anthropics.catalog.txt");
     let warnings = d
         .warnings
         .iter()
@@ -71,7 +79,12 @@ fn the_anthropics_corpus_loads_every_skill_and_its_catalog_is_as_checked_in() {
         std::fs::write(&golden, &rendered).unwrap();
     }
     let want = std::fs::read_to_string(&golden).unwrap();
-    assert_eq!(rendered, want, "AGENT_BLESS=1 rewrites {}", golden.display());
+    assert_eq!(
+        rendered,
+        want,
+        "AGENT_BLESS=1 rewrites {}",
+        golden.display()
+    );
 }
 
 #[test]
@@ -82,7 +95,11 @@ fn a_corpus_skill_loads_with_its_body_and_files() {
     });
     let pdf = d.get("pdf").unwrap();
     let text = activation(pdf, None).unwrap();
-    assert!(text.starts_with("<skill_content name=\"pdf\">\n# PDF"), "{}", &text[..80]);
+    assert!(
+        text.starts_with("<skill_content name=\"pdf\">\n# PDF"),
+        "{}",
+        &text[..80]
+    );
     assert!(!text.contains("\nname: pdf\n"), "front matter stripped");
     assert!(text.contains("<file>reference.md</file>"));
     assert!(text.contains("<file>LICENSE.txt</file>"));
@@ -95,8 +112,18 @@ fn a_corpus_skill_loads_with_its_body_and_files() {
 fn project_skills_win_over_user_skills_with_a_warning_naming_both() {
     let (t, ws) = project();
     let home = t.path().canonicalize().unwrap().join("home");
-    skill(&ws.join(".claude/skills"), "review", "review", "project review");
-    skill(&home.join(".agents/skills"), "review", "review", "user review");
+    skill(
+        &ws.join(".claude/skills"),
+        "review",
+        "review",
+        "project review",
+    );
+    skill(
+        &home.join(".agents/skills"),
+        "review",
+        "review",
+        "user review",
+    );
     skill(&home.join(".agents/skills"), "mine", "mine", "only mine");
     let d = discover(&Sources {
         home: Some(home.clone()),
@@ -106,8 +133,23 @@ fn project_skills_win_over_user_skills_with_a_warning_naming_both() {
     assert_eq!(d.names(), ["review", "mine"]);
     assert_eq!(d.get("review").unwrap().meta.description, "project review");
     let w = d.warnings.iter().find(|w| w.contains("shadowed")).unwrap();
-    assert!(w.contains(&ws.join(".claude/skills/review/SKILL.md").display().to_string()), "{w}");
-    assert!(w.contains(&home.join(".agents/skills/review/SKILL.md").display().to_string()), "{w}");
+    assert!(
+        w.contains(
+            &ws.join(".claude/skills/review/SKILL.md")
+                .display()
+                .to_string()
+        ),
+        "{w}"
+    );
+    assert!(
+        w.contains(
+            &home
+                .join(".agents/skills/review/SKILL.md")
+                .display()
+                .to_string()
+        ),
+        "{w}"
+    );
     let shadowed = d.records.iter().find(|r| r.skipped.is_some()).unwrap();
     assert_eq!(shadowed.scope, Scope::User);
     // The user scope off: only the project's.
@@ -122,7 +164,12 @@ fn parents_up_to_the_git_root_are_searched_nearest_first() {
     skill(&sub.join(".agents/skills"), "a", "a", "near");
     skill(&ws.join(".agents/skills"), "a", "a", "far");
     skill(&ws.join(".agents/skills"), "b", "b", "root");
-    skill(&ws.parent().unwrap().join(".agents/skills"), "c", "c", "above the git root");
+    skill(
+        &ws.parent().unwrap().join(".agents/skills"),
+        "c",
+        "c",
+        "above the git root",
+    );
     let d = discover(&sources(&sub));
     assert_eq!(d.names(), ["a", "b"]);
     assert_eq!(d.get("a").unwrap().meta.description, "near");
@@ -136,8 +183,16 @@ fn bad_skills_load_with_warnings_or_are_skipped_saying_why() {
     skill(&root, "folder", "other", "d");
     skill(&root, "long", "long", &"x".repeat(1025));
     put(&root, "nodesc/SKILL.md", b"---\nname: nodesc\n---\nbody");
-    put(&root, "notyaml/SKILL.md", b"---\nname: [x\n: : :\n---\nbody");
-    put(&root, "binary/SKILL.md", b"---\nname: binary\ndescription: \xff\xfe\n---\n");
+    put(
+        &root,
+        "notyaml/SKILL.md",
+        b"---\nname: [x\n: : :\n---\nbody",
+    );
+    put(
+        &root,
+        "binary/SKILL.md",
+        b"---\nname: binary\ndescription: \xff\xfe\n---\n",
+    );
     put(&root, "nofront/SKILL.md", b"# no front matter\n");
     let d = discover(&sources(&ws));
     let mut names = d.names();
@@ -157,9 +212,17 @@ fn bad_skills_load_with_warnings_or_are_skipped_saying_why() {
     ] {
         let (_, got) = skipped.iter().find(|(n, _)| *n == name).unwrap();
         assert!(got.contains(why), "{name}: {got}");
-        assert!(d.warnings.iter().any(|w| w.contains(&format!("{name}/SKILL.md: skipped"))));
+        assert!(
+            d.warnings
+                .iter()
+                .any(|w| w.contains(&format!("{name}/SKILL.md: skipped")))
+        );
     }
-    assert!(d.warnings.iter().any(|w| w.contains("folder/SKILL.md: name `other` differs")));
+    assert!(
+        d.warnings
+            .iter()
+            .any(|w| w.contains("folder/SKILL.md: name `other` differs"))
+    );
     // The catalog cuts the long description at the specification's limit.
     let (c, _) = catalog(&d.skills).unwrap();
     assert!(c.contains(&format!("{}…</description>", "x".repeat(1023))));
@@ -180,11 +243,17 @@ fn a_symlink_out_of_its_scope_is_not_followed() {
     let d = discover(&sources(&ws));
     assert_eq!(d.names(), ["inside"]);
     assert!(
-        d.warnings.iter().any(|w| w.contains("evil") && w.contains("not followed")),
+        d.warnings
+            .iter()
+            .any(|w| w.contains("evil") && w.contains("not followed")),
         "{:?}",
         d.warnings
     );
-    assert!(!d.warnings.iter().any(|w| w.contains("shadowed")), "{:?}", d.warnings);
+    assert!(
+        !d.warnings.iter().any(|w| w.contains("shadowed")),
+        "{:?}",
+        d.warnings
+    );
 }
 
 #[test]
@@ -198,10 +267,18 @@ fn five_thousand_skill_folders_cost_a_bounded_scan() {
     let d = discover(&sources(&ws));
     let took = start.elapsed();
     assert_eq!(d.skills.len(), MAX_DIRS_PER_ROOT);
-    assert!(d.warnings.iter().any(|w| w.contains("stopped after 2000 directories")));
+    assert!(
+        d.warnings
+            .iter()
+            .any(|w| w.contains("stopped after 2000 directories"))
+    );
     // The catalog stays capped whatever the count.
     let (c, shortened) = catalog(&d.skills).unwrap();
-    assert!(c.len() < MAX_CATALOG_CHARS + MAX_CATALOG_NAMES_CHARS + 1_000, "{}", c.len());
+    assert!(
+        c.len() < MAX_CATALOG_CHARS + MAX_CATALOG_NAMES_CHARS + 1_000,
+        "{}",
+        c.len()
+    );
     assert!(shortened > 1_500, "{shortened}");
     assert!(c.ends_with("the Skill tool loads any of them by name."));
     eprintln!("5,000 folders: {took:?}");
@@ -243,19 +320,29 @@ fn a_body_that_is_not_utf8_fails_to_load_with_a_reason() {
 fn arguments_replace_the_placeholder_or_follow_the_content() {
     let (_t, ws) = project();
     let root = ws.join(".agents/skills");
-    put(&root, "p/SKILL.md", b"---\nname: p\ndescription: d\n---\nReview $ARGUMENTS now.");
+    put(
+        &root,
+        "p/SKILL.md",
+        b"---\nname: p\ndescription: d\n---\nReview $ARGUMENTS now.",
+    );
     skill(&root, "q", "q", "d");
     let d = discover(&sources(&ws));
     let p = activation(d.get("p").unwrap(), Some("src/lib.rs")).unwrap();
     assert!(p.contains("Review src/lib.rs now."));
     assert!(!p.contains("ARGUMENTS:"));
     let q = activation(d.get("q").unwrap(), Some("the auth module")).unwrap();
-    assert!(q.ends_with("</skill_content>\n\nARGUMENTS: the auth module"), "{q}");
+    assert!(
+        q.ends_with("</skill_content>\n\nARGUMENTS: the auth module"),
+        "{q}"
+    );
 }
 
 #[test]
 fn prompt_commands_are_a_leading_slash_name() {
-    assert_eq!(prompt_command("/review focus on errors"), Some(("review", "focus on errors")));
+    assert_eq!(
+        prompt_command("/review focus on errors"),
+        Some(("review", "focus on errors"))
+    );
     assert_eq!(prompt_command("  /deploy"), Some(("deploy", "")));
     assert_eq!(prompt_command("/tmp/x is broken"), None);
     assert_eq!(prompt_command("fix /review"), None);
@@ -264,7 +351,10 @@ fn prompt_commands_are_a_leading_slash_name() {
         command_after_phrase("@agent /review the parser\nmore context", "@agent"),
         Some(("review", "the parser"))
     );
-    assert_eq!(command_after_phrase("@agent please /review", "@agent"), None);
+    assert_eq!(
+        command_after_phrase("@agent please /review", "@agent"),
+        None
+    );
 }
 
 #[test]
@@ -309,5 +399,8 @@ fn skill_dirs_outside_the_roots_are_read_only_dirs() {
         ..sources(&ws)
     });
     assert_eq!(d.read_only_dirs(&[&ws]), [home.join(".claude/skills/out")]);
-    assert_eq!(available_commands(&d)[0], ("in".to_string(), "d".to_string()));
+    assert_eq!(
+        available_commands(&d)[0],
+        ("in".to_string(), "d".to_string())
+    );
 }

@@ -62,8 +62,12 @@ pub(crate) fn split(head: &[u8]) -> Result<(&str, usize), String> {
             .position(|&b| b == b'\n')
             .map_or(head.len(), |i| pos + i);
         if trim_line(&head[pos..end]) == b"---" {
-            let yaml = std::str::from_utf8(&head[yaml_start..pos])
-                .map_err(|e| format!("the front matter is not UTF-8 (byte {})", yaml_start + e.valid_up_to()))?;
+            let yaml = std::str::from_utf8(&head[yaml_start..pos]).map_err(|e| {
+                format!(
+                    "the front matter is not UTF-8 (byte {})",
+                    yaml_start + e.valid_up_to()
+                )
+            })?;
             return Ok((yaml, (end + 1).min(head.len())));
         }
         if end == head.len() {
@@ -145,9 +149,7 @@ pub(crate) fn front_matter(yaml: &str, folder: &str) -> Result<Parsed, String> {
     meta.name = match name {
         Some(n) if !n.trim().is_empty() => n.trim().to_string(),
         _ => {
-            warnings.push(format!(
-                "no name: the folder's name `{folder}` is used"
-            ));
+            warnings.push(format!("no name: the folder's name `{folder}` is used"));
             folder.to_string()
         }
     };
@@ -265,7 +267,8 @@ fn quote_plain_values(yaml: &str) -> String {
             })
             .and_then(|(k, v)| {
                 let v = v.trim();
-                let plain = !v.is_empty() && !v.starts_with(['"', '\'', '|', '>', '[', '{', '&', '*', '!']);
+                let plain =
+                    !v.is_empty() && !v.starts_with(['"', '\'', '|', '>', '[', '{', '&', '*', '!']);
                 (plain && (v.contains(": ") || v.ends_with(':') || v.contains(" #")))
                     .then(|| format!("{k}: '{}'", v.replace('\'', "''")))
             });

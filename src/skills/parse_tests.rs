@@ -32,13 +32,21 @@ fn split_gives_the_body_offset_and_takes_crlf_and_a_bom() {
 #[test]
 fn cosmetic_violations_load_with_warnings() {
     let bad_chars = parsed("---\nname: PDF_Tool\ndescription: d\n---\n", "PDF_Tool").unwrap();
-    assert!(bad_chars.warnings[0].contains("other than a-z"), "{:?}", bad_chars.warnings);
+    assert!(
+        bad_chars.warnings[0].contains("other than a-z"),
+        "{:?}",
+        bad_chars.warnings
+    );
     let other = parsed("---\nname: pdf\ndescription: d\n---\n", "pdf-tools").unwrap();
     assert_eq!(other.warnings.len(), 1);
     assert!(other.warnings[0].contains("differs from its folder `pdf-tools`"));
     let long = format!("---\nname: a\ndescription: {}\n---\n", "x".repeat(1025));
     let long = parsed(&long, "a").unwrap();
-    assert!(long.warnings[0].contains("1025 characters"), "{:?}", long.warnings);
+    assert!(
+        long.warnings[0].contains("1025 characters"),
+        "{:?}",
+        long.warnings
+    );
     for (name, rule) in [
         ("-a", "hyphen"),
         ("a-", "hyphen"),
@@ -79,7 +87,10 @@ fn an_unquoted_colon_is_read_through_the_guides_fallback() {
         "a",
     )
     .unwrap();
-    assert_eq!(p.meta.description, "Use this skill when: the user asks about PDFs");
+    assert_eq!(
+        p.meta.description,
+        "Use this skill when: the user asks about PDFs"
+    );
 }
 
 #[test]
