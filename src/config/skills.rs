@@ -88,7 +88,7 @@ impl SkillsConfig {
                     }
                 )));
             };
-            let content = skills::activation(skill, (!embedded).then_some(rest.as_str()))
+            let content = skills::activation(skill, Some(rest.as_str()))
                 .map_err(|e| Error::Usage(format!("prompt command /{name}: {e}")))?;
             *prompt = if embedded {
                 format!("{content}\n\n{prompt}")
