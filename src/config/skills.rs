@@ -6,8 +6,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::config::Env;
 use crate::config::cli::SkillArgs;
+use crate::config::env::Env;
 use crate::error::Error;
 use crate::skills::{self, Discovered, Sources};
 

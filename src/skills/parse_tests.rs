@@ -122,3 +122,53 @@ fn no_bytes_panic_the_parser() {
         let _ = parsed(hostile, "a");
     }
 }
+
+#[test]
+fn pseudo_random_bytes_never_panic() {
+    // A fixed xorshift stream: 20,000 inputs mixing front-matter pieces and raw bytes.
+    let pieces: &[&[u8]] = &[
+        b"---\n",
+        b"name: ",
+        b"description: ",
+        b": ",
+        b"\n",
+        b"'",
+        b"\"",
+        b"|\n  ",
+        b"- ",
+        b"{",
+        b"[",
+        b"&a ",
+        b"*a",
+        b"\xff",
+        b"\xc3",
+        b"#",
+        b"metadata:\n  k: v\n",
+        b"\r\n",
+    ];
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    for _ in 0..20_000 {
+        let mut input = b"---\n".to_vec();
+        for _ in 0..(next() % 24) {
+            let r = next();
+            if r % 3 == 0 {
+                input.push((r >> 8) as u8);
+            } else {
+                input.extend_from_slice(pieces[(r >> 8) as usize % pieces.len()]);
+            }
+        }
+        if next() % 2 == 0 {
+            input.extend_from_slice(b"\n---\nbody");
+        }
+        if let Ok((yaml, at)) = split(&input) {
+            assert!(at <= input.len());
+            let _ = front_matter(yaml, "f");
+        }
+    }
+}
