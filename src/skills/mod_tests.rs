@@ -4,7 +4,77 @@ use std::time::Instant;
 use super::*;
 
 fn corpus() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/skills/anthropics/skills")
+    fixture("anthropics")
+}
+
+/// A collection in tests/fixtures/skills/ (its README says where each comes from).
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/skills")
+        .join(name)
+        .join("skills")
+}
+
+/// Every skill of a collection loads; its catalog and warnings are as checked in.
+fn check_corpus(name: &str, count: usize) {
+    let root = fixture(name);
+    let d = discover(&Sources {
+        extra: vec![root.clone()],
+        ..Sources::default()
+    });
+    let found = std::process::Command::new("find")
+        .arg(&root)
+        .args(["-name", "SKILL.md"])
+        .output()
+        .unwrap();
+    let files = String::from_utf8_lossy(&found.stdout).lines().count();
+    assert_eq!(files, count, "{name}: the fixture's skills");
+    assert_eq!(d.skills.len(), count, "{name}: {:#?}", d.warnings);
+    assert!(d.records.iter().all(|r| r.skipped.is_none()));
+    for s in &d.skills {
+        assert_eq!(s.scope, Scope::Flag);
+        assert!(!s.meta.description.is_empty());
+    }
+    // Real skills break cosmetic rules: warned about, never rejected.
+    let (catalog, shortened) = catalog(&d.skills).unwrap();
+    assert_eq!(shortened, 0, "{name}: its skills fit the cap");
+    assert!(
+        catalog.len() <= MAX_CATALOG_CHARS + 1_000,
+        "{}",
+        catalog.len()
+    );
+    eprintln!(
+        "{name}: {count} skills, a catalog of {} characters",
+        catalog.chars().count()
+    );
+    for s in &d.skills {
+        assert!(catalog.contains(&format!("<name>{}</name>", s.meta.name)));
+    }
+    let golden = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(format!("tests/fixtures/skills/{name}.catalog.txt"));
+    let warnings = d
+        .warnings
+        .iter()
+        .map(|w| w.replace(&root.display().to_string(), "CORPUS"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let rendered = format!("{catalog}\n\n# warnings\n{warnings}\n");
+    if std::env::var_os("AGENT_BLESS").is_some() {
+        std::fs::write(&golden, &rendered).unwrap();
+    }
+    let want = std::fs::read_to_string(&golden).unwrap();
+    assert_eq!(
+        rendered,
+        want,
+        "AGENT_BLESS=1 rewrites {}",
+        golden.display()
+    );
+}
+
+#[test]
+fn the_public_corpora_load_every_skill_and_their_catalogs_are_as_checked_in() {
+    check_corpus("anthropics", 17);
+    check_corpus("openai", 10);
 }
 
 fn put(dir: &Path, rel: &str, text: &[u8]) {
@@ -35,56 +105,6 @@ fn sources(ws: &Path) -> Sources {
         project: true,
         ..Sources::default()
     }
-}
-
-#[test]
-fn the_anthropics_corpus_loads_every_skill_and_its_catalog_is_as_checked_in() {
-    let d = discover(&Sources {
-        extra: vec![corpus()],
-        ..Sources::default()
-    });
-    let dirs = std::fs::read_dir(corpus()).unwrap().count();
-    assert_eq!(dirs, 17, "the fixture's skills");
-    assert_eq!(d.skills.len(), dirs, "{:#?}", d.warnings);
-    assert!(d.records.iter().all(|r| r.skipped.is_none()));
-    for s in &d.skills {
-        assert_eq!(s.scope, Scope::Flag);
-        assert!(!s.meta.description.is_empty());
-    }
-    // Real skills break cosmetic rules: warned about, never rejected.
-    let (catalog, shortened) = catalog(&d.skills).unwrap();
-    assert_eq!(shortened, 0, "17 skills fit the cap");
-    assert!(
-        catalog.len() <= MAX_CATALOG_CHARS + 1_000,
-        "{}",
-        catalog.len()
-    );
-    eprintln!(
-        "the corpus's catalog: {} characters",
-        catalog.chars().count()
-    );
-    for s in &d.skills {
-        assert!(catalog.contains(&format!("<name>{}</name>", s.meta.name)));
-    }
-    let golden =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/skills/anthropics.catalog.txt");
-    let warnings = d
-        .warnings
-        .iter()
-        .map(|w| w.replace(&corpus().display().to_string(), "CORPUS"))
-        .collect::<Vec<_>>()
-        .join("\n");
-    let rendered = format!("{catalog}\n\n# warnings\n{warnings}\n");
-    if std::env::var_os("AGENT_BLESS").is_some() {
-        std::fs::write(&golden, &rendered).unwrap();
-    }
-    let want = std::fs::read_to_string(&golden).unwrap();
-    assert_eq!(
-        rendered,
-        want,
-        "AGENT_BLESS=1 rewrites {}",
-        golden.display()
-    );
 }
 
 #[test]
