@@ -111,7 +111,7 @@ fn converse(
     s: &Settings,
     triggered: &Triggered,
     review: bool,
-    run: RunArgs,
+    mut run: RunArgs,
     outputs: &mut Outputs,
 ) -> Result<ExitStatus, String> {
     let e = &c.event;
@@ -139,6 +139,14 @@ fn converse(
     let inputs = (pull.as_ref(), comments.as_slice(), files.as_slice());
     let mine = run.append_system_prompt.as_deref();
     let task = task(c, triggered, inputs, review, mine)?;
+    // Skills: no user scope, a change request's changed skills untrusted, `@agent /name`.
+    crate::skills::github::prepare(
+        &mut run.skills,
+        pull.is_some(),
+        &files,
+        triggered.instruction.as_deref(),
+        &s.triggers.trigger_phrase,
+    );
     let (json_out, jsonl) = (run.json, run.ci.jsonl);
     let (started, finished) = note.follow(c, s, run, task);
     let Some(finished) = finished else {
