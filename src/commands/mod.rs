@@ -1,6 +1,8 @@
-//! One module per subcommand: `agent run`, `agent tools`, `agent summary`, `agent batch`, `agent github`.
+//! One module per subcommand: `agent run`, `agent tools`, `agent summary`, `agent batch`,
+//! `agent github`, `agent export`.
 
 pub(crate) mod batch;
+pub(crate) mod export;
 pub(crate) mod github;
 pub(crate) mod run;
 pub(crate) mod summary;

@@ -108,6 +108,8 @@ impl RunRecord {
             plan_history: self.plan_history.clone(),
             subagents: self.subagents.clone(),
             written_by: None,
+            system_prompt: self.system_prompt.clone(),
+            responses: self.responses.clone(),
         }
     }
 
