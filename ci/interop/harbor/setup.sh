@@ -8,6 +8,8 @@
 #   ci/interop/harbor/setup.sh          idempotent; several minutes the first time (as root)
 #   ci/interop/harbor/setup.sh env      prints the exports that put this Harbor on PATH:
 #                                       eval "$(ci/interop/harbor/setup.sh env)"
+#   ci/interop/harbor/setup.sh venv     only the Python environment (what the trajectory
+#                                       validator needs: no Docker, no root)
 #
 # Everything goes under $HARBOR_LOCAL_DIR (default ci/interop/.work/harbor, gitignored).
 # Tasks must start FROM harbor-local/debian:bookworm and keep the verifier in the same
@@ -20,16 +22,28 @@ W=${HARBOR_LOCAL_DIR:-$here/../.work/harbor}
 mkdir -p "$W"
 W=$(cd "$W" && pwd)
 HARBOR_VERSION=${HARBOR_VERSION:-0.26.0}
-case "${1:-setup}" in
+mode=${1:-setup}
+case "$mode" in
 env)
   # LiteLLM (inside Harbor) otherwise fetches its cost map from the internet at import.
   echo "export PATH=$W/venv/bin:\$PATH LITELLM_LOCAL_MODEL_COST_MAP=True"; exit 0 ;;
-setup) ;;
-*) echo "usage: $0 [setup|env]" >&2; exit 2 ;;
+setup|venv) ;;
+*) echo "usage: $0 [setup|env|venv]" >&2; exit 2 ;;
 esac
 exec 9>"$W/.lock"
 flock 9
 log() { printf 'harbor-setup: %s\n' "$*" >&2; }
+venv() {
+  if [ ! -x "$W/venv/bin/harbor" ] || [ "$("$W/venv/bin/pip" show harbor 2>/dev/null | sed -n 's/^Version: //p')" != "$HARBOR_VERSION" ]; then
+    py=$(ls -d "$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")"/versions/3.12*/bin/python3.12 2>/dev/null | head -1)
+    [ -n "$py" ] || py=$(command -v python3.12 || true)
+    [ -n "$py" ] || { log "no Python 3.12 found (pyenv or PATH)"; exit 1; }
+    log "installing harbor==$HARBOR_VERSION into $W/venv ($py)"
+    "$py" -m venv "$W/venv"
+    "$W/venv/bin/pip" install -q "harbor==$HARBOR_VERSION"
+  fi
+}
+if [ "$mode" = venv ]; then venv; exit 0; fi
 export DEBIAN_FRONTEND=noninteractive
 mirror() {
   local m
@@ -53,7 +67,8 @@ if ! command -v dockerd >/dev/null || ! docker compose version >/dev/null 2>&1 \
 fi
 if ! docker info >/dev/null 2>&1; then
   log "starting dockerd (log: $W/dockerd.log)"
-  nohup dockerd >"$W/dockerd.log" 2>&1 &
+  # Without the lock descriptor: the daemon outlives this script.
+  nohup dockerd >"$W/dockerd.log" 2>&1 9>&- &
   echo $! >"$W/dockerd.pid"
   for _ in $(seq 60); do docker info >/dev/null 2>&1 && break; sleep 1; done
   docker info >/dev/null 2>&1 || { log "dockerd did not come up; see $W/dockerd.log"; exit 1; }
@@ -65,13 +80,7 @@ if ! docker image inspect harbor-local/debian:bookworm >/dev/null 2>&1; then
   tar -C "$W/rootfs" -c . | docker import -c 'CMD ["bash"]' \
     -c 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' - harbor-local/debian:bookworm
 fi
-if [ ! -x "$W/venv/bin/harbor" ] || [ "$("$W/venv/bin/pip" show harbor 2>/dev/null | sed -n 's/^Version: //p')" != "$HARBOR_VERSION" ]; then
-  py=$(ls -d "$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")"/versions/3.12*/bin/python3.12 2>/dev/null | head -1)
-  [ -n "$py" ] || { log "no Python 3.12 found under pyenv"; exit 1; }
-  log "installing harbor==$HARBOR_VERSION into $W/venv ($py)"
-  "$py" -m venv "$W/venv"
-  "$W/venv/bin/pip" install -q "harbor==$HARBOR_VERSION"
-fi
+venv
 docker compose version
 "$W/venv/bin/harbor" --version 2>/dev/null || "$W/venv/bin/pip" show harbor | sed -n 's/^Version: /harbor /p'
 docker images harbor-local/debian
