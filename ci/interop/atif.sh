@@ -13,7 +13,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 "$here/harbor/setup.sh" venv
-py=${HARBOR_LOCAL_DIR:-$here/.work/harbor}/venv/bin/python
+py=${HARBOR_LOCAL_DIR:-${TMPDIR:-/tmp}/agent-harbor-local}/venv/bin/python
 dir=$here/.work/atif
 rm -rf "$dir" && mkdir -p "$dir"
 cd "$root"

@@ -10,9 +10,8 @@ use crate::util::output;
 pub(crate) fn export_command(args: &ExportArgs) -> ExitStatus {
     let ExportFormat::Atif(a) = &args.format;
     let name = a.transcript.display();
-    let made = crate::commands::summary::read_transcript(&a.transcript).and_then(|t| {
-        crate::record::atif::from_transcript(&t).map_err(|e| format!("{name}: {e}"))
-    });
+    let made = crate::commands::summary::read_transcript(&a.transcript)
+        .and_then(|t| crate::record::atif::from_transcript(&t).map_err(|e| format!("{name}: {e}")));
     let trajectory = match made {
         Ok(t) => t,
         Err(e) => {

@@ -211,8 +211,8 @@ impl Trajectory {
 
 /// A transcript document's trajectory, as the file `--trajectory` writes.
 pub(crate) fn trajectory_json(transcript: &str) -> Result<String, String> {
-    let t: Transcript = serde_json::from_str(transcript)
-        .map_err(|e| format!("not an agent transcript ({e})"))?;
+    let t: Transcript =
+        serde_json::from_str(transcript).map_err(|e| format!("not an agent transcript ({e})"))?;
     Ok(from_transcript(&t)?.to_json())
 }
 
@@ -263,7 +263,10 @@ pub(crate) fn from_transcript(t: &Transcript) -> Result<Trajectory, String> {
         extra.insert("stop_reason".into(), json!(reason));
     }
     if let Some(e) = &t.error {
-        extra.insert("error".into(), json!({"kind": e.kind, "message": e.message}));
+        extra.insert(
+            "error".into(),
+            json!({"kind": e.kind, "message": e.message}),
+        );
     }
     if let Some(v) = &t.structured_output {
         extra.insert("structured_output".into(), v.clone());
@@ -336,7 +339,12 @@ fn subagent(s: &SubagentRecord, parent: &Transcript) -> Result<Trajectory, Strin
         agent: agent_info(&parent.model, parent.provider.as_deref()),
         steps,
         notes: None,
-        final_metrics: Some(final_metrics(&s.usage, s.cost_usd, total, Some(s.num_turns))),
+        final_metrics: Some(final_metrics(
+            &s.usage,
+            s.cost_usd,
+            total,
+            Some(s.num_turns),
+        )),
         extra: Some(extra),
         subagent_trajectories: Vec::new(),
     })
@@ -381,7 +389,9 @@ fn metrics(u: &Usage, cost: Option<f64>) -> Metrics {
         );
     }
     Metrics {
-        prompt_tokens: Some(u.input_tokens + u.cache_read_input_tokens + u.cache_creation_input_tokens),
+        prompt_tokens: Some(
+            u.input_tokens + u.cache_read_input_tokens + u.cache_creation_input_tokens,
+        ),
         completion_tokens: Some(u.output_tokens),
         cached_tokens: Some(u.cache_read_input_tokens),
         cost_usd: cost,
@@ -568,8 +578,9 @@ impl Builder {
         let id = self.steps.len() as u32 + 1;
         let mut step = plain_step(id, source, String::new());
         step.message = message;
+        let at = self.steps.len();
         self.steps.push(step);
-        self.steps.last_mut().expect("just pushed")
+        &mut self.steps[at]
     }
 
     /// The clearings that took effect before the request of `turn` (all that remain when
@@ -714,7 +725,12 @@ impl Builder {
     /// in the last agent step (a call the resumed run left unanswered) goes there without
     /// `source_call_id`, naming the call in `extra`.
     fn observe(&mut self, id: String, content: String, is_error: bool) {
-        let Some(step) = self.steps.iter_mut().rev().find(|s| s.source == Source::Agent) else {
+        let Some(step) = self
+            .steps
+            .iter_mut()
+            .rev()
+            .find(|s| s.source == Source::Agent)
+        else {
             let step = self.push(Source::User, Content::Text(String::new()));
             step.observation = Some(Observation {
                 results: vec![orphan_result(id, content, is_error)],
@@ -788,9 +804,10 @@ impl Builder {
         let mut left = std::mem::take(&mut self.orphans);
         left.extend(std::mem::take(&mut self.by_message).into_values().flatten());
         if !left.is_empty() {
-            let last = self.steps.iter().rposition(|s| {
-                s.source == Source::Agent && !s.is_copied_context.unwrap_or(false)
-            });
+            let last = self
+                .steps
+                .iter()
+                .rposition(|s| s.source == Source::Agent && !s.is_copied_context.unwrap_or(false));
             if let Some(i) = last {
                 self.billed.entry(i).or_default().extend(left);
             }

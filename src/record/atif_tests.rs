@@ -42,7 +42,11 @@ fn traj(v: Value) -> Trajectory {
 }
 
 fn sum(steps: &[Step], f: impl Fn(&Metrics) -> Option<u64>) -> u64 {
-    steps.iter().filter_map(|s| s.metrics.as_ref()).filter_map(f).sum()
+    steps
+        .iter()
+        .filter_map(|s| s.metrics.as_ref())
+        .filter_map(f)
+        .sum()
 }
 
 #[test]
@@ -86,17 +90,26 @@ fn an_agent_step_has_its_text_reasoning_calls_and_their_results() {
 fn step_metrics_add_up_to_the_transcripts_usage_and_cost() {
     let v = two_turns();
     let t = traj(v.clone());
-    let agent: Vec<&Step> = t.steps.iter().filter(|s| s.source == Source::Agent).collect();
+    let agent: Vec<&Step> = t
+        .steps
+        .iter()
+        .filter(|s| s.source == Source::Agent)
+        .collect();
     assert_eq!(agent[0].metrics.as_ref().unwrap().prompt_tokens, Some(100));
     // Prompt tokens include the cached ones.
     assert_eq!(agent[1].metrics.as_ref().unwrap().prompt_tokens, Some(300));
     assert_eq!(agent[1].metrics.as_ref().unwrap().cached_tokens, Some(100));
     let u = &v["usage"];
-    let prompt = u["input_tokens"].as_u64().unwrap() + u["cache_read_input_tokens"].as_u64().unwrap();
+    let prompt =
+        u["input_tokens"].as_u64().unwrap() + u["cache_read_input_tokens"].as_u64().unwrap();
     assert_eq!(sum(&t.steps, |m| m.prompt_tokens), prompt);
     assert_eq!(sum(&t.steps, |m| m.completion_tokens), 50);
     assert_eq!(sum(&t.steps, |m| m.cached_tokens), 100);
-    let cost: f64 = t.steps.iter().filter_map(|s| s.metrics.as_ref()?.cost_usd).sum();
+    let cost: f64 = t
+        .steps
+        .iter()
+        .filter_map(|s| s.metrics.as_ref()?.cost_usd)
+        .sum();
     assert!((cost - 0.5).abs() < 1e-9, "{cost}");
     let f = t.final_metrics.unwrap();
     assert_eq!(f.total_prompt_tokens, Some(prompt));
@@ -173,7 +186,10 @@ fn a_verification_round_is_a_user_step_that_says_so() {
     msgs.push(json!({"role": "user", "content": [{"type": "text",
         "text": "The verification command `make test` failed (exit 1):\n<output>x</output>"}]}));
     msgs.push(json!({"role": "assistant", "content": [{"type": "text", "text": "Fixed."}]}));
-    v["responses"].as_array_mut().unwrap().push(response(Some(5), 1, 1, 0, 0.0));
+    v["responses"]
+        .as_array_mut()
+        .unwrap()
+        .push(response(Some(5), 1, 1, 0, 0.0));
     let t = traj(v);
     let s = &t.steps[4];
     assert_eq!(s.source, Source::User);
@@ -203,7 +219,10 @@ fn a_subagent_is_embedded_and_referenced_from_its_task_call() {
     assert_eq!(sub.trajectory_id.as_deref(), Some("task-1"));
     assert_eq!(sub.steps.len(), 2);
     assert_eq!(sub.steps[0].step_id, 1);
-    assert_eq!(sub.final_metrics.as_ref().unwrap().total_prompt_tokens, Some(10));
+    assert_eq!(
+        sub.final_metrics.as_ref().unwrap().total_prompt_tokens,
+        Some(10)
+    );
     let r = &t.steps[2].observation.as_ref().unwrap().results[0];
     assert_eq!(r.source_call_id.as_deref(), Some("c1"));
     let refs = r.subagent_trajectory_ref.as_ref().unwrap();
@@ -219,8 +238,14 @@ fn an_interrupted_subagent_gets_a_result_holding_its_reference() {
     v["subagents"] = json!([{"id": "task-9", "tool_use_id": "c9", "status": "interrupted"}]);
     let t = traj(v);
     let results = &t.steps[2].observation.as_ref().unwrap().results;
-    let r = results.iter().find(|r| r.source_call_id.as_deref() == Some("c9")).unwrap();
-    assert_eq!(r.subagent_trajectory_ref.as_ref().unwrap()[0].trajectory_id, "task-9");
+    let r = results
+        .iter()
+        .find(|r| r.source_call_id.as_deref() == Some("c9"))
+        .unwrap();
+    assert_eq!(
+        r.subagent_trajectory_ref.as_ref().unwrap()[0].trajectory_id,
+        "task-9"
+    );
     // A sub-agent with no messages still has a step (ATIF wants at least one).
     assert_eq!(t.subagent_trajectories[0].steps.len(), 1);
 }
@@ -228,7 +253,8 @@ fn an_interrupted_subagent_gets_a_result_holding_its_reference() {
 #[test]
 fn a_resumed_runs_earlier_turns_are_copied_context() {
     let mut v = two_turns();
-    v["resumed_from"] = json!({"path": "/x/old.json", "num_turns": 1, "status": "max_turns", "usage": null});
+    v["resumed_from"] =
+        json!({"path": "/x/old.json", "num_turns": 1, "status": "max_turns", "usage": null});
     let msgs = v["messages"].as_array_mut().unwrap();
     msgs.push(json!({"role": "user", "content": [{"type": "text", "text": "go on"}]}));
     msgs.push(json!({"role": "assistant", "content": [{"type": "text", "text": "ok"}]}));

@@ -155,7 +155,13 @@ impl RunRecord {
     }
 
     /// One billed response, with the index of the message it gave (None: it gave none).
-    fn record_response(&mut self, message: Option<usize>, model: &str, usage: &Usage, prices: &Prices) {
+    fn record_response(
+        &mut self,
+        message: Option<usize>,
+        model: &str,
+        usage: &Usage,
+        prices: &Prices,
+    ) {
         self.responses.push(ResponseRecord {
             message: message.map(|i| i as u64),
             model: model.to_string(),

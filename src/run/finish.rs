@@ -254,7 +254,10 @@ impl Finisher {
         match written {
             Ok(()) => true,
             Err(e) => {
-                output::error(&format!("cannot write --trajectory {}: {e}", path.display()));
+                output::error(&format!(
+                    "cannot write --trajectory {}: {e}",
+                    path.display()
+                ));
                 false
             }
         }

@@ -9,7 +9,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../.." && pwd)
 "$here/setup.sh" venv
-venv=${HARBOR_LOCAL_DIR:-$here/../.work/harbor}/venv
+venv=${HARBOR_LOCAL_DIR:-${TMPDIR:-/tmp}/agent-harbor-local}/venv
 "$venv/bin/python" -m pytest --version >/dev/null 2>&1 || "$venv/bin/pip" install -q pytest
 if [ -z "${AGENT:-}" ]; then (cd "$root" && cargo build -q); fi
 cd "$root"

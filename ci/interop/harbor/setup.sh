@@ -11,14 +11,15 @@
 #   ci/interop/harbor/setup.sh venv     only the Python environment (what the trajectory
 #                                       validator needs: no Docker, no root)
 #
-# Everything goes under $HARBOR_LOCAL_DIR (default ci/interop/.work/harbor, gitignored).
+# Everything goes under $HARBOR_LOCAL_DIR (default $TMPDIR/agent-harbor-local, outside the
+# repository: cargo would walk the debootstrap tree), shared by every checkout.
 # Tasks must start FROM harbor-local/debian:bookworm and keep the verifier in the same
 # environment (a separate verifier image would be pulled). pip over HTTPS inside containers
 # fails: bring wheels or binaries in from the host. Used by ci/interop/harbor/trial.sh and by
 # the ACP trial; a lock keeps two concurrent set-ups from interleaving.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-W=${HARBOR_LOCAL_DIR:-$here/../.work/harbor}
+W=${HARBOR_LOCAL_DIR:-${TMPDIR:-/tmp}/agent-harbor-local}
 mkdir -p "$W"
 W=$(cd "$W" && pwd)
 HARBOR_VERSION=${HARBOR_VERSION:-0.26.0}
@@ -79,6 +80,7 @@ if ! docker image inspect harbor-local/debian:bookworm >/dev/null 2>&1; then
   rm -rf "$W"/rootfs/var/cache/apt/archives/*.deb "$W"/rootfs/var/lib/apt/lists/*
   tar -C "$W/rootfs" -c . | docker import -c 'CMD ["bash"]' \
     -c 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' - harbor-local/debian:bookworm
+  rm -rf "$W/rootfs"
 fi
 venv
 docker compose version

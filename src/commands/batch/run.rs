@@ -375,7 +375,10 @@ fn write_trajectory(transcript: &Path, t: &Transcript) {
         output::write_file_atomic(&path, traj.to_json().as_bytes()).map_err(|e| e.to_string())
     });
     if let Err(e) = written {
-        output::warn(&format!("cannot write the trajectory {}: {e}", path.display()));
+        output::warn(&format!(
+            "cannot write the trajectory {}: {e}",
+            path.display()
+        ));
     }
 }
 
