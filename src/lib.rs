@@ -69,6 +69,7 @@ pub fn main_with_args(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         Command::Batch(args) => commands::batch::batch_command(&args),
         Command::Summary(args) => commands::summary::summary_command(&args),
         Command::Github(args) => commands::github::github_command(*args),
+        Command::Acp(args) => commands::acp::acp_command(&args),
     };
     ExitCode::from(status)
 }

@@ -1,5 +1,6 @@
-//! One module per subcommand: `agent run`, `agent tools`, `agent summary`, `agent batch`, `agent github`.
+//! One module per subcommand: `agent run`, `agent tools`, `agent summary`, `agent batch`, `agent github`, `agent acp`.
 
+pub(crate) mod acp;
 pub(crate) mod batch;
 pub(crate) mod github;
 pub(crate) mod run;

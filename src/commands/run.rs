@@ -265,11 +265,18 @@ fn run_loop(
     ci: &mut ci::CiRun,
     provider: &mut dyn Provider,
 ) -> crate::record::outcome::Outcome {
-    let gate = Arc::new(PolicyGate::new(
+    let mut gate = PolicyGate::new(
         config.tools().settings().clone(),
         &ctx,
         config.tools().on_deny(),
-    ));
+    );
+    if let (crate::config::cli::PermissionPrompt::Stdin, by_default) =
+        config.tools().permission_prompt()
+    {
+        let asker = crate::run::ask::StdinAsker::start(finisher.events.clone());
+        gate = gate.with_asker(asker, by_default);
+    }
+    let gate = Arc::new(gate);
     let session_id = record.locked().session_id().to_string();
     let runner = subagent_runner(
         &config,

@@ -166,6 +166,7 @@ impl Config {
                 add_dirs: Vec::new(),
                 settings: Default::default(),
                 on_deny: Default::default(),
+                permission_prompt: Default::default(),
                 sandbox: Default::default(),
                 command_env: Default::default(),
                 mcp: Default::default(),

@@ -83,6 +83,19 @@ pub(crate) enum RunEvent {
     /// The run ended (the last event), with the whole transcript.
     #[serde(rename = "run.finished")]
     RunFinished(RunFinished),
+    /// `--permission-prompt stdin`: a call waits for a person's answer on stdin.
+    #[serde(rename = "permission.requested")]
+    PermissionRequested(PermissionRequested),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub(crate) struct PermissionRequested {
+    /// The call's id (`tool_use_id`): the answer names it.
+    pub id: String,
+    pub name: String,
+    pub input: Value,
+    /// Why it is asked: the `ask` rule, or `--ask-by-default`.
+    pub reason: String,
 }
 
 /// `run.started` / `subagent.started`.
@@ -299,6 +312,7 @@ impl RunEvent {
             RunEvent::PlanUpdated(_) => "plan.updated",
             RunEvent::McpToolsChanged(_) => "mcp.tools_changed",
             RunEvent::RunFinished(_) => "run.finished",
+            RunEvent::PermissionRequested(_) => "permission.requested",
         }
     }
 
