@@ -177,3 +177,7 @@ pub(crate) fn write_mcp(dir: &Path, mcp: &Map<String, Value>) -> std::io::Result
     crate::util::output::write_file_atomic(&path, text.as_bytes())?;
     Ok(Some(path))
 }
+
+#[cfg(test)]
+#[path = "store_tests.rs"]
+mod tests;

@@ -184,3 +184,7 @@ pub(crate) fn title(name: &str, input: &Value) -> String {
         None => name.to_string(),
     }
 }
+
+#[cfg(test)]
+#[path = "updates_tests.rs"]
+mod tests;
