@@ -55,7 +55,13 @@ pub(crate) fn acp_command(args: &AcpArgs) -> ExitStatus {
         wire::PROTOCOL_VERSION,
         opts.store.display()
     ));
-    let (out, writer) = Out::start(Box::new(std::io::stdout()));
+    let (out, writer) = match Out::start(Box::new(std::io::stdout())) {
+        Ok(w) => w,
+        Err(e) => {
+            output::error(&format!("acp: cannot start the writer thread: {e}"));
+            return ExitStatus::Failure;
+        }
+    };
     let mut server = Server {
         out: out.clone(),
         opts,

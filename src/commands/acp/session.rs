@@ -21,6 +21,7 @@ use super::store::{self, Meta, SessionSpec};
 use super::updates::{self, AcpUpdates};
 use super::wire::{self, Out, RpcError};
 use crate::config::cli::AcpPermissions;
+use crate::model::protocol::{ContentBlock, Message, Role};
 use crate::run::event::{PermissionRequested, RunEvent};
 use crate::run::events::{Emitted, Sink};
 use crate::util::output;
@@ -270,14 +271,17 @@ impl Session {
 
     /// `session/load`: the stored conversation, replayed as session updates.
     pub(crate) fn replay(&self) {
-        let Ok(text) = std::fs::read_to_string(self.transcript()) else {
-            return;
+        if !self.transcript().exists() {
+            return; // no prompt yet
+        }
+        let resumed = match crate::record::resume::load(&self.transcript()) {
+            Ok(r) => r,
+            Err(e) => {
+                output::warn(&format!("acp: session {}: {e}", self.id));
+                return;
+            }
         };
-        let Ok(t) = serde_json::from_str::<Value>(&text) else {
-            output::warn(&format!("acp: cannot read {}", self.transcript().display()));
-            return;
-        };
-        for u in replay_updates(&t, &self.cwd) {
+        for u in replay_updates(&resumed.messages, &self.cwd) {
             self.out.notify("session/update", json!({"sessionId": self.id, "update": u}));
         }
     }
@@ -611,7 +615,9 @@ fn answer(
             ),
         ));
     };
-    let t: Value = serde_json::from_str(&f.transcript.0).unwrap_or(Value::Null);
+    let t = f
+        .transcript()
+        .map_err(|e| RpcError::new(wire::INTERNAL_ERROR, e))?;
     let stop = match f.status.as_str() {
         _ if cancelled => "cancelled",
         "success" | "verify_failed" | "denied" | "schema_failed" => "end_turn",
@@ -619,9 +625,9 @@ fn answer(
         "max_tokens" | "context_exceeded" => "max_tokens",
         "refusal" => "refusal",
         _ => {
-            let message = t["error"]["message"]
-                .as_str()
-                .map(String::from)
+            let message = t
+                .error
+                .map(|e| e.message)
                 .unwrap_or_else(|| format!("the run ended with status {}", f.status));
             return Err(RpcError::new(
                 wire::INTERNAL_ERROR,
@@ -629,63 +635,62 @@ fn answer(
             ));
         }
     };
-    let u = &t["usage"];
-    let n = |k: &str| u[k].as_u64().unwrap_or(0);
-    let (input, output) = (
-        n("input_tokens") + n("cache_read_input_tokens") + n("cache_creation_input_tokens"),
-        n("output_tokens"),
-    );
+    let u = &t.usage;
+    let input = u.input_tokens + u.cache_read_input_tokens + u.cache_creation_input_tokens;
     Ok(json!({
         "stopReason": stop,
         "usage": {
             "inputTokens": input,
-            "outputTokens": output,
-            "totalTokens": input + output,
-            "cachedReadTokens": n("cache_read_input_tokens"),
-            "cachedWriteTokens": n("cache_creation_input_tokens"),
+            "outputTokens": u.output_tokens,
+            "totalTokens": input + u.output_tokens,
+            "thoughtTokens": u.reasoning_output_tokens,
+            "cachedReadTokens": u.cache_read_input_tokens,
+            "cachedWriteTokens": u.cache_creation_input_tokens,
         },
         "_meta": {"agent": {
             "status": f.status,
             "exitCode": f.exit_code,
-            "numTurns": t["num_turns"],
-            "costUsd": t["cost_usd"],
+            "numTurns": t.num_turns,
+            "costUsd": t.cost_usd,
         }},
     }))
 }
 
-/// A stored conversation as session updates: the user's and the agent's text, and each
-/// tool call with its result.
-fn replay_updates(transcript: &Value, cwd: &std::path::Path) -> Vec<Value> {
+/// A stored conversation (read as `--resume` reads it) as session updates: the user's
+/// and the agent's text, each tool call and its result.
+fn replay_updates(messages: &[Message], cwd: &std::path::Path) -> Vec<Value> {
     let mut out = Vec::new();
-    for m in transcript["messages"].as_array().into_iter().flatten() {
-        let role = m["role"].as_str().unwrap_or_default();
-        let who = if role == "assistant" { "agent" } else { "user" };
-        out.extend(updates::message_chunks(m, who));
-        for b in m["content"].as_array().into_iter().flatten() {
-            match b["type"].as_str() {
-                Some("tool_use") => out.push(updates::tool_call(
-                    b["id"].as_str().unwrap_or_default(),
-                    b["name"].as_str().unwrap_or_default(),
-                    &b["input"],
-                    cwd,
-                )),
-                Some("tool_result") => {
-                    let text = match &b["content"] {
-                        Value::String(s) => s.clone(),
-                        Value::Array(a) => a
-                            .iter()
-                            .filter_map(|c| c["text"].as_str())
-                            .collect::<Vec<_>>()
-                            .join("\n"),
-                        _ => String::new(),
-                    };
-                    out.push(json!({
-                        "sessionUpdate": "tool_call_update",
-                        "toolCallId": b["tool_use_id"],
-                        "status": if b["is_error"] == true { "failed" } else { "completed" },
-                        "content": [{"type": "content", "content": {"type": "text", "text": text}}],
-                    }));
+    for m in messages {
+        let who = match m.role {
+            Role::Assistant => "agent",
+            Role::User => "user",
+        };
+        // Each block in its place: the text before a call comes before it.
+        for b in &m.content {
+            match b {
+                ContentBlock::Text { .. } | ContentBlock::Thinking { .. } => {
+                    out.extend(updates::message_chunks(
+                        &Message {
+                            role: m.role,
+                            content: vec![b.clone()],
+                        },
+                        who,
+                    ));
                 }
+                ContentBlock::ToolUse { id, name, input, .. } => {
+                    out.push(updates::tool_call(id, name, input, cwd));
+                }
+                ContentBlock::ToolResult {
+                    tool_use_id,
+                    content,
+                    is_error,
+                    ..
+                } => out.push(json!({
+                    "sessionUpdate": "tool_call_update",
+                    "toolCallId": tool_use_id,
+                    "status": if *is_error { "failed" } else { "completed" },
+                    "content": [{"type": "content", "content": {"type": "text", "text": content}}],
+                })),
                 _ => {}
             }
         }

@@ -14,6 +14,7 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use super::wire::Out;
+use crate::model::protocol::{ContentBlock, Message};
 use crate::run::event::RunEvent;
 use crate::run::events::{Emitted, Sink};
 
@@ -66,8 +67,10 @@ impl Sink for AcpUpdates {
 pub(crate) fn updates(event: &RunEvent, subagent: bool, cwd: &Path) -> Vec<Value> {
     match event {
         RunEvent::AssistantMessage(m) if !subagent => {
-            let message: Value = serde_json::from_str(&m.message.0).unwrap_or(Value::Null);
-            message_chunks(&message, "agent")
+            match serde_json::from_str::<Message>(&m.message.0) {
+                Ok(message) => message_chunks(&message, "agent"),
+                Err(_) => Vec::new(),
+            }
         }
         RunEvent::ToolStarted(t) => {
             let input = t.input.clone().unwrap_or(Value::Null);
@@ -96,26 +99,20 @@ pub(crate) fn updates(event: &RunEvent, subagent: bool, cwd: &Path) -> Vec<Value
 
 /// A message's text and thinking blocks as chunks (`who`: `agent` or `user`); tool
 /// blocks are left to the tool events.
-pub(crate) fn message_chunks(message: &Value, who: &str) -> Vec<Value> {
-    let blocks = match &message["content"] {
-        Value::String(s) => vec![json!({"type": "text", "text": s})],
-        Value::Array(a) => a.clone(),
-        _ => Vec::new(),
+pub(crate) fn message_chunks(message: &Message, who: &str) -> Vec<Value> {
+    let chunk = |kind: &str, text: &str| {
+        json!({"sessionUpdate": kind, "content": {"type": "text", "text": text}})
     };
-    blocks
+    message
+        .content
         .iter()
-        .filter_map(|b| match b["type"].as_str() {
-            Some("text") => b["text"].as_str().filter(|t| !t.is_empty()).map(|t| {
-                json!({"sessionUpdate": format!("{who}_message_chunk"),
-                       "content": {"type": "text", "text": t}})
-            }),
-            Some("thinking") if who == "agent" => b["thinking"]
-                .as_str()
-                .filter(|t| !t.is_empty())
-                .map(|t| {
-                    json!({"sessionUpdate": "agent_thought_chunk",
-                           "content": {"type": "text", "text": t}})
-                }),
+        .filter_map(|b| match b {
+            ContentBlock::Text { text, .. } if !text.is_empty() => {
+                Some(chunk(&format!("{who}_message_chunk"), text))
+            }
+            ContentBlock::Thinking { thinking, .. } if who == "agent" && !thinking.is_empty() => {
+                Some(chunk("agent_thought_chunk", thinking))
+            }
             _ => None,
         })
         .collect()

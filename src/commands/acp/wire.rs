@@ -67,7 +67,9 @@ pub(crate) struct Out {
 
 impl Out {
     /// The queue and the thread that writes it to `sink` (stdout), one line a message.
-    pub(crate) fn start(mut sink: Box<dyn Write + Send>) -> (Out, std::thread::JoinHandle<()>) {
+    pub(crate) fn start(
+        mut sink: Box<dyn Write + Send>,
+    ) -> std::io::Result<(Out, std::thread::JoinHandle<()>)> {
         let (tx, rx): (SyncSender<String>, Receiver<String>) = sync_channel(QUEUE_MESSAGES);
         // Stdout failed: the client is gone, and what is left is dropped.
         let c = Arc::new(AtomicBool::new(false));
@@ -86,16 +88,15 @@ impl Out {
                         c.store(true, Ordering::SeqCst);
                     }
                 }
-            })
-            .expect("cannot start the writer thread");
-        (
+            })?;
+        Ok((
             Out {
                 tx,
                 next_id: Arc::new(AtomicU64::new(0)),
                 pending: Arc::default(),
             },
             writer,
-        )
+        ))
     }
 
     fn send(&self, msg: &Value) {
