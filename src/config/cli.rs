@@ -513,6 +513,12 @@ pub(crate) struct CiArgs {
     /// The last event is run.finished.
     #[arg(long, conflicts_with = "json", help_heading = heading::OUTPUT)]
     pub jsonl: bool,
+    /// With --jsonl: also an `assistant.delta` event for each piece of text as it streams.
+    ///
+    /// A piece heard before a `retry` event belongs to an attempt that was dropped; the
+    /// turn's text is the `assistant.message` that follows.
+    #[arg(long, requires = "jsonl", help_heading = heading::OUTPUT)]
+    pub include_partial_messages: bool,
     /// Stop (exit 3) once this many tool calls were made.
     ///
     /// Checked before each request; the status is budget.

@@ -185,6 +185,7 @@ impl Config {
             output: OutputConfig {
                 json: true,
                 jsonl: false,
+                partial_messages: false,
                 output_file: None,
                 verbosity: crate::util::output::Verbosity::Quiet,
                 keep_spill: false,

@@ -86,6 +86,15 @@ pub(crate) enum RunEvent {
     /// `--permission-prompt stdin`: a call waits for a person's answer on stdin.
     #[serde(rename = "permission.requested")]
     PermissionRequested(PermissionRequested),
+    /// `--include-partial-messages`: a piece of the model's text as it streams.
+    #[serde(rename = "assistant.delta")]
+    AssistantDelta(AssistantDelta),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub(crate) struct AssistantDelta {
+    pub turn: u32,
+    pub text: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -313,6 +322,7 @@ impl RunEvent {
             RunEvent::McpToolsChanged(_) => "mcp.tools_changed",
             RunEvent::RunFinished(_) => "run.finished",
             RunEvent::PermissionRequested(_) => "permission.requested",
+            RunEvent::AssistantDelta(_) => "assistant.delta",
         }
     }
 

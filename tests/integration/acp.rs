@@ -38,7 +38,12 @@ fn user_texts(messages: &[Value]) -> Vec<String> {
 #[test]
 fn two_prompts_in_one_session_the_second_carries_the_first_and_chunks_come_in_order() {
     let env = TestEnv::keep_alive(vec![
-        Reply::turn(Turn::new().text("first answer").usage(120, 30)),
+        Reply::turn(
+            Turn::new()
+                .thinking("considering", "sig")
+                .text("first answer, streamed in pieces")
+                .usage(120, 30),
+        ),
         Reply::turn(Turn::new().text("second answer").usage(200, 40)),
     ]);
     let mut c = AcpClient::start(&env, &[]);
@@ -56,10 +61,14 @@ fn two_prompts_in_one_session_the_second_carries_the_first_and_chunks_come_in_or
     assert_eq!(r1["result"]["stopReason"], "end_turn", "{r1}");
     assert_eq!(r1["result"]["usage"]["inputTokens"], 120);
     assert_eq!(r1["result"]["usage"]["outputTokens"], 30);
-    assert_eq!(texts(&u1, "agent_message_chunk"), ["first answer"]);
+    // The text came as it streamed: several chunks, in order, nothing twice.
+    let pieces = texts(&u1, "agent_message_chunk");
+    assert!(pieces.len() > 1, "{pieces:?}");
+    assert_eq!(pieces.concat(), "first answer, streamed in pieces");
+    assert_eq!(texts(&u1, "agent_thought_chunk"), ["considering"]);
     let (r2, u2) = c.call("session/prompt", text_prompt(&sid, "say two"));
     assert_eq!(r2["result"]["stopReason"], "end_turn", "{r2}");
-    assert_eq!(texts(&u2, "agent_message_chunk"), ["second answer"]);
+    assert_eq!(texts(&u2, "agent_message_chunk").concat(), "second answer");
     // Every update of a prompt came before its answer, in the session it belongs to.
     assert!(u1.iter().chain(&u2).all(|u| u["params"]["sessionId"] == sid));
 
@@ -68,7 +77,7 @@ fn two_prompts_in_one_session_the_second_carries_the_first_and_chunks_come_in_or
     let second = reqs[1].messages();
     assert_eq!(user_texts(second), ["say one", "say two"], "{second:?}");
     assert!(second.iter().any(|m| m["role"] == "assistant"
-        && m["content"].to_string().contains("first answer")));
+        && m["content"].to_string().contains("first answer, streamed")));
     env.server.assert_invariants();
     let (code, _) = c.finish();
     assert_eq!(code, Some(0));
@@ -334,4 +343,42 @@ fn bad_run_flags_are_a_usage_error_naming_the_flag() {
     assert!(out.stderr.contains("--json"), "{}", out.stderr);
     let out = env.run(&["acp", "--", "--no-such-flag"]);
     out.assert_code(2);
+}
+
+#[test]
+fn events_file_gets_each_prompts_jsonl_stream_beside_the_protocol() {
+    let env = TestEnv::keep_alive(vec![Reply::Sse(turn_text("one")), Reply::Sse(turn_text("two"))]);
+    let events = env.out("events.jsonl");
+    let mut c = AcpClient::start(&env, &["--events", events.to_str().unwrap()]);
+    let sid = open_session(&mut c, &env.ws());
+    c.call("session/prompt", text_prompt(&sid, "a"));
+    c.call("session/prompt", text_prompt(&sid, "b"));
+    assert_eq!(c.finish().0, Some(0));
+    let text = std::fs::read_to_string(&events).unwrap();
+    let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let finished: Vec<&Value> = lines.iter().filter(|l| l["type"] == "run.finished").collect();
+    assert_eq!(finished.len(), 2, "one run per prompt");
+    assert!(lines.iter().any(|l| l["type"] == "assistant.delta"));
+    assert_eq!(finished[1]["transcript"]["status"], "success");
+}
+
+#[test]
+fn an_unanswered_permission_request_is_denied_after_the_timeout() {
+    let env = TestEnv::keep_alive(vec![
+        Reply::Sse(turn_tools(&[("w", "Bash", json!({"command": "echo x > never.txt"}))])),
+        Reply::Sse(turn_text("done")),
+    ]);
+    let mut c = AcpClient::start(&env, &["--acp-permission-timeout", "1s", "--", "--full-auto"]);
+    let sid = open_session(&mut c, &env.ws());
+    let id = c.send("session/prompt", text_prompt(&sid, "write"));
+    let mut asked = 0;
+    let (r, _) = c.until_response(id, |_, req| {
+        assert_eq!(req["method"], "session/request_permission");
+        asked += 1; // never answered
+    });
+    assert_eq!(r["result"]["stopReason"], "end_turn", "{r}");
+    assert_eq!(asked, 1);
+    assert!(!env.path("never.txt").exists());
+    let results = env.server.requests()[1].tool_results();
+    assert!(results[0].content.contains("--acp-permission-timeout"), "{}", results[0].content);
 }

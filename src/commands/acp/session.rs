@@ -126,6 +126,7 @@ impl Session {
             out: self.out.clone(),
             session_id: self.id.clone(),
             cwd: self.cwd.clone(),
+            streamed: false,
         }
     }
 
@@ -308,6 +309,7 @@ impl Session {
         cmd.arg("run")
             .args(&self.opts.run_flags)
             .arg("--jsonl")
+            .arg("--include-partial-messages")
             .arg("-o")
             .arg(self.transcript())
             .arg("--prompt-file")

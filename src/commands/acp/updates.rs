@@ -24,6 +24,9 @@ pub(crate) struct AcpUpdates {
     pub(crate) session_id: String,
     /// The session's workspace: relative paths in tool inputs are shown under it.
     pub(crate) cwd: std::path::PathBuf,
+    /// The turn's text already went out piece by piece (`assistant.delta`): its
+    /// `assistant.message` then adds only the thinking.
+    pub(crate) streamed: bool,
 }
 
 impl AcpUpdates {
@@ -57,7 +60,29 @@ pub(crate) fn available_commands(_cwd: &Path) -> Vec<(String, String)> {
 
 impl Sink for AcpUpdates {
     fn event(&mut self, e: &Emitted<'_>) {
-        for u in updates(e.event, e.subagent_id.is_some(), &self.cwd) {
+        let subagent = e.subagent_id.is_some();
+        match e.event {
+            RunEvent::TurnStarted(_) if !subagent => self.streamed = false,
+            RunEvent::AssistantDelta(d) if !subagent && !d.text.is_empty() => {
+                self.streamed = true;
+                self.send(json!({"sessionUpdate": "agent_message_chunk",
+                                 "content": {"type": "text", "text": d.text}}));
+                return;
+            }
+            RunEvent::AssistantMessage(m) if !subagent && self.streamed => {
+                if let Ok(mut message) = serde_json::from_str::<Message>(&m.message.0) {
+                    message
+                        .content
+                        .retain(|b| matches!(b, ContentBlock::Thinking { .. }));
+                    for u in message_chunks(&message, "agent") {
+                        self.send(u);
+                    }
+                }
+                return;
+            }
+            _ => {}
+        }
+        for u in updates(e.event, subagent, &self.cwd) {
             self.send(u);
         }
     }
