@@ -205,7 +205,9 @@ impl Gate for PolicyGate {
                 }
             }
         }
-        if let Some(reason) = check_rules(&self.settings, name, call.subject, &self.runner.workspace) {
+        if let Some(reason) =
+            check_rules(&self.settings, name, call.subject, &self.runner.workspace)
+        {
             return Err(Denial { reason });
         }
         let Some(why) = self.needs_asking(call) else {

@@ -824,7 +824,12 @@ impl Asker for Recording {
     }
 }
 
-fn asking_gate(dir: &Path, json: &str, allow: bool, by_default: bool) -> (PolicyGate, Arc<Recording>) {
+fn asking_gate(
+    dir: &Path,
+    json: &str,
+    allow: bool,
+    by_default: bool,
+) -> (PolicyGate, Arc<Recording>) {
     let asker = Arc::new(Recording {
         allow,
         asked: Default::default(),
@@ -867,7 +872,12 @@ fn an_answer_of_no_is_a_denial_and_no_asker_denies_saying_why() {
     assert_eq!(e.reason, "denied by the user");
     let headless = gate_with(dir.path(), json);
     let e = before(&headless, b.as_ref(), "1", &json!({"command": "ls"})).unwrap_err();
-    assert!(e.reason.contains("needs a person's approval (ask rule Bash)"), "{}", e.reason);
+    assert!(
+        e.reason
+            .contains("needs a person's approval (ask rule Bash)"),
+        "{}",
+        e.reason
+    );
     assert!(e.reason.contains("--permission-prompt"), "{}", e.reason);
 }
 
@@ -880,9 +890,31 @@ fn ask_by_default_asks_for_what_can_change_things_and_no_rule_allows() {
     let read = tool("ReadFile");
     let write = tool("WriteFile");
     assert!(before(&g, read.as_ref(), "r", &json!({"path": "f"})).is_ok());
-    assert!(before(&g, write.as_ref(), "w", &json!({"path": "f", "content": "y"})).is_ok());
-    assert!(before(&g, tool("Bash").as_ref(), "b", &json!({"command": "cargo test -q"})).is_ok());
-    let asked: Vec<String> = asker.asked.lock().unwrap().iter().map(|(id, _)| id.clone()).collect();
+    assert!(
+        before(
+            &g,
+            write.as_ref(),
+            "w",
+            &json!({"path": "f", "content": "y"})
+        )
+        .is_ok()
+    );
+    assert!(
+        before(
+            &g,
+            tool("Bash").as_ref(),
+            "b",
+            &json!({"command": "cargo test -q"})
+        )
+        .is_ok()
+    );
+    let asked: Vec<String> = asker
+        .asked
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(id, _)| id.clone())
+        .collect();
     // ReadFile is read-only; Bash has an allow rule that decided the call.
     assert_eq!(asked, ["w"]);
 }
@@ -895,5 +927,7 @@ fn ask_rules_are_checked_like_any_rule() {
 
 fn settings_err(json: &str) -> String {
     let mut s = Settings::default();
-    s.merge_str(json, "test.json", &known()).unwrap_err().to_string()
+    s.merge_str(json, "test.json", &known())
+        .unwrap_err()
+        .to_string()
 }

@@ -489,29 +489,32 @@ pub(crate) fn ask_rule<'s>(
     workspace: &Path,
 ) -> Option<&'s Rule> {
     let mut rules = settings.ask.iter().filter(|r| names(&r.tool, name));
-    rules.clone().find(|r| r.spec.is_none()).or_else(|| match subject {
-        Subject::Command(command) => {
-            let Ok(script) = parse(command) else {
-                return rules.next();
-            };
-            if !script.opaque.is_empty() {
-                return rules.next();
+    rules
+        .clone()
+        .find(|r| r.spec.is_none())
+        .or_else(|| match subject {
+            Subject::Command(command) => {
+                let Ok(script) = parse(command) else {
+                    return rules.next();
+                };
+                if !script.opaque.is_empty() {
+                    return rules.next();
+                }
+                script.commands.iter().find_map(|part| {
+                    deny_variants(part)
+                        .iter()
+                        .find_map(|v| rules.clone().find(|r| r.matches_command(v)))
+                })
             }
-            script.commands.iter().find_map(|part| {
-                deny_variants(part)
-                    .iter()
-                    .find_map(|v| rules.clone().find(|r| r.matches_command(v)))
-            })
-        }
-        Subject::Paths(paths) => paths.iter().find_map(|raw| {
-            let candidates = path_candidates(raw, workspace);
-            rules
-                .clone()
-                .find(|r| candidates.iter().any(|c| r.matches_path(c)))
-        }),
-        Subject::Domain(host) => rules.clone().find(|r| r.matches_domain(host)),
-        Subject::Nothing => None,
-    })
+            Subject::Paths(paths) => paths.iter().find_map(|raw| {
+                let candidates = path_candidates(raw, workspace);
+                rules
+                    .clone()
+                    .find(|r| candidates.iter().any(|c| r.matches_path(c)))
+            }),
+            Subject::Domain(host) => rules.clone().find(|r| r.matches_domain(host)),
+            Subject::Nothing => None,
+        })
 }
 
 /// Whether any allow rule names the tool (an allow list decided the call).

@@ -12,7 +12,10 @@ fn an_answer_reaches_the_call_it_names_and_the_end_of_stdin_denies_the_rest() {
     let a = rx_a.recv().unwrap();
     assert_eq!((a.id.as_str(), a.decision), ("a", Decision::Deny));
     assert_eq!(a.message.as_deref(), Some("no"));
-    assert!(rx_b.recv().is_err(), "b was never answered: its sender is dropped");
+    assert!(
+        rx_b.recv().is_err(),
+        "b was never answered: its sender is dropped"
+    );
     assert!(waiting.locked().closed);
 }
 

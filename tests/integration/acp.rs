@@ -15,7 +15,12 @@ fn texts(updates: &[Value], kind: &str) -> Vec<String> {
     updates
         .iter()
         .filter(|u| u["params"]["update"]["sessionUpdate"] == kind)
-        .map(|u| u["params"]["update"]["content"]["text"].as_str().unwrap().to_string())
+        .map(|u| {
+            u["params"]["update"]["content"]["text"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
         .collect()
 }
 
@@ -70,14 +75,20 @@ fn two_prompts_in_one_session_the_second_carries_the_first_and_chunks_come_in_or
     assert_eq!(r2["result"]["stopReason"], "end_turn", "{r2}");
     assert_eq!(texts(&u2, "agent_message_chunk").concat(), "second answer");
     // Every update of a prompt came before its answer, in the session it belongs to.
-    assert!(u1.iter().chain(&u2).all(|u| u["params"]["sessionId"] == sid));
+    assert!(
+        u1.iter()
+            .chain(&u2)
+            .all(|u| u["params"]["sessionId"] == sid)
+    );
 
     let reqs = env.server.requests();
     assert_eq!(reqs.len(), 2);
     let second = reqs[1].messages();
     assert_eq!(user_texts(second), ["say one", "say two"], "{second:?}");
-    assert!(second.iter().any(|m| m["role"] == "assistant"
-        && m["content"].to_string().contains("first answer, streamed")));
+    assert!(
+        second.iter().any(|m| m["role"] == "assistant"
+            && m["content"].to_string().contains("first answer, streamed"))
+    );
     env.server.assert_invariants();
     let (code, _) = c.finish();
     assert_eq!(code, Some(0));
@@ -90,14 +101,24 @@ fn a_parallel_batch_starts_every_call_before_any_ends_and_a_serial_call_follows(
     let call = |id| (id, "mcp__t__barrier", json!({"parties": 3}));
     let env = TestEnv::keep_alive(vec![
         Reply::Sse(turn_tools(&[call("b1"), call("b2"), call("b3")])),
-        Reply::Sse(turn_tools(&[("s1", "Bash", json!({"command": "echo serial"}))])),
+        Reply::Sse(turn_tools(&[(
+            "s1",
+            "Bash",
+            json!({"command": "echo serial"}),
+        )])),
         Reply::Sse(turn_text("done")),
     ]);
-    let mut c = AcpClient::start(&env, &["--acp-permissions", "allow-all", "--", "--full-auto"]);
+    let mut c = AcpClient::start(
+        &env,
+        &["--acp-permissions", "allow-all", "--", "--full-auto"],
+    );
     c.call("initialize", json!({"protocolVersion": 1}));
     let server = json!({"name": "t", "command": env!("CARGO_BIN_EXE_mcp-test-server"),
                         "args": [], "env": []});
-    let (new, _) = c.call("session/new", json!({"cwd": env.ws(), "mcpServers": [server]}));
+    let (new, _) = c.call(
+        "session/new",
+        json!({"cwd": env.ws(), "mcpServers": [server]}),
+    );
     let sid = new["result"]["sessionId"].as_str().unwrap().to_string();
     let (r, updates) = c.call("session/prompt", text_prompt(&sid, "go"));
     assert_eq!(r["result"]["stopReason"], "end_turn", "{r}");
@@ -127,13 +148,22 @@ fn a_parallel_batch_starts_every_call_before_any_ends_and_a_serial_call_follows(
         assert!(tool_updates.contains(&("tool_call_update".into(), id.into(), "completed".into())));
     }
     // The serial call starts after the batch ended, and ends after it started.
-    let s1_start = tool_updates.iter().position(|(k, id, _)| k == "tool_call" && id == "s1").unwrap();
-    let s1_end = tool_updates.iter().position(|(k, id, _)| k == "tool_call_update" && id == "s1").unwrap();
+    let s1_start = tool_updates
+        .iter()
+        .position(|(k, id, _)| k == "tool_call" && id == "s1")
+        .unwrap();
+    let s1_end = tool_updates
+        .iter()
+        .position(|(k, id, _)| k == "tool_call_update" && id == "s1")
+        .unwrap();
     let batch_last_end = tool_updates
         .iter()
         .rposition(|(k, id, _)| k == "tool_call_update" && id.starts_with('b'))
         .unwrap();
-    assert!(batch_last_end < s1_start && s1_start < s1_end, "{tool_updates:?}");
+    assert!(
+        batch_last_end < s1_start && s1_start < s1_end,
+        "{tool_updates:?}"
+    );
     let bash = updates
         .iter()
         .map(|u| &u["params"]["update"])
@@ -141,17 +171,32 @@ fn a_parallel_batch_starts_every_call_before_any_ends_and_a_serial_call_follows(
         .unwrap();
     assert_eq!(bash["kind"], "execute");
     assert_eq!(bash["title"], "Bash echo serial");
-    for (content, _) in [("all 3 calls arrived together", 0)] {
-        assert!(updates.iter().any(|u| u.to_string().contains(content)), "{updates:?}");
-    }
+    // Each barrier call returned only once all three had arrived.
+    let together = updates
+        .iter()
+        .filter(|u| u.to_string().contains("all 3 calls arrived together"))
+        .count();
+    assert_eq!(together, 3, "{updates:?}");
 }
 
 #[test]
 fn a_permission_request_allowed_runs_the_call_and_one_rejected_does_not() {
     let env = TestEnv::keep_alive(vec![
-        Reply::Sse(turn_tools(&[("w1", "Bash", json!({"command": "echo yes > allowed.txt"}))])),
-        Reply::Sse(turn_tools(&[("w2", "Bash", json!({"command": "echo no > rejected.txt"}))])),
-        Reply::Sse(turn_tools(&[("w3", "ReadFile", json!({"path": "allowed.txt"}))])),
+        Reply::Sse(turn_tools(&[(
+            "w1",
+            "Bash",
+            json!({"command": "echo yes > allowed.txt"}),
+        )])),
+        Reply::Sse(turn_tools(&[(
+            "w2",
+            "Bash",
+            json!({"command": "echo no > rejected.txt"}),
+        )])),
+        Reply::Sse(turn_tools(&[(
+            "w3",
+            "ReadFile",
+            json!({"path": "allowed.txt"}),
+        )])),
         Reply::Sse(turn_text("done")),
     ]);
     let mut c = AcpClient::start(&env, &["--", "--full-auto"]);
@@ -160,10 +205,20 @@ fn a_permission_request_allowed_runs_the_call_and_one_rejected_does_not() {
     let mut asked = Vec::new();
     let (r, updates) = c.until_response(id, |c, req| {
         assert_eq!(req["method"], "session/request_permission", "{req}");
-        let call = req["params"]["toolCall"]["toolCallId"].as_str().unwrap().to_string();
-        let option = if call == "w1" { "allow_once" } else { "reject_once" };
+        let call = req["params"]["toolCall"]["toolCallId"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let option = if call == "w1" {
+            "allow_once"
+        } else {
+            "reject_once"
+        };
         asked.push(call);
-        c.reply(&req["id"], json!({"outcome": {"outcome": "selected", "optionId": option}}));
+        c.reply(
+            &req["id"],
+            json!({"outcome": {"outcome": "selected", "optionId": option}}),
+        );
     });
     assert_eq!(r["result"]["stopReason"], "end_turn", "{r}");
     // ReadFile is read-only: never asked under the default mode.
@@ -181,7 +236,11 @@ fn a_permission_request_allowed_runs_the_call_and_one_rejected_does_not() {
     assert_eq!(status("w1"), "completed");
     assert_eq!(status("w2"), "failed");
     let results = env.server.requests()[2].tool_results();
-    assert!(results[0].is_error && results[0].content.contains("denied by the user"), "{:?}", results[0].content);
+    assert!(
+        results[0].is_error && results[0].content.contains("denied by the user"),
+        "{:?}",
+        results[0].content
+    );
 }
 
 #[test]
@@ -191,7 +250,10 @@ fn cancel_during_a_long_command_kills_it_and_answers_cancelled() {
         "Bash",
         json!({"command": "echo $$ > pid.txt; exec sleep 300", "timeout": 600}),
     )]))]);
-    let mut c = AcpClient::start(&env, &["--acp-permissions", "allow-all", "--", "--full-auto"]);
+    let mut c = AcpClient::start(
+        &env,
+        &["--acp-permissions", "allow-all", "--", "--full-auto"],
+    );
     let sid = open_session(&mut c, &env.ws());
     let id = c.send("session/prompt", text_prompt(&sid, "wait"));
     // The call is running once its tool_call came and the shell wrote its pid.
@@ -208,7 +270,11 @@ fn cancel_during_a_long_command_kills_it_and_answers_cancelled() {
         {
             break p;
         }
-        assert!(started.elapsed().as_secs() < 60, "the command never ran: {:?}", c.log);
+        assert!(
+            started.elapsed().as_secs() < 60,
+            "the command never ran: {:?}",
+            c.log
+        );
         std::thread::sleep(std::time::Duration::from_millis(10));
     };
     c.notify("session/cancel", json!({"sessionId": sid}));
@@ -216,7 +282,10 @@ fn cancel_during_a_long_command_kills_it_and_answers_cancelled() {
     assert_eq!(r["result"]["stopReason"], "cancelled", "{r}");
     // SAFETY: kill(pid, 0) only asks whether the process exists.
     let alive = unsafe { libc::kill(pid, 0) } == 0;
-    assert!(!alive, "the command (pid {pid}) outlived the cancelled prompt");
+    assert!(
+        !alive,
+        "the command (pid {pid}) outlived the cancelled prompt"
+    );
     // The session takes the next prompt.
     let (code, _) = c.finish();
     assert_eq!(code, Some(0));
@@ -283,7 +352,10 @@ fn a_hostile_client_gets_the_specified_errors_and_never_a_crash() {
         "Bash",
         json!({"command": "exec sleep 300", "timeout": 600}),
     )]))]);
-    let mut c = AcpClient::start(&env, &["--acp-permissions", "allow-all", "--", "--full-auto"]);
+    let mut c = AcpClient::start(
+        &env,
+        &["--acp-permissions", "allow-all", "--", "--full-auto"],
+    );
     let code = |v: &Value| v["error"]["code"].as_i64().unwrap();
     // Before initialize.
     let (r, _) = c.call("session/new", json!({"cwd": env.ws(), "mcpServers": []}));
@@ -306,9 +378,15 @@ fn a_hostile_client_gets_the_specified_errors_and_never_a_crash() {
     assert_eq!(code(&r), -32601);
     let (r, _) = c.call("session/prompt", text_prompt("nope", "hi"));
     assert_eq!(code(&r), -32002);
-    let (r, _) = c.call("session/new", json!({"cwd": "relative/dir", "mcpServers": []}));
+    let (r, _) = c.call(
+        "session/new",
+        json!({"cwd": "relative/dir", "mcpServers": []}),
+    );
     assert_eq!(code(&r), -32602);
-    let (r, _) = c.call("session/load", json!({"sessionId": "../../etc", "cwd": env.ws(), "mcpServers": []}));
+    let (r, _) = c.call(
+        "session/load",
+        json!({"sessionId": "../../etc", "cwd": env.ws(), "mcpServers": []}),
+    );
     assert_eq!(code(&r), -32002);
     // An oversized line (more than 16 MiB) is refused and the connection goes on.
     let mut big = br#"{"jsonrpc":"2.0","id":99,"method":"initialize","params":{"x":""#.to_vec();
@@ -331,7 +409,10 @@ fn a_hostile_client_gets_the_specified_errors_and_never_a_crash() {
     // stdin closed while the prompt runs: it is ended and answered, and agent exits.
     let (exit, rest) = c.finish();
     assert_eq!(exit, Some(0));
-    let answer = rest.iter().find(|v| v["id"] == first).expect("the running prompt is answered");
+    let answer = rest
+        .iter()
+        .find(|v| v["id"] == first)
+        .expect("the running prompt is answered");
     assert_eq!(answer["result"]["stopReason"], "cancelled", "{answer}");
 }
 
@@ -347,7 +428,10 @@ fn bad_run_flags_are_a_usage_error_naming_the_flag() {
 
 #[test]
 fn events_file_gets_each_prompts_jsonl_stream_beside_the_protocol() {
-    let env = TestEnv::keep_alive(vec![Reply::Sse(turn_text("one")), Reply::Sse(turn_text("two"))]);
+    let env = TestEnv::keep_alive(vec![
+        Reply::Sse(turn_text("one")),
+        Reply::Sse(turn_text("two")),
+    ]);
     let events = env.out("events.jsonl");
     let mut c = AcpClient::start(&env, &["--events", events.to_str().unwrap()]);
     let sid = open_session(&mut c, &env.ws());
@@ -355,8 +439,14 @@ fn events_file_gets_each_prompts_jsonl_stream_beside_the_protocol() {
     c.call("session/prompt", text_prompt(&sid, "b"));
     assert_eq!(c.finish().0, Some(0));
     let text = std::fs::read_to_string(&events).unwrap();
-    let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    let finished: Vec<&Value> = lines.iter().filter(|l| l["type"] == "run.finished").collect();
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let finished: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["type"] == "run.finished")
+        .collect();
     assert_eq!(finished.len(), 2, "one run per prompt");
     assert!(lines.iter().any(|l| l["type"] == "assistant.delta"));
     assert_eq!(finished[1]["transcript"]["status"], "success");
@@ -365,10 +455,17 @@ fn events_file_gets_each_prompts_jsonl_stream_beside_the_protocol() {
 #[test]
 fn an_unanswered_permission_request_is_denied_after_the_timeout() {
     let env = TestEnv::keep_alive(vec![
-        Reply::Sse(turn_tools(&[("w", "Bash", json!({"command": "echo x > never.txt"}))])),
+        Reply::Sse(turn_tools(&[(
+            "w",
+            "Bash",
+            json!({"command": "echo x > never.txt"}),
+        )])),
         Reply::Sse(turn_text("done")),
     ]);
-    let mut c = AcpClient::start(&env, &["--acp-permission-timeout", "1s", "--", "--full-auto"]);
+    let mut c = AcpClient::start(
+        &env,
+        &["--acp-permission-timeout", "1s", "--", "--full-auto"],
+    );
     let sid = open_session(&mut c, &env.ws());
     let id = c.send("session/prompt", text_prompt(&sid, "write"));
     let mut asked = 0;
@@ -380,5 +477,9 @@ fn an_unanswered_permission_request_is_denied_after_the_timeout() {
     assert_eq!(asked, 1);
     assert!(!env.path("never.txt").exists());
     let results = env.server.requests()[1].tool_results();
-    assert!(results[0].content.contains("--acp-permission-timeout"), "{}", results[0].content);
+    assert!(
+        results[0].content.contains("--acp-permission-timeout"),
+        "{}",
+        results[0].content
+    );
 }

@@ -259,7 +259,12 @@ pub(crate) fn kinds(updates: &[Value]) -> Vec<String> {
     updates
         .iter()
         .filter(|u| u["method"] == "session/update")
-        .map(|u| u["params"]["update"]["sessionUpdate"].as_str().unwrap_or("?").to_string())
+        .map(|u| {
+            u["params"]["update"]["sessionUpdate"]
+                .as_str()
+                .unwrap_or("?")
+                .to_string()
+        })
         .collect()
 }
 

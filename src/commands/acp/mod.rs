@@ -103,8 +103,13 @@ pub(crate) fn parse_run_flags(flags: &[String]) -> Result<crate::config::cli::Ru
         .into_iter()
         .map(String::from)
         .chain(flags.iter().cloned());
-    let cli = crate::config::cli::Cli::try_parse_from(argv)
-        .map_err(|e| Error::Usage(format!("agent acp -- RUN FLAGS: {}", e.render()).trim_end().to_string()))?;
+    let cli = crate::config::cli::Cli::try_parse_from(argv).map_err(|e| {
+        Error::Usage(
+            format!("agent acp -- RUN FLAGS: {}", e.render())
+                .trim_end()
+                .to_string(),
+        )
+    })?;
     let crate::config::cli::Command::Run(run) = cli.command else {
         return Err(Error::Usage("agent acp -- RUN FLAGS: not run flags".into()));
     };
@@ -112,7 +117,10 @@ pub(crate) fn parse_run_flags(flags: &[String]) -> Result<crate::config::cli::Ru
         (run.prompt.is_some(), "PROMPT"),
         (run.prompt_file.is_some(), "--prompt-file"),
         (run.stdin_context, "--stdin-context"),
-        (run.cwd.is_some(), "--cwd (the session's cwd is the workspace)"),
+        (
+            run.cwd.is_some(),
+            "--cwd (the session's cwd is the workspace)",
+        ),
         (run.json, "--json"),
         (run.ci.jsonl, "--jsonl"),
         (run.output.is_some(), "--output"),
@@ -122,7 +130,10 @@ pub(crate) fn parse_run_flags(flags: &[String]) -> Result<crate::config::cli::Ru
             run.security.permission_prompt != crate::config::cli::PermissionPrompt::Deny,
             "--permission-prompt (see --acp-permissions)",
         ),
-        (run.security.ask_by_default, "--ask-by-default (see --acp-permissions)"),
+        (
+            run.security.ask_by_default,
+            "--ask-by-default (see --acp-permissions)",
+        ),
     ];
     if let Some((_, flag)) = set_by_acp.iter().find(|(set, _)| *set) {
         return Err(Error::Usage(format!(
@@ -252,7 +263,12 @@ impl Server {
     }
 
     /// A request's answer; `None` when a worker answers it later (`session/prompt`).
-    fn request(&mut self, method: &str, params: &Value, id: &Value) -> Option<Result<Value, RpcError>> {
+    fn request(
+        &mut self,
+        method: &str,
+        params: &Value,
+        id: &Value,
+    ) -> Option<Result<Value, RpcError>> {
         if method == "initialize" {
             return Some(self.initialize(params));
         }
@@ -275,7 +291,8 @@ impl Server {
                     Err(e) => return Some(Err(e)),
                 };
                 self.out.result(id, s.describe(json!({"sessionId": s.id})));
-                s.updates().announce_commands(&updates::available_commands(s.cwd()));
+                s.updates()
+                    .announce_commands(&updates::available_commands(s.cwd()));
                 return None;
             }
             "session/load" => self.load_session(params),

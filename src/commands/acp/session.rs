@@ -56,12 +56,19 @@ struct Running {
 }
 
 impl Session {
-    pub(crate) fn create(opts: Arc<Options>, out: Out, spec: SessionSpec) -> Result<Arc<Session>, RpcError> {
+    pub(crate) fn create(
+        opts: Arc<Options>,
+        out: Out,
+        spec: SessionSpec,
+    ) -> Result<Arc<Session>, RpcError> {
         check_run(&opts, &spec)?;
         let id = store::new_id();
         let dir = opts.store.join(&id);
         make_private_dir(&dir).map_err(|e| {
-            RpcError::new(wire::INTERNAL_ERROR, format!("cannot create {}: {e}", dir.display()))
+            RpcError::new(
+                wire::INTERNAL_ERROR,
+                format!("cannot create {}: {e}", dir.display()),
+            )
         })?;
         let meta = Meta {
             session_id: id.clone(),
@@ -74,7 +81,12 @@ impl Session {
         Session::open(opts, out, meta, dir, &spec)
     }
 
-    pub(crate) fn load(opts: Arc<Options>, out: Out, id: &str, spec: SessionSpec) -> Result<Arc<Session>, RpcError> {
+    pub(crate) fn load(
+        opts: Arc<Options>,
+        out: Out,
+        id: &str,
+        spec: SessionSpec,
+    ) -> Result<Arc<Session>, RpcError> {
         let dir = opts.store.join(id);
         let meta = match store::valid_id(id).then(|| store::read_meta(&dir)) {
             Some(Ok(m)) => m,
@@ -101,7 +113,13 @@ impl Session {
         Session::open(opts, out, meta, dir, &spec)
     }
 
-    fn open(opts: Arc<Options>, out: Out, meta: Meta, dir: PathBuf, spec: &SessionSpec) -> Result<Arc<Session>, RpcError> {
+    fn open(
+        opts: Arc<Options>,
+        out: Out,
+        meta: Meta,
+        dir: PathBuf,
+        spec: &SessionSpec,
+    ) -> Result<Arc<Session>, RpcError> {
         let mcp_config = store::write_mcp(&dir, &spec.mcp).map_err(internal)?;
         let mode = meta.mode.as_deref().and_then(parse_mode);
         Ok(Arc::new(Session {
@@ -238,7 +256,11 @@ impl Session {
             (s.model.clone(), s.mode.map(|m| m.as_str().to_string()))
         };
         if let Ok(meta) = store::read_meta(&self.dir) {
-            let meta = Meta { model, mode, ..meta };
+            let meta = Meta {
+                model,
+                mode,
+                ..meta
+            };
             if let Err(e) = store::write_meta(&self.dir, &meta) {
                 output::warn(&format!("acp: cannot save session {}: {e}", self.id));
             }
@@ -283,7 +305,8 @@ impl Session {
             }
         };
         for u in replay_updates(&resumed.messages, &self.cwd) {
-            self.out.notify("session/update", json!({"sessionId": self.id, "update": u}));
+            self.out
+                .notify("session/update", json!({"sessionId": self.id, "update": u}));
         }
     }
 
@@ -295,7 +318,10 @@ impl Session {
         if state.running.is_some() {
             return Err(RpcError::new(
                 wire::INVALID_REQUEST,
-                format!("session {} is already running a prompt: one at a time (session/cancel ends it)", self.id),
+                format!(
+                    "session {} is already running a prompt: one at a time (session/cancel ends it)",
+                    self.id
+                ),
             ));
         }
         let prompt_file = self.dir.join("prompt.txt");
@@ -365,7 +391,12 @@ impl Session {
     }
 
     /// Reads the run's events to the end and gives the prompt's answer.
-    fn run_prompt(self: &Arc<Self>, child: &mut Child, cancelled: &AtomicBool, resumed: bool) -> Result<Value, RpcError> {
+    fn run_prompt(
+        self: &Arc<Self>,
+        child: &mut Child,
+        cancelled: &AtomicBool,
+        resumed: bool,
+    ) -> Result<Value, RpcError> {
         let stdin = Arc::new(Mutex::new(child.stdin.take()));
         let stderr = child.stderr.take().map(forward_stderr);
         let mut sink = self.updates();
@@ -377,7 +408,10 @@ impl Session {
                     let _ = writeln!(f.locked(), "{line}");
                 }
                 let Some((event, seq, elapsed_ms, subagent)) = parse_event(&line) else {
-                    output::debug(&format!("acp: not an event: {}", crate::util::text::ellipsis(&line, 200)));
+                    output::debug(&format!(
+                        "acp: not an event: {}",
+                        crate::util::text::ellipsis(&line, 200)
+                    ));
                     continue;
                 };
                 match &event {
@@ -483,9 +517,21 @@ impl Session {
 
 /// The modes: `--acp-permissions`' values.
 const MODES: &[(AcpPermissions, &str, &str)] = &[
-    (AcpPermissions::Ask, "Ask", "Ask before a call that can change something, unless a rule allows it"),
-    (AcpPermissions::Rules, "Rules", "Ask only where an ask rule says so; the rules decide the rest"),
-    (AcpPermissions::AllowAll, "Allow all", "Ask nothing; deny rules still deny"),
+    (
+        AcpPermissions::Ask,
+        "Ask",
+        "Ask before a call that can change something, unless a rule allows it",
+    ),
+    (
+        AcpPermissions::Rules,
+        "Rules",
+        "Ask only where an ask rule says so; the rules decide the rest",
+    ),
+    (
+        AcpPermissions::AllowAll,
+        "Allow all",
+        "Ask nothing; deny rules still deny",
+    ),
 ];
 
 fn parse_mode(s: &str) -> Option<AcpPermissions> {
@@ -506,7 +552,10 @@ fn internal(e: impl std::fmt::Display) -> RpcError {
 
 fn make_private_dir(dir: &std::path::Path) -> std::io::Result<()> {
     use std::os::unix::fs::DirBuilderExt;
-    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
 }
 
 /// Whether a prompt's run can start at all: the run flags with this workspace and these
@@ -514,8 +563,8 @@ fn make_private_dir(dir: &std::path::Path) -> std::io::Result<()> {
 /// specification's "authentication required"), so that `session/new` says what is wrong
 /// instead of the first prompt.
 fn check_run(opts: &Options, spec: &SessionSpec) -> Result<(), RpcError> {
-    let mut run = super::parse_run_flags(&opts.run_flags)
-        .map_err(|e| RpcError::params(e.to_string()))?;
+    let mut run =
+        super::parse_run_flags(&opts.run_flags).map_err(|e| RpcError::params(e.to_string()))?;
     run.cwd = Some(spec.cwd.clone());
     run.prompt = Some("check".into());
     match crate::config::Config::from_args(&run, &crate::config::ProcessEnv) {
@@ -547,7 +596,9 @@ fn prompt_text(prompt: Option<&Value>) -> Result<String, RpcError> {
                 let r = &b["resource"];
                 let uri = r["uri"].as_str().unwrap_or_default();
                 match r["text"].as_str() {
-                    Some(text) => parts.push(format!("<context uri=\"{uri}\">\n{text}\n</context>")),
+                    Some(text) => {
+                        parts.push(format!("<context uri=\"{uri}\">\n{text}\n</context>"))
+                    }
                     None => parts.push(format!("[binary resource]({uri})")),
                 }
             }
@@ -679,7 +730,9 @@ fn replay_updates(messages: &[Message], cwd: &std::path::Path) -> Vec<Value> {
                         who,
                     ));
                 }
-                ContentBlock::ToolUse { id, name, input, .. } => {
+                ContentBlock::ToolUse {
+                    id, name, input, ..
+                } => {
                     out.push(updates::tool_call(id, name, input, cwd));
                 }
                 ContentBlock::ToolResult {

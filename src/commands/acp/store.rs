@@ -20,8 +20,9 @@ pub(crate) const MCP: &str = "mcp.json";
 pub(crate) fn default_dir() -> Option<PathBuf> {
     let state = match std::env::var_os("XDG_STATE_HOME").filter(|v| !v.is_empty()) {
         Some(d) => PathBuf::from(d),
-        None => PathBuf::from(std::env::var_os("HOME").filter(|v| !v.is_empty())?)
-            .join(".local/state"),
+        None => {
+            PathBuf::from(std::env::var_os("HOME").filter(|v| !v.is_empty())?).join(".local/state")
+        }
     };
     Some(state.join("agent/acp"))
 }
@@ -42,7 +43,9 @@ impl SessionSpec {
             .ok_or_else(|| RpcError::params("cwd (an absolute path) is required"))?;
         let path = Path::new(cwd);
         if !path.is_absolute() {
-            return Err(RpcError::params(format!("cwd {cwd:?} is not an absolute path")));
+            return Err(RpcError::params(format!(
+                "cwd {cwd:?} is not an absolute path"
+            )));
         }
         let cwd = path
             .canonicalize()

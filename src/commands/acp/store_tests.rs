@@ -25,8 +25,14 @@ fn bad_session_params_are_invalid_params_naming_what_is_wrong() {
         (json!({"cwd": "rel"}), "absolute"),
         (json!({"cwd": "/no/such/dir/here"}), "not a directory"),
         (json!({"cwd": "/", "mcpServers": {}}), "array"),
-        (json!({"cwd": "/", "mcpServers": [{"command": "x"}]}), "name"),
-        (json!({"cwd": "/", "mcpServers": [{"type": "sse", "name": "s", "url": "u"}]}), "SSE"),
+        (
+            json!({"cwd": "/", "mcpServers": [{"command": "x"}]}),
+            "name",
+        ),
+        (
+            json!({"cwd": "/", "mcpServers": [{"type": "sse", "name": "s", "url": "u"}]}),
+            "SSE",
+        ),
     ] {
         let e = SessionSpec::from_params(&params).unwrap_err();
         assert_eq!(e.code, super::super::wire::INVALID_PARAMS);

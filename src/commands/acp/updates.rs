@@ -125,9 +125,7 @@ pub(crate) fn updates(event: &RunEvent, subagent: bool, cwd: &Path) -> Vec<Value
 /// A message's text and thinking blocks as chunks (`who`: `agent` or `user`); tool
 /// blocks are left to the tool events.
 pub(crate) fn message_chunks(message: &Message, who: &str) -> Vec<Value> {
-    let chunk = |kind: &str, text: &str| {
-        json!({"sessionUpdate": kind, "content": {"type": "text", "text": text}})
-    };
+    let chunk = |kind: &str, text: &str| json!({"sessionUpdate": kind, "content": {"type": "text", "text": text}});
     message
         .content
         .iter()
@@ -193,7 +191,11 @@ pub(crate) fn kind(name: &str) -> &'static str {
 
 /// A short human title: the command, the path, the pattern.
 pub(crate) fn title(name: &str, input: &Value) -> String {
-    let s = |k: &str| input[k].as_str().map(|v| crate::util::text::ellipsis(v, 120));
+    let s = |k: &str| {
+        input[k]
+            .as_str()
+            .map(|v| crate::util::text::ellipsis(v, 120))
+    };
     let detail = match name {
         "Bash" => s("command"),
         "Glob" | "Grep" => s("pattern"),

@@ -21,8 +21,18 @@ fn an_assistant_message_gives_its_text_and_thinking_in_order_and_no_tool_blocks(
         message: Verbatim(message.to_string()),
     });
     let u = updates(&e, false, ws());
-    let kinds: Vec<&str> = u.iter().map(|u| u["sessionUpdate"].as_str().unwrap()).collect();
-    assert_eq!(kinds, ["agent_thought_chunk", "agent_message_chunk", "agent_message_chunk"]);
+    let kinds: Vec<&str> = u
+        .iter()
+        .map(|u| u["sessionUpdate"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "agent_thought_chunk",
+            "agent_message_chunk",
+            "agent_message_chunk"
+        ]
+    );
     assert_eq!(u[2]["content"]["text"], "two");
     // A sub-agent's messages are not the session's.
     assert!(updates(&e, true, ws()).is_empty());
@@ -69,8 +79,14 @@ fn a_denied_or_failed_call_ends_failed() {
 
 #[test]
 fn titles_and_kinds() {
-    assert_eq!(title("Bash", &json!({"command": "cargo test"})), "Bash cargo test");
-    assert_eq!(title("Grep", &json!({"pattern": "fn main"})), "Grep fn main");
+    assert_eq!(
+        title("Bash", &json!({"command": "cargo test"})),
+        "Bash cargo test"
+    );
+    assert_eq!(
+        title("Grep", &json!({"pattern": "fn main"})),
+        "Grep fn main"
+    );
     assert_eq!(title("mcp__s__t", &json!({})), "mcp__s__t");
     assert_eq!(kind("ReadFile"), "read");
     assert_eq!(kind("mcp__s__t"), "other");
