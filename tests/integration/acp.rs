@@ -483,3 +483,29 @@ fn an_unanswered_permission_request_is_denied_after_the_timeout() {
         results[0].content
     );
 }
+
+#[test]
+fn a_client_that_closes_its_end_of_stdout_does_not_keep_agent_waiting() {
+    use std::io::Write;
+    use wait_timeout::ChildExt;
+    let env = TestEnv::new(vec![]);
+    let sessions = env.out("acp-sessions");
+    let mut cmd = env.command(&["acp", "--sessions-dir", sessions.to_str().unwrap()]);
+    cmd.stdin(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    // Far more answers than the pipe and the queue hold, to a reader that is gone: each
+    // write fails, what is left is dropped, and stdin is still read to its end.
+    drop(child.stdout.take());
+    let mut stdin = child.stdin.take().unwrap();
+    for i in 0..5000 {
+        let line = json!({"jsonrpc": "2.0", "id": i, "method": "initialize",
+                          "params": {"protocolVersion": 1}});
+        writeln!(stdin, "{line}").unwrap();
+    }
+    drop(stdin);
+    let status = child
+        .wait_timeout(std::time::Duration::from_secs(60))
+        .unwrap()
+        .expect("agent acp kept waiting on a client that stopped reading");
+    assert_eq!(status.code(), Some(0));
+}
