@@ -1,8 +1,10 @@
-//! One module per subcommand: `agent run`, `agent tools`, `agent summary`, `agent batch`, `agent github`, `agent acp`.
+//! One module per subcommand: `agent run`, `agent tools`, `agent summary`, `agent batch`, `agent github`,
+//! `agent skills`, `agent acp`.
 
 pub(crate) mod acp;
 pub(crate) mod batch;
 pub(crate) mod github;
 pub(crate) mod run;
+pub(crate) mod skills;
 pub(crate) mod summary;
 pub(crate) mod tools;

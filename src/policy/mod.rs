@@ -130,6 +130,8 @@ pub(crate) struct PolicyGate {
     /// `--ask-by-default`: a call that can change something and that no rule names is
     /// asked too.
     ask_by_default: bool,
+    /// `--skill-allowed-tools`: the loaded skills' `allowed-tools` narrow what may run.
+    skills: Option<std::sync::Arc<crate::tools::skill::Skill>>,
 }
 
 impl PolicyGate {
@@ -146,6 +148,7 @@ impl PolicyGate {
             on_deny,
             asker: None,
             ask_by_default: false,
+            skills: None,
         }
     }
 
@@ -168,6 +171,16 @@ impl PolicyGate {
             .then(|| format!("{name} can change the workspace and no rule allows it"))
     }
 
+    /// Calls outside the loaded skills' `allowed-tools` are refused (before hooks and
+    /// rules, which still judge every call that passes: the list never widens them).
+    pub(crate) fn narrowed_by_skills(
+        mut self,
+        skills: std::sync::Arc<crate::tools::skill::Skill>,
+    ) -> Self {
+        self.skills = Some(skills);
+        self
+    }
+
     fn payload(&self, event: &str, call: &GateCall<'_>) -> Value {
         json!({
             "hook_event_name": event,
@@ -182,6 +195,13 @@ impl PolicyGate {
 impl Gate for PolicyGate {
     fn before(&self, call: &GateCall<'_>) -> Result<(), Denial> {
         let name = call.tool.name();
+        // The final answer's tool is never narrowed away: the run must be able to end.
+        if let Some(s) = &self.skills
+            && call.tool.category() != crate::tools::Category::Answer
+            && let Some(reason) = s.narrowed(name)
+        {
+            return Err(Denial { reason });
+        }
         let hooks: Vec<&Hook> = self
             .settings
             .pre_tool_use

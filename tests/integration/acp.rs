@@ -509,3 +509,27 @@ fn a_client_that_closes_its_end_of_stdout_does_not_keep_agent_waiting() {
         .expect("agent acp kept waiting on a client that stopped reading");
     assert_eq!(status.code(), Some(0));
 }
+
+#[test]
+fn the_workspaces_skills_are_offered_as_available_commands() {
+    let env = TestEnv::new(vec![]);
+    env.write(
+        ".agents/skills/changelog/SKILL.md",
+        "---\nname: changelog\ndescription: Update CHANGELOG.md from the commits since the last tag.\n---\nSteps.\n",
+    );
+    let mut c = AcpClient::start(&env, &[]);
+    c.call("initialize", json!({"protocolVersion": 1}));
+    let (new, _) = c.call("session/new", json!({"cwd": env.ws(), "mcpServers": []}));
+    let sid = new["result"]["sessionId"].as_str().unwrap().to_string();
+    let update = c.next();
+    assert_eq!(update["params"]["sessionId"], sid.as_str());
+    let u = &update["params"]["update"];
+    assert_eq!(u["sessionUpdate"], "available_commands_update", "{update}");
+    assert_eq!(u["availableCommands"][0]["name"], "changelog");
+    assert!(
+        u["availableCommands"][0]["description"]
+            .as_str()
+            .unwrap()
+            .starts_with("Update CHANGELOG.md")
+    );
+}

@@ -291,8 +291,10 @@ impl Server {
                     Err(e) => return Some(Err(e)),
                 };
                 self.out.result(id, s.describe(json!({"sessionId": s.id})));
-                s.updates()
-                    .announce_commands(&updates::available_commands(s.cwd()));
+                if let Ok(run) = parse_run_flags(&self.opts.run_flags) {
+                    s.updates()
+                        .announce_commands(&updates::available_commands(&run, s.cwd()));
+                }
                 return None;
             }
             "session/load" => self.load_session(params),

@@ -45,17 +45,29 @@ impl AcpUpdates {
         }
         let list: Vec<Value> = commands
             .iter()
-            .map(|(name, description)| json!({"name": name, "description": description}))
+            .map(|(name, description)| {
+                json!({"name": name, "description": description, "input": {"hint": "arguments"}})
+            })
             .collect();
         self.send(json!({"sessionUpdate": "available_commands_update", "availableCommands": list}));
     }
 }
 
-/// The slash commands a session in `cwd` offers (`available_commands_update`): the hook
-/// the Agent Skills feature fills with its `/name args` prompt commands (name,
-/// description). agent has none of its own.
-pub(crate) fn available_commands(_cwd: &Path) -> Vec<(String, String)> {
-    Vec::new()
+/// The slash commands a session in `cwd` offers (`available_commands_update`): the Agent
+/// Skills a prompt's run there would load (`/name args` runs one), discovered with the run
+/// flags' skill options. None when discovery fails (the prompt's run says why).
+pub(crate) fn available_commands(
+    run: &crate::config::cli::RunArgs,
+    cwd: &Path,
+) -> Vec<(String, String)> {
+    match crate::config::skills::SkillsConfig::discover(
+        &run.skills,
+        cwd,
+        &crate::config::ProcessEnv,
+    ) {
+        Ok(found) => crate::skills::available_commands(&found),
+        Err(_) => Vec::new(),
+    }
 }
 
 impl Sink for AcpUpdates {
