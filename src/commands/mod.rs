@@ -1,8 +1,9 @@
 //! One module per subcommand: `agent run`, `agent tools`, `agent summary`, `agent batch`, `agent github`,
-//! `agent skills`, `agent acp`.
+//! `agent skills`, `agent export`, `agent acp`.
 
 pub(crate) mod acp;
 pub(crate) mod batch;
+pub(crate) mod export;
 pub(crate) mod github;
 pub(crate) mod run;
 pub(crate) mod skills;

@@ -213,6 +213,7 @@ impl Config {
                 jsonl: false,
                 partial_messages: false,
                 output_file: None,
+                trajectory_file: None,
                 verbosity: crate::util::output::Verbosity::Quiet,
                 keep_spill: false,
                 otel: Default::default(),

@@ -16,6 +16,7 @@ mod support;
 mod acp;
 mod answer_continuation;
 mod apply_patch;
+mod atif;
 mod background;
 mod bad_input;
 mod batch_scale;
