@@ -73,6 +73,7 @@ pub fn main_with_args(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         Command::Gitlab(args) => commands::gitlab::gitlab_command(*args),
         Command::Skills(args) => commands::skills::skills_command(&args),
         Command::Export(args) => commands::export::export_command(&args),
+        Command::Acp(args) => commands::acp::acp_command(&args),
     };
     ExitCode::from(status)
 }

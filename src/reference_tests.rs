@@ -418,7 +418,7 @@ const SETTINGS_SECTIONS: &[(&str, &str, &str)] = &[
     ),
     (
         "permissions",
-        r#"`{"allow": [RULE…], "deny": [RULE…]}`"#,
+        r#"`{"allow": [RULE…], "deny": [RULE…], "ask": [RULE…]}`"#,
         "permission rules like `Bash(cargo test:*)`, `WriteFile(src/**)`, `WebFetch(domain:docs.rs)`: \
          [Permissions and hooks](../guide/permissions.md)",
     ),

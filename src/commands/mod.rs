@@ -1,7 +1,8 @@
 //! One module per subcommand: `agent run`, `agent tools`, `agent summary`, `agent batch`,
 //! `agent github`, `agent gitlab` (the last two on the conversation core in `forge`),
-//! `agent skills`, `agent export`.
+//! `agent skills`, `agent export`, `agent acp`.
 
+pub(crate) mod acp;
 pub(crate) mod batch;
 pub(crate) mod export;
 pub(crate) mod forge;

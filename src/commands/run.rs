@@ -325,6 +325,12 @@ fn run_loop(
     if config.skills().narrow_tools() {
         gate = gate.narrowed_by_skills(skills);
     }
+    if let (crate::config::cli::PermissionPrompt::Stdin, by_default) =
+        config.tools().permission_prompt()
+    {
+        let asker = crate::run::ask::StdinAsker::start(finisher.events.clone());
+        gate = gate.with_asker(asker, by_default);
+    }
     let gate = Arc::new(gate);
     let session_id = record.locked().session_id().to_string();
     let runner = subagent_runner(

@@ -38,6 +38,9 @@ pub(crate) enum Command {
     Skills(SkillsArgs),
     /// Convert a transcript into another format (`atif`: Harbor's trajectories).
     Export(ExportArgs),
+    /// Speak the Agent Client Protocol on stdin/stdout: editors, orchestrators and Harbor
+    /// drive sessions, each prompt an `agent run` with the flags after `--`.
+    Acp(AcpArgs),
 }
 
 /// Which API the model is reached through.
@@ -85,6 +88,62 @@ pub(crate) enum OnDeny {
     Feedback,
     /// The run ends with status `denied` (exit 5).
     Fail,
+}
+
+/// `agent acp`'s flags; the run flags of every prompt come after `--`.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct AcpArgs {
+    /// What is asked of the client (session/request_permission): ask, rules or allow-all.
+    ///
+    /// `ask` (default): each call that can change something and that no allow rule names,
+    /// and each call an `ask` rule names. `rules`: only calls an `ask` rule names. `allow-all`:
+    /// nothing (an `ask` rule's calls run); deny rules still deny.
+    #[arg(long, value_enum, default_value_t = AcpPermissions::Ask, value_name = "MODE")]
+    pub acp_permissions: AcpPermissions,
+    /// How long a permission request waits for the client; unanswered, it is denied.
+    #[arg(long, value_parser = parse_duration, default_value = "10m", value_name = "DURATION")]
+    pub acp_permission_timeout: Duration,
+    /// Also write each prompt's --jsonl event stream to FILE (appended, all sessions).
+    #[arg(long, value_name = "FILE")]
+    pub events: Option<PathBuf>,
+    /// Where sessions are kept (default: $XDG_STATE_HOME/agent/acp, else
+    /// ~/.local/state/agent/acp).
+    #[arg(long, value_name = "DIR")]
+    pub sessions_dir: Option<PathBuf>,
+    /// `agent run` flags given to every prompt (after `--`): `-- --full-auto -m MODEL`.
+    #[arg(last = true, value_name = "RUN FLAGS")]
+    pub run_flags: Vec<String>,
+}
+
+/// `--acp-permissions`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum AcpPermissions {
+    /// Only the calls an `ask` rule names go to the client.
+    Rules,
+    /// Also each call that can change something and that no allow rule names.
+    Ask,
+    /// Nothing goes to the client: an `ask` rule's calls run.
+    AllowAll,
+}
+
+impl AcpPermissions {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            AcpPermissions::Rules => "rules",
+            AcpPermissions::Ask => "ask",
+            AcpPermissions::AllowAll => "allow-all",
+        }
+    }
+}
+
+/// `--permission-prompt`: who answers an `ask` rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub(crate) enum PermissionPrompt {
+    /// Nobody: the call is denied, saying it needed approval.
+    #[default]
+    Deny,
+    /// A `permission.requested` event on the --jsonl stream, answered on stdin.
+    Stdin,
 }
 
 /// `--sandbox`.
@@ -524,6 +583,12 @@ pub(crate) struct CiArgs {
     /// The last event is run.finished.
     #[arg(long, conflicts_with = "json", help_heading = heading::OUTPUT)]
     pub jsonl: bool,
+    /// With --jsonl: also an `assistant.delta` event for each piece of text as it streams.
+    ///
+    /// A piece heard before a `retry` event belongs to an attempt that was dropped; the
+    /// turn's text is the `assistant.message` that follows.
+    #[arg(long, requires = "jsonl", help_heading = heading::OUTPUT)]
+    pub include_partial_messages: bool,
     /// Stop (exit 3) once this many tool calls were made.
     ///
     /// Checked before each request; the status is budget.
@@ -679,6 +744,17 @@ pub(crate) struct SecurityArgs {
     /// they run. Without this flag only a deny rule for Bash refuses them.
     #[arg(long)]
     pub deny_opaque: bool,
+    /// Who answers a call that an `ask` permission rule leaves to a person.
+    ///
+    /// `deny` (default): nobody, the call is denied. `stdin` (needs --jsonl and the task
+    /// not on stdin): a `permission.requested` event, answered by one JSON line on stdin,
+    /// `{"id": TOOL_USE_ID, "decision": "allow"|"deny"}`.
+    #[arg(long, value_enum, default_value_t = PermissionPrompt::Deny, value_name = "MODE")]
+    pub permission_prompt: PermissionPrompt,
+    /// With --permission-prompt stdin: also ask before every call that can change
+    /// something (Bash, the edit tools, MCP tools not read-only) that no rule allows.
+    #[arg(long)]
+    pub ask_by_default: bool,
     /// Confine Bash commands with Landlock (Linux): where they may write.
     #[arg(long, value_enum, default_value_t = SandboxMode::Off, value_name = "MODE",
           help_heading = heading::SANDBOX)]

@@ -192,6 +192,7 @@ impl Config {
                 add_dirs: Vec::new(),
                 settings: Default::default(),
                 on_deny: Default::default(),
+                permission_prompt: Default::default(),
                 sandbox: Default::default(),
                 command_env: Default::default(),
                 mcp: Default::default(),
@@ -210,6 +211,7 @@ impl Config {
             output: OutputConfig {
                 json: true,
                 jsonl: false,
+                partial_messages: false,
                 output_file: None,
                 trajectory_file: None,
                 verbosity: crate::util::output::Verbosity::Quiet,

@@ -17,6 +17,8 @@ pub(crate) struct OutputConfig {
     pub(super) json: bool,
     /// `--jsonl`: events on stdout instead of the text or the JSON document.
     pub(super) jsonl: bool,
+    /// `--include-partial-messages`: `assistant.delta` events while text streams.
+    pub(super) partial_messages: bool,
     pub(super) output_file: Option<PathBuf>,
     /// `--trajectory FILE`: the run in ATIF as well (`record::atif`).
     pub(super) trajectory_file: Option<PathBuf>,
@@ -49,6 +51,7 @@ impl OutputConfig {
         Ok(OutputConfig {
             json: args.json,
             jsonl: args.ci.jsonl,
+            partial_messages: args.ci.include_partial_messages,
             output_file: args.output.clone(),
             trajectory_file: args.trajectory.clone(),
             verbosity,
@@ -65,6 +68,9 @@ impl OutputConfig {
     }
     pub(crate) fn jsonl(&self) -> bool {
         self.jsonl
+    }
+    pub(crate) fn partial_messages(&self) -> bool {
+        self.partial_messages
     }
     pub(crate) fn output_file(&self) -> Option<&Path> {
         self.output_file.as_deref()

@@ -41,6 +41,8 @@ pub(crate) struct ToolConfig {
     /// Permission rules and hooks from the settings files and the tool flags.
     pub(super) settings: Settings,
     pub(super) on_deny: OnDeny,
+    /// `--permission-prompt` and `--ask-by-default`.
+    pub(super) permission_prompt: (crate::config::cli::PermissionPrompt, bool),
     /// The Bash sandbox, checked against the kernel.
     pub(super) sandbox: SandboxSpec,
     /// How the commands' environment is built (`--command-env`, `--command-env-pass`,
@@ -55,6 +57,27 @@ impl ToolConfig {
     pub(super) fn check_flags(args: &RunArgs) -> Result<(), Error> {
         if args.bash_timeout.is_zero() {
             return Err(Error::Usage("--bash-timeout must be longer than 0s".into()));
+        }
+        if args.security.permission_prompt == crate::config::cli::PermissionPrompt::Stdin {
+            if !args.ci.jsonl {
+                return Err(Error::Usage(
+                    "--permission-prompt stdin needs --jsonl (the requests are its events)".into(),
+                ));
+            }
+            if args.prompt.as_deref() == Some("-") || args.stdin_context {
+                return Err(Error::Usage(
+                    "--permission-prompt stdin reads the answers from stdin: give the task as \
+                     PROMPT or --prompt-file"
+                        .into(),
+                ));
+            }
+        }
+        if args.security.ask_by_default
+            && args.security.permission_prompt != crate::config::cli::PermissionPrompt::Stdin
+        {
+            return Err(Error::Usage(
+                "--ask-by-default needs --permission-prompt stdin".into(),
+            ));
         }
         if args.max_background > MAX_BACKGROUND {
             return Err(Error::Usage(format!(
@@ -101,6 +124,10 @@ impl ToolConfig {
             add_dirs,
             settings,
             on_deny: args.security.on_deny,
+            permission_prompt: (
+                args.security.permission_prompt,
+                args.security.ask_by_default,
+            ),
             sandbox,
             command_env: super::command_env::env_policy(&args.security, files)?,
             mcp,
@@ -118,6 +145,10 @@ impl ToolConfig {
     }
     pub(crate) fn on_deny(&self) -> OnDeny {
         self.on_deny
+    }
+    /// `--permission-prompt` and whether `--ask-by-default` is on.
+    pub(crate) fn permission_prompt(&self) -> (crate::config::cli::PermissionPrompt, bool) {
+        self.permission_prompt
     }
     pub(crate) fn sandbox(&self) -> &SandboxSpec {
         &self.sandbox

@@ -19,13 +19,14 @@ use serde_json::{Value, json};
 use crate::config::cli::OnDeny;
 use crate::config::settings::SettingsFiles;
 use crate::error::Error;
-use crate::tools::gate::{Denial, Gate, GateCall};
+use crate::tools::gate::{Asker, Denial, Gate, GateCall};
 use crate::tools::{KnownTool, ToolContext, ToolResult};
 use crate::util::output;
 pub(crate) use hooks::Hook;
 use hooks::{HookRunner, HookVerdict, HooksSection};
 pub(crate) use rules::Rule;
 pub(crate) use rules::check_rules;
+use rules::{allow_names, ask_rule};
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -34,6 +35,9 @@ struct PermissionsSection {
     allow: Vec<String>,
     #[serde(default)]
     deny: Vec<String>,
+    /// Calls a person decides (`ask`); see `rules::ask_rule`.
+    #[serde(default)]
+    ask: Vec<String>,
     /// `--deny-opaque` (see `Settings::deny_opaque`); true in any file turns it on.
     #[serde(default, rename = "denyOpaque")]
     deny_opaque: bool,
@@ -44,6 +48,8 @@ struct PermissionsSection {
 pub(crate) struct Settings {
     pub allow: Vec<Rule>,
     pub deny: Vec<Rule>,
+    /// Calls a person decides: asked through `--permission-prompt`, else denied.
+    pub ask: Vec<Rule>,
     /// Refuse every opaque command (`shell_words::Opaque`), with or without rules
     /// (`--deny-opaque`, `permissions.denyOpaque`).
     pub deny_opaque: bool,
@@ -89,6 +95,9 @@ impl Settings {
             for r in &p.deny {
                 settings.deny.push(Rule::parse(r, known).map_err(err)?);
             }
+            for r in &p.ask {
+                settings.ask.push(Rule::parse(r, known).map_err(err)?);
+            }
             settings.deny_opaque |= p.deny_opaque;
         }
         for (label, v) in files.sections("hooks") {
@@ -115,6 +124,12 @@ pub(crate) struct PolicyGate {
     settings: Settings,
     runner: HookRunner,
     on_deny: OnDeny,
+    /// Who answers a call the rules leave to a person (`--permission-prompt`); none: such
+    /// a call is denied, saying why.
+    asker: Option<std::sync::Arc<dyn Asker>>,
+    /// `--ask-by-default`: a call that can change something and that no rule names is
+    /// asked too.
+    ask_by_default: bool,
     /// `--skill-allowed-tools`: the loaded skills' `allowed-tools` narrow what may run.
     skills: Option<std::sync::Arc<crate::tools::skill::Skill>>,
 }
@@ -131,8 +146,29 @@ impl PolicyGate {
                 spill_dir: ctx.spill_dir.clone(),
             },
             on_deny,
+            asker: None,
+            ask_by_default: false,
             skills: None,
         }
+    }
+
+    /// Calls the rules leave to a person go to `asker`; with `by_default`, so does every
+    /// call that can change something and that no allow or ask rule names.
+    pub(crate) fn with_asker(mut self, asker: std::sync::Arc<dyn Asker>, by_default: bool) -> Self {
+        self.asker = Some(asker);
+        self.ask_by_default = by_default;
+        self
+    }
+
+    /// Why the call needs a person's answer, if it does (after the rules let it through).
+    fn needs_asking(&self, call: &GateCall<'_>) -> Option<String> {
+        let name = call.tool.name();
+        if let Some(rule) = ask_rule(&self.settings, name, call.subject, &self.runner.workspace) {
+            return Some(format!("ask rule {}", rule.text));
+        }
+        let unruled = !allow_names(&self.settings, name);
+        (self.ask_by_default && unruled && !call.tool.is_read_only())
+            .then(|| format!("{name} can change the workspace and no rule allows it"))
     }
 
     /// Calls outside the loaded skills' `allowed-tools` are refused (before hooks and
@@ -189,9 +225,22 @@ impl Gate for PolicyGate {
                 }
             }
         }
-        match check_rules(&self.settings, name, call.subject, &self.runner.workspace) {
-            Some(reason) => Err(Denial { reason }),
-            None => Ok(()),
+        if let Some(reason) =
+            check_rules(&self.settings, name, call.subject, &self.runner.workspace)
+        {
+            return Err(Denial { reason });
+        }
+        let Some(why) = self.needs_asking(call) else {
+            return Ok(());
+        };
+        match &self.asker {
+            Some(asker) => asker.ask(call, &why),
+            None => Err(Denial {
+                reason: format!(
+                    "denied: the call needs a person's approval ({why}), and this run has no one \
+                     to ask (--permission-prompt)"
+                ),
+            }),
         }
     }
 

@@ -23,6 +23,7 @@ impl Settings {
         let more = Settings::from_files(&files, known)?;
         self.allow.extend(more.allow);
         self.deny.extend(more.deny);
+        self.ask.extend(more.ask);
         self.deny_opaque |= more.deny_opaque;
         self.pre_tool_use.extend(more.pre_tool_use);
         self.post_tool_use.extend(more.post_tool_use);
@@ -799,4 +800,134 @@ fn web_fetch_rules_match_the_host() {
     ] {
         assert!(Rule::parse(bad, &known()).is_err(), "{bad}");
     }
+}
+
+/// An asker that records what it was asked and answers as told.
+struct Recording {
+    allow: bool,
+    asked: std::sync::Mutex<Vec<(String, String)>>,
+}
+
+impl Asker for Recording {
+    fn ask(&self, call: &GateCall<'_>, why: &str) -> Result<(), Denial> {
+        self.asked
+            .lock()
+            .unwrap()
+            .push((call.id.to_string(), why.to_string()));
+        if self.allow {
+            Ok(())
+        } else {
+            Err(Denial {
+                reason: "denied by the user".into(),
+            })
+        }
+    }
+}
+
+fn asking_gate(
+    dir: &Path,
+    json: &str,
+    allow: bool,
+    by_default: bool,
+) -> (PolicyGate, Arc<Recording>) {
+    let asker = Arc::new(Recording {
+        allow,
+        asked: Default::default(),
+    });
+    let g = gate_with(dir, json).with_asker(asker.clone(), by_default);
+    (g, asker)
+}
+
+#[test]
+fn an_ask_rule_asks_after_deny_and_before_allow() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = tool("Bash");
+    let json = r#"{"permissions": {"allow": ["Bash"], "deny": ["Bash(rm:*)"],
+                                    "ask": ["Bash(git push:*)"]}}"#;
+    let (g, asker) = asking_gate(dir.path(), json, true, false);
+    // Deny first: never asked.
+    assert!(before(&g, b.as_ref(), "1", &json!({"command": "rm -rf x"})).is_err());
+    // The ask rule wins over `allow: ["Bash"]`, for any simple command of the line and
+    // through a wrapper.
+    for (id, cmd) in [("2", "git push origin"), ("3", "ls && nohup git push")] {
+        assert!(before(&g, b.as_ref(), id, &json!({"command": cmd})).is_ok());
+    }
+    // Allowed, no rule asks.
+    assert!(before(&g, b.as_ref(), "4", &json!({"command": "git status"})).is_ok());
+    let asked = asker.asked.lock().unwrap().clone();
+    assert_eq!(
+        asked.iter().map(|(id, _)| id.as_str()).collect::<Vec<_>>(),
+        ["2", "3"]
+    );
+    assert_eq!(asked[0].1, "ask rule Bash(git push:*)");
+}
+
+#[test]
+fn an_answer_of_no_is_a_denial_and_no_asker_denies_saying_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = tool("Bash");
+    let json = r#"{"permissions": {"ask": ["Bash"]}}"#;
+    let (g, _) = asking_gate(dir.path(), json, false, false);
+    let e = before(&g, b.as_ref(), "1", &json!({"command": "ls"})).unwrap_err();
+    assert_eq!(e.reason, "denied by the user");
+    let headless = gate_with(dir.path(), json);
+    let e = before(&headless, b.as_ref(), "1", &json!({"command": "ls"})).unwrap_err();
+    assert!(
+        e.reason
+            .contains("needs a person's approval (ask rule Bash)"),
+        "{}",
+        e.reason
+    );
+    assert!(e.reason.contains("--permission-prompt"), "{}", e.reason);
+}
+
+#[test]
+fn ask_by_default_asks_for_what_can_change_things_and_no_rule_allows() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("f"), "x").unwrap();
+    let json = r#"{"permissions": {"allow": ["Bash(cargo test:*)"]}}"#;
+    let (g, asker) = asking_gate(dir.path(), json, true, true);
+    let read = tool("ReadFile");
+    let write = tool("WriteFile");
+    assert!(before(&g, read.as_ref(), "r", &json!({"path": "f"})).is_ok());
+    assert!(
+        before(
+            &g,
+            write.as_ref(),
+            "w",
+            &json!({"path": "f", "content": "y"})
+        )
+        .is_ok()
+    );
+    assert!(
+        before(
+            &g,
+            tool("Bash").as_ref(),
+            "b",
+            &json!({"command": "cargo test -q"})
+        )
+        .is_ok()
+    );
+    let asked: Vec<String> = asker
+        .asked
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(id, _)| id.clone())
+        .collect();
+    // ReadFile is read-only; Bash has an allow rule that decided the call.
+    assert_eq!(asked, ["w"]);
+}
+
+#[test]
+fn ask_rules_are_checked_like_any_rule() {
+    let e = settings_err(r#"{"permissions": {"ask": ["Nope"]}}"#);
+    assert!(e.contains("unknown tool \"Nope\""), "{e}");
+}
+
+fn settings_err(json: &str) -> String {
+    let mut s = Settings::default();
+    s.merge_str(json, "test.json", &known())
+        .unwrap_err()
+        .to_string()
 }

@@ -475,3 +475,49 @@ fn resolve_existing_prefix(p: &Path) -> Option<PathBuf> {
         }
     }
 }
+
+/// The ask rule a call matches, if any (checked after the deny and allow rules let the
+/// call through: a deny rule wins, and an ask rule wins over an allow rule, so that
+/// `ask: ["Bash(git push:*)"]` still asks under `allow: ["Bash"]`). Matched as a deny rule
+/// is, so that it errs towards asking: any simple command of the line (wrappers looked
+/// through), any path the call names, and an opaque command whenever a command rule
+/// names the tool (what it runs cannot be told).
+pub(crate) fn ask_rule<'s>(
+    settings: &'s Settings,
+    name: &str,
+    subject: &Subject,
+    workspace: &Path,
+) -> Option<&'s Rule> {
+    let mut rules = settings.ask.iter().filter(|r| names(&r.tool, name));
+    rules
+        .clone()
+        .find(|r| r.spec.is_none())
+        .or_else(|| match subject {
+            Subject::Command(command) => {
+                let Ok(script) = parse(command) else {
+                    return rules.next();
+                };
+                if !script.opaque.is_empty() {
+                    return rules.next();
+                }
+                script.commands.iter().find_map(|part| {
+                    deny_variants(part)
+                        .iter()
+                        .find_map(|v| rules.clone().find(|r| r.matches_command(v)))
+                })
+            }
+            Subject::Paths(paths) => paths.iter().find_map(|raw| {
+                let candidates = path_candidates(raw, workspace);
+                rules
+                    .clone()
+                    .find(|r| candidates.iter().any(|c| r.matches_path(c)))
+            }),
+            Subject::Domain(host) => rules.clone().find(|r| r.matches_domain(host)),
+            Subject::Nothing => None,
+        })
+}
+
+/// Whether any allow rule names the tool (an allow list decided the call).
+pub(crate) fn allow_names(settings: &Settings, name: &str) -> bool {
+    settings.allow.iter().any(|r| names(&r.tool, name))
+}

@@ -38,6 +38,9 @@ pub(crate) struct CiRun {
     pub pool: Option<Arc<Pool>>,
     /// A sub-agent's: reserves its next request (estimated input tokens, its cost so far).
     pub reserve: Option<Reserve>,
+    /// `--include-partial-messages`: text pieces as `assistant.delta` (the run's, never a
+    /// sub-agent's).
+    pub partial_messages: bool,
 }
 
 /// A sub-agent's reservation of its next request in the run's `Pool`.
@@ -53,6 +56,7 @@ impl CiRun {
             trace,
             pool: None,
             reserve: None,
+            partial_messages: config.output().partial_messages(),
         }
     }
 
@@ -66,6 +70,7 @@ impl CiRun {
             trace,
             pool: None,
             reserve: None,
+            partial_messages: false,
         }
     }
 
@@ -80,6 +85,7 @@ impl CiRun {
             trace: Arc::new(RunTrace::off()),
             pool: None,
             reserve: None,
+            partial_messages: false,
         }
     }
 
@@ -226,6 +232,13 @@ impl CiRun {
                     to: to.to_string(),
                     reason: reason.to_string(),
                 }))
+            }
+            StreamNotice::TextDelta(text) if self.partial_messages => {
+                self.events
+                    .emit(RunEvent::AssistantDelta(ev::AssistantDelta {
+                        turn,
+                        text: text.to_string(),
+                    }));
             }
             _ => {}
         }

@@ -86,6 +86,28 @@ pub(crate) enum RunEvent {
     /// An Agent Skill was loaded: by the model (Skill) or by a prompt command (turn 0).
     #[serde(rename = "skill.activated")]
     SkillActivated(SkillActivated),
+    /// `--permission-prompt stdin`: a call waits for a person's answer on stdin.
+    #[serde(rename = "permission.requested")]
+    PermissionRequested(PermissionRequested),
+    /// `--include-partial-messages`: a piece of the model's text as it streams.
+    #[serde(rename = "assistant.delta")]
+    AssistantDelta(AssistantDelta),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub(crate) struct AssistantDelta {
+    pub turn: u32,
+    pub text: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub(crate) struct PermissionRequested {
+    /// The call's id (`tool_use_id`): the answer names it.
+    pub id: String,
+    pub name: String,
+    pub input: Value,
+    /// Why it is asked: the `ask` rule, or `--ask-by-default`.
+    pub reason: String,
 }
 
 /// `run.started` / `subagent.started`.
@@ -314,6 +336,8 @@ impl RunEvent {
             RunEvent::McpToolsChanged(_) => "mcp.tools_changed",
             RunEvent::RunFinished(_) => "run.finished",
             RunEvent::SkillActivated(_) => "skill.activated",
+            RunEvent::PermissionRequested(_) => "permission.requested",
+            RunEvent::AssistantDelta(_) => "assistant.delta",
         }
     }
 

@@ -2,6 +2,7 @@
 //! `--verify`), the context window, structured output, and the ways out.
 
 pub(crate) mod agent;
+pub(crate) mod ask;
 pub(crate) mod budget;
 pub(crate) mod ci;
 pub(crate) mod context;

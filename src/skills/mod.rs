@@ -136,13 +136,6 @@ impl Discovered {
 
 /// For the Agent Client Protocol's available commands: each loaded skill a prompt command
 /// may run, as (name, description).
-#[cfg_attr(
-    not(test),
-    expect(
-        dead_code,
-        reason = "the ACP server's available commands call it once it lands"
-    )
-)]
 pub(crate) fn available_commands(d: &Discovered) -> Vec<(String, String)> {
     d.skills
         .iter()

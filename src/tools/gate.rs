@@ -23,6 +23,13 @@ pub(crate) struct GateCall<'a> {
     pub subject: &'a Subject,
 }
 
+/// Who answers a call the permission rules leave to a person (an `ask` rule): `Ok` runs
+/// it, a `Denial` refuses it as a rule would. Blocks until answered.
+pub(crate) trait Asker: Send + Sync {
+    /// `why` names the rule (or setting) that asks.
+    fn ask(&self, call: &GateCall<'_>, why: &str) -> Result<(), Denial>;
+}
+
 /// The default lets everything through.
 pub(crate) trait Gate: Send + Sync {
     /// Runs after the input is known to be valid, before the tool executes.

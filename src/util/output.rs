@@ -106,6 +106,12 @@ fn emit(min_level: u8, prefix: &str, msg: &str) {
     }
 }
 
+/// A line a child agent wrote to its stderr (a prompt's run under `agent acp`): already
+/// a log line, passed on as it is.
+pub(crate) fn relay_stderr(line: &str) {
+    eprintln!("{}", redact(line));
+}
+
 /// Always shown (also with -q).
 pub(crate) fn error(msg: &str) {
     emit(0, "error: ", msg);

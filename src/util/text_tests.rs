@@ -18,3 +18,28 @@ fn markers_only_when_cut() {
     assert_eq!(counted("abcdef", 2, "chars"), "ab… (4 more chars)");
     assert_eq!(counted("ab", 2, "chars"), "ab");
 }
+
+#[test]
+fn a_capped_line_keeps_at_most_the_cap_and_the_next_line_is_whole() {
+    use std::io::BufReader;
+    // A small buffer: the line arrives in many pieces.
+    let input = b"short\nthis line is too long\nnext\nlast-without-newline";
+    let mut r = BufReader::with_capacity(3, &input[..]);
+    let mut buf = Vec::new();
+    let mut got = Vec::new();
+    loop {
+        match read_line_capped(&mut r, &mut buf, 8).unwrap() {
+            LineRead::End => break,
+            how => got.push((how, String::from_utf8(buf.clone()).unwrap())),
+        }
+    }
+    assert_eq!(
+        got,
+        [
+            (LineRead::Line, "short".to_string()),
+            (LineRead::TooLong, "this lin".to_string()),
+            (LineRead::Line, "next".to_string()),
+            (LineRead::TooLong, "last-wit".to_string()),
+        ]
+    );
+}

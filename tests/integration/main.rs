@@ -13,6 +13,7 @@ mod provider_servers;
 #[path = "../support/mod.rs"]
 mod support;
 
+mod acp;
 mod answer_continuation;
 mod apply_patch;
 mod atif;

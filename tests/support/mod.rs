@@ -43,6 +43,7 @@
 //! - The binary: cargo's, or the one `AGENT_TEST_BINARY` names (`agent_bin`).
 #![allow(dead_code, unused_imports)] // not every test module uses every helper
 
+pub(crate) mod acp;
 pub(crate) mod chat;
 pub(crate) mod eventstream;
 pub(crate) mod files;

@@ -1,0 +1,154 @@
+//! `--permission-prompt stdin`: a call an `ask` rule leaves to a person is announced as a
+//! `permission.requested` event (the `--jsonl` stream) and waits for one JSON line on stdin
+//! naming it, `{"id": …, "decision": "allow"|"deny", "message": …}`. Calls of a parallel
+//! batch may wait at once: one reader thread hands each answer to the call it names. `agent
+//! acp` drives its runs this way; an orchestrator reading `--jsonl` can too.
+
+use std::collections::HashMap;
+use std::io::BufRead;
+use std::sync::mpsc::{Sender, channel};
+use std::sync::{Arc, Mutex};
+
+use serde::Deserialize;
+
+use crate::run::event::{PermissionRequested, RunEvent};
+use crate::run::events::Events;
+use crate::tools::gate::{Asker, Denial, GateCall};
+use crate::util::output;
+use crate::util::sync::Locked;
+
+/// The longest answer line read (a line longer than this is refused and skipped).
+const MAX_ANSWER_BYTES: usize = 64 * 1024;
+
+/// One answer line.
+#[derive(Debug, Deserialize)]
+pub(crate) struct Answer {
+    pub id: String,
+    pub decision: Decision,
+    /// Said to the model with a denial.
+    #[serde(default)]
+    pub message: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Decision {
+    Allow,
+    Deny,
+}
+
+#[derive(Default)]
+struct Waiting {
+    calls: HashMap<String, Sender<Answer>>,
+    /// Stdin ended: no answer will come.
+    closed: bool,
+}
+
+/// The asker of `--permission-prompt stdin`.
+pub(crate) struct StdinAsker {
+    events: Arc<Events>,
+    waiting: Arc<Mutex<Waiting>>,
+}
+
+impl StdinAsker {
+    /// Starts the thread that reads the answers from stdin.
+    pub(crate) fn start(events: Arc<Events>) -> Arc<StdinAsker> {
+        let waiting = Arc::new(Mutex::new(Waiting::default()));
+        let w = waiting.clone();
+        let _ = std::thread::Builder::new()
+            .name("permission-answers".into())
+            .spawn(move || read_answers(std::io::stdin().lock(), &w));
+        Arc::new(StdinAsker { events, waiting })
+    }
+}
+
+/// Reads answer lines until stdin ends, handing each to the call it names.
+fn read_answers(mut input: impl BufRead, waiting: &Mutex<Waiting>) {
+    use crate::util::text::{LineRead, read_line_capped};
+    let mut line = Vec::new();
+    loop {
+        match read_line_capped(&mut input, &mut line, MAX_ANSWER_BYTES) {
+            Ok(LineRead::End) | Err(_) => break,
+            Ok(LineRead::TooLong) => {
+                output::warn(&format!(
+                    "--permission-prompt: an answer line longer than {MAX_ANSWER_BYTES} bytes was skipped"
+                ));
+                continue;
+            }
+            Ok(LineRead::Line) => {}
+        }
+        let text = String::from_utf8_lossy(&line);
+        if text.trim().is_empty() {
+            continue;
+        }
+        match parse_answer(&text) {
+            Ok(a) => match waiting.locked().calls.remove(&a.id) {
+                Some(tx) => {
+                    let _ = tx.send(a);
+                }
+                None => output::warn(&format!(
+                    "--permission-prompt: an answer for {:?}, which is not waiting",
+                    a.id
+                )),
+            },
+            Err(e) => output::warn(&format!("--permission-prompt: {e}")),
+        }
+    }
+    let mut w = waiting.locked();
+    w.closed = true;
+    // Dropping the senders denies every call still waiting.
+    w.calls.clear();
+}
+
+/// One answer line, or what is wrong with it.
+fn parse_answer(text: &str) -> Result<Answer, String> {
+    serde_json::from_str(text.trim()).map_err(|e| {
+        format!(
+            "not an answer ({e}); expected {{\"id\": TOOL_USE_ID, \"decision\": \"allow\"|\"deny\"}}"
+        )
+    })
+}
+
+impl Asker for StdinAsker {
+    fn ask(&self, call: &GateCall<'_>, why: &str) -> Result<(), Denial> {
+        let (tx, rx) = channel();
+        {
+            let mut w = self.waiting.locked();
+            if w.closed {
+                return Err(Denial {
+                    reason: format!(
+                        "denied: the call needs a person's approval ({why}) and stdin, where \
+                         the answer comes from, has ended"
+                    ),
+                });
+            }
+            w.calls.insert(call.id.to_string(), tx);
+        }
+        self.events
+            .emit(RunEvent::PermissionRequested(PermissionRequested {
+                id: call.id.to_string(),
+                name: call.tool.name().to_string(),
+                input: call.input.clone(),
+                reason: why.to_string(),
+            }));
+        match rx.recv() {
+            Ok(Answer {
+                decision: Decision::Allow,
+                ..
+            }) => Ok(()),
+            Ok(Answer { message, .. }) => Err(Denial {
+                reason: match message {
+                    Some(m) if !m.trim().is_empty() => format!("denied by the user: {m}"),
+                    _ => format!("denied by the user ({why})"),
+                },
+            }),
+            Err(_) => Err(Denial {
+                reason: format!("denied: no answer came ({why}); stdin ended"),
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "ask_tests.rs"]
+mod tests;

@@ -1,0 +1,26 @@
+use super::*;
+
+#[test]
+fn an_answer_reaches_the_call_it_names_and_the_end_of_stdin_denies_the_rest() {
+    let waiting = Mutex::new(Waiting::default());
+    let (tx_a, rx_a) = channel();
+    let (tx_b, rx_b) = channel();
+    waiting.locked().calls.insert("a".into(), tx_a);
+    waiting.locked().calls.insert("b".into(), tx_b);
+    let input = b"not json\n{\"id\":\"zz\",\"decision\":\"allow\"}\n{\"id\":\"a\",\"decision\":\"deny\",\"message\":\"no\"}\n";
+    read_answers(&input[..], &waiting);
+    let a = rx_a.recv().unwrap();
+    assert_eq!((a.id.as_str(), a.decision), ("a", Decision::Deny));
+    assert_eq!(a.message.as_deref(), Some("no"));
+    assert!(
+        rx_b.recv().is_err(),
+        "b was never answered: its sender is dropped"
+    );
+    assert!(waiting.locked().closed);
+}
+
+#[test]
+fn a_bad_answer_says_what_is_expected() {
+    let e = parse_answer(r#"{"id":"a","decision":"maybe"}"#).unwrap_err();
+    assert!(e.contains("\"allow\"|\"deny\""), "{e}");
+}
