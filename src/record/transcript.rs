@@ -88,6 +88,9 @@ pub(crate) struct Transcript {
     /// whose agent never started (a failed `setup`, a workspace error) and says so here.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) written_by: Option<String>,
+    /// Each summarising compaction of the history (and each failed attempt), with its
+    /// summary, sizes and cost.
+    pub(crate) context_compactions: Vec<crate::run::compaction::Compaction>,
 }
 
 impl Transcript {

@@ -16,6 +16,7 @@ use serde_json::value::RawValue;
 use crate::model::protocol::Usage;
 use crate::net::proxy::Denial;
 use crate::record::transcript::{ResumedFrom, Transcript, VerificationRecord};
+use crate::run::compaction::Reason;
 use crate::run::context::Clearing;
 use crate::tools::todo_write::Todo;
 
@@ -83,6 +84,46 @@ pub(crate) enum RunEvent {
     /// The run ended (the last event), with the whole transcript.
     #[serde(rename = "run.finished")]
     RunFinished(RunFinished),
+    /// A summary of the older history is about to be asked for (before the request).
+    #[serde(rename = "context.compacting")]
+    ContextCompacting(ContextCompacting),
+    /// The history was compacted (as `context_compactions` lists it, summary aside).
+    #[serde(rename = "context.compacted")]
+    ContextCompacted(ContextCompacted),
+}
+
+/// `context.compacting`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub(crate) struct ContextCompacting {
+    /// The turn whose request will carry the compacted history.
+    pub turn: u32,
+    /// The history's size now (the last request's usage, or an estimate).
+    pub tokens: u64,
+    /// The size over which a summary is asked for before the wall.
+    pub threshold: Option<u64>,
+    pub window: Option<u64>,
+    /// `threshold`, `wall` or `resume`.
+    pub reason: Reason,
+    /// `--context-strategy`: `clear` or `summarize`.
+    pub strategy: String,
+    /// The model asked for the summary.
+    pub model: String,
+}
+
+/// `context.compacted`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub(crate) struct ContextCompacted {
+    pub turn: u32,
+    pub tokens_before: u64,
+    pub tokens_after_estimate: u64,
+    /// The summary's length in characters (the text is in the transcript).
+    pub summary_chars: usize,
+    pub messages_summarized: usize,
+    pub messages_kept: usize,
+    pub messages_left_out: usize,
+    /// The summary request's usage and cost (both also in the run's totals).
+    pub usage: Usage,
+    pub cost_usd: Option<f64>,
 }
 
 /// `run.started` / `subagent.started`.
@@ -299,6 +340,8 @@ impl RunEvent {
             RunEvent::PlanUpdated(_) => "plan.updated",
             RunEvent::McpToolsChanged(_) => "mcp.tools_changed",
             RunEvent::RunFinished(_) => "run.finished",
+            RunEvent::ContextCompacting(_) => "context.compacting",
+            RunEvent::ContextCompacted(_) => "context.compacted",
         }
     }
 
