@@ -42,6 +42,8 @@ struct Asked {
     usage: crate::model::protocol::Usage,
     /// Messages left out of the request to fit (the last attempt's).
     left_out: usize,
+    /// The model that answered, as the API reported it (for the price).
+    answered_by: Option<String>,
 }
 
 impl Agent<'_> {
@@ -117,6 +119,7 @@ impl Agent<'_> {
         ));
 
         let asked = self.ask_summary(provider, s, &model, &msgs, split, &facts, custom);
+        let model = asked.answered_by.unwrap_or(model);
         let summary = match asked.summary {
             Ok(text) => text,
             Err(why) => {
@@ -224,6 +227,7 @@ impl Agent<'_> {
                     summary: Err(why.into()),
                     usage,
                     left_out: 0,
+                    answered_by: None,
                 };
             };
             if last_cut == Some(cut) {
@@ -267,6 +271,7 @@ impl Agent<'_> {
                         summary,
                         usage,
                         left_out,
+                        answered_by: Some(turn.model).filter(|m| !m.is_empty()),
                     };
                 }
                 Err(e) if overflow(&e).is_some() && attempt == 0 => {
@@ -274,13 +279,17 @@ impl Agent<'_> {
                         "turn {}: the summary request was too long ({}); cutting it further",
                         s.turn_no, e.message
                     ));
-                    budget /= 2;
+                    // Half of the messages sent after the first: the estimate was wrong,
+                    // so the budget is too.
+                    let sent = msgs[cut..split].iter().map(|m| m.bytes).sum::<usize>();
+                    budget = msgs[0].bytes + extra + sent / 2;
                 }
                 Err(e) => {
                     return Asked {
                         summary: Err(format!("the summary request failed: {}", e.message)),
                         usage,
                         left_out,
+                        answered_by: None,
                     };
                 }
             }
@@ -289,6 +298,7 @@ impl Agent<'_> {
             summary: Err("the summary request was still too long after cutting it".into()),
             usage,
             left_out: last_cut.map_or(0, |c| c - 1),
+            answered_by: None,
         }
     }
 

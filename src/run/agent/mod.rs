@@ -284,7 +284,7 @@ impl<'a> Agent<'a> {
     }
 
     /// Over the threshold: `clear` clears old tool results and summarises when that
-    /// cannot get under the target; `summarize` summarises, and clears only when that
+    /// cannot get under the threshold; `summarize` summarises, and clears only when that
     /// fails; `fail` does neither (the wall will end the run).
     fn before_the_wall(
         &self,
@@ -300,8 +300,11 @@ impl<'a> Agent<'a> {
             ContextStrategy::Fail => {}
             ContextStrategy::Clear => {
                 let cleared = self.clear(&mut s.history, &s.window, s.turn_no, tokens, target);
+                // Clearing aims at half the window; only when it cannot even get under
+                // the threshold (the next turn would be over it again) is a summary worth
+                // its request.
                 let after = cleared.map_or(tokens, |c| c.tokens_after_estimate);
-                if after > target {
+                if s.window.over_threshold(after) {
                     let then = match cleared {
                         Some(_) => "the cleared history goes on",
                         None => "the history goes on as it is",
