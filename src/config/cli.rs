@@ -342,15 +342,15 @@ pub(crate) struct ContextArgs {
     /// Send the `context-1m` beta header: a 1M-token window on the models that take it.
     #[arg(long)]
     pub context_1m: bool,
-    /// What is done when the conversation fills the window (default: clear).
+    /// When the window fills: clear, summarize or fail (default: clear).
     ///
     /// clear: clear old tool results, and summarise when that is not enough;
     /// summarize: summarise without clearing first; fail: neither, the run ends
     /// context_exceeded at the wall.
-    #[arg(long, value_enum, value_name = "STRATEGY")]
+    #[arg(long, value_enum, value_name = "STRATEGY", hide_possible_values = true)]
     pub context_strategy: Option<ContextStrategy>,
     /// Add TEXT (or @FILE) to the instructions of the summary request.
-    #[arg(long, value_name = "TEXT|@FILE")]
+    #[arg(long, value_name = "TEXT")]
     pub compact_instructions: Option<String>,
     /// The model that writes the summaries (default: the run's model).
     #[arg(long, value_name = "MODEL")]
