@@ -76,13 +76,7 @@ impl Hook {
                 ));
             }
         }
-        Hook::from_file(
-            HookFile {
-                matcher: None,
-                ..h
-            },
-            &[],
-        )
+        Hook::from_file(HookFile { matcher: None, ..h }, &[])
     }
 
     pub(super) fn from_file(h: HookFile, known: &[KnownTool]) -> Result<Hook, String> {

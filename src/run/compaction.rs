@@ -88,11 +88,11 @@ pub(crate) fn cut_point(
 ) -> Option<usize> {
     let head = msgs.first()?.bytes + extra_bytes;
     let mut size = head + msgs[1..split].iter().map(|m| m.bytes).sum::<usize>();
-    for c in 1..split {
-        if msgs[c].assistant && size <= budget_bytes {
+    for (c, m) in msgs.iter().enumerate().take(split).skip(1) {
+        if m.assistant && size <= budget_bytes {
             return Some(c);
         }
-        size -= msgs[c].bytes;
+        size -= m.bytes;
     }
     None
 }
@@ -177,7 +177,12 @@ pub(crate) fn request_text(facts: &RecordFacts, custom: Option<&str>, left_out: 
 /// The text blocks the compacted history's first message carries after the original
 /// task's own blocks: the summary, the plan as last written, then each activated skill's
 /// body, verbatim.
-pub(crate) fn head_texts(number: u32, summary: &str, plan: &[String], skills: &[String]) -> Vec<String> {
+pub(crate) fn head_texts(
+    number: u32,
+    summary: &str,
+    plan: &[String],
+    skills: &[String],
+) -> Vec<String> {
     let mut blocks = vec![format!(
         "[The conversation after the task above was summarised to fit the context window \
          (compaction {number}). The latest turns follow verbatim. Summary:]\n\n{}",
@@ -225,7 +230,13 @@ pub(crate) struct Compaction {
 }
 
 /// The line a compaction's start prints.
-pub(crate) fn compacting_note(turn: u32, reason: Reason, tokens: u64, window: Option<u64>, model: &str) -> String {
+pub(crate) fn compacting_note(
+    turn: u32,
+    reason: Reason,
+    tokens: u64,
+    window: Option<u64>,
+    model: &str,
+) -> String {
     let why = match reason {
         Reason::Threshold => "over the threshold",
         Reason::Wall => "at the window's wall",
@@ -233,7 +244,9 @@ pub(crate) fn compacting_note(turn: u32, reason: Reason, tokens: u64, window: Op
     };
     format!(
         "turn {turn}: compacting the conversation ({tokens} tokens{}, {why}): asking {model} for a summary",
-        window.map(|w| format!(" of a {w}-token window")).unwrap_or_default()
+        window
+            .map(|w| format!(" of a {w}-token window"))
+            .unwrap_or_default()
     )
 }
 

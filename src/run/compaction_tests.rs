@@ -49,7 +49,14 @@ fn nothing_to_summarise_when_the_history_is_the_task_and_one_turn() {
     assert_eq!(split_point(&history(1, 10), 0), None);
     assert_eq!(split_point(&history(2, 10), 0), Some(3));
     // Two user messages in a row (a verification failure after an answer) are no start.
-    let h = msgs(&[(false, 1), (true, 1), (false, 1), (false, 1), (true, 1), (false, 1)]);
+    let h = msgs(&[
+        (false, 1),
+        (true, 1),
+        (false, 1),
+        (false, 1),
+        (true, 1),
+        (false, 1),
+    ]);
     assert_eq!(split_point(&h, 0), Some(4));
 }
 
@@ -85,7 +92,10 @@ fn the_request_text_carries_the_record_and_the_instructions() {
     assert!(t.contains("- `cargo test` (exit 101, turn 4)\n"), "{t}");
     assert!(t.contains("[x] read\n[>] fix\n"), "{t}");
     assert!(t.contains("3 earlier messages were left out"), "{t}");
-    assert!(t.ends_with("Additional instructions:\nKeep the API names.\n"), "{t}");
+    assert!(
+        t.ends_with("Additional instructions:\nKeep the API names.\n"),
+        "{t}"
+    );
     let empty = request_text(&RecordFacts::default(), None, 0);
     assert!(empty.contains("Files changed:\n(none)\n"), "{empty}");
     assert!(!empty.contains("left out"));
@@ -107,7 +117,10 @@ fn the_first_message_keeps_the_summary_plan_and_skills_in_order() {
         blocks[1],
         "[The current plan (TodoWrite), as last written:]\n[ ] next"
     );
-    assert_eq!(blocks[2], "[An activated skill, kept verbatim:]\nSKILL BODY");
+    assert_eq!(
+        blocks[2],
+        "[An activated skill, kept verbatim:]\nSKILL BODY"
+    );
     assert_eq!(head_texts(1, "s", &[], &[]).len(), 1);
 }
 

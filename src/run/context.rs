@@ -136,7 +136,11 @@ impl ContextSettings {
                  half the window) and at most 1, got {compact_at}"
             ));
         }
-        if args.compact_model.as_deref().is_some_and(|m| m.trim().is_empty()) {
+        if args
+            .compact_model
+            .as_deref()
+            .is_some_and(|m| m.trim().is_empty())
+        {
             return Err("--compact-model needs a model name".into());
         }
         Ok(ContextSettings {

@@ -22,7 +22,9 @@ fn is_summary_request(r: &Recorded) -> bool {
 fn summary_reply(n: usize, input: u64) -> Reply {
     Reply::turn(
         Turn::new()
-            .text(&format!("SUMMARY-{n}: the parser is half ported; next, the lexer."))
+            .text(&format!(
+                "SUMMARY-{n}: the parser is half ported; next, the lexer."
+            ))
             .usage(input, 300),
     )
 }
@@ -112,7 +114,11 @@ fn long_session(turns: usize) -> (Vec<Reply>, Vec<usize>) {
 #[test]
 fn a_300_turn_session_compacts_three_times_and_keeps_its_frontier() {
     let (script, compacted_before) = long_session(300);
-    assert_eq!(compacted_before, [89, 177, 265], "the script's own arithmetic");
+    assert_eq!(
+        compacted_before,
+        [89, 177, 265],
+        "the script's own arithmetic"
+    );
     let expected_input: u64 = {
         let mut sum = 0;
         let (mut last, mut since) = (0u64, 0u64);
@@ -128,7 +134,10 @@ fn a_300_turn_session_compacts_three_times_and_keeps_its_frontier() {
         sum
     };
     let env = TestEnv::new(script);
-    env.write("notes.txt", "The lexer is in src/lex.rs; the parser in src/parse.rs.\n");
+    env.write(
+        "notes.txt",
+        "The lexer is in src/lex.rs; the parser in src/parse.rs.\n",
+    );
     let out = env.run(&[
         "run",
         "--jsonl",
@@ -160,7 +169,11 @@ fn a_300_turn_session_compacts_three_times_and_keeps_its_frontier() {
         assert_eq!(texts(&msgs[0])[0], TASK);
         if k > 0 {
             // A later compaction summarises the previous summary and what followed.
-            assert!(texts(&msgs[0]).iter().any(|t| t.contains(&format!("SUMMARY-{k}:"))));
+            assert!(
+                texts(&msgs[0])
+                    .iter()
+                    .any(|t| t.contains(&format!("SUMMARY-{k}:")))
+            );
         }
         let closing = texts(msgs.last().unwrap()).pop().unwrap();
         assert!(closing.starts_with("[Compaction]"), "{closing}");
@@ -171,7 +184,10 @@ fn a_300_turn_session_compacts_three_times_and_keeps_its_frontier() {
                 "{closing}"
             );
         }
-        let plan_turn = (1..compacted_before[k]).rev().find(|t| t % 100 == 1).unwrap();
+        let plan_turn = (1..compacted_before[k])
+            .rev()
+            .find(|t| t % 100 == 1)
+            .unwrap();
         assert!(
             closing.contains(&format!("[>] Porting the parser (plan {plan_turn})")),
             "{closing}"
@@ -220,7 +236,12 @@ fn a_300_turn_session_compacts_three_times_and_keeps_its_frontier() {
     for (k, c) in c.iter().enumerate() {
         assert_eq!(c["turn"], compacted_before[k]);
         assert_eq!(c["reason"], "threshold");
-        assert!(c["summary"].as_str().unwrap().starts_with(&format!("SUMMARY-{}:", k + 1)));
+        assert!(
+            c["summary"]
+                .as_str()
+                .unwrap()
+                .starts_with(&format!("SUMMARY-{}:", k + 1))
+        );
         assert_eq!(c["usage"]["input_tokens"], 9_000);
         assert!(c["error"].is_null());
         assert!(c["tokens_after_estimate"].as_u64().unwrap() < 16_000);
@@ -248,8 +269,14 @@ fn a_300_turn_session_compacts_three_times_and_keeps_its_frontier() {
         assert!(ev[compacting]["tokens"].as_u64().unwrap() > 16_000);
         assert!(ev[compacted]["summary_chars"].as_u64().unwrap() > 10);
     }
-    assert!(out.stderr.contains("agent: turn 89: compacting the conversation"));
-    assert!(out.stderr.contains("agent: turn 89: compacted the conversation:"));
+    assert!(
+        out.stderr
+            .contains("agent: turn 89: compacting the conversation")
+    );
+    assert!(
+        out.stderr
+            .contains("agent: turn 89: compacted the conversation:")
+    );
 }
 
 /// Reads of small files, `n` turns, with the given input usage each.
@@ -259,7 +286,11 @@ fn reads(n: usize, usage: u64) -> Vec<Reply> {
             Reply::turn(
                 Turn::new()
                     .text(&format!("Reading f{k}."))
-                    .tool(&format!("toolu_{k:02}"), "ReadFile", json!({"path": format!("f{k}.txt")}))
+                    .tool(
+                        &format!("toolu_{k:02}"),
+                        "ReadFile",
+                        json!({"path": format!("f{k}.txt")}),
+                    )
                     .usage(usage, 20),
             )
         })
@@ -279,7 +310,9 @@ fn at_the_wall_with_nothing_to_clear_the_history_is_summarised_and_the_turn_retr
         "prompt is too long: 210000 tokens > 200000 maximum",
     ));
     script.push(summary_reply(1, 5_000));
-    script.push(Reply::turn(Turn::new().text("Done after the summary.").usage(2_000, 10)));
+    script.push(Reply::turn(
+        Turn::new().text("Done after the summary.").usage(2_000, 10),
+    ));
     let env = TestEnv::new(script);
     small_files(&env, 4);
     // Prices: $1000 per million input tokens, so cost = input tokens / 1000.
@@ -331,7 +364,10 @@ fn at_the_wall_with_nothing_to_clear_the_history_is_summarised_and_the_turn_retr
     let t = transcript_of(&out);
     assert_eq!(t["status"], "success");
     assert_eq!(t["num_turns"], 5, "the wall is not a model turn");
-    assert!(t["context_clearings"].as_array().unwrap().is_empty(), "nothing to clear");
+    assert!(
+        t["context_clearings"].as_array().unwrap().is_empty(),
+        "nothing to clear"
+    );
     let c = &t["context_compactions"][0];
     assert_eq!(c["reason"], "wall");
     assert_eq!(c["turn"], 5);
@@ -339,9 +375,16 @@ fn at_the_wall_with_nothing_to_clear_the_history_is_summarised_and_the_turn_retr
     // Costs: the summary's 5,000 input tokens are in the run's usage and cost.
     assert_eq!(t["usage"]["input_tokens"], 4 * 1_000 + 5_000 + 2_000);
     assert_eq!(c["cost_usd"].as_f64().unwrap(), 5.0);
-    assert!((t["cost_usd"].as_f64().unwrap() - 11.0).abs() < 1e-9, "{}", t["cost_usd"]);
+    assert!(
+        (t["cost_usd"].as_f64().unwrap() - 11.0).abs() < 1e-9,
+        "{}",
+        t["cost_usd"]
+    );
     let ev = events(&out);
-    let compacted = ev.iter().find(|e| e["type"] == "context.compacted").unwrap();
+    let compacted = ev
+        .iter()
+        .find(|e| e["type"] == "context.compacted")
+        .unwrap();
     assert_eq!(compacted["cost_usd"].as_f64().unwrap(), 5.0);
     assert_eq!(compacted["usage"]["input_tokens"], 5_000);
     // The hooks saw the compaction.
@@ -349,7 +392,10 @@ fn at_the_wall_with_nothing_to_clear_the_history_is_summarised_and_the_turn_retr
     assert_eq!(pre["hook_event_name"], "PreCompact");
     assert_eq!(pre["trigger"], "auto");
     assert_eq!(pre["reason"], "wall");
-    assert_eq!(pre["custom_instructions"], "Name every test that still fails.");
+    assert_eq!(
+        pre["custom_instructions"],
+        "Name every test that still fails."
+    );
     let post: Value = serde_json::from_str(&env.read("post.json")).unwrap();
     assert_eq!(post["hook_event_name"], "PostCompact");
     assert!(post["summary"].as_str().unwrap().starts_with("SUMMARY-1"));
@@ -360,15 +406,22 @@ fn a_summary_request_that_overflows_is_cut_further_and_retried_once() {
     // 15,000 tokens a request in a 20,000-token window: the latest turns kept verbatim
     // (a fifth of the window) are a few messages, the rest is summarised.
     let mut script = reads(12, 15_000);
-    script.push(Reply::bad_request("prompt is too long: 21000 tokens > 20000 maximum"));
-    script.push(Reply::bad_request("prompt is too long: 20100 tokens > 20000 maximum"));
+    script.push(Reply::bad_request(
+        "prompt is too long: 21000 tokens > 20000 maximum",
+    ));
+    script.push(Reply::bad_request(
+        "prompt is too long: 20100 tokens > 20000 maximum",
+    ));
     script.push(summary_reply(1, 5_000));
     script.push(Reply::turn(Turn::new().text("Done.").usage(2_000, 10)));
     let env = TestEnv::new(script);
     // Results of 1,500 bytes: the messages, not the tools and system prompt, make the
     // history's size.
     for k in 1..=12 {
-        env.write(&format!("f{k}.txt"), &format!("f{k} {}\n", "z".repeat(1_500)));
+        env.write(
+            &format!("f{k}.txt"),
+            &format!("f{k} {}\n", "z".repeat(1_500)),
+        );
     }
     let out = env.run(&[
         "run",
@@ -385,17 +438,29 @@ fn a_summary_request_that_overflows_is_cut_further_and_retried_once() {
     assert_eq!(reqs.len(), 16);
     assert!(is_summary_request(&reqs[13]) && is_summary_request(&reqs[14]));
     let (first, second) = (reqs[13].messages(), reqs[14].messages());
-    assert!(second.len() < first.len(), "{} then {}", first.len(), second.len());
+    assert!(
+        second.len() < first.len(),
+        "{} then {}",
+        first.len(),
+        second.len()
+    );
     // Cut at an assistant message, after the task.
     assert_eq!(texts(&second[0])[0], TASK);
     assert_eq!(second[1]["role"], "assistant");
     let closing = texts(second.last().unwrap()).pop().unwrap();
-    assert!(closing.contains("earlier messages were left out"), "{closing}");
+    assert!(
+        closing.contains("earlier messages were left out"),
+        "{closing}"
+    );
     let t = transcript_of(&out);
     assert_eq!(t["status"], "success");
     let c = &t["context_compactions"][0];
     assert!(c["messages_left_out"].as_u64().unwrap() > 0);
-    assert!(out.stderr.contains("the summary request was too long"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("the summary request was too long"),
+        "{}",
+        out.stderr
+    );
 }
 
 /// Six reads of 3,000-byte files (so clearing has something to clear) reporting 1,000
@@ -405,7 +470,11 @@ fn over_threshold_env(after: Vec<Reply>) -> TestEnv {
         .map(|k| {
             Reply::turn(
                 Turn::new()
-                    .tool(&format!("toolu_{k:02}"), "ReadFile", json!({"path": format!("f{k}.txt")}))
+                    .tool(
+                        &format!("toolu_{k:02}"),
+                        "ReadFile",
+                        json!({"path": format!("f{k}.txt")}),
+                    )
                     .usage(if k == 6 { 17_000 } else { 1_000 }, 20),
             )
         })
@@ -413,7 +482,10 @@ fn over_threshold_env(after: Vec<Reply>) -> TestEnv {
     script.extend(after);
     let env = TestEnv::new(script);
     for k in 1..=6 {
-        env.write(&format!("f{k}.txt"), &format!("f{k} {}\n", "x".repeat(3_000)));
+        env.write(
+            &format!("f{k}.txt"),
+            &format!("f{k} {}\n", "x".repeat(3_000)),
+        );
     }
     env
 }
@@ -440,11 +512,20 @@ fn a_failed_summary_request_is_retried_then_the_history_is_cleared() {
     env.server.assert_invariants();
     let reqs = env.server.requests();
     assert_eq!(reqs.len(), 9);
-    assert!(is_summary_request(&reqs[6]) && is_summary_request(&reqs[7]), "retried once");
+    assert!(
+        is_summary_request(&reqs[6]) && is_summary_request(&reqs[7]),
+        "retried once"
+    );
     let ev = events(&out);
     let retry = ev.iter().position(|e| e["type"] == "retry").unwrap();
-    let compacting = ev.iter().position(|e| e["type"] == "context.compacting").unwrap();
-    let cleared = ev.iter().position(|e| e["type"] == "context.cleared").unwrap();
+    let compacting = ev
+        .iter()
+        .position(|e| e["type"] == "context.compacting")
+        .unwrap();
+    let cleared = ev
+        .iter()
+        .position(|e| e["type"] == "context.cleared")
+        .unwrap();
     assert!(compacting < retry && retry < cleared);
     assert!(!ev.iter().any(|e| e["type"] == "context.compacted"));
     let t = transcript_of(&out);
@@ -452,13 +533,24 @@ fn a_failed_summary_request_is_retried_then_the_history_is_cleared() {
     let c = &t["context_compactions"][0];
     assert!(c["summary"].is_null());
     assert!(
-        c["error"].as_str().unwrap().starts_with("the summary request failed"),
+        c["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("the summary request failed"),
         "{}",
         c["error"]
     );
     assert_eq!(t["context_clearings"].as_array().unwrap().len(), 1);
-    assert!(out.stderr.contains("could not be compacted"), "{}", out.stderr);
-    assert!(out.stderr.contains("clearing old tool results"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("could not be compacted"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("clearing old tool results"),
+        "{}",
+        out.stderr
+    );
 }
 
 #[test]
@@ -490,7 +582,11 @@ fn a_pre_compact_veto_clears_instead_and_makes_no_request() {
         "vetoed by a PreCompact hook: not during the release"
     );
     assert_eq!(t["context_clearings"].as_array().unwrap().len(), 1);
-    assert!(!events(&out).iter().any(|e| e["type"] == "context.compacting"));
+    assert!(
+        !events(&out)
+            .iter()
+            .any(|e| e["type"] == "context.compacting")
+    );
 }
 
 #[test]
@@ -502,7 +598,11 @@ fn a_bad_compaction_hook_matcher_is_a_usage_error() {
     );
     let out = env.run(&["run", "x"]);
     out.assert_code(2);
-    assert!(out.stderr.contains("PreCompact: matcher \"manual\""), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("PreCompact: matcher \"manual\""),
+        "{}",
+        out.stderr
+    );
 }
 
 #[test]
@@ -559,18 +659,40 @@ fn the_default_clears_first_and_summarises_only_when_that_is_not_enough() {
     let t = transcript_of(&out);
     assert!(t["context_clearings"].as_array().unwrap().is_empty());
     assert_eq!(t["context_compactions"][0]["reason"], "threshold");
-    assert_eq!(events(&out).iter().find(|e| e["type"] == "context.compacting").unwrap()["strategy"], "clear");
+    assert_eq!(
+        events(&out)
+            .iter()
+            .find(|e| e["type"] == "context.compacting")
+            .unwrap()["strategy"],
+        "clear"
+    );
 }
 
 #[test]
 fn a_subagent_compacts_its_own_history() {
     let task = json!({"description": "look", "prompt": "find the parser's entry points", "subagent_type": "explore"});
     let script = vec![
-        Reply::turn(Turn::new().tool("toolu_task", "Task", task).usage(1_000, 10)),
-        Reply::turn(Turn::new().tool("toolu_s1", "ReadFile", json!({"path": "f1.txt"})).usage(1_000, 10)),
-        Reply::turn(Turn::new().tool("toolu_s2", "ReadFile", json!({"path": "f2.txt"})).usage(17_000, 10)),
+        Reply::turn(
+            Turn::new()
+                .tool("toolu_task", "Task", task)
+                .usage(1_000, 10),
+        ),
+        Reply::turn(
+            Turn::new()
+                .tool("toolu_s1", "ReadFile", json!({"path": "f1.txt"}))
+                .usage(1_000, 10),
+        ),
+        Reply::turn(
+            Turn::new()
+                .tool("toolu_s2", "ReadFile", json!({"path": "f2.txt"}))
+                .usage(17_000, 10),
+        ),
         summary_reply(1, 4_000),
-        Reply::turn(Turn::new().text("parse() and parse_file().").usage(3_000, 10)),
+        Reply::turn(
+            Turn::new()
+                .text("parse() and parse_file().")
+                .usage(3_000, 10),
+        ),
         Reply::turn(Turn::new().text("Found them.").usage(2_000, 10)),
     ];
     let env = TestEnv::new(script);
@@ -588,17 +710,26 @@ fn a_subagent_compacts_its_own_history() {
     env.server.assert_invariants();
     let reqs = env.server.requests();
     assert!(is_summary_request(&reqs[3]));
-    assert_eq!(texts(&reqs[3].messages()[0])[0], "find the parser's entry points");
+    assert_eq!(
+        texts(&reqs[3].messages()[0])[0],
+        "find the parser's entry points"
+    );
     let after = reqs[4].messages();
     assert_eq!(texts(&after[0])[0], "find the parser's entry points");
     assert!(texts(&after[0])[1].contains("SUMMARY-1"));
     let ev = events(&out);
-    let compacted = ev.iter().find(|e| e["type"] == "context.compacted").unwrap();
+    let compacted = ev
+        .iter()
+        .find(|e| e["type"] == "context.compacted")
+        .unwrap();
     assert!(compacted["subagent_id"].is_string(), "{compacted}");
     let t = transcript_of(&out);
     assert_eq!(t["status"], "success");
     assert_eq!(t["result"], "Found them.");
-    assert_eq!(t["usage"]["input_tokens"], 1_000 + 1_000 + 17_000 + 4_000 + 3_000 + 2_000);
+    assert_eq!(
+        t["usage"]["input_tokens"],
+        1_000 + 1_000 + 17_000 + 4_000 + 3_000 + 2_000
+    );
 }
 
 #[test]
@@ -607,7 +738,11 @@ fn a_resumed_history_over_the_window_is_compacted_before_its_first_request() {
         .map(|k| {
             Reply::turn(
                 Turn::new()
-                    .tool(&format!("toolu_{k:02}"), "ReadFile", json!({"path": format!("f{k}.txt")}))
+                    .tool(
+                        &format!("toolu_{k:02}"),
+                        "ReadFile",
+                        json!({"path": format!("f{k}.txt")}),
+                    )
                     .usage(1_000, 20),
             )
         })
@@ -617,7 +752,10 @@ fn a_resumed_history_over_the_window_is_compacted_before_its_first_request() {
     script.push(Reply::turn(Turn::new().text("Still fine.")));
     let env = TestEnv::new(script);
     for k in 1..=6 {
-        env.write(&format!("f{k}.txt"), &format!("f{k} {}\n", "y".repeat(2_000)));
+        env.write(
+            &format!("f{k}.txt"),
+            &format!("f{k} {}\n", "y".repeat(2_000)),
+        );
     }
     let first = env.out("first.json");
     env.run(&["run", "-q", "-o", first.to_str().unwrap(), TASK])
@@ -637,7 +775,10 @@ fn a_resumed_history_over_the_window_is_compacted_before_its_first_request() {
     env.server.assert_invariants();
     let reqs = env.server.requests();
     assert_eq!(reqs.len(), 9);
-    assert!(is_summary_request(&reqs[7]), "before the resumed run's first request");
+    assert!(
+        is_summary_request(&reqs[7]),
+        "before the resumed run's first request"
+    );
     let after = reqs[8].messages();
     assert_eq!(texts(&after[0])[0], TASK);
     assert_eq!(texts(after.last().unwrap()), ["anything else?"]);
@@ -648,7 +789,8 @@ fn a_resumed_history_over_the_window_is_compacted_before_its_first_request() {
 
 #[test]
 fn a_structured_output_run_compacts_and_still_answers_through_its_tool() {
-    let schema = r#"{"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}"#;
+    let schema =
+        r#"{"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}"#;
     let mut script = reads(3, 1_000);
     script.push(Reply::turn(
         Turn::new()
@@ -702,7 +844,14 @@ fn an_openai_compatible_server_gets_the_same_summary_request() {
     small_files(&env, 3);
     let out = env.run_openai(
         chat::CHAT_MODEL,
-        &["--jsonl", "--context-window", "20000", "--context-strategy", "summarize", TASK],
+        &[
+            "--jsonl",
+            "--context-window",
+            "20000",
+            "--context-strategy",
+            "summarize",
+            TASK,
+        ],
     );
     out.assert_code(0).assert_no_secret();
     let reqs = env.server.requests();
@@ -711,10 +860,22 @@ fn an_openai_compatible_server_gets_the_same_summary_request() {
     assert!(summary.get("tools").is_none(), "no tools: {summary}");
     let msgs = summary["messages"].as_array().unwrap();
     assert_eq!(msgs[0]["role"], "system");
-    assert!(msgs[0]["content"].as_str().unwrap().starts_with(SUMMARY_SYSTEM_START));
-    assert!(msgs.last().unwrap()["content"].to_string().contains("[Compaction]"));
+    assert!(
+        msgs[0]["content"]
+            .as_str()
+            .unwrap()
+            .starts_with(SUMMARY_SYSTEM_START)
+    );
+    assert!(
+        msgs.last().unwrap()["content"]
+            .to_string()
+            .contains("[Compaction]")
+    );
     let after = reqs[5].body["messages"].as_array().unwrap();
     assert!(after[1]["content"].to_string().contains(TASK));
     assert!(after[1]["content"].to_string().contains("SUMMARY-1"));
-    assert_eq!(transcript_of(&out)["context_compactions"][0]["reason"], "threshold");
+    assert_eq!(
+        transcript_of(&out)["context_compactions"][0]["reason"],
+        "threshold"
+    );
 }

@@ -133,7 +133,11 @@ impl Agent<'_> {
         let entries = s.history.entries();
         let mut head = Message {
             role: Role::User,
-            content: s.task.as_ref().map(|t| t.message().content).unwrap_or_default(),
+            content: s
+                .task
+                .as_ref()
+                .map(|t| t.message().content)
+                .unwrap_or_default(),
         };
         let number = run.record().compactions() + 1;
         let skills = run.record().skill_bodies_to_keep();
@@ -164,9 +168,7 @@ impl Agent<'_> {
             cost_usd: None,
             error: None,
         };
-        let c = run
-            .record()
-            .record_compaction(c, run.config.ci().prices());
+        let c = run.record().record_compaction(c, run.config.ci().prices());
         run.ci
             .events
             .emit(RunEvent::ContextCompacted(ev::ContextCompacted {
