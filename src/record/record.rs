@@ -96,6 +96,8 @@ pub(crate) struct RunRecord {
     request_turn: u32,
     /// Task's sub-agents, running (as of their last checkpoint) or ended.
     subagents: Vec<SubagentRecord>,
+    /// The skills found, each with the turn it was loaded at.
+    skills: Vec<crate::skills::SkillRecord>,
     /// Each summarising compaction of the history, and each attempt that failed.
     context_compactions: Vec<Compaction>,
 }
@@ -144,6 +146,34 @@ impl RunRecord {
             request_turn: 0,
             subagents: Vec::new(),
             context_compactions: Vec::new(),
+            skills: Vec::new(),
+        }
+    }
+
+    /// The skills discovery found (`agent run` at start-up).
+    pub(crate) fn record_skills(&mut self, skills: Vec<crate::skills::SkillRecord>) {
+        self.skills = skills;
+    }
+
+    /// The skills found, as the transcript lists them.
+    pub(crate) fn skills(&self) -> &[crate::skills::SkillRecord] {
+        &self.skills
+    }
+
+    /// Skill `name` was loaded, in the current turn (0: by a prompt command before the
+    /// first); returns that turn and the skill's `SKILL.md`.
+    pub(crate) fn record_skill_activated(&mut self, name: &str) -> (u32, String) {
+        let turn = self.request_turn;
+        match self
+            .skills
+            .iter_mut()
+            .find(|s| s.name == name && s.skipped.is_none())
+        {
+            Some(s) => {
+                s.activated_turn.get_or_insert(turn);
+                (turn, s.path.clone())
+            }
+            None => (turn, String::new()),
         }
     }
 
@@ -353,12 +383,6 @@ impl RunRecord {
             commands,
             plan: self.plan.iter().map(|t| t.line()).collect(),
         }
-    }
-
-    /// The bodies of the activated skills, which every compacted history keeps verbatim.
-    /// Empty here: the skills' record (`Skill` tool) fills this in when it lands.
-    pub(crate) fn skill_bodies_to_keep(&self) -> Vec<String> {
-        Vec::new()
     }
 
     /// Whether a compaction (not a failed attempt) was made for `turn`.

@@ -879,3 +879,67 @@ fn an_openai_compatible_server_gets_the_same_summary_request() {
         "threshold"
     );
 }
+
+#[test]
+fn a_loaded_skills_content_is_carried_over_verbatim() {
+    let body = "Step one of the playbook.\n".repeat(40);
+    let mut script = vec![Reply::turn(
+        Turn::new()
+            .tool("toolu_00", "Skill", json!({"skill": "play"}))
+            .usage(1_000, 10),
+    )];
+    for k in 1..=6 {
+        script.push(Reply::turn(
+            Turn::new()
+                .tool(
+                    &format!("toolu_{k:02}"),
+                    "ReadFile",
+                    json!({"path": format!("f{k}.txt")}),
+                )
+                .usage(if k == 6 { 17_000 } else { 2_000 * k as u64 }, 20),
+        ));
+    }
+    script.push(summary_reply(1, 4_000));
+    script.push(Reply::turn(Turn::new().text("Played.").usage(3_000, 10)));
+    let env = TestEnv::new(script);
+    let dir = env.ws().join(".agents/skills/play");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("SKILL.md"),
+        format!("---\nname: play\ndescription: A playbook.\n---\n{body}\n"),
+    )
+    .unwrap();
+    for k in 1..=6 {
+        env.write(
+            &format!("f{k}.txt"),
+            &format!("f{k} {}\n", "w".repeat(1_500)),
+        );
+    }
+    let out = env.run(&[
+        "run",
+        "--jsonl",
+        "--context-window",
+        "20000",
+        "--context-strategy",
+        "summarize",
+        TASK,
+    ]);
+    out.assert_code(0).assert_no_secret();
+    env.server.assert_invariants();
+    let reqs = env.server.requests();
+    assert!(is_summary_request(&reqs[7]));
+    let after = reqs[8].messages();
+    // The Skill call's turn was summarised …
+    let sent = Value::from(after.to_vec()).to_string();
+    assert!(!sent.contains("toolu_00"), "the Skill turn was kept");
+    // … and its content is in the first message, verbatim.
+    let head = texts(&after[0]);
+    let kept = head
+        .iter()
+        .find(|t| {
+            t.starts_with("[An activated skill, kept verbatim:]\n<skill_content name=\"play\">")
+        })
+        .unwrap_or_else(|| panic!("no skill block in {head:?}"));
+    assert!(kept.contains(&body), "{kept}");
+    assert!(kept.ends_with("</skill_content>"), "{kept}");
+}

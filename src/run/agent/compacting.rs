@@ -140,7 +140,24 @@ impl Agent<'_> {
                 .unwrap_or_default(),
         };
         let number = run.record().compactions() + 1;
-        let skills = run.record().skill_bodies_to_keep();
+        // Loaded skills hold for the whole run: the replaced part's (a previous compacted
+        // message's included) are carried over verbatim; the kept turns keep their own.
+        let replaced: Vec<Message> = entries[..split].iter().map(|e| e.message()).collect();
+        let mut skills: Vec<String> = Vec::new();
+        let task_text = head
+            .content
+            .iter()
+            .map(|b| match b {
+                ContentBlock::Text { text } => text.as_str(),
+                _ => "",
+            })
+            .collect::<String>();
+        for body in crate::skills::kept_skill_contents(&replaced) {
+            // A prompt command's skill is in the task, which is kept as it is.
+            if !skills.contains(&body) && !task_text.contains(&body) {
+                skills.push(body);
+            }
+        }
         for text in head_texts(number, &summary, &facts.plan, &skills) {
             head.content.push(ContentBlock::Text { text });
         }
