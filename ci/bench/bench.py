@@ -36,6 +36,7 @@ LONG_TURNS = 100  # tool turns of the long session
 LONG_FILE_BYTES = 6000  # each long-session result: ~6 KB, ~150k tokens over the session
 LONG_RUNS = 3  # long-session repetitions per agent mode (claude -p: LONG_CLAUDE_RUNS)
 LONG_CLAUDE_RUNS = 1  # claude -p takes a minute or more per long session
+LONG_COMPACT_WINDOW = 40000  # the long session's compacting mode: --context-window
 LONG_WINDOW = 20  # turns compared: the first 20 against the last 20
 SECTIONS = ("session", "codex", "long", "search", "streaming", "startup")
 TIME = "/usr/bin/time"  # GNU time: a small parent, so %M is the peer's own peak RSS
@@ -584,8 +585,12 @@ def bench_long(agent, claude, out_dir, runs):
         base = dict(os.environ, ANTHROPIC_API_KEY=API_KEY, ANTHROPIC_BASE_URL=mock.url)
         run = [agent, "run", "Read the files one by one.", "-C", ws, "--max-turns",
                str(LONG_TURNS + 10), "--base-url", mock.url, "-q"]
+        # Compaction on: a 40k window is summarised every ~15 turns (the summary requests
+        # have no tools, so the mock answers them as a side request).
+        compacting = ["--context-window", str(LONG_COMPACT_WINDOW), "--context-strategy", "summarize"]
         modes = [("agent", run, base, runs),
-                 ("agent -o --jsonl", run + ["-o", transcript, "--jsonl"], base, runs)]
+                 ("agent -o --jsonl", run + ["-o", transcript, "--jsonl"], base, runs),
+                 ("agent, compacting", run + compacting, base, runs)]
         if claude:
             modes.append(("claude -p", [claude, "-p", "Read the files one by one.", "--allowedTools",
                                         "Read", "--max-turns", str(LONG_TURNS + 10), "--output-format",

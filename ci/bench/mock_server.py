@@ -156,6 +156,13 @@ def tool_results(body):
     return len(results_of(body))
 
 
+def files_done(body):
+    """The session scripts' progress: the highest `toolu_bench_NNNN` answered. Not a count:
+    a compacted history (`--context-strategy`) keeps only the latest results."""
+    ids = [re.fullmatch(r"toolu_bench_(\d+)", str(b.get("tool_use_id", ""))) for b in results_of(body)]
+    return max((int(m.group(1)) for m in ids if m), default=0)
+
+
 def result_text(block):
     c = block.get("content")
     if isinstance(c, list):
@@ -186,6 +193,7 @@ class Script:
             return r.text("Benchmark session")
         a = self.args
         if a.script in ("session", "long"):
+            done = files_done(body)
             if done >= a.turns:
                 return r.text(f"Read {done} files. Done.")
             n = done + 1

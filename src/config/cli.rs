@@ -471,6 +471,42 @@ pub(crate) struct ContextArgs {
     /// Send the `context-1m` beta header: a 1M-token window on the models that take it.
     #[arg(long)]
     pub context_1m: bool,
+    /// When the window fills: clear, summarize or fail (default: clear).
+    ///
+    /// clear: clear old tool results, and summarise when that is not enough;
+    /// summarize: summarise without clearing first; fail: neither, the run ends
+    /// context_exceeded at the wall.
+    #[arg(long, value_enum, value_name = "STRATEGY", hide_possible_values = true)]
+    pub context_strategy: Option<ContextStrategy>,
+    /// Add TEXT (or @FILE) to the instructions of the summary request.
+    #[arg(long, value_name = "TEXT")]
+    pub compact_instructions: Option<String>,
+    /// The model that writes the summaries (default: the run's model).
+    #[arg(long, value_name = "MODEL")]
+    pub compact_model: Option<String>,
+}
+
+/// `--context-strategy`: what is done when the conversation fills the context window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub(crate) enum ContextStrategy {
+    /// Clear old tool results; summarise when clearing cannot get under the target.
+    #[default]
+    Clear,
+    /// Summarise the older part of the history (no clearing first).
+    Summarize,
+    /// Neither: the run ends `context_exceeded` at the wall.
+    Fail,
+}
+
+impl ContextStrategy {
+    /// The name on the command line.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            ContextStrategy::Clear => "clear",
+            ContextStrategy::Summarize => "summarize",
+            ContextStrategy::Fail => "fail",
+        }
+    }
 }
 
 /// What shapes each API request beyond the model, the prompt and the messages.

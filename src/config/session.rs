@@ -77,7 +77,7 @@ impl SessionConfig {
             prompt,
             system_prompt,
             max_turns: args.max_turns,
-            context: ContextSettings::from_args(&args.context).map_err(Error::Usage)?,
+            context: context_settings(args)?,
             output_schema,
             max_schema_retries: args.session.max_schema_retries,
             resume,
@@ -110,6 +110,16 @@ impl SessionConfig {
     pub(crate) fn resume(&self) -> Option<&Resumed> {
         self.resume.as_ref()
     }
+}
+
+/// The context flags, with `--compact-instructions @FILE` read.
+fn context_settings(args: &RunArgs) -> Result<ContextSettings, Error> {
+    let mut context = ContextSettings::from_args(&args.context).map_err(Error::Usage)?;
+    if let Some(v) = &context.compact_instructions {
+        let text = system_prompt::text_or_file("--compact-instructions", v)?;
+        context.compact_instructions = Some(text).filter(|t| !t.trim().is_empty());
+    }
+    Ok(context)
 }
 
 /// `--resume FILE` / `--continue`: the transcript to go on with, and the workspace: `-C`,

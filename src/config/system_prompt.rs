@@ -12,7 +12,7 @@ pub(crate) const PROJECT_INSTRUCTION_FILES: &[&str] = &["AGENTS.md", "CLAUDE.md"
 pub(crate) const MAX_PROJECT_INSTRUCTIONS_BYTES: usize = 64 * 1024;
 
 /// `TEXT` or `@FILE`.
-fn text_or_file(flag: &str, value: &str) -> Result<String, Error> {
+pub(super) fn text_or_file(flag: &str, value: &str) -> Result<String, Error> {
     match value.strip_prefix('@') {
         Some(path) => {
             std::fs::read_to_string(path).map_err(|e| Error::Usage(format!("{flag} @{path}: {e}")))

@@ -1,5 +1,5 @@
-//! PreToolUse / PostToolUse hooks (SPEC §6): their settings entries, which tools they
-//! apply to, and running one with the call's JSON on stdin: exit 0 continues, exit 2
+//! PreToolUse / PostToolUse hooks (SPEC §6) and PreCompact / PostCompact: their settings
+//! entries, which tools they apply to, and running one with the call's JSON on stdin: exit 0 continues, exit 2
 //! blocks with its stderr, anything else is a failure (and hooks fail closed).
 
 use std::path::PathBuf;
@@ -25,6 +25,10 @@ pub(super) struct HooksSection {
     pub(super) pre_tool_use: Vec<HookFile>,
     #[serde(rename = "PostToolUse", default)]
     pub(super) post_tool_use: Vec<HookFile>,
+    #[serde(rename = "PreCompact", default)]
+    pub(super) pre_compact: Vec<HookFile>,
+    #[serde(rename = "PostCompact", default)]
+    pub(super) post_compact: Vec<HookFile>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -59,6 +63,22 @@ pub(crate) struct Hook {
 }
 
 impl Hook {
+    /// A PreCompact or PostCompact hook: its matcher names the trigger, and a run nobody
+    /// watches has one, `auto` (Claude Code's name; its `manual` is `/compact`, which a
+    /// headless run has not).
+    pub(super) fn compaction_from_file(h: HookFile) -> Result<Hook, String> {
+        match h.matcher.as_deref().map(str::trim) {
+            None | Some("") | Some("*") | Some("auto") => {}
+            Some(m) => {
+                return Err(format!(
+                    "matcher {m:?}: a compaction hook matches `auto` (or `*`): compactions \
+                     of a headless run are all automatic"
+                ));
+            }
+        }
+        Hook::from_file(HookFile { matcher: None, ..h }, &[])
+    }
+
     pub(super) fn from_file(h: HookFile, known: &[KnownTool]) -> Result<Hook, String> {
         if h.command.trim().is_empty() {
             return Err("a hook has an empty `command`".into());

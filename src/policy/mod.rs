@@ -55,6 +55,9 @@ pub(crate) struct Settings {
     pub deny_opaque: bool,
     pub pre_tool_use: Vec<Hook>,
     pub post_tool_use: Vec<Hook>,
+    /// Before a summarising compaction: exit 2 (or a failure) vetoes it.
+    pub pre_compact: Vec<Hook>,
+    pub post_compact: Vec<Hook>,
 }
 
 impl Settings {
@@ -111,6 +114,17 @@ impl Settings {
                 for hook in hooks {
                     list.push(
                         Hook::from_file(hook, known).map_err(|m| err(format!("{event}: {m}")))?,
+                    );
+                }
+            }
+            for (event, hooks, list) in [
+                ("PreCompact", h.pre_compact, &mut settings.pre_compact),
+                ("PostCompact", h.post_compact, &mut settings.post_compact),
+            ] {
+                for hook in hooks {
+                    list.push(
+                        Hook::compaction_from_file(hook)
+                            .map_err(|m| err(format!("{event}: {m}")))?,
                     );
                 }
             }
@@ -273,6 +287,50 @@ impl Gate for PolicyGate {
 
     fn ends_run_on_denial(&self) -> bool {
         self.on_deny == OnDeny::Fail
+    }
+
+    fn pre_compact(&self, payload: &Value) -> Result<(), String> {
+        let payload = self.compaction_payload("PreCompact", payload);
+        for hook in &self.settings.pre_compact {
+            match self.runner.run("PreCompact", hook, &payload) {
+                HookVerdict::Continue => {}
+                HookVerdict::Block(reason) => return Err(reason),
+                // As tool hooks do, a broken hook fails closed: no compaction.
+                HookVerdict::Failed(msg) => {
+                    output::warn(&msg);
+                    return Err(msg);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn post_compact(&self, payload: &Value) {
+        let payload = self.compaction_payload("PostCompact", payload);
+        for hook in &self.settings.post_compact {
+            match self.runner.run("PostCompact", hook, &payload) {
+                HookVerdict::Continue => {}
+                HookVerdict::Block(msg) | HookVerdict::Failed(msg) => output::warn(&msg),
+            }
+        }
+    }
+}
+
+impl PolicyGate {
+    /// A compaction hook's stdin: the loop's fields, with the event's name, Claude Code's
+    /// `trigger` and the workspace.
+    fn compaction_payload(&self, event: &str, fields: &Value) -> Value {
+        let mut payload = json!({
+            "hook_event_name": event,
+            "trigger": "auto",
+            "cwd": self.runner.workspace.display().to_string(),
+        });
+        if let (Some(p), Some(f)) = (payload.as_object_mut(), fields.as_object()) {
+            for (k, v) in f {
+                p.entry(k.clone()).or_insert_with(|| v.clone());
+            }
+        }
+        payload
     }
 }
 

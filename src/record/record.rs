@@ -13,6 +13,7 @@ use std::sync::Arc;
 use crate::model::protocol::{ContentBlock, Role, Usage};
 use crate::record::history::Entry;
 use crate::run::budget::{Prices, round_usd};
+use crate::run::compaction::{Compaction, RecordFacts};
 use crate::run::context::Clearing;
 use crate::util::sync::Locked;
 
@@ -101,6 +102,8 @@ pub(crate) struct RunRecord {
     system_prompt: Option<String>,
     /// Every billed response of this agent, in order (`responses`).
     responses: Vec<ResponseRecord>,
+    /// Each summarising compaction of the history, and each attempt that failed.
+    context_compactions: Vec<Compaction>,
 }
 
 impl RunRecord {
@@ -146,6 +149,7 @@ impl RunRecord {
             plan_history: Vec::new(),
             request_turn: 0,
             subagents: Vec::new(),
+            context_compactions: Vec::new(),
             skills: Vec::new(),
             system_prompt: None,
             responses: Vec::new(),
@@ -361,6 +365,82 @@ impl RunRecord {
             }
         }
         self.tool_calls.push(call);
+    }
+
+    /// One summarising compaction (or a failed attempt): its summary request's usage
+    /// joins the run's, priced by the model that wrote it (no model turn). Returns it
+    /// with its cost filled in.
+    pub(crate) fn record_compaction(&mut self, mut c: Compaction, prices: &Prices) -> Compaction {
+        if c.usage != Usage::default() {
+            c.cost_usd = prices.cost(&c.model, &c.usage);
+            self.add_response(&c.model, &c.usage, prices, false);
+            // A billed response that gave no message of the conversation.
+            self.record_response(None, &c.model, &c.usage, prices);
+        }
+        self.context_compactions.push(c.clone());
+        c
+    }
+
+    /// What a summary must take from the record, not from the model's memory: the files
+    /// changed, the latest `limit` Bash commands with how each ended, the plan.
+    pub(crate) fn compaction_facts(&self, limit: usize) -> RecordFacts {
+        let files_changed = self
+            .files_changed
+            .iter()
+            .map(|(p, c)| {
+                let how = match c {
+                    ChangeKind::Created => "created",
+                    ChangeKind::Modified => "modified",
+                    ChangeKind::Deleted => "deleted",
+                };
+                (p.clone(), how.to_string())
+            })
+            .collect();
+        let mut commands: Vec<String> = self
+            .tool_calls
+            .iter()
+            .rev()
+            .filter_map(|c| {
+                let cmd = c.input.get("command")?.as_str()?;
+                let how = match c.metadata.rest.get("exit_code") {
+                    Some(code) if !code.is_null() => format!("exit {code}"),
+                    _ if c.is_error => "failed".to_string(),
+                    _ => "ended".to_string(),
+                };
+                Some(format!(
+                    "`{}` ({how}, turn {})",
+                    crate::util::text::ellipsis(cmd, 200),
+                    c.turn
+                ))
+            })
+            .take(limit)
+            .collect();
+        commands.reverse();
+        RecordFacts {
+            files_changed,
+            commands,
+            plan: self.plan.iter().map(|t| t.line()).collect(),
+        }
+    }
+
+    /// Whether a compaction (not a failed attempt) was made for `turn`.
+    pub(crate) fn compacted_at(&self, turn: u32) -> bool {
+        self.context_compactions
+            .iter()
+            .any(|c| c.turn == turn && c.error.is_none())
+    }
+
+    /// Whether old tool results were cleared for `turn`.
+    pub(crate) fn cleared_at(&self, turn: u32) -> bool {
+        self.context_clearings.iter().any(|c| c.turn == turn)
+    }
+
+    /// How many compactions were made (failed attempts aside).
+    pub(crate) fn compactions(&self) -> u32 {
+        self.context_compactions
+            .iter()
+            .filter(|c| c.error.is_none())
+            .count() as u32
     }
 
     /// One clearing of old tool results.

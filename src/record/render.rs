@@ -111,6 +111,7 @@ impl RunRecord {
             skills: self.skills.clone(),
             system_prompt: self.system_prompt.clone(),
             responses: self.responses.clone(),
+            context_compactions: self.context_compactions.clone(),
         }
     }
 

@@ -99,6 +99,9 @@ pub(crate) struct Transcript {
     /// Every response the model was billed for, in order (the main agent's; a sub-agent's
     /// are in its `usage`): ATIF's per-step metrics are made of these.
     pub(crate) responses: Vec<ResponseRecord>,
+    /// Each summarising compaction of the history (and each failed attempt), with its
+    /// summary, sizes and cost.
+    pub(crate) context_compactions: Vec<crate::run::compaction::Compaction>,
 }
 
 impl Transcript {

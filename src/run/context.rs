@@ -15,6 +15,7 @@ use std::sync::OnceLock;
 
 use regex::Regex;
 
+use crate::config::cli::ContextStrategy;
 use crate::model::protocol::Usage;
 
 /// Default `--compact-at`: clear once a request used more than this share of the window,
@@ -40,6 +41,33 @@ pub(crate) const FALLBACK_BYTES_PER_TOKEN: f64 = 3.0;
 /// What a cleared tool result says instead of its content.
 pub(crate) const PLACEHOLDER: &str = "[This tool result was cleared to save context space. \
      Call the tool again if you still need its output.]";
+
+/// The most a summary may take (output tokens).
+const SUMMARY_MAX_TOKENS: u64 = 8192;
+
+/// The least a summary is given, even in a small window.
+const SUMMARY_MIN_TOKENS: u64 = 1024;
+
+/// What the summary request sends besides the replaced messages (its system prompt and
+/// the closing instruction with the record's facts), in tokens, generously.
+pub(crate) const INSTRUCTION_TOKENS: u64 = 1500;
+
+/// The summary request's `max_tokens`: an eighth of the window, between 1024 and 8192.
+pub(crate) fn summary_max_tokens(window: Option<u64>) -> u32 {
+    let t = window.map_or(SUMMARY_MAX_TOKENS, |w| {
+        (w / 8).clamp(SUMMARY_MIN_TOKENS, SUMMARY_MAX_TOKENS)
+    });
+    u32::try_from(t).unwrap_or(u32::MAX)
+}
+
+/// The size over which a summary is asked for before the wall: `--compact-at` of the
+/// window, lowered when needed so that the summary request (the history it replaces,
+/// its instructions and its answer) still fits in the window.
+pub(crate) fn trigger(window: u64, compact_at: f64) -> u64 {
+    let at = (window as f64 * compact_at).floor() as u64;
+    let headroom = u64::from(summary_max_tokens(Some(window))) + INSTRUCTION_TOKENS;
+    at.min(window.saturating_sub(headroom))
+}
 
 /// The stop reason with which the API ends a response that ran into the window.
 pub(crate) const WINDOW_EXCEEDED_STOP: &str = "model_context_window_exceeded";
@@ -68,12 +96,18 @@ const OPENAI_WINDOWS: &[(&str, u64)] = &[
 /// The `anthropic-beta` value that opens the 1M window.
 pub(crate) const CONTEXT_1M_BETA: &str = "context-1m-2025-08-07";
 
-/// `--context-window`, `--compact-at` and `--context-1m`, validated.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// `--context-window`, `--compact-at`, `--context-1m` and the compaction flags, validated.
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct ContextSettings {
     pub window: Option<u64>,
     pub compact_at: f64,
     pub context_1m: bool,
+    /// `--context-strategy`.
+    pub strategy: ContextStrategy,
+    /// `--compact-instructions`, its file already read.
+    pub compact_instructions: Option<String>,
+    /// `--compact-model`; None: the run's model.
+    pub compact_model: Option<String>,
 }
 
 impl Default for ContextSettings {
@@ -82,6 +116,9 @@ impl Default for ContextSettings {
             window: None,
             compact_at: DEFAULT_COMPACT_AT,
             context_1m: false,
+            strategy: ContextStrategy::default(),
+            compact_instructions: None,
+            compact_model: None,
         }
     }
 }
@@ -99,10 +136,21 @@ impl ContextSettings {
                  half the window) and at most 1, got {compact_at}"
             ));
         }
+        if args
+            .compact_model
+            .as_deref()
+            .is_some_and(|m| m.trim().is_empty())
+        {
+            return Err("--compact-model needs a model name".into());
+        }
         Ok(ContextSettings {
             window: args.context_window,
             compact_at,
             context_1m: args.context_1m,
+            strategy: args.context_strategy.unwrap_or_default(),
+            // `@FILE` is read by the config (`session.rs`), which may do I/O.
+            compact_instructions: args.compact_instructions.clone(),
+            compact_model: args.compact_model.clone(),
         })
     }
 }
@@ -202,17 +250,21 @@ pub(crate) struct ContextWindow {
     last_tokens: Option<u64>,
     /// Request JSON bytes per token, measured on the last request that reported usage.
     bytes_per_token: Option<f64>,
+    /// A summary may be asked for: the threshold keeps headroom for its request.
+    summarizes: bool,
 }
 
 impl ContextWindow {
     /// The run's window: `--context-window`, else the table's entry for the model.
     pub(crate) fn for_run(model: &str, settings: &ContextSettings) -> Self {
-        ContextWindow::new(
+        let mut w = ContextWindow::new(
             model,
             settings.window,
             settings.context_1m,
             settings.compact_at,
-        )
+        );
+        w.summarizes = settings.strategy != ContextStrategy::Fail;
+        w
     }
 
     /// `flag` is `--context-window`; without it, the table's entry for the model.
@@ -226,6 +278,7 @@ impl ContextWindow {
             compact_at,
             last_tokens: None,
             bytes_per_token: None,
+            summarizes: false,
         }
     }
 
@@ -282,10 +335,24 @@ impl ContextWindow {
             .unwrap_or_else(|| self.tokens_of(request_bytes))
     }
 
-    /// Whether `tokens` is more than `--compact-at` of the window.
+    /// Whether `tokens` is more than the threshold.
     pub(crate) fn over_threshold(&self, tokens: u64) -> bool {
-        self.window()
-            .is_some_and(|w| tokens as f64 > w as f64 * self.compact_at)
+        self.threshold().is_some_and(|t| tokens > t)
+    }
+
+    /// `--compact-at` of the window, lowered (in a small window) to leave room for a
+    /// summary request when the strategy may ask for one (`compaction::trigger`).
+    pub(crate) fn threshold(&self) -> Option<u64> {
+        self.window().map(|w| match self.summarizes {
+            true => trigger(w, self.compact_at),
+            false => (w as f64 * self.compact_at).floor() as u64,
+        })
+    }
+
+    /// The history was compacted: until the next request reports its usage, its size
+    /// is this estimate.
+    pub(crate) fn assume(&mut self, tokens: u64) {
+        self.last_tokens = Some(tokens);
     }
 
     /// The size the history must get under when clearing before the wall.
@@ -369,6 +436,22 @@ pub(crate) fn still_exceeded(sizes: &str, what: &str) -> String {
     format!(
         "the conversation still does not fit in the model's context window after \
          clearing old tool results{sizes}: {what}"
+    )
+}
+
+/// `context_exceeded` after a summary, when the compacted history overflows too.
+pub(crate) fn still_exceeded_after_summary(sizes: &str, what: &str) -> String {
+    format!(
+        "the conversation still does not fit in the model's context window after \
+         summarising it{sizes}: {what}"
+    )
+}
+
+/// `context_exceeded` at the wall with `--context-strategy fail`.
+pub(crate) fn neither_tried(sizes: &str, what: &str) -> String {
+    format!(
+        "the conversation does not fit in the model's context window{sizes}, and \
+         --context-strategy fail neither clears nor summarises it: {what}"
     )
 }
 

@@ -243,7 +243,7 @@ fn a_bad_compact_at_is_named_in_one_sentence() {
     let args = crate::config::cli::ContextArgs {
         context_window: None,
         compact_at: Some(0.3),
-        context_1m: false,
+        ..Default::default()
     };
     assert_eq!(
         ContextSettings::from_args(&args).err().as_deref(),
@@ -252,4 +252,19 @@ fn a_bad_compact_at_is_named_in_one_sentence() {
              window) and at most 1, got 0.3"
         )
     );
+}
+
+#[test]
+fn the_threshold_keeps_headroom_for_a_summary_in_a_small_window() {
+    use crate::run::context::{summary_max_tokens, trigger};
+    assert_eq!(summary_max_tokens(Some(20_000)), 2_500);
+    assert_eq!(summary_max_tokens(Some(4_000)), 1_024);
+    assert_eq!(summary_max_tokens(Some(1_000_000)), 8_192);
+    assert_eq!(summary_max_tokens(None), 8_192);
+    // --compact-at rules where the window is large enough …
+    assert_eq!(trigger(200_000, 0.8), 160_000);
+    assert_eq!(trigger(20_000, 0.8), 16_000);
+    // … and the summary request's room where it is not.
+    assert_eq!(trigger(20_000, 0.95), 20_000 - 2_500 - 1_500);
+    assert_eq!(trigger(8_000, 0.8), 8_000 - 1_024 - 1_500);
 }

@@ -16,6 +16,7 @@ use serde_json::value::RawValue;
 use crate::model::protocol::Usage;
 use crate::net::proxy::Denial;
 use crate::record::transcript::{ResumedFrom, Transcript, VerificationRecord};
+use crate::run::compaction::Reason;
 use crate::run::context::Clearing;
 use crate::tools::todo_write::Todo;
 
@@ -92,6 +93,12 @@ pub(crate) enum RunEvent {
     /// `--include-partial-messages`: a piece of the model's text as it streams.
     #[serde(rename = "assistant.delta")]
     AssistantDelta(AssistantDelta),
+    /// A summary of the older history is about to be asked for (before the request).
+    #[serde(rename = "context.compacting")]
+    ContextCompacting(ContextCompacting),
+    /// The history was compacted (as `context_compactions` lists it, summary aside).
+    #[serde(rename = "context.compacted")]
+    ContextCompacted(ContextCompacted),
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -108,6 +115,40 @@ pub(crate) struct PermissionRequested {
     pub input: Value,
     /// Why it is asked: the `ask` rule, or `--ask-by-default`.
     pub reason: String,
+}
+
+/// `context.compacting`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub(crate) struct ContextCompacting {
+    /// The turn whose request will carry the compacted history.
+    pub turn: u32,
+    /// The history's size now (the last request's usage, or an estimate).
+    pub tokens: u64,
+    /// The size over which a summary is asked for before the wall.
+    pub threshold: Option<u64>,
+    pub window: Option<u64>,
+    /// `threshold`, `wall` or `resume`.
+    pub reason: Reason,
+    /// `--context-strategy`: `clear` or `summarize`.
+    pub strategy: String,
+    /// The model asked for the summary.
+    pub model: String,
+}
+
+/// `context.compacted`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub(crate) struct ContextCompacted {
+    pub turn: u32,
+    pub tokens_before: u64,
+    pub tokens_after_estimate: u64,
+    /// The summary's length in characters (the text is in the transcript).
+    pub summary_chars: usize,
+    pub messages_summarized: usize,
+    pub messages_kept: usize,
+    pub messages_left_out: usize,
+    /// The summary request's usage and cost (both also in the run's totals).
+    pub usage: Usage,
+    pub cost_usd: Option<f64>,
 }
 
 /// `run.started` / `subagent.started`.
@@ -338,6 +379,8 @@ impl RunEvent {
             RunEvent::SkillActivated(_) => "skill.activated",
             RunEvent::PermissionRequested(_) => "permission.requested",
             RunEvent::AssistantDelta(_) => "assistant.delta",
+            RunEvent::ContextCompacting(_) => "context.compacting",
+            RunEvent::ContextCompacted(_) => "context.compacted",
         }
     }
 

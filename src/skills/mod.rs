@@ -336,10 +336,6 @@ fn resources(dir: &Path) -> (Vec<String>, bool) {
 /// For compaction: the loaded skills' contents in `messages` (tool results and prompt
 /// commands that start with `<skill_content`), verbatim, oldest first. A summary must
 /// keep these as they are: a skill's instructions hold for the whole run.
-#[cfg_attr(
-    not(test),
-    expect(dead_code, reason = "summarising compaction calls it once it lands")
-)]
 pub(crate) fn kept_skill_contents(messages: &[Message]) -> Vec<String> {
     let mut kept = Vec::new();
     for m in messages {

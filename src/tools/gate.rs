@@ -42,6 +42,14 @@ pub(crate) trait Gate: Send + Sync {
     fn ends_run_on_denial(&self) -> bool {
         false
     }
+    /// PreCompact hooks, before a summary is asked for: `Err(why)` vetoes the compaction
+    /// (the loop then clears old tool results, or the run ends `context_exceeded`).
+    /// `payload` is what the hooks get on stdin, `hook_event_name` and `cwd` aside.
+    fn pre_compact(&self, _payload: &Value) -> Result<(), String> {
+        Ok(())
+    }
+    /// PostCompact hooks, after a compaction: told, not asked.
+    fn post_compact(&self, _payload: &Value) {}
 }
 
 /// The gate that allows every call of an enabled tool (the loop's and dispatch's tests).

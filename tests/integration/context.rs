@@ -273,6 +273,8 @@ fn a_second_window_exceeded_stop_keeps_only_its_own_partial_text() {
     let mut script = wall_script(wall_stop("I was about to"));
     script.pop();
     script.push(wall_stop("Still trying to"));
+    // After the clearing, a summary is tried once (and refused here).
+    script.push(Reply::bad_request("no summary today"));
     let env = wall_env(script);
     let out = env.run(&["run", "--json", "read the files"]);
     out.assert_code(1);
@@ -287,12 +289,17 @@ fn a_second_window_exceeded_stop_keeps_only_its_own_partial_text() {
     );
     // A partial answer is never sent back: the retry asks the same turn again.
     let reqs = env.server.requests();
-    assert_eq!(reqs.len(), 6, "one retry");
+    assert_eq!(reqs.len(), 7, "one retry, one summary request");
     assert_eq!(reqs[4].messages().len(), reqs[5].messages().len());
+    for r in &reqs[5..] {
+        let sent = Value::from(r.messages().to_vec()).to_string();
+        assert!(!sent.contains("I was about to") && !sent.contains("Still trying to"));
+    }
     assert!(
-        !Value::from(reqs[5].messages().to_vec())
-            .to_string()
-            .contains("I was about to")
+        t["context_compactions"][0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("no summary today")
     );
 }
 
@@ -323,6 +330,8 @@ fn overflow_twice() -> (TestEnv, RunOutput) {
     script.push(Reply::bad_request(
         "prompt is too long: 205000 tokens > 200000 maximum",
     ));
+    // After the clearing, a summary is tried once (and refused here).
+    script.push(Reply::bad_request("no summary today"));
     let env = wall_env(script);
     let out = env.run(&["run", "--json", "read the files"]);
     (env, out)
@@ -342,7 +351,12 @@ fn a_second_overflow_after_clearing_is_context_exceeded() {
         "{}",
         t["error"]
     );
-    assert_eq!(env.server.request_count(), 6, "one retry only");
+    assert_eq!(
+        env.server.request_count(),
+        7,
+        "one retry, then one summary request, and no further retry"
+    );
+    env.server.assert_invariants();
 }
 
 #[test]
@@ -495,7 +509,7 @@ fn a_resumed_history_is_cleared_before_its_first_request() {
         "--resume",
         first.to_str().unwrap(),
         "--context-window",
-        "10000",
+        "11000",
         "anything else?",
     ]);
     out.assert_code(0).assert_no_secret();

@@ -31,6 +31,7 @@ mod ci_log;
 mod ci_verify;
 mod cli;
 mod command_env;
+mod compaction;
 mod context;
 mod docs;
 mod durations;

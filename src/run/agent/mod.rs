@@ -5,20 +5,23 @@
 //! `turns` is a small driver over named steps: `request` (send, stream, meet the context
 //! window's wall), then `answer` (record the turn and take the step its stop reason
 //! calls for: `steps.rs` holds the calls, a `max_tokens` stop and an `end_turn`). Each
-//! step says what comes next (`Step`). Clearing lives in `clearing.rs`.
+//! step says what comes next (`Step`). Clearing lives in `clearing.rs`, summarising
+//! compaction in `compacting.rs`; which of them runs is `--context-strategy`'s.
 
 mod clearing;
+mod compacting;
 mod observers;
 mod steps;
 pub(crate) mod subagent;
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
 use serde_json::Value;
 
 use crate::config::Config;
+use crate::config::cli::ContextStrategy;
 use crate::model::protocol::{Message, StopReason};
 use crate::model::provider::{Provider, StreamNotice, TurnRequest};
 use crate::model::turn::Turn;
@@ -26,6 +29,7 @@ use crate::record::history::{Entry, History};
 use crate::record::outcome::{ErrorKind, Outcome};
 use crate::record::{InFlight, RunRecord};
 use crate::run::ci::CiRun;
+use crate::run::compaction::Reason;
 use crate::run::context::{ContextWindow, Overflow, WINDOW_EXCEEDED_STOP};
 use crate::run::structured;
 use crate::tools::ToolContext;
@@ -90,6 +94,13 @@ pub(super) enum Step {
     End(Outcome),
 }
 
+/// What a turn already did at the context window's wall: each is tried once a turn.
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct WallTried {
+    pub(super) cleared: bool,
+    pub(super) compacted: bool,
+}
+
 /// What the loop carries from turn to turn.
 pub(super) struct Turns {
     pub(super) tools: Vec<Value>,
@@ -101,6 +112,11 @@ pub(super) struct Turns {
     pub(super) turn_no: u32,
     /// Set while the same turn is asked again after a clearing at the wall.
     pub(super) retrying: bool,
+    /// What the current turn already tried at the wall.
+    pub(super) wall: WallTried,
+    /// The conversation's first message (the task): every compacted history starts
+    /// with it verbatim.
+    pub(super) task: Option<Arc<Entry>>,
     /// Continuations asked for the current answer cut off by `max_tokens`.
     pub(super) continuations: u32,
     /// `--output-schema`: the model's answers, counted against --max-schema-retries.
@@ -173,7 +189,7 @@ impl<'a> Agent<'a> {
                 return stopped;
             }
             if !s.retrying
-                && let Some(end) = self.next_turn(&mut s)
+                && let Some(end) = self.next_turn(provider, &mut s)
             {
                 return end;
             }
@@ -217,9 +233,12 @@ impl<'a> Agent<'a> {
         // for the first response leaves it, so `--resume` can continue it.
         run.checkpoint();
         run.ci.run_started(config, run.record);
+        let task = history.entries().first().cloned();
         Turns {
             tools,
             history,
+            task,
+            wall: WallTried::default(),
             window,
             fixed_bytes,
             next_batch: 0,
@@ -235,8 +254,10 @@ impl<'a> Agent<'a> {
         }
     }
 
-    /// A new turn: the budgets may end the run; a history over the threshold is cleared.
-    fn next_turn(&self, s: &mut Turns) -> Option<Outcome> {
+    /// A new turn: the budgets may end the run; a history over the threshold is cleared
+    /// or summarised.
+    fn next_turn(&self, provider: &mut dyn Provider, s: &mut Turns) -> Option<Outcome> {
+        s.wall = WallTried::default();
         // Sub-agents' turns count against --max-turns: the turn number moves past them.
         let sub = self.run.record().subagent_turns();
         s.turn_no += 1 + sub.saturating_sub(s.subagent_turns);
@@ -252,12 +273,51 @@ impl<'a> Agent<'a> {
         if let Some(stop) = self.run.ci.reserve_next(tokens, self.run.record) {
             return Some(stop);
         }
-        if s.window.over_threshold(tokens)
-            && let Some(target) = s.window.clear_target()
-        {
-            self.clear(&mut s.history, &s.window, s.turn_no, tokens, target);
+        if s.window.over_threshold(tokens) {
+            let reason = match s.window.last_tokens() {
+                None if self.run.config.session().resume().is_some() => Reason::Resume,
+                _ => Reason::Threshold,
+            };
+            self.before_the_wall(provider, s, tokens, reason);
         }
         None
+    }
+
+    /// Over the threshold: `clear` clears old tool results and summarises when that
+    /// cannot get under the threshold; `summarize` summarises, and clears only when that
+    /// fails; `fail` does neither (the wall will end the run).
+    fn before_the_wall(
+        &self,
+        provider: &mut dyn Provider,
+        s: &mut Turns,
+        tokens: u64,
+        reason: Reason,
+    ) {
+        let Some(target) = s.window.clear_target() else {
+            return;
+        };
+        match self.run.config.session().context().strategy {
+            ContextStrategy::Fail => {}
+            ContextStrategy::Clear => {
+                let cleared = self.clear(&mut s.history, &s.window, s.turn_no, tokens, target);
+                // Clearing aims at half the window; only when it cannot even get under
+                // the threshold (the next turn would be over it again) is a summary worth
+                // its request.
+                let after = cleared.map_or(tokens, |c| c.tokens_after_estimate);
+                if s.window.over_threshold(after) {
+                    let then = match cleared {
+                        Some(_) => "the cleared history goes on",
+                        None => "the history goes on as it is",
+                    };
+                    self.try_compact(provider, s, reason, after, then);
+                }
+            }
+            ContextStrategy::Summarize => {
+                if !self.try_compact(provider, s, reason, tokens, "clearing old tool results") {
+                    self.clear(&mut s.history, &s.window, s.turn_no, tokens, target);
+                }
+            }
+        }
     }
 
     /// Sends the request and streams the turn, starting safe calls as they are ready.
@@ -306,11 +366,11 @@ impl<'a> Agent<'a> {
                         e.message,
                     )));
                 };
-                return Err(self.at_the_wall(s, o, request_bytes, &e.message));
+                return Err(self.at_the_wall(provider, s, o, request_bytes, &e.message));
             }
         };
         if turn.stop_reason.as_str() == WINDOW_EXCEEDED_STOP {
-            return Err(self.window_exceeded(s, &turn, request_bytes));
+            return Err(self.window_exceeded(provider, s, &turn, request_bytes));
         }
         Ok(Streamed { turn, early })
     }
@@ -336,9 +396,10 @@ impl<'a> Agent<'a> {
         }
     }
 
-    /// The request ran into the context window: clear and retry once, or end.
+    /// The request ran into the context window: clear or summarise and retry, or end.
     pub(super) fn at_the_wall(
         &self,
+        provider: &mut dyn Provider,
         s: &mut Turns,
         overflow: Overflow,
         request_bytes: usize,
@@ -347,10 +408,9 @@ impl<'a> Agent<'a> {
         let wall = Wall {
             overflow,
             request_bytes,
-            retried: s.retrying,
             what,
         };
-        match self.recover(&mut s.history, &mut s.window, s.turn_no, wall) {
+        match self.recover(provider, s, wall) {
             Ok(()) => Step::Retry,
             Err(out) => Step::End(out),
         }
