@@ -343,20 +343,20 @@ impl History {
     }
 }
 
-/// A message's blocks as their raw JSON, borrowed from the stored bytes (not decoded).
+/// A message's blocks, each as its type and its `content` value (a tool result's),
+/// borrowed from the stored bytes: one pass over them, nothing decoded or copied.
 #[derive(serde::Deserialize)]
 struct RawBlocks<'a> {
     #[serde(borrow)]
-    content: Vec<&'a RawValue>,
+    content: Vec<RawBlock<'a>>,
 }
 
-/// A tool result's type and its `content` value, borrowed.
 #[derive(serde::Deserialize)]
-struct RawResult<'a> {
+struct RawBlock<'a> {
     #[serde(rename = "type")]
     kind: std::borrow::Cow<'a, str>,
-    #[serde(borrow)]
-    content: &'a RawValue,
+    #[serde(borrow, default)]
+    content: Option<&'a RawValue>,
 }
 
 /// `json` with the `content` value of each tool result in `blocks` (ascending block
@@ -368,13 +368,10 @@ fn splice_results(json: &str, blocks: &[usize], value: &str) -> Option<String> {
     let mut at = 0;
     for &b in blocks {
         let block = raw.content.get(b)?;
-        let result: RawResult<'_> = serde_json::from_str(block.get()).ok()?;
-        if result.kind != "tool_result" {
-            return None;
-        }
+        let content = block.content.filter(|_| block.kind == "tool_result")?;
         // The value borrows from `json`: its offset is where it starts in there.
-        let start = (result.content.get().as_ptr() as usize).checked_sub(json.as_ptr() as usize)?;
-        let end = start + result.content.get().len();
+        let start = (content.get().as_ptr() as usize).checked_sub(json.as_ptr() as usize)?;
+        let end = start + content.get().len();
         if start < at || end > json.len() {
             return None;
         }
