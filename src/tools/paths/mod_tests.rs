@@ -545,3 +545,22 @@ fn the_one_lookup_open_takes_plain_files_and_leaves_the_rest_to_the_walk() {
     let (_, md) = open_for_read(&ctx, &ws.join("a/b/f.txt"), "a/b/f.txt").unwrap();
     assert_eq!(md.len(), 6);
 }
+
+#[test]
+fn a_removed_workspace_ends_the_run_whatever_the_path() {
+    let (_t, ctx) = setup();
+    std::fs::write(ctx.workspace.join("f.txt"), "x").unwrap();
+    assert!(resolve_for_read(&ctx, "f.txt").is_ok());
+    std::fs::remove_file(ctx.workspace.join("f.txt")).unwrap();
+    std::fs::remove_dir(&ctx.workspace).unwrap();
+    for path in ["f.txt", "a/b/c.txt", "."] {
+        match resolve_for_read(&ctx, path) {
+            Err(ToolError::Fatal(m)) => assert!(m.contains("no longer exists"), "{m}"),
+            other => panic!("{path}: {other:?}"),
+        }
+    }
+    match resolve_for_write(&ctx, "new.txt") {
+        Err(ToolError::Fatal(m)) => assert!(m.contains("no longer exists"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+}

@@ -51,12 +51,6 @@ pub(super) fn resolve_in(workspace: &Path, path: &str) -> Result<Resolution, Too
     if path.contains('\0') {
         return Err(ToolError::failed("path contains a NUL byte"));
     }
-    if std::fs::symlink_metadata(workspace).is_err() {
-        return Err(ToolError::Fatal(format!(
-            "the workspace {} no longer exists",
-            workspace.display()
-        )));
-    }
     let input = escape::decode(path, |literal| {
         let abs = if literal.is_absolute() {
             literal.to_path_buf()
@@ -119,6 +113,14 @@ pub(super) fn resolve_in(workspace: &Path, path: &str) -> Result<Resolution, Too
     }
     // The last name's lstat already said (one syscall less per file tool call).
     let exists = known.unwrap_or_else(|| std::fs::symlink_metadata(&cur).is_ok());
+    // Asked only when the path is missing (one syscall less per call): a workspace that
+    // was removed makes every path under it missing, and ends the run.
+    if !exists && std::fs::symlink_metadata(workspace).is_err() {
+        return Err(ToolError::Fatal(format!(
+            "the workspace {} no longer exists",
+            workspace.display()
+        )));
+    }
     Ok(Resolution {
         path: cur,
         exists,
