@@ -343,36 +343,16 @@ impl History {
     }
 }
 
-/// A message's blocks, each as its type and its `content` value (a tool result's),
-/// borrowed from the stored bytes: one pass over them, nothing decoded or copied.
-#[derive(serde::Deserialize)]
-struct RawBlocks<'a> {
-    #[serde(borrow)]
-    content: Vec<RawBlock<'a>>,
-}
-
-#[derive(serde::Deserialize)]
-struct RawBlock<'a> {
-    #[serde(rename = "type")]
-    kind: std::borrow::Cow<'a, str>,
-    #[serde(borrow, default)]
-    content: Option<&'a RawValue>,
-}
-
 /// `json` with the `content` value of each tool result in `blocks` (ascending block
 /// indexes) replaced by `value` (JSON): the bytes around them copied as they are. None
 /// when a block is not a tool result with a content, or the JSON not a message.
 fn splice_results(json: &str, blocks: &[usize], value: &str) -> Option<String> {
-    let raw: RawBlocks<'_> = serde_json::from_str(json).ok()?;
+    let contents = super::json_walk::result_contents(json)?;
     let mut out = String::with_capacity(json.len());
     let mut at = 0;
     for &b in blocks {
-        let block = raw.content.get(b)?;
-        let content = block.content.filter(|_| block.kind == "tool_result")?;
-        // The value borrows from `json`: its offset is where it starts in there.
-        let start = (content.get().as_ptr() as usize).checked_sub(json.as_ptr() as usize)?;
-        let end = start + content.get().len();
-        if start < at || end > json.len() {
+        let (start, end) = (*contents.get(b)?)?;
+        if start < at {
             return None;
         }
         out.push_str(&json[at..start]);
