@@ -2,18 +2,20 @@
 //! `memchr`, nothing is decoded or copied. Clearing uses it to find the tool results'
 //! `content` values in a message's stored bytes.
 
-use memchr::memchr2;
+use memchr::memchr;
 
-/// The end (exclusive) of the JSON string whose opening quote is at `at`.
+/// The end (exclusive) of the JSON string whose opening quote is at `at`. Only quotes
+/// are searched for (`\n` escapes are everywhere in tool output; quotes are rarer): a
+/// quote after an odd number of backslashes is escaped.
 fn string_end(b: &[u8], at: usize) -> Option<usize> {
     let mut i = at + 1;
     loop {
-        let k = i + memchr2(b'"', b'\\', b.get(i..)?)?;
-        if b[k] == b'\\' {
-            i = k + 2; // the escaped character, whatever it is
-        } else {
+        let k = i + memchr(b'"', b.get(i..)?)?;
+        let slashes = b[at + 1..k].iter().rev().take_while(|&&c| c == b'\\').count();
+        if slashes % 2 == 0 {
             return Some(k + 1);
         }
+        i = k + 1;
     }
 }
 

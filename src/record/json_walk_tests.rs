@@ -20,6 +20,7 @@ fn finds_each_tool_results_content_as_parsing_does() {
         r#"{"role":"user","content":[{"type":"text","text":"\"content\": {[no]}"},{"type":"tool_result","tool_use_id":"b\"","content":"ok","is_error":true}]}"#,
         r#"{ "role" : "user" , "content" : [ { "type" : "tool_result" , "content" : [ {"type":"text","text":"]}"} ] , "x" : null } , {"type":"image","source":{"data":"{"}} ] }"#,
         r#"{"content":[],"role":"user"}"#,
+        r#"{"role":"user","content":[{"type":"tool_result","tool_use_id":"e\\","content":"ends in a backslash \\","is_error":true}]}"#,
         r#"{"role":"user","content":[{"type":"tool_result","tool_use_id":"c","content":"","is_error":false},{"type":"tool_result","content":12.5e3}]}"#,
     ];
     for json in cases {
