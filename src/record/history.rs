@@ -14,6 +14,9 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 
 use crate::model::protocol::{ContentBlock, Message, Role};
+
+#[path = "json_walk.rs"]
+mod json_walk;
 use crate::run::context::{
     ClearPlan, KEEP_RECENT_TURNS, MIN_CLEARABLE_BYTES, PLACEHOLDER, ResultSlot,
 };
@@ -352,7 +355,7 @@ impl History {
 /// indexes) replaced by `value` (JSON): the bytes around them copied as they are. None
 /// when a block is not a tool result with a content, or the JSON not a message.
 fn splice_results(json: &str, blocks: &[usize], value: &str) -> Option<String> {
-    let contents = super::json_walk::result_contents(json)?;
+    let contents = json_walk::result_contents(json)?;
     let mut out = String::with_capacity(json.len());
     let mut at = 0;
     for &b in blocks {

@@ -11,7 +11,11 @@ fn string_end(b: &[u8], at: usize) -> Option<usize> {
     let mut i = at + 1;
     loop {
         let k = i + memchr(b'"', b.get(i..)?)?;
-        let slashes = b[at + 1..k].iter().rev().take_while(|&&c| c == b'\\').count();
+        let slashes = b[at + 1..k]
+            .iter()
+            .rev()
+            .take_while(|&&c| c == b'\\')
+            .count();
         if slashes % 2 == 0 {
             return Some(k + 1);
         }

@@ -5,7 +5,6 @@
 pub(crate) mod changes;
 pub(crate) mod history;
 pub(crate) mod journal;
-mod json_walk;
 pub(crate) mod outcome;
 // The folder's owner shares its name: callers write `record::RunRecord` (re-exported).
 #[allow(clippy::module_inception)]
