@@ -38,7 +38,7 @@ LONG_RUNS = 3  # long-session repetitions per agent mode (claude -p: LONG_CLAUDE
 LONG_CLAUDE_RUNS = 1  # claude -p takes a minute or more per long session
 LONG_COMPACT_WINDOW = 40000  # the long session's compacting mode: --context-window
 LONG_WINDOW = 20  # turns compared: the first 20 against the last 20
-SECTIONS = ("session", "codex", "long", "search", "streaming", "startup")
+SECTIONS = ("session", "codex", "long", "syscalls", "search", "streaming", "startup")
 TIME = "/usr/bin/time"  # GNU time: a small parent, so %M is the peer's own peak RSS
 SESSION_TIMEOUT_S = 600  # one peer's whole session; claude -p takes seconds, a hang must not block
 DEFAULT_RUNS = 5  # session repetitions per peer (medians are quoted)
@@ -57,15 +57,32 @@ API_KEY = "sk-ant-bench-not-a-real-key"
 T_CPU_PER_TURN_MS = 1.0
 T_PEER_FACTOR = 10.0
 T_RSS_MB = 30.0
-T_SEARCH_FACTOR = 1.3
+T_SEARCH_FACTOR = 1.3  # Glob against fd
+T_GREP_FACTOR = 1.0  # Grep against rg over the same files
 T_HIDDEN_SHARE = 0.8  # share of the shorter of (tool, text) that streaming execution must hide
 T_STARTUP_MS = 5.0
 # The long-session and small-session targets of docs/SPEC.md §8.
-T_LONG_GROWTH = 1.5  # CPU per turn of turns 81-100 over turns 1-20, with -o and --jsonl
+T_LONG_GROWTH = 1.2  # CPU per turn of turns 81-100 over turns 1-20, plain and with -o and --jsonl
 T_LONG_RSS_SLACK_MB = 10.0  # peak RSS <= 2 x the history + this
 T_SESSION_CPU_MS = 0.3  # the 101-turn small-file session's CPU per turn
 T_SESSION_RSS_MB = 8.0
 T_OTEL_OVERHEAD = 0.10  # OTLP export on (to a loopback collector): CPU per turn within 10 % of off
+T_SYSCALLS_PER_TURN = 30  # strace -c -f of the small session, over its model requests
+# The peers' ratios: agent's CPU per turn and peak RSS against theirs.
+T_CLAUDE_CPU = 50.0  # claude -p, the small session
+T_CODEX_CPU_READ = 100.0  # codex exec (exec_command) against agent with ReadFile (in-process)
+T_CODEX_CPU_BASH = 7.0  # codex exec against agent with Bash (both start a shell per command)
+T_PEER_RSS = 15.0  # peak RSS against either peer
+
+# Peers that could not be measured: (peer, why). Any makes the run fail (exit 1) after the
+# table is printed, and the page keeps its previous table: a table with a hole must not
+# look finished.
+PEER_FAILURES = []
+
+
+def peer_failed(peer, why):
+    PEER_FAILURES.append((peer, why))
+    log(f"FAILED: {peer} cannot be measured: {why}")
 
 CLAUDE_ENV = {
     "DISABLE_TELEMETRY": "1",
@@ -369,7 +386,8 @@ def bench_session(agent, claude, out_dir, runs):
                                dict(base, HOME=home, CLAUDE_CONFIG_DIR=os.path.join(home, ".claude"),
                                     **CLAUDE_ENV))
         else:
-            res["claude_error"] = "the claude binary was not found (npm install failed?)"
+            res["claude_error"] = "the claude binary was not found (ci/bench/run.sh installs it)"
+            peer_failed("claude -p", res["claude_error"])
         # One warm-up run each (not counted), then the peers alternate, so both see the
         # same machine load.
         for i in range(runs + 1):
@@ -393,6 +411,7 @@ def bench_session(agent, claude, out_dir, runs):
                     if peer.startswith("agent"):
                         raise RuntimeError(f"agent's session ({peer}) failed: {why}")
                     res["claude_error"] = f"claude -p did not complete the session: {why}"
+                    peer_failed("claude -p", res["claude_error"])
                     del peers["claude"]
                     continue
                 if i > 0:
@@ -477,7 +496,8 @@ def bench_codex(agent, codex, out_dir, runs):
                                "--color", "never", *disable, "Run the commands one by one."],
                               dict(base, CODEX_HOME=home))
         else:
-            res["codex_error"] = "the codex binary was not found (npm install failed?)"
+            res["codex_error"] = "the codex binary was not found (ci/bench/run.sh installs it)"
+            peer_failed("codex exec", res["codex_error"])
         for peer in peers:
             res[peer] = []
         for i in range(runs + 1):
@@ -499,6 +519,7 @@ def bench_codex(agent, codex, out_dir, runs):
                     if peer != "codex":
                         raise RuntimeError(f"{peer}'s session failed: {why}")
                     res["codex_error"] = f"codex exec did not complete the session: {why}"
+                    peer_failed("codex exec", res["codex_error"])
                     del peers["codex"]
                     continue
                 if i > 0:
@@ -543,6 +564,19 @@ def report_codex(codex, add, targets):
     if codex.get("codex_error"):
         add(f"codex exec could not be measured: {codex['codex_error']}")
         add("")
+    r = codex.get("agent-read_summary")
+    if c and b and r:
+        for label, mine, limit in (("in-process tools (ReadFile)", r, T_CODEX_CPU_READ),
+                                   ("Bash", b, T_CODEX_CPU_BASH)):
+            ratio = c["cpu_s"] / mine["cpu_s"]
+            targets.append((f"≥ {limit:.0f}× less CPU per turn than codex exec, agent with {label}",
+                            f"{ratio:.1f}×", ratio >= limit, f"{limit / ratio:.2f}× short"))
+        ratio = c["rss_mb"] / max(b["rss_mb"], r["rss_mb"])
+        targets.append((f"≥ {T_PEER_RSS:.0f}× less peak RSS than codex exec", f"{ratio:.1f}×",
+                        ratio >= T_PEER_RSS, f"{T_PEER_RSS / ratio:.2f}× short"))
+    else:
+        targets.append((f"≥ {T_CODEX_CPU_READ:.0f}× (ReadFile) and ≥ {T_CODEX_CPU_BASH:.0f}× (Bash) less "
+                        f"CPU, ≥ {T_PEER_RSS:.0f}× less peak RSS than codex exec", "not measured", None, ""))
     if codex.get("side_requests"):
         add("Other requests to the mock: " + ", ".join(f"`{s}`" for s in codex["side_requests"]) + ".")
         add("")
@@ -555,6 +589,62 @@ def window_cpu_ms(reqs, first, last):
     if len(cpu) <= last:
         return None
     return (cpu[last] - cpu[first - 1]) / (last - first + 1) / 1e6
+
+
+def strace_counts(path):
+    """{syscall: calls} and the total from `strace -c -f -o PATH`'s summary table."""
+    counts, total = {}, None
+    with open(path) as f:
+        for line in f:
+            fields = line.split()
+            if len(fields) < 5 or not fields[3].isdigit():
+                continue
+            if fields[-1] == "total":
+                total = int(fields[3])
+            else:
+                counts[fields[-1]] = int(fields[3])
+    if total is None:
+        raise RuntimeError(f"no total line in {path}")
+    return counts, total
+
+
+def bench_syscalls(agent, out_dir):
+    """Syscalls per turn: the small session (100 ReadFile turns, 101 model requests) once
+    under `strace -c -f` (every thread), start-up and exit included. A count, not a time:
+    it does not move with the machine's load."""
+    ws = os.path.join(out_dir, "syscalls-ws")
+    shutil.rmtree(ws, ignore_errors=True)
+    os.makedirs(os.path.join(ws, "files"))
+    for n in range(1, SESSION_TURNS + 1):
+        with open(os.path.join(ws, "files", f"f{n:03d}.txt"), "w") as f:
+            f.write(f"small file {n}\n" + "some content line\n" * 8)
+    table = os.path.join(out_dir, "strace-session.txt")
+    with Mock(out_dir, "syscalls", "--script", "session", "--turns", str(SESSION_TURNS),
+              "--workspace", ws) as mock:
+        env = dict(os.environ, ANTHROPIC_API_KEY=API_KEY)
+        argv = ["strace", "-c", "-f", "-o", table, agent, "run", "Read the files one by one.", "-C", ws,
+                "--max-turns", str(SESSION_TURNS + 10), "--base-url", mock.url, "-q"]
+        r = subprocess.run(argv, cwd=ws, env=env, capture_output=True, text=True, timeout=SESSION_TIMEOUT_S)
+        main = [q for q in mock.requests() if q.get("peer") == "agent"]
+    if r.returncode != 0 or len(main) != SESSION_TURNS + 1:
+        raise RuntimeError(f"agent's session under strace failed: exit {r.returncode}, "
+                           f"{len(main)} requests, stderr {r.stderr[-400:]!r}")
+    counts, total = strace_counts(table)
+    turns = SESSION_TURNS + 1
+    top = sorted(counts.items(), key=lambda kv: -kv[1])[:10]
+    log(f"syscalls: {total} in {turns} turns ({total / turns:.1f} a turn)")
+    return {"total": total, "turns": turns, "per_turn": total / turns, "top": top}
+
+
+def report_syscalls(sc, add, targets):
+    add(f"**Syscalls** (`strace -c -f` of one small session: {sc['turns']} model requests, each "
+        f"turn one ReadFile; start-up and exit included): {sc['total']} in all, "
+        f"{sc['per_turn']:.1f} a turn. Most frequent: "
+        + ", ".join(f"`{name}` {n / sc['turns']:.1f}" for name, n in sc["top"]) + " a turn.")
+    add("")
+    targets.append((f"≤ {T_SYSCALLS_PER_TURN} syscalls per in-process turn", f"{sc['per_turn']:.1f}",
+                    sc["per_turn"] <= T_SYSCALLS_PER_TURN,
+                    f"{sc['per_turn'] - T_SYSCALLS_PER_TURN:.1f} over"))
 
 
 def bench_long(agent, claude, out_dir, runs):
@@ -598,7 +688,8 @@ def bench_long(agent, claude, out_dir, runs):
                           dict(base, HOME=home, CLAUDE_CONFIG_DIR=os.path.join(home, ".claude"),
                                **CLAUDE_ENV), LONG_CLAUDE_RUNS))
         else:
-            res["claude_error"] = "the claude binary was not found (npm install failed?)"
+            res["claude_error"] = "the claude binary was not found (ci/bench/run.sh installs it)"
+            peer_failed("claude -p", res["claude_error"])
         for label, argv, env, n in modes:
             peer = "claude" if label.startswith("claude") else "agent"
             rows = []
@@ -619,6 +710,7 @@ def bench_long(agent, claude, out_dir, runs):
                     if peer == "agent":
                         raise RuntimeError(f"agent's long session ({label}) failed: {why}")
                     res["claude_error"] = f"claude -p did not complete the long session: {why}"
+                    peer_failed("claude -p", res["claude_error"])
                     break
                 rows.append({"cpu_s": r["cpu_s"], "rss_mb": r["rss_mb"], "wall_s": r["wall_s"],
                              "first_ms": first, "last_ms": last})
@@ -740,10 +832,10 @@ def ms(s):
 
 
 def verdict(ok):
-    return "PASS" if ok else "MISS"
+    return "PASS" if ok else "FAIL"
 
 
-def report(m, versions, session, codex, long, search, streaming, startup):
+def report(m, versions, session, codex, long, syscalls, search, streaming, startup):
     lines = []
     add = lines.append
     add(f"Measured {m['date']} on {m['nproc']} × {m['cpu']}, {m['kernel']} "
@@ -759,6 +851,8 @@ def report(m, versions, session, codex, long, search, streaming, startup):
         report_codex(codex, add, targets)
     if long:
         report_long(long, add, targets)
+    if syscalls:
+        report_syscalls(syscalls, add, targets)
     if search:
         report_search(search, add, targets)
     if streaming:
@@ -828,8 +922,13 @@ def report_session(session, add, targets):
                         f"{T_PEER_FACTOR / cpu_ratio:.1f}× short"))
         targets.append(("≥ 10× less peak RSS than claude -p", f"{rss_ratio:.1f}×",
                         rss_ratio >= T_PEER_FACTOR, f"{T_PEER_FACTOR / rss_ratio:.1f}× short"))
+        targets.append((f"≥ {T_CLAUDE_CPU:.0f}× less CPU per turn than claude -p", f"{cpu_ratio:.1f}×",
+                        cpu_ratio >= T_CLAUDE_CPU, f"{T_CLAUDE_CPU / cpu_ratio:.2f}× short"))
+        targets.append((f"≥ {T_PEER_RSS:.0f}× less peak RSS than claude -p", f"{rss_ratio:.1f}×",
+                        rss_ratio >= T_PEER_RSS, f"{T_PEER_RSS / rss_ratio:.2f}× short"))
     else:
-        targets.append(("≥ 10× less CPU and RSS than claude -p", "not measured", None, ""))
+        targets.append((f"≥ {T_CLAUDE_CPU:.0f}× less CPU and ≥ {T_PEER_RSS:.0f}× less peak RSS than claude -p",
+                        "not measured", None, ""))
     targets.append((f"session CPU per turn ≤ {T_SESSION_CPU_MS} ms", f"{cpt:.2f} ms",
                     cpt <= T_SESSION_CPU_MS, f"{cpt / T_SESSION_CPU_MS:.1f}× the target"))
     targets.append((f"session peak RSS ≤ {T_SESSION_RSS_MB:.0f} MB", f"{a['rss_mb']:.1f} MB",
@@ -856,13 +955,16 @@ def report_long(long, add, targets):
     if long.get("claude_error"):
         add(f"claude -p could not be measured: {long['claude_error']}")
         add("")
+    for mode, what in (("agent", "plain"), ("agent -o --jsonl", "-o and --jsonl on")):
+        v = modes.get(mode)
+        if v:
+            growth = v["last_ms"] / v["first_ms"]
+            targets.append((f"long session: CPU per turn of the last {LONG_WINDOW} turns ≤ "
+                            f"{T_LONG_GROWTH}× the first {LONG_WINDOW}, {what}",
+                            f"{growth:.2f}×", growth <= T_LONG_GROWTH,
+                            f"{growth / T_LONG_GROWTH:.2f}× the limit"))
     full = modes.get("agent -o --jsonl")
     if full:
-        growth = full["last_ms"] / full["first_ms"]
-        targets.append((f"long session: CPU per turn of the last {LONG_WINDOW} turns ≤ "
-                        f"{T_LONG_GROWTH}× the first {LONG_WINDOW}, -o and --jsonl on",
-                        f"{growth:.2f}×", growth <= T_LONG_GROWTH,
-                        f"{growth / T_LONG_GROWTH:.2f}× the limit"))
         hist = long.get("history_mb")
         if hist is not None:
             limit = 2 * hist + T_LONG_RSS_SLACK_MB
@@ -909,8 +1011,8 @@ def report_search(search, add, targets):
         "run does not scan the workspace for `files_changed`).")
     add("")
     gr, glr = max(grep_ratio, grep_same), max(glob_ratio, glob_same)
-    targets.append(("Grep ≤ 1.3 × rg", f"{gr:.2f}×", gr <= T_SEARCH_FACTOR,
-                    f"{gr / T_SEARCH_FACTOR:.2f}× the limit"))
+    targets.append((f"Grep ≤ {T_GREP_FACTOR:.1f} × rg", f"{gr:.2f}×", gr <= T_GREP_FACTOR,
+                    f"{gr / T_GREP_FACTOR:.2f}× the limit"))
     targets.append(("Glob ≤ 1.3 × fd", f"{glr:.2f}×", glr <= T_SEARCH_FACTOR,
                     f"{glr / T_SEARCH_FACTOR:.2f}× the limit"))
 
@@ -965,10 +1067,14 @@ def write_readme(readme, table):
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--agent", default=os.path.join(ROOT, "target", "release", "agent"))
-    p.add_argument("--claude", default=os.path.join(HERE, "node_modules", ".bin", "claude"))
-    p.add_argument("--codex", default=os.path.join(HERE, "node_modules", "@openai", "codex-linux-x64", "vendor",
-                                                    "x86_64-unknown-linux-musl", "bin", "codex"),
+    p.add_argument("--claude", default=os.path.join(HERE, "peers", "claude-code", "node_modules", ".bin",
+                                                     "claude"))
+    p.add_argument("--codex", default=os.path.join(HERE, "peers", "codex", "node_modules", "@openai",
+                                                    "codex-linux-x64", "vendor", "x86_64-unknown-linux-musl",
+                                                    "bin", "codex"),
                    help="codex's native binary (npm @openai/codex), run directly")
+    p.add_argument("--claude-version", help="the pinned Claude Code version (run.sh's): another fails the run")
+    p.add_argument("--codex-version", help="the pinned codex version (run.sh's): another fails the run")
     p.add_argument("--tree", default=os.environ.get("BENCH_TREE") or None)
     p.add_argument("--pattern", default=os.environ.get("BENCH_PATTERN") or DEFAULT_PATTERN)
     p.add_argument("--runs", type=int, default=int(os.environ.get("BENCH_RUNS") or DEFAULT_RUNS))
@@ -992,6 +1098,8 @@ def main():
         sys.exit(f"bench: --only: unknown section(s) {', '.join(sorted(unknown))} "
                  f"(choose from {', '.join(SECTIONS)})")
     searching = bool(only & {"search", "streaming"})
+    if "syscalls" in only and not shutil.which("strace"):
+        sys.exit("bench: strace is not installed (ci/bench/run.sh installs it)")
     fd = shutil.which("fd") or shutil.which("fdfind")
     needed = [("hyperfine", shutil.which("hyperfine"))] if only & {"search", "startup"} else []
     if searching:
@@ -1017,6 +1125,17 @@ def main():
         versions["hyperfine"] = first_line(["hyperfine", "--version"]).removeprefix("hyperfine ")
     log(f"machine: {m}")
     log(f"versions: {versions}")
+    # A peer at another version than the pinned one measures a different program: refuse it.
+    for peer, want, section in (("Claude Code", a.claude_version, {"session", "long"}),
+                                ("codex", a.codex_version, {"codex"})):
+        have = versions.get(peer)
+        if want and only & section and have != "not installed" and have != want:
+            peer_failed({"Claude Code": "claude -p", "codex": "codex exec"}[peer],
+                        f"version {have} is installed, {want} is pinned")
+            if peer == "Claude Code":
+                claude = None
+            else:
+                codex = None
 
     got = {}
     for i, name in enumerate(s for s in SECTIONS if s in only):
@@ -1027,6 +1146,8 @@ def main():
             got[name] = bench_codex(agent, codex, a.out, a.runs)
         elif name == "long":
             got[name] = bench_long(agent, claude, a.out, LONG_RUNS)
+        elif name == "syscalls":
+            got[name] = bench_syscalls(agent, a.out)
         elif name == "search":
             got[name] = bench_search(agent, fd, tree, a.pattern, a.out)
         elif name == "streaming":
@@ -1040,13 +1161,19 @@ def main():
     print(table)
     if a.only and not a.no_readme:
         log("--only: the README keeps its table (it holds a full run)")
+    elif PEER_FAILURES:
+        log("a peer could not be measured: the page keeps its previous table")
     elif not a.no_readme:
         write_readme(a.readme, table)
         log(f"wrote the table into {a.readme}")
     missed = [t[0] for t in targets if t[2] is False]
     log(f"targets: {len(targets) - len(missed)} of {len(targets)} met"
-        + (f"; missed: {', '.join(missed)}" if missed else ""))
-    return 0
+        + (f"; FAIL: {', '.join(missed)}" if missed else ""))
+    for peer, why in PEER_FAILURES:
+        log(f"FAILED: {peer} could not be measured: {why}")
+    if PEER_FAILURES:
+        return 1
+    return 3 if missed else 0
 
 
 if __name__ == "__main__":

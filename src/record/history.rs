@@ -14,6 +14,9 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 
 use crate::model::protocol::{ContentBlock, Message, Role};
+
+#[path = "json_walk.rs"]
+mod json_walk;
 use crate::run::context::{
     ClearPlan, KEEP_RECENT_TURNS, MIN_CLEARABLE_BYTES, PLACEHOLDER, ResultSlot,
 };
@@ -320,28 +323,104 @@ impl History {
     }
 
     /// Replaces the planned results' content with the placeholder (each changed message
-    /// is copied and serialised once more). Returns how many results were cleared.
+    /// is copied once more: its stored JSON with the results' values swapped, see
+    /// [`Entry::cleared`]). Returns how many results were cleared.
     pub(crate) fn apply(&mut self, plan: &ClearPlan) -> usize {
         let mut cleared = 0;
         let mut i = 0;
         while i < plan.slots.len() {
             let m = plan.slots[i].message;
-            let mut message = self.sent[m].message();
+            let mut blocks = Vec::new();
             while i < plan.slots.len() && plan.slots[i].message == m {
                 let b = plan.slots[i].block;
-                if let Some(ContentBlock::ToolResult { content, .. }) = message.content.get_mut(b)
-                    && self.cleared.insert((m, b))
-                {
-                    *content = PLACEHOLDER.to_string();
+                let is_result = self.sent[m].results.iter().any(|&(rb, _)| rb == b);
+                if is_result && self.cleared.insert((m, b)) {
+                    blocks.push(b);
                     cleared += 1;
                 }
                 i += 1;
             }
-            let entry = Entry::new(message);
+            if blocks.is_empty() {
+                continue;
+            }
+            let entry = self.sent[m].cleared(&blocks);
             self.bytes = self.bytes - self.sent[m].json().len() + entry.json().len();
             self.sent[m] = entry;
         }
         cleared
+    }
+}
+
+/// `json` with the `content` value of each tool result in `blocks` (ascending block
+/// indexes) replaced by `value` (JSON): the bytes around them copied as they are. None
+/// when a block is not a tool result with a content, or the JSON not a message.
+fn splice_results(json: &str, blocks: &[usize], value: &str) -> Option<String> {
+    let contents = json_walk::result_contents(json)?;
+    let mut out = String::with_capacity(json.len());
+    let mut at = 0;
+    for &b in blocks {
+        let (start, end) = (*contents.get(b)?)?;
+        if start < at {
+            return None;
+        }
+        out.push_str(&json[at..start]);
+        out.push_str(value);
+        at = end;
+    }
+    out.push_str(&json[at..]);
+    Some(out)
+}
+
+impl Entry {
+    /// A copy with the content of the tool results in `blocks` (ascending) replaced by
+    /// the placeholder, for the request history. Made from the stored JSON: only the
+    /// replaced values change, so a clearing costs a copy of each message, not a parse
+    /// and a serialisation of it (the same bytes either way; the tests compare them).
+    fn cleared(&self, blocks: &[usize]) -> Arc<Entry> {
+        let placeholder = serde_json::Value::from(PLACEHOLDER).to_string();
+        let spliced = (self.record.is_none())
+            .then(|| splice_results(self.json(), blocks, &placeholder))
+            .flatten()
+            .and_then(|json| RawValue::from_string(json).ok());
+        let Some(json) = spliced else {
+            return self.cleared_by_parsing(blocks);
+        };
+        let redacted = crate::util::output::redact(json.get());
+        let redacted = (redacted != json.get())
+            .then(|| RawValue::from_string(redacted).ok())
+            .flatten();
+        let results = self
+            .results
+            .iter()
+            .map(|&(b, bytes)| {
+                let now = if blocks.contains(&b) {
+                    PLACEHOLDER.len()
+                } else {
+                    bytes
+                };
+                (b, now)
+            })
+            .collect();
+        Arc::new(Entry {
+            role: self.role,
+            json,
+            record: None,
+            redacted,
+            last_block_cacheable: self.last_block_cacheable,
+            results,
+            wire: OnceLock::new(),
+        })
+    }
+
+    /// The same copy by parsing the message and serialising it again.
+    fn cleared_by_parsing(&self, blocks: &[usize]) -> Arc<Entry> {
+        let mut message = self.message();
+        for &b in blocks {
+            if let Some(ContentBlock::ToolResult { content, .. }) = message.content.get_mut(b) {
+                *content = PLACEHOLDER.to_string();
+            }
+        }
+        Entry::new(message)
     }
 }
 

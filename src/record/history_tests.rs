@@ -158,13 +158,13 @@ fn clearing_replaces_content_keeps_pairs_and_leaves_the_originals() {
     );
     let before_bytes = h.json_bytes();
     let plan = plan_clearing(&h.clearable(), 9000, 5000, &ctx).unwrap();
-    let n_before = serialised_here();
+    let (n_before, parsed_before) = (serialised_here(), parses_here());
     let cleared = h.apply(&plan);
     assert_eq!(cleared, plan.slots.len());
     assert_eq!(
-        serialised_here() - n_before,
-        cleared as u64,
-        "one new serialisation per changed message"
+        (serialised_here() - n_before, parses_here() - parsed_before),
+        (0, 0),
+        "a clearing copies the stored JSON: it neither parses nor serialises a message"
     );
     let v = sent(&h, true);
     let arr = v.as_array().unwrap();
@@ -404,4 +404,79 @@ fn parsing_on_demand_grows_with_the_turns_not_their_square() {
     };
     assert_eq!(parses(10), 10);
     assert_eq!(parses(40), 40, "one parse a turn");
+}
+
+#[test]
+fn a_cleared_copy_is_byte_for_byte_what_parsing_and_serialising_would_make() {
+    let message = Message {
+        role: Role::User,
+        content: vec![
+            ContentBlock::ToolResult {
+                tool_use_id: "a".into(),
+                content: "quotes \" and \\ and \u{1} and é and \n lines ".repeat(40),
+                is_error: false,
+            },
+            ContentBlock::Text {
+                text: "between, with \"content\": \"not this\"".into(),
+            },
+            ContentBlock::ToolResult {
+                tool_use_id: "b\"c".into(),
+                content: "{\"content\":\"nested\"}".repeat(50),
+                is_error: true,
+            },
+            ContentBlock::ToolResult {
+                tool_use_id: "d".into(),
+                content: "kept".into(),
+                is_error: false,
+            },
+        ],
+    };
+    let entry = Entry::new(message);
+    for blocks in [vec![0], vec![2], vec![0, 2], vec![0, 2, 3]] {
+        let spliced = entry.cleared(&blocks);
+        let parsed = entry.cleared_by_parsing(&blocks);
+        assert_eq!(spliced.json(), parsed.json(), "blocks {blocks:?}");
+        assert_eq!(spliced.transcript_json(), parsed.transcript_json());
+        assert_eq!(spliced.results, parsed.results, "blocks {blocks:?}");
+        assert_eq!(spliced.last_block_cacheable, parsed.last_block_cacheable);
+    }
+    // Not a tool result (the text block): the copy is made by parsing, and is the same.
+    assert_eq!(
+        entry.cleared(&[1]).json(),
+        entry.cleared_by_parsing(&[1]).json()
+    );
+}
+
+#[test]
+fn a_cleared_copy_is_redacted_like_any_entry() {
+    // A value only this test uses: registering it redacts it everywhere from now on.
+    let secret = "cleared-copy-secret-4b1d9e0c7a";
+    crate::util::output::add_secret(secret);
+    let message = Message {
+        role: Role::User,
+        content: vec![
+            ContentBlock::ToolResult {
+                tool_use_id: "a".into(),
+                content: format!("old output {secret}"),
+                is_error: false,
+            },
+            ContentBlock::ToolResult {
+                tool_use_id: "b".into(),
+                content: format!("newer output {secret}"),
+                is_error: false,
+            },
+        ],
+    };
+    let entry = Entry::new(message);
+    let copy = entry.cleared(&[0]);
+    assert!(copy.json().contains(PLACEHOLDER));
+    assert!(
+        copy.json().contains(secret),
+        "the API form is the conversation as it is"
+    );
+    assert!(!copy.transcript_json().contains(secret));
+    assert_eq!(
+        copy.transcript_json(),
+        entry.cleared_by_parsing(&[0]).transcript_json()
+    );
 }

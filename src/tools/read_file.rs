@@ -121,6 +121,7 @@ impl TypedTool for ReadFile {
             offset: input.offset.unwrap_or(1).max(1),
             limit: input.limit.unwrap_or(DEFAULT_LIMIT_LINES).max(1),
             count_rest: md.len() <= COUNT_TOTAL_MAX_BYTES,
+            size: md.len(),
         };
         let read = read_window(file, &window)
             .map_err(|e| ToolError::failed(format!("cannot read {}: {e}", input.path)))?;
@@ -189,6 +190,8 @@ struct Window {
     limit: u64,
     /// Whether to count the lines after the window to report the total.
     count_rest: bool,
+    /// The file's size when opened (0: unknown, as some filesystems report).
+    size: u64,
 }
 
 enum Outcome {
@@ -212,9 +215,13 @@ fn read_window(file: impl Read, w: &Window) -> io::Result<Outcome> {
     let mut file = file;
     // Sized up front: from empty, read_to_end probes with 32-byte reads first.
     let mut head = Vec::with_capacity(BINARY_SNIFF_BYTES as usize);
-    (&mut file)
-        .take(BINARY_SNIFF_BYTES)
-        .read_to_end(&mut head)?;
+    // A file smaller than the sniff is sniffed whole in one read, not two: the read to
+    // its end (one more) is the buffered reader's below, as for any file.
+    let sniff = match w.size {
+        0 => BINARY_SNIFF_BYTES,
+        n => n.min(BINARY_SNIFF_BYTES),
+    };
+    (&mut file).take(sniff).read_to_end(&mut head)?;
     if head.is_empty() {
         return Ok(Outcome::Empty);
     }

@@ -227,3 +227,61 @@ fn a_fifo_is_refused_without_hanging() {
     let e = without_hanging(move || run(&c, json!({"path": "pipe"})));
     assert!(e.unwrap_err().message().contains("FIFO"));
 }
+
+/// A reader that counts the reads made of it (each is a `read` syscall on a file).
+struct Counted<'a> {
+    data: &'a [u8],
+    reads: usize,
+}
+
+impl Read for Counted<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.reads += 1;
+        let n = buf.len().min(self.data.len());
+        buf[..n].copy_from_slice(&self.data[..n]);
+        self.data = &self.data[n..];
+        Ok(n)
+    }
+}
+
+fn window(size: u64) -> Window {
+    Window {
+        offset: 1,
+        limit: 100,
+        count_rest: true,
+        size,
+    }
+}
+
+#[test]
+fn a_small_file_is_read_in_one_read_and_one_more_that_finds_its_end() {
+    let text = b"one\ntwo\nthree\n";
+    let mut r = Counted {
+        data: text,
+        reads: 0,
+    };
+    let Outcome::Lines(shown) = read_window(&mut r, &window(text.len() as u64)).unwrap() else {
+        panic!("not shown");
+    };
+    assert_eq!(shown.returned, 3);
+    assert_eq!(r.reads, 2, "the sniff, then the read that returns 0");
+    // Size unknown (0, as some filesystems report): the sniff reads to its own end first.
+    let mut r = Counted {
+        data: text,
+        reads: 0,
+    };
+    let Outcome::Lines(shown) = read_window(&mut r, &window(0)).unwrap() else {
+        panic!("not shown");
+    };
+    assert_eq!(shown.returned, 3);
+    assert_eq!(r.reads, 3);
+    // A file that grew after it was opened is still read to its end.
+    let mut r = Counted {
+        data: text,
+        reads: 0,
+    };
+    let Outcome::Lines(shown) = read_window(&mut r, &window(4)).unwrap() else {
+        panic!("not shown");
+    };
+    assert_eq!(shown.returned, 3);
+}

@@ -120,6 +120,100 @@ pub(super) fn open_dir_chain(
     Ok(dir)
 }
 
+/// `open_for_read` in one lookup where the kernel has `openat2` (Linux 5.6+): the path
+/// below the root is resolved by the kernel with `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS`,
+/// which refuses what the walk refuses (a symlink anywhere, an escape from the root),
+/// instead of one `openat` and `close` per directory. As the walk does, the file is
+/// looked at through an `O_PATH` handle before it is opened, so a FIFO or a device is
+/// never opened. `None`: anything but a regular file opened, or a refused one (no
+/// `openat2`, a seccomp filter, a symlink, a missing name): the walk then runs and
+/// words its own error.
+#[cfg(target_os = "linux")]
+pub(super) fn open_beneath(
+    ctx: &ToolContext,
+    root: &Path,
+    dirs: &[OsString],
+    name: &OsStr,
+    shown: &str,
+) -> Option<Result<(File, Metadata), ToolError>> {
+    if !OPENAT2.load(Ordering::Relaxed) {
+        return None;
+    }
+    let no_follow = if root == ctx.workspace || ctx.extra_dirs.iter().any(|d| d == root) {
+        0
+    } else {
+        libc::O_NOFOLLOW
+    };
+    let root = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_CLOEXEC | no_follow)
+        .open(root)
+        .ok()?;
+    let mut rel = PathBuf::new();
+    rel.extend(dirs);
+    rel.push(name);
+    let look = openat2(
+        &root,
+        rel.as_os_str(),
+        libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+    );
+    let md = match look {
+        Ok(f) => f.metadata().ok()?,
+        Err(e) => {
+            if matches!(e.raw_os_error(), Some(libc::ENOSYS | libc::EPERM)) {
+                OPENAT2.store(false, Ordering::Relaxed); // no openat2 here: walk from now on
+            }
+            return None;
+        }
+    };
+    if let Err(e) = check_regular(&md, shown) {
+        return Some(Err(e));
+    }
+    // O_NONBLOCK: a FIFO swapped in after the look opens at once instead of blocking.
+    let flags = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC;
+    let file = openat2(&root, rel.as_os_str(), flags).ok()?;
+    let md = file.metadata().ok()?;
+    Some(check_regular(&md, shown).map(|()| (file, md)))
+}
+
+/// Whether `openat2` may be tried (cleared the first time the kernel or a filter refuses it).
+#[cfg(target_os = "linux")]
+static OPENAT2: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+/// `openat2(dir, rel, flags)` confined beneath `dir`, following no symlink.
+#[cfg(target_os = "linux")]
+fn openat2(dir: &File, rel: &OsStr, flags: libc::c_int) -> io::Result<File> {
+    let rel = c_name(rel)?;
+    // `struct open_how` (linux/openat2.h); libc's is non-exhaustive.
+    #[repr(C)]
+    struct OpenHow {
+        flags: u64,
+        mode: u64,
+        resolve: u64,
+    }
+    let how = OpenHow {
+        flags: flags as u64,
+        mode: 0,
+        resolve: libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS,
+    };
+    // SAFETY: a valid descriptor, a NUL-terminated path and an `open_how` of the size
+    // passed, all alive for the call.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            dir.as_raw_fd(),
+            rel.as_ptr(),
+            &how as *const OpenHow,
+            std::mem::size_of::<OpenHow>(),
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just returned by openat2, is valid and owned by nobody else.
+    Ok(unsafe { File::from_raw_fd(fd as libc::c_int) })
+}
+
 /// `lstat` of `dir/name` through the directory handle: `None` when it does not exist.
 /// Opening with `O_PATH` (Linux) has no side effect even on a FIFO or a device.
 pub(super) fn stat_at(dir: &File, name: &OsStr) -> io::Result<Option<Metadata>> {

@@ -171,6 +171,10 @@ pub(crate) fn open_for_read(
     shown: &str,
 ) -> Result<(File, Metadata), ToolError> {
     let (root, dirs, name) = split_under_root(ctx, resolved, shown, true)?;
+    #[cfg(target_os = "linux")]
+    if let Some(opened) = at::open_beneath(ctx, &root, &dirs, &name, shown) {
+        return opened;
+    }
     let dir = open_dir_chain(ctx, &root, &dirs, false, shown)?;
     match stat_at(&dir, &name).map_err(|e| io_error(&e, shown, "read"))? {
         None => return Err(not_found(shown)),

@@ -503,3 +503,64 @@ fn extra_dirs_are_confined_like_the_workspace() {
     // The extra directory itself is not a file to write.
     assert!(exec(&WriteFile, &ctx, &json!({"path": p(""), "content": "x"})).is_err());
 }
+
+/// The kernel's one-lookup open (`openat2`) takes what the walk takes and leaves the
+/// rest to it: a symlink anywhere below the root, or a missing name, is `None` (the walk
+/// then words the error); a FIFO is refused without being opened.
+#[cfg(target_os = "linux")]
+#[test]
+fn the_one_lookup_open_takes_plain_files_and_leaves_the_rest_to_the_walk() {
+    use std::ffi::OsString;
+    let (_t, ctx) = setup();
+    let ws = ctx.workspace.clone();
+    std::fs::create_dir_all(ws.join("a/b")).unwrap();
+    std::fs::write(ws.join("a/b/f.txt"), "hello\n").unwrap();
+    let dirs = [OsString::from("a"), OsString::from("b")];
+    let Some(opened) = at::open_beneath(&ctx, &ws, &dirs, OsStr::new("f.txt"), "a/b/f.txt") else {
+        // A kernel without openat2 (before 5.6) or a filter refusing it: the walk runs.
+        return;
+    };
+    let (mut f, md) = opened.unwrap();
+    assert_eq!(md.len(), 6);
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut f, &mut text).unwrap();
+    assert_eq!(text, "hello\n");
+    // A symlinked directory inside the workspace and a missing name: left to the walk.
+    std::os::unix::fs::symlink(ws.join("a"), ws.join("link")).unwrap();
+    let via_link = [OsString::from("link"), OsString::from("b")];
+    assert!(at::open_beneath(&ctx, &ws, &via_link, OsStr::new("f.txt"), "x").is_none());
+    std::os::unix::fs::symlink(outside(&ctx).join("secret.txt"), ws.join("out.txt")).unwrap();
+    // A symlink as the last name is looked at, not followed, and refused as the walk's
+    // look refuses it.
+    let last = at::open_beneath(&ctx, &ws, &[], OsStr::new("out.txt"), "x").unwrap();
+    assert!(failed(last).contains("symbolic link"));
+    assert!(at::open_beneath(&ctx, &ws, &dirs, OsStr::new("missing"), "x").is_none());
+    // A FIFO: refused from its O_PATH look, so the test does not block.
+    let fifo =
+        std::ffi::CString::new(ws.join("pipe").into_os_string().into_encoded_bytes()).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+    let refused = at::open_beneath(&ctx, &ws, &[], OsStr::new("pipe"), "pipe").unwrap();
+    assert!(failed(refused).contains("FIFO"));
+    // And the public path takes it: reading through open_for_read gives the same file.
+    let (_, md) = open_for_read(&ctx, &ws.join("a/b/f.txt"), "a/b/f.txt").unwrap();
+    assert_eq!(md.len(), 6);
+}
+
+#[test]
+fn a_removed_workspace_ends_the_run_whatever_the_path() {
+    let (_t, ctx) = setup();
+    std::fs::write(ctx.workspace.join("f.txt"), "x").unwrap();
+    assert!(resolve_for_read(&ctx, "f.txt").is_ok());
+    std::fs::remove_file(ctx.workspace.join("f.txt")).unwrap();
+    std::fs::remove_dir(&ctx.workspace).unwrap();
+    for path in ["f.txt", "a/b/c.txt", "."] {
+        match resolve_for_read(&ctx, path) {
+            Err(ToolError::Fatal(m)) => assert!(m.contains("no longer exists"), "{m}"),
+            other => panic!("{path}: {other:?}"),
+        }
+    }
+    match resolve_for_write(&ctx, "new.txt") {
+        Err(ToolError::Fatal(m)) => assert!(m.contains("no longer exists"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+}

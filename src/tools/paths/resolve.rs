@@ -51,12 +51,6 @@ pub(super) fn resolve_in(workspace: &Path, path: &str) -> Result<Resolution, Too
     if path.contains('\0') {
         return Err(ToolError::failed("path contains a NUL byte"));
     }
-    if std::fs::symlink_metadata(workspace).is_err() {
-        return Err(ToolError::Fatal(format!(
-            "the workspace {} no longer exists",
-            workspace.display()
-        )));
-    }
     let input = escape::decode(path, |literal| {
         let abs = if literal.is_absolute() {
             literal.to_path_buf()
@@ -73,7 +67,10 @@ pub(super) fn resolve_in(workspace: &Path, path: &str) -> Result<Resolution, Too
     };
     let mut pending: std::collections::VecDeque<Piece> = pieces(input).into();
     let (mut hops, mut via_symlink) = (0, false);
+    // Whether `cur` is known to exist from the last lstat (None: not looked at).
+    let mut known: Option<bool> = None;
     while let Some(piece) = pending.pop_front() {
+        known = None;
         match piece {
             Piece::Root => cur = PathBuf::from("/"),
             Piece::Parent => {
@@ -96,8 +93,14 @@ pub(super) fn resolve_in(workspace: &Path, path: &str) -> Result<Resolution, Too
                             pending.push_front(p);
                         }
                     }
-                    Ok(_) => cur = candidate,
-                    Err(e) if e.kind() == io::ErrorKind::NotFound => cur = candidate,
+                    Ok(_) => {
+                        cur = candidate;
+                        known = Some(true);
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                        cur = candidate;
+                        known = Some(false);
+                    }
                     Err(e) if e.kind() == io::ErrorKind::NotADirectory => {
                         return Err(ToolError::failed(format!(
                             "{path}: a parent component is a file, not a directory"
@@ -108,7 +111,16 @@ pub(super) fn resolve_in(workspace: &Path, path: &str) -> Result<Resolution, Too
             }
         }
     }
-    let exists = std::fs::symlink_metadata(&cur).is_ok();
+    // The last name's lstat already said (one syscall less per file tool call).
+    let exists = known.unwrap_or_else(|| std::fs::symlink_metadata(&cur).is_ok());
+    // Asked only when the path is missing (one syscall less per call): a workspace that
+    // was removed makes every path under it missing, and ends the run.
+    if !exists && std::fs::symlink_metadata(workspace).is_err() {
+        return Err(ToolError::Fatal(format!(
+            "the workspace {} no longer exists",
+            workspace.display()
+        )));
+    }
     Ok(Resolution {
         path: cur,
         exists,
