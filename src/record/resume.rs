@@ -278,7 +278,7 @@ fn answer_open_calls(
         .filter_map(|b| match b {
             ContentBlock::ToolUse { id, .. } => Some(ContentBlock::ToolResult {
                 tool_use_id: id.clone(),
-                content: interrupted_result(status, running.contains(id)),
+                content: interrupted_result(status, running.contains(id)).into(),
                 is_error: true,
             }),
             _ => None,

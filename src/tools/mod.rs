@@ -44,6 +44,9 @@ pub(crate) struct ToolResult {
     pub metadata: Map<String, Value>,
     /// The files the call changed, and how.
     pub changes: Vec<paths::FileChange>,
+    /// Images and PDFs for the model (`ContentBlock::Image`/`Document`, made by
+    /// `model::media`), sent after `content`.
+    pub media: Vec<crate::model::protocol::ContentBlock>,
 }
 
 impl ToolResult {
@@ -53,6 +56,7 @@ impl ToolResult {
             is_error: false,
             metadata: Map::new(),
             changes: Vec::new(),
+            media: Vec::new(),
         }
     }
 
@@ -62,6 +66,7 @@ impl ToolResult {
             is_error: true,
             metadata: Map::new(),
             changes: Vec::new(),
+            media: Vec::new(),
         }
     }
 

@@ -191,8 +191,10 @@ impl CassetteWriter {
                 ContentBlock::Text { text } => redact(text),
                 ContentBlock::Thinking { thinking, .. } => redact(thinking),
                 ContentBlock::ToolUse { input, .. } => redact_value(input, &self.secrets),
-                ContentBlock::ToolResult { content, .. } => redact(content),
-                ContentBlock::RedactedThinking { .. } => {}
+                ContentBlock::ToolResult { content, .. } => redact(&mut content.text),
+                ContentBlock::RedactedThinking { .. }
+                | ContentBlock::Image { .. }
+                | ContentBlock::Document { .. } => {}
                 ContentBlock::Reasoning { summary, item } => {
                     redact(summary);
                     redact(item);
@@ -380,6 +382,7 @@ fn encode_anthropic(turn: &Turn) -> String {
             }
             ContentBlock::ToolResult { .. } => continue, // never in an assistant turn
             ContentBlock::Reasoning { .. } => continue,  // Responses turns are encoded as such
+            ContentBlock::Image { .. } | ContentBlock::Document { .. } => continue, // never sent by a model
         };
         event(
             "content_block_start",
