@@ -14,7 +14,7 @@ use std::path::Path;
 use base64::Engine as _;
 use image::{AnimationDecoder, ImageFormat, ImageReader, Limits};
 
-use super::protocol::{ContentBlock, MediaRef, MediaSource, SentMedia};
+use super::protocol::{ContentBlock, MediaRef, MediaSource, Message, SentMedia};
 
 /// Longest side sent, in pixels: Anthropic's limit when a request holds more than 20
 /// images (8,000 otherwise), and about what OpenAI's high detail scales to (2,048).
@@ -95,6 +95,50 @@ impl std::fmt::Display for MediaError {
 
 fn err(msg: impl Into<String>) -> MediaError {
     MediaError(msg.into())
+}
+
+/// A message read back from a transcript, each image or PDF it names by reference read
+/// again: the same bytes (checked by SHA-256) make the same block, so the resumed run
+/// sends what the first one did.
+pub(crate) fn reload(message: &mut Message) -> Result<(), MediaError> {
+    for block in &mut message.content {
+        match block {
+            ContentBlock::ToolResult { content, .. } => {
+                for m in &mut content.media {
+                    reload_block(m)?;
+                }
+            }
+            other => reload_block(other)?,
+        }
+    }
+    Ok(())
+}
+
+fn reload_block(block: &mut ContentBlock) -> Result<(), MediaError> {
+    let (ContentBlock::Image { source } | ContentBlock::Document { source }) = block else {
+        return Ok(());
+    };
+    let MediaSource::Reference(r) = source else {
+        return Ok(());
+    };
+    let what = if r.width == 0 { "PDF" } else { "image" };
+    let bytes = std::fs::read(&r.path).map_err(|e| {
+        err(format!(
+            "the {what} {} the transcript names is gone ({e}); put it back, or resume a \
+             transcript written with --transcript-images inline",
+            r.path
+        ))
+    })?;
+    let now = sha256_hex(&bytes);
+    if now != r.sha256 {
+        return Err(err(format!(
+            "the {what} {} changed since the run (SHA-256 {} then, {now} now); restore it, \
+             or resume a transcript written with --transcript-images inline",
+            r.path, r.sha256
+        )));
+    }
+    *block = prepare(&bytes, Some(&r.path))?;
+    Ok(())
 }
 
 /// The file's bytes, refused when over `MAX_FILE_BYTES` (without reading them all).

@@ -17,6 +17,16 @@ pub(crate) fn picture(format: ImageFormat, w: u32, h: u32) -> Vec<u8> {
     out.into_inner()
 }
 
+/// A smooth picture: compresses well, so only its side is over a limit.
+fn gradient(w: u32, h: u32) -> Vec<u8> {
+    let img = RgbImage::from_fn(w, h, |x, _| image::Rgb([(x / 16) as u8, 0, 0]));
+    let mut out = Cursor::new(Vec::new());
+    DynamicImage::ImageRgb8(img)
+        .write_to(&mut out, ImageFormat::Png)
+        .unwrap();
+    out.into_inner()
+}
+
 fn source(block: &ContentBlock) -> (&str, &str, Option<&MediaRef>) {
     match block {
         ContentBlock::Image {
@@ -73,7 +83,7 @@ fn empty_and_truncated_files_are_refused_by_name() {
 
 #[test]
 fn an_image_over_the_side_limit_is_downscaled_and_keeps_its_aspect() {
-    let png = picture(ImageFormat::Png, 3000, 1500);
+    let png = gradient(3000, 1500);
     let block = prepare(&png, Some("wide.png")).unwrap();
     let (media_type, data, origin) = source(&block);
     let origin = origin.unwrap();
@@ -206,4 +216,38 @@ pub(crate) fn minimal_pdf(pages: usize) -> Vec<u8> {
         .as_bytes(),
     );
     out
+}
+
+#[test]
+fn a_referenced_file_is_read_again_and_a_changed_or_gone_one_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("shot.png");
+    let png = picture(ImageFormat::Png, 6, 5);
+    std::fs::write(&path, &png).unwrap();
+    let shown = path.display().to_string();
+    let sent = prepare(&png, Some(&shown)).unwrap();
+    let (_, _, origin) = source(&sent);
+    let reference = ContentBlock::Image {
+        source: MediaSource::Reference(origin.unwrap().clone()),
+    };
+    let message = |b: ContentBlock| Message {
+        role: crate::model::protocol::Role::User,
+        content: vec![b],
+    };
+    let mut m = message(reference.clone());
+    reload(&mut m).unwrap();
+    assert_eq!(m.content[0], sent, "the same bytes, the same block");
+
+    std::fs::write(&path, picture(ImageFormat::Png, 6, 6)).unwrap();
+    let e = reload(&mut message(reference.clone())).unwrap_err();
+    assert!(
+        e.0.contains(&format!("the image {shown} changed since the run")),
+        "{e}"
+    );
+    std::fs::remove_file(&path).unwrap();
+    let e = reload(&mut message(reference)).unwrap_err();
+    assert!(
+        e.0.contains(&format!("the image {shown} the transcript names is gone")),
+        "{e}"
+    );
 }

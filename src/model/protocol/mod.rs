@@ -156,6 +156,19 @@ fn media_len(block: &ContentBlock) -> usize {
     }
 }
 
+/// A text-only content equals its text.
+impl PartialEq<str> for ToolContent {
+    fn eq(&self, other: &str) -> bool {
+        self.media.is_empty() && self.text == other
+    }
+}
+
+impl PartialEq<&str> for ToolContent {
+    fn eq(&self, other: &&str) -> bool {
+        self == *other
+    }
+}
+
 impl From<String> for ToolContent {
     fn from(text: String) -> Self {
         ToolContent::text(text)
