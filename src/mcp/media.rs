@@ -33,14 +33,35 @@ fn block(data: &str, what: &str) -> Result<ContentBlock, String> {
     media::prepare(&bytes, None).map_err(|e| e.0.replace("the data", what))
 }
 
-/// Takes the sendable images and resources out of a `CallToolResult`'s `content`; each
-/// that cannot be sent becomes a text block saying why.
-pub(crate) fn take_from_result(result: &mut Value) -> Vec<ContentBlock> {
-    let mut out = Vec::new();
+/// What was taken out of an answer: the blocks for the model, and a note for each
+/// (sent, or why not).
+#[derive(Debug, Default)]
+pub(crate) struct Taken {
+    pub blocks: Vec<ContentBlock>,
+    pub notes: Vec<String>,
+}
+
+impl Taken {
+    /// The result's text with the notes after it (alone when the text says only that
+    /// the tool returned nothing else).
+    pub(crate) fn annotate(&self, text: String) -> String {
+        if self.notes.is_empty() {
+            text
+        } else if text == crate::mcp::content::NO_CONTENT {
+            self.notes.join("\n")
+        } else {
+            format!("{text}\n{}", self.notes.join("\n"))
+        }
+    }
+}
+
+/// Takes the sendable images and resources out of a `CallToolResult`'s `content`.
+pub(crate) fn take_from_result(result: &mut Value) -> Taken {
+    let mut out = Taken::default();
     let Some(content) = result.get_mut("content").and_then(Value::as_array_mut) else {
         return out;
     };
-    for item in content.iter_mut() {
+    content.retain(|item| {
         let s = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
         let kind = s(item, "type").unwrap_or_default();
         let (data, mime, what) = match kind.as_str() {
@@ -58,22 +79,23 @@ pub(crate) fn take_from_result(result: &mut Value) -> Vec<ContentBlock> {
                     format!("the resource {uri}"),
                 )
             }
-            _ => continue,
+            _ => return true,
         };
         let (Some(data), Some(mime)) = (data, mime) else {
-            continue;
+            return true;
         };
         if !sendable(&mime) {
-            continue;
+            return true;
         }
-        *item = match block(&data, &what) {
+        match block(&data, &what) {
             Ok(b) => {
-                out.push(b);
-                json!({"type": "text", "text": format!("[{what} ({mime}) is attached below]")})
+                out.blocks.push(b);
+                out.notes.push(format!("[{what} ({mime}) is attached]"));
             }
-            Err(e) => json!({"type": "text", "text": format!("[{what} ({mime}) not sent: {e}]")}),
-        };
-    }
+            Err(e) => out.notes.push(format!("[{what} ({mime}) not sent: {e}]")),
+        }
+        false
+    });
     out
 }
 
@@ -96,7 +118,7 @@ pub(crate) fn take_from_contents(result: &mut Value) -> Vec<ContentBlock> {
         let text = match block(&blob, &what) {
             Ok(b) => {
                 out.push(b);
-                format!("[{what} ({mime}) is attached below]")
+                format!("[{what} ({mime}) is attached]")
             }
             Err(e) => format!("[{what} ({mime}) not sent: {e}]"),
         };

@@ -18,28 +18,49 @@ fn image_content_and_image_resources_become_blocks_and_the_rest_stays() {
         {"type": "resource", "resource": {"uri": "file:///a.png", "mimeType": "image/png", "blob": png()}},
         {"type": "image", "data": "bm90IGFuIGltYWdl", "mimeType": "image/png"},
         {"type": "audio", "data": "AAAA", "mimeType": "audio/wav"},
-    ]});
-    let blocks = take_from_result(&mut r);
-    assert_eq!(blocks.len(), 2);
+    ], "structuredContent": {"w": 4}});
+    let taken = take_from_result(&mut r);
+    assert_eq!(taken.blocks.len(), 2);
     assert!(
-        blocks
+        taken
+            .blocks
             .iter()
             .all(|b| matches!(b, ContentBlock::Image { .. }))
     );
     let (text, _) = crate::mcp::content::to_text(&r);
+    let text = taken.annotate(text);
     assert!(
-        text.contains("[the image (image/png) is attached below]"),
+        text.starts_with("here\n[audio omitted: audio/wav"),
         "{text}"
     );
     assert!(
-        text.contains("[the resource file:///a.png (image/png) is attached below]"),
+        text.contains("[the image (image/png) is attached]"),
+        "{text}"
+    );
+    assert!(
+        text.contains("[the resource file:///a.png (image/png) is attached]"),
         "{text}"
     );
     assert!(
         text.contains("[the image (image/png) not sent: the image is not a PNG"),
         "{text}"
     );
-    assert!(text.contains("[audio omitted: audio/wav"), "{text}");
+}
+
+#[test]
+fn an_answer_of_images_alone_keeps_its_structured_content() {
+    let mut r = json!({"content": [{"type": "image", "data": png(), "mimeType": "image/png"}],
+                       "structuredContent": {"w": 4}});
+    let taken = take_from_result(&mut r);
+    let (text, _) = crate::mcp::content::to_text(&r);
+    assert_eq!(
+        taken.annotate(text),
+        "{\"w\":4}\n[the image (image/png) is attached]"
+    );
+    let mut r = json!({"content": [{"type": "image", "data": png(), "mimeType": "image/png"}]});
+    let taken = take_from_result(&mut r);
+    let (text, _) = crate::mcp::content::to_text(&r);
+    assert_eq!(taken.annotate(text), "[the image (image/png) is attached]");
 }
 
 #[test]
@@ -52,7 +73,7 @@ fn a_read_resource_blob_with_an_image_type_becomes_a_block() {
     assert_eq!(blocks.len(), 1);
     let text = crate::mcp::content::resource_contents(&r);
     assert!(
-        text.contains("[the resource mem://shot (image/png) is attached below]"),
+        text.contains("[the resource mem://shot (image/png) is attached]"),
         "{text}"
     );
     assert!(text.contains("[resource omitted: mem://data"), "{text}");

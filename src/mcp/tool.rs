@@ -105,13 +105,13 @@ impl PreparedCall for McpCall<'_> {
         let result = match def.kind {
             ToolKind::Call => match server.call_tool(&def.tool, &self.input) {
                 Ok(mut r) => {
-                    let media = super::media::take_from_result(&mut r);
+                    let taken = super::media::take_from_result(&mut r);
                     let (text, is_error) =
                         content::to_text_linked(&r, self.tool.read_tool.as_deref());
                     ToolResult {
-                        content: text,
+                        content: taken.annotate(text),
                         is_error,
-                        media,
+                        media: taken.blocks,
                         ..ToolResult::default()
                     }
                 }

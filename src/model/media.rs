@@ -143,11 +143,12 @@ fn reload_block(block: &mut ContentBlock) -> Result<(), MediaError> {
 
 /// The file's bytes, refused when over `MAX_FILE_BYTES` (without reading them all).
 pub(crate) fn read_capped(path: &Path, shown: &str) -> Result<Vec<u8>, MediaError> {
-    let file = std::fs::File::open(path).map_err(|e| err(format!("cannot read {shown}: {e}")))?;
+    let file =
+        std::fs::File::open(path).map_err(|e| err(format!("{shown}: cannot read it: {e}")))?;
     let mut bytes = Vec::new();
     file.take(MAX_FILE_BYTES + 1)
         .read_to_end(&mut bytes)
-        .map_err(|e| err(format!("cannot read {shown}: {e}")))?;
+        .map_err(|e| err(format!("{shown}: cannot read it: {e}")))?;
     if bytes.len() as u64 > MAX_FILE_BYTES {
         return Err(err(format!(
             "{shown} is larger than {} MB, more than any API takes",

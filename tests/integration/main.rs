@@ -41,6 +41,7 @@ mod faults;
 mod foundry;
 mod github;
 mod golden;
+mod images;
 mod journal;
 mod layers;
 mod limits;
