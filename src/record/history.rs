@@ -238,7 +238,7 @@ fn by_reference(message: &Message) -> Option<Message> {
             }
         }
     }
-    changed.then(|| Message {
+    changed.then_some(Message {
         role: message.role,
         content,
     })

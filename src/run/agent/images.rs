@@ -115,7 +115,7 @@ pub(super) fn without_media(message: &Message, server: &str) -> Option<Message> 
             other => content.push(other.clone()),
         }
     }
-    changed.then(|| Message {
+    changed.then_some(Message {
         role: message.role,
         content,
     })
