@@ -12,7 +12,7 @@ does not know would be dropped, and the comparison fails). The images are made h
 with Pillow; the PDF by hand.
 
 Usage: python3 images_sdk.py AGENT MCP_TEST_SERVER [--print]
-  --print  prints each wire's second request (base64 cut short) for the closing note.
+  --print  prints each wire's second request's messages (base64 cut short).
 """
 
 import base64
@@ -316,7 +316,13 @@ def main():
                 print(f"FAIL {kind}: {e}")
                 failures += 1
             if PRINT:
-                print(json.dumps(short(body), indent=1, ensure_ascii=False))
+                # The conversation only (the tools and the system prompt are no news),
+                # one message or item a line.
+                items = body.get("messages") or body.get("input") or []
+                print(f"--- {kind}: the second request's {'input' if kind == 'responses' else 'messages'}")
+                for item in items:
+                    if item.get("role") != "system":
+                        print(json.dumps(short(item), ensure_ascii=False))
     server.shutdown()
     sys.exit(1 if failures else 0)
 

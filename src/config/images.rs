@@ -67,7 +67,7 @@ fn load(path: &Path) -> Result<ContentBlock, String> {
 }
 
 fn with_path(mut block: ContentBlock, path: &str) -> ContentBlock {
-    if let ContentBlock::Image { source } | ContentBlock::Document { source } = &mut block
+    if let ContentBlock::Image { source } | ContentBlock::Document { source, .. } = &mut block
         && let MediaSource::Base64 {
             origin: Some(r), ..
         } = source
@@ -79,7 +79,7 @@ fn with_path(mut block: ContentBlock, path: &str) -> ContentBlock {
 
 /// The block with no file named: the transcript then keeps its bytes.
 pub(crate) fn without_origin(mut block: ContentBlock) -> ContentBlock {
-    if let ContentBlock::Image { source } | ContentBlock::Document { source } = &mut block
+    if let ContentBlock::Image { source } | ContentBlock::Document { source, .. } = &mut block
         && let MediaSource::Base64 { origin, .. } = source
     {
         *origin = None;

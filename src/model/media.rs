@@ -115,7 +115,7 @@ pub(crate) fn reload(message: &mut Message) -> Result<(), MediaError> {
 }
 
 fn reload_block(block: &mut ContentBlock) -> Result<(), MediaError> {
-    let (ContentBlock::Image { source } | ContentBlock::Document { source }) = block else {
+    let (ContentBlock::Image { source } | ContentBlock::Document { source, .. }) = block else {
         return Ok(());
     };
     let MediaSource::Reference(r) = source else {
@@ -183,8 +183,14 @@ pub(crate) fn prepare(bytes: &[u8], path: Option<&str>) -> Result<ContentBlock, 
     };
     if kind == Kind::Pdf {
         check_pdf(bytes, name)?;
+        // The file's name, for the model and for OpenAI's required `filename`.
+        let title = path
+            .and_then(|p| p.rsplit(['/', '\\']).next())
+            .filter(|n| !n.is_empty())
+            .map(str::to_string);
         return Ok(ContentBlock::Document {
             source: base64_source(kind.media_type(), bytes, origin(0, 0, None)),
+            title,
         });
     }
     let image = fit(bytes, kind, name)?;

@@ -38,6 +38,7 @@ fn source(block: &ContentBlock) -> (&str, &str, Option<&MediaRef>) {
                 },
         }
         | ContentBlock::Document {
+            title: _,
             source:
                 MediaSource::Base64 {
                     media_type,

@@ -208,7 +208,7 @@ fn api_form(message: &Message) -> Option<Message> {
 fn by_reference(message: &Message) -> Option<Message> {
     fn referenced(block: &ContentBlock) -> Option<ContentBlock> {
         let source = match block {
-            ContentBlock::Image { source } | ContentBlock::Document { source } => source,
+            ContentBlock::Image { source } | ContentBlock::Document { source, .. } => source,
             _ => return None,
         };
         let MediaSource::Base64 {
@@ -220,7 +220,11 @@ fn by_reference(message: &Message) -> Option<Message> {
         let source = MediaSource::Reference(r.clone());
         Some(match block {
             ContentBlock::Image { .. } => ContentBlock::Image { source },
-            _ => ContentBlock::Document { source },
+            ContentBlock::Document { title, .. } => ContentBlock::Document {
+                source,
+                title: title.clone(),
+            },
+            _ => return None,
         })
     }
     let mut changed = false;

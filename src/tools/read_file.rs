@@ -76,6 +76,7 @@ fn describe(block: &ContentBlock, path: &str) -> (String, String) {
         }
         | ContentBlock::Document {
             source: MediaSource::Base64 { origin, .. },
+            ..
         } => origin.as_ref(),
         _ => None,
     };
@@ -87,6 +88,11 @@ fn describe(block: &ContentBlock, path: &str) -> (String, String) {
         (None, w) => format!(
             "{path}: {} image, {w}×{} pixels, {} bytes, attached.",
             r.media_type, r.height, r.bytes
+        ),
+        (Some(s), w) if (s.width, s.height) == (w, r.height) => format!(
+            "{path}: {} image, {w}×{} pixels, {} bytes; an animation: its first frame is \
+             attached ({}).",
+            r.media_type, r.height, r.bytes, s.media_type
         ),
         (Some(s), w) => format!(
             "{path}: {} image, {w}×{} pixels, {} bytes; downscaled to {}×{} ({}) to fit the \

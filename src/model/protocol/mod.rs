@@ -115,9 +115,12 @@ pub(crate) enum ContentBlock {
     Image {
         source: MediaSource,
     },
-    /// A PDF the user attached or ReadFile returned.
+    /// A PDF the user attached or ReadFile returned. `title`: its file's name (the
+    /// Messages API shows it to the model; OpenAI's file parts need a `filename`).
     Document {
         source: MediaSource,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        title: Option<String>,
     },
 }
 
@@ -148,7 +151,7 @@ impl ToolContent {
 
 fn media_len(block: &ContentBlock) -> usize {
     match block {
-        ContentBlock::Image { source } | ContentBlock::Document { source } => match source {
+        ContentBlock::Image { source } | ContentBlock::Document { source, .. } => match source {
             MediaSource::Base64 { data, .. } => data.len(),
             MediaSource::Reference(r) => r.bytes as usize,
         },

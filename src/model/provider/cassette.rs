@@ -79,7 +79,7 @@ fn media_digests(request: &TurnRequest<'_>) -> Vec<String> {
     use crate::model::protocol::MediaSource;
     let mut out = Vec::new();
     let mut add = |b: &ContentBlock| {
-        if let ContentBlock::Image { source } | ContentBlock::Document { source } = b
+        if let ContentBlock::Image { source } | ContentBlock::Document { source, .. } = b
             && let MediaSource::Base64 { data, .. } = source
         {
             out.push(crate::model::media::sha256_hex(data.as_bytes()));

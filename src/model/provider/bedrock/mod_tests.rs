@@ -93,6 +93,7 @@ fn images_and_documents_go_into_the_body_as_the_messages_api_takes_them() {
                         },
                         ContentBlock::Document {
                             source: image("application/pdf"),
+                            title: Some("spec.pdf".into()),
                         },
                     ],
                 },
@@ -123,7 +124,7 @@ fn images_and_documents_go_into_the_body_as_the_messages_api_takes_them() {
         serde_json::json!([
             {"type": "text", "text": "shot.png"},
             {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}},
-            {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "AAAA"}}
+            {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "AAAA"}, "title": "spec.pdf"}
         ])
     );
     assert_eq!(content[1]["source"]["media_type"], "image/webp");

@@ -29,15 +29,19 @@ const MAX_COMPLETION_TOKENS_HOSTS: &[&str] = &["api.openai.com"];
 const TOOL_ERROR_PREFIX: &str = "Error: ";
 
 /// A tool result's text as OpenAI's APIs take it: a failure says so in the text.
-/// A file's name for a document part, which OpenAI requires: the file's own when the
-/// transcript knows it.
-pub(crate) fn media_filename(source: &MediaSource) -> String {
-    let path = match source {
-        MediaSource::Base64 {
-            origin: Some(r), ..
-        }
-        | MediaSource::Reference(r) => r.path.as_str(),
-        MediaSource::Base64 { origin: None, .. } => "",
+/// A file's name for a document part, which OpenAI requires: the document's title (its
+/// file's name), else the file's.
+pub(crate) fn media_filename(source: &MediaSource, title: Option<&str>) -> String {
+    let path = match (title, source) {
+        (Some(t), _) => t,
+        (
+            None,
+            MediaSource::Base64 {
+                origin: Some(r), ..
+            }
+            | MediaSource::Reference(r),
+        ) => r.path.as_str(),
+        (None, MediaSource::Base64 { origin: None, .. }) => "",
     };
     match path.rsplit(['/', '\\']).next() {
         Some(name) if !name.is_empty() => name.to_string(),
@@ -61,8 +65,8 @@ fn chat_media_part(block: &ContentBlock) -> Option<Value> {
         ContentBlock::Image { source } => {
             Some(json!({"type": "image_url", "image_url": {"url": data_url(source)?}}))
         }
-        ContentBlock::Document { source } => Some(json!({"type": "file", "file": {
-            "filename": media_filename(source), "file_data": data_url(source)?}})),
+        ContentBlock::Document { source, title } => Some(json!({"type": "file", "file": {
+            "filename": media_filename(source, title.as_deref()), "file_data": data_url(source)?}})),
         _ => None,
     }
 }

@@ -171,8 +171,8 @@ fn input_media_part(block: &ContentBlock) -> Option<Value> {
         ContentBlock::Image { source } => {
             Some(json!({"type": "input_image", "image_url": data_url(source)?, "detail": "auto"}))
         }
-        ContentBlock::Document { source } => Some(json!({"type": "input_file",
-            "filename": media_filename(source), "file_data": data_url(source)?})),
+        ContentBlock::Document { source, title } => Some(json!({"type": "input_file",
+            "filename": media_filename(source, title.as_deref()), "file_data": data_url(source)?})),
         _ => None,
     }
 }
