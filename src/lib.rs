@@ -71,6 +71,7 @@ pub fn main_with_args(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         Command::Summary(args) => commands::summary::summary_command(&args),
         Command::Github(args) => commands::github::github_command(*args),
         Command::Skills(args) => commands::skills::skills_command(&args),
+        Command::Export(args) => commands::export::export_command(&args),
     };
     ExitCode::from(status)
 }

@@ -1,7 +1,8 @@
 //! One module per subcommand: `agent run`, `agent tools`, `agent summary`, `agent batch`, `agent github`,
-//! `agent skills`.
+//! `agent skills`, `agent export`.
 
 pub(crate) mod batch;
+pub(crate) mod export;
 pub(crate) mod github;
 pub(crate) mod run;
 pub(crate) mod skills;

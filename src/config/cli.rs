@@ -33,6 +33,8 @@ pub(crate) enum Command {
     Github(Box<GithubArgs>),
     /// List the Agent Skills a run here would load, and why any found were skipped.
     Skills(SkillsArgs),
+    /// Convert a transcript into another format (`atif`: Harbor's trajectories).
+    Export(ExportArgs),
 }
 
 /// Which API the model is reached through.
@@ -203,6 +205,11 @@ pub(crate) struct RunArgs {
     /// Always: on success, failure, timeout, signal.
     #[arg(short = 'o', long = "output", value_name = "FILE", help_heading = heading::OUTPUT)]
     pub output: Option<PathBuf>,
+    /// Also write the run as an ATIF trajectory (Harbor's format) to FILE.
+    ///
+    /// Made from the transcript, on every way out as -o is (docs/guide/harbor.md).
+    #[arg(long, value_name = "FILE", help_heading = heading::OUTPUT)]
+    pub trajectory: Option<PathBuf>,
     /// Silence stderr except errors.
     #[arg(short, long, conflicts_with = "verbose", help_heading = heading::OUTPUT)]
     pub quiet: bool,
@@ -648,6 +655,29 @@ pub(crate) struct SummaryArgs {
     /// Print GitHub Actions outputs (status, result, transcript) instead of Markdown.
     #[arg(long)]
     pub github_output: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ExportArgs {
+    #[command(subcommand)]
+    pub format: ExportFormat,
+}
+
+/// `agent export FORMAT`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum ExportFormat {
+    /// The transcript as an ATIF trajectory (Agent Trajectory Interchange Format v1.7).
+    Atif(ExportAtifArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ExportAtifArgs {
+    /// A transcript written by `agent run -o FILE` (a killed run's is read through the
+    /// journal beside it) or --json, the journal itself, a --jsonl capture, or `-`.
+    pub transcript: PathBuf,
+    /// Write the trajectory to FILE instead of stdout.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 /// Permission rules, hooks, the Bash sandbox and the child environment (SPEC §6).
