@@ -176,6 +176,7 @@ pub(crate) mod heading {
     pub(crate) const CONTEXT: &str = "Context and sessions";
     /// Agent Skills (docs/guide/skills.md).
     pub(crate) const SKILLS: &str = "Skills";
+    pub(crate) const IMAGES: &str = "Images";
     /// `agent github`'s own flags (after the `run` sections).
     pub(crate) const GITHUB: &str = "GitHub";
     /// `agent gitlab`'s own flags (after the `run` sections).
@@ -183,7 +184,7 @@ pub(crate) mod heading {
     /// All of them, in order.
     #[cfg(test)]
     pub(crate) const ALL: &[&str] = &[
-        INPUT, OUTPUT, MODEL, TOOLS, SANDBOX, CI, MCP, CONTEXT, SKILLS,
+        INPUT, OUTPUT, MODEL, TOOLS, SANDBOX, CI, MCP, CONTEXT, SKILLS, IMAGES,
     ];
 }
 
@@ -360,6 +361,8 @@ pub(crate) struct RunArgs {
     pub session: SessionArgs,
     #[command(flatten)]
     pub skills: SkillArgs,
+    #[command(flatten)]
+    pub images: ImageArgs,
 }
 
 /// `agent skills`.
@@ -410,6 +413,39 @@ pub(crate) struct SkillArgs {
     /// /review …`): the skill to load before the task, and its arguments.
     #[arg(skip)]
     pub command: Option<(String, String)>,
+}
+
+/// Images and PDFs: attached to the task, and how the transcript keeps them.
+#[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = heading::IMAGES)]
+pub(crate) struct ImageArgs {
+    /// Attach an image (PNG, JPEG, GIF, WebP) or a PDF to the task (repeatable).
+    ///
+    /// The type comes from the file's content. An image over 2000 pixels a side or
+    /// 3.75 MB is downscaled; a PDF over 20 MB or 100 pages is refused (exit 2).
+    #[arg(short = 'i', long = "image", value_name = "FILE")]
+    pub images: Vec<PathBuf>,
+    /// How the transcript keeps an image read from a file: a reference (path, SHA-256,
+    /// size, pixels) or the bytes.
+    ///
+    /// `--resume` reads a referenced file again and fails when it is gone or changed.
+    #[arg(long, value_enum, default_value = "reference", value_name = "HOW")]
+    pub transcript_images: TranscriptImages,
+    /// The model takes no images: a tool's image becomes an error result it can act on.
+    ///
+    /// Without it, a request the server refuses for its images is retried once this way.
+    #[arg(long)]
+    pub no_images: bool,
+}
+
+/// `--transcript-images`: what the transcript holds of an image read from a file.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
+pub(crate) enum TranscriptImages {
+    /// The file's path, SHA-256, media type, size and pixels.
+    #[default]
+    Reference,
+    /// The base64 bytes, as sent.
+    Inline,
 }
 
 /// MCP servers as tool sources (shared by `run` and `tools`).

@@ -13,6 +13,7 @@ pub(crate) mod ci;
 pub(crate) mod cli;
 mod command_env;
 mod env;
+pub(crate) mod images;
 mod network;
 pub(crate) mod output;
 mod prompt;
@@ -157,6 +158,7 @@ impl Config {
         c.session.max_turns = max_turns;
         c.session.output_schema = None;
         c.session.resume = None;
+        c.session.images.attached = Vec::new();
         c.ci.verify = None;
         c.ci.timeout = None;
         c
@@ -206,6 +208,7 @@ impl Config {
                 max_schema_retries: 3,
                 resume: None,
                 subagent_max_turns: 20,
+                images: Default::default(),
             },
             ci: CiConfig::default(),
             output: OutputConfig {

@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::config::cli::RunArgs;
+use crate::config::images::ImagesConfig;
 use crate::config::system_prompt;
 use crate::error::Error;
 use crate::record::resume::{self, Resumed};
@@ -28,6 +29,8 @@ pub(crate) struct SessionConfig {
     pub(super) resume: Option<Resumed>,
     /// `--subagent-max-turns`: turns one Task sub-agent may take.
     pub(super) subagent_max_turns: u32,
+    /// `--image`, `--transcript-images`, `--no-images`.
+    pub(super) images: ImagesConfig,
 }
 
 impl SessionConfig {
@@ -54,6 +57,7 @@ impl SessionConfig {
         add_dirs: &[PathBuf],
         skill_catalog: Option<&str>,
     ) -> Result<Self, Error> {
+        let images = ImagesConfig::from_args(&args.images)?;
         let mut system_prompt = system_prompt::system_prompt(
             workspace,
             add_dirs,
@@ -82,7 +86,12 @@ impl SessionConfig {
             max_schema_retries: args.session.max_schema_retries,
             resume,
             subagent_max_turns: args.subagent_max_turns,
+            images,
         })
+    }
+
+    pub(crate) fn images(&self) -> &ImagesConfig {
+        &self.images
     }
 
     pub(crate) fn subagent_max_turns(&self) -> u32 {

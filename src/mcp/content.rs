@@ -6,6 +6,9 @@
 
 use serde_json::Value;
 
+/// What the model reads of a result with no content at all.
+pub(crate) const NO_CONTENT: &str = "(the tool returned no content)";
+
 /// The model's text and whether the server flagged the call as failed (`isError`).
 #[cfg(test)]
 pub(crate) fn to_text(result: &Value) -> (String, bool) {
@@ -77,7 +80,7 @@ pub(crate) fn to_text_linked(result: &Value, read_tool: Option<&str>) -> (String
     }
     texts.extend(notes);
     let text = if texts.is_empty() {
-        "(the tool returned no content)".to_string()
+        NO_CONTENT.to_string()
     } else {
         texts.join("\n")
     };

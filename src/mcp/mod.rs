@@ -10,6 +10,7 @@ pub(crate) mod client;
 pub(crate) mod config;
 pub(crate) mod content;
 mod http;
+pub(crate) mod media;
 pub(crate) mod names;
 pub(crate) mod oauth;
 pub(crate) mod refresh;

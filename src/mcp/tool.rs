@@ -100,23 +100,19 @@ impl PreparedCall for McpCall<'_> {
 
     fn execute(&self, _ctx: &ToolContext) -> Result<ToolResult, ToolError> {
         let (server, def) = (&self.tool.server, &self.tool.def);
-        let text = |content: String| ToolResult {
-            content,
-            is_error: false,
-            metadata: Default::default(),
-            changes: Vec::new(),
-        };
+        let text = |content: String| ToolResult::ok(content);
         let arg = |k: &str| self.input.get(k).and_then(Value::as_str);
         let result = match def.kind {
             ToolKind::Call => match server.call_tool(&def.tool, &self.input) {
-                Ok(r) => {
+                Ok(mut r) => {
+                    let taken = super::media::take_from_result(&mut r);
                     let (text, is_error) =
                         content::to_text_linked(&r, self.tool.read_tool.as_deref());
                     ToolResult {
-                        content: text,
+                        content: taken.annotate(text),
                         is_error,
-                        metadata: Default::default(),
-                        changes: Vec::new(),
+                        media: taken.blocks,
+                        ..ToolResult::default()
                     }
                 }
                 Err(e) => ToolResult::error(e),
@@ -135,7 +131,12 @@ impl PreparedCall for McpCall<'_> {
                 None => ToolResult::error("read_resource needs \"uri\""),
                 Some(uri) => {
                     match server.request("resources/read", serde_json::json!({"uri": uri})) {
-                        Ok(r) => text(content::resource_contents(&r)).with_meta("uri", uri),
+                        Ok(mut r) => {
+                            let media = super::media::take_from_contents(&mut r);
+                            let mut result = text(content::resource_contents(&r));
+                            result.media = media;
+                            result.with_meta("uri", uri)
+                        }
                         Err(e) => ToolResult::error(e),
                     }
                 }

@@ -13,7 +13,7 @@ use std::sync::{Arc, OnceLock};
 use serde::Serialize;
 use serde_json::value::RawValue;
 
-use crate::model::protocol::{ContentBlock, Message, Role};
+use crate::model::protocol::{ContentBlock, MediaSource, Message, Role};
 
 #[path = "json_walk.rs"]
 mod json_walk;
@@ -55,8 +55,12 @@ pub(crate) struct Entry {
     /// The whole message when the API form leaves part of it out (unsigned thinking,
     /// see [`api_form`]; rare): what [`Entry::message`] and the transcript read.
     record: Option<Box<RawValue>>,
-    /// The transcript's form when redaction changed it (a tool printed a secret).
+    /// The transcript's form when it differs: redaction changed it (a tool printed a
+    /// secret), or it names image files instead of holding their bytes.
     redacted: Option<Box<RawValue>>,
+    /// Whether the message holds an image or a document (the loop may have to take
+    /// them out for a model that refuses them).
+    has_media: bool,
     /// Whether the last block may carry the prompt-cache breakpoint, decided once here
     /// so a request need not parse the message.
     last_block_cacheable: bool,
@@ -86,10 +90,20 @@ impl Entry {
             None => (encode(&message), None),
         };
         let full = record.as_deref().unwrap_or(&json).get();
-        let redacted = crate::util::output::redact(full);
-        let redacted = (redacted != full)
-            .then(|| RawValue::from_string(redacted).ok())
-            .flatten();
+        let referenced = by_reference(&message).map(|m| encode(&m));
+        let shown = referenced.as_deref().map_or(full, RawValue::get);
+        let redacted = crate::util::output::redact(shown);
+        let redacted = if redacted != shown {
+            RawValue::from_string(redacted).ok()
+        } else {
+            referenced
+        };
+        let has_media = message.content.iter().any(|b| {
+            matches!(
+                b,
+                ContentBlock::Image { .. } | ContentBlock::Document { .. }
+            ) || matches!(b, ContentBlock::ToolResult { content, .. } if !content.media.is_empty())
+        });
         let last_block_cacheable = message
             .content
             .last()
@@ -102,7 +116,7 @@ impl Entry {
                 .filter_map(|(b, block)| match block {
                     // A loaded skill's instructions hold for the whole run: never cleared.
                     ContentBlock::ToolResult { content, .. }
-                        if !crate::skills::is_skill_content(content) =>
+                        if !crate::skills::is_skill_content(&content.text) =>
                     {
                         Some((b, content.len()))
                     }
@@ -116,6 +130,7 @@ impl Entry {
             json,
             record,
             redacted,
+            has_media,
             last_block_cacheable,
             results,
             wire: OnceLock::new(),
@@ -134,6 +149,11 @@ impl Entry {
             role: Role::User,
             content: Vec::new(),
         })
+    }
+
+    /// Whether the message holds an image or a document.
+    pub(crate) fn has_media(&self) -> bool {
+        self.has_media
     }
 
     /// Who sent the message, without parsing it.
@@ -183,6 +203,56 @@ fn api_form(message: &Message) -> Option<Message> {
             .filter(|b| !unsigned(b))
             .cloned()
             .collect(),
+    })
+}
+
+/// The message as the transcript keeps it when that differs: each image or PDF read from
+/// a file named by a `MediaSource::Reference` instead of its bytes. `None`: as it is.
+fn by_reference(message: &Message) -> Option<Message> {
+    fn referenced(block: &ContentBlock) -> Option<ContentBlock> {
+        let source = match block {
+            ContentBlock::Image { source } | ContentBlock::Document { source, .. } => source,
+            _ => return None,
+        };
+        let MediaSource::Base64 {
+            origin: Some(r), ..
+        } = source
+        else {
+            return None;
+        };
+        let source = MediaSource::Reference(r.clone());
+        Some(match block {
+            ContentBlock::Image { .. } => ContentBlock::Image { source },
+            ContentBlock::Document { title, .. } => ContentBlock::Document {
+                source,
+                title: title.clone(),
+            },
+            _ => return None,
+        })
+    }
+    let mut changed = false;
+    let mut content = message.content.clone();
+    for block in &mut content {
+        match block {
+            ContentBlock::ToolResult { content, .. } => {
+                for m in &mut content.media {
+                    if let Some(r) = referenced(m) {
+                        *m = r;
+                        changed = true;
+                    }
+                }
+            }
+            other => {
+                if let Some(r) = referenced(other) {
+                    *other = r;
+                    changed = true;
+                }
+            }
+        }
+    }
+    changed.then_some(Message {
+        role: message.role,
+        content,
     })
 }
 
@@ -248,6 +318,8 @@ fn block_type(b: &ContentBlock) -> &'static str {
         ContentBlock::Thinking { .. } => "thinking",
         ContentBlock::RedactedThinking { .. } => "redacted_thinking",
         ContentBlock::Reasoning { .. } => "reasoning",
+        ContentBlock::Image { .. } => "image",
+        ContentBlock::Document { .. } => "document",
     }
 }
 
@@ -270,6 +342,24 @@ impl History {
     pub(crate) fn push(&mut self, entry: Arc<Entry>) {
         self.bytes += entry.json().len() + 1;
         self.sent.push(entry);
+    }
+
+    /// Replaces each message `f` changes (the loop taking images out for a model that
+    /// refuses them); returns how many changed.
+    pub(crate) fn rewrite(&mut self, f: impl Fn(&Message) -> Option<Message>) -> usize {
+        let mut changed = 0;
+        for entry in &mut self.sent {
+            if !entry.has_media() {
+                continue;
+            }
+            if let Some(m) = f(&entry.message()) {
+                let new = Entry::new(m);
+                self.bytes = self.bytes - entry.json().len() + new.json().len();
+                *entry = new;
+                changed += 1;
+            }
+        }
+        changed
     }
 
     /// Takes the newest message back out (an empty answer that must not be re-sent).
@@ -417,7 +507,7 @@ impl Entry {
         let mut message = self.message();
         for &b in blocks {
             if let Some(ContentBlock::ToolResult { content, .. }) = message.content.get_mut(b) {
-                *content = PLACEHOLDER.to_string();
+                *content = PLACEHOLDER.into();
             }
         }
         Entry::new(message)

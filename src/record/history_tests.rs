@@ -28,7 +28,7 @@ fn result(id: &str, bytes: usize) -> Message {
         role: Role::User,
         content: vec![ContentBlock::ToolResult {
             tool_use_id: id.into(),
-            content: "x".repeat(bytes),
+            content: "x".repeat(bytes).into(),
             is_error: false,
         }],
     }
@@ -138,7 +138,8 @@ fn a_loaded_skills_content_is_never_clearable() {
         *content = format!(
             "<skill_content name=\"lint\">\n{}\n</skill_content>",
             "x".repeat(1000)
-        );
+        )
+        .into();
     }
     h.sent[2] = Entry::new(skill);
     let messages: Vec<usize> = h.clearable().iter().map(|s| s.message).collect();
@@ -318,7 +319,7 @@ fn an_entry_holds_only_json_and_parses_back_to_the_same_message() {
                 },
                 ContentBlock::ToolResult {
                     tool_use_id: "toolu_2".into(),
-                    content: String::new(),
+                    content: String::new().into(),
                     is_error: false,
                 },
             ],

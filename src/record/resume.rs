@@ -206,8 +206,10 @@ fn from_document(path: PathBuf, doc: &Value) -> Result<Resumed, String> {
     let t = Transcript::from_value(doc)?;
     let mut messages = Vec::with_capacity(t.messages.len());
     for (i, m) in t.messages.iter().enumerate() {
-        let msg: Message = serde_json::from_str(m.get())
+        let mut msg: Message = serde_json::from_str(m.get())
             .map_err(|e| format!("message {} cannot be read: {e}", i + 1))?;
+        crate::model::media::reload(&mut msg)
+            .map_err(|e| format!("message {} cannot be resumed: {e}", i + 1))?;
         messages.push(msg);
     }
     if messages.first().is_none_or(|m| m.role != Role::User) {
@@ -278,7 +280,7 @@ fn answer_open_calls(
         .filter_map(|b| match b {
             ContentBlock::ToolUse { id, .. } => Some(ContentBlock::ToolResult {
                 tool_use_id: id.clone(),
-                content: interrupted_result(status, running.contains(id)),
+                content: interrupted_result(status, running.contains(id)).into(),
                 is_error: true,
             }),
             _ => None,

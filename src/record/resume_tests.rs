@@ -42,7 +42,7 @@ fn results_of(m: &Message) -> Vec<(String, String, bool)> {
                 tool_use_id,
                 content,
                 is_error,
-            } => Some((tool_use_id.clone(), content.clone(), *is_error)),
+            } => Some((tool_use_id.clone(), content.text.clone(), *is_error)),
             _ => None,
         })
         .collect()

@@ -341,7 +341,7 @@ pub(crate) fn kept_skill_contents(messages: &[Message]) -> Vec<String> {
     for m in messages {
         for b in &m.content {
             let t = match b {
-                ContentBlock::ToolResult { content, .. } => content,
+                ContentBlock::ToolResult { content, .. } => &content.text,
                 ContentBlock::Text { text } => text,
                 _ => continue,
             };

@@ -45,6 +45,9 @@ pub(crate) struct ToolResult {
     pub metadata: Map<String, Value>,
     /// The files the call changed, and how.
     pub changes: Vec<paths::FileChange>,
+    /// Images and PDFs for the model (`ContentBlock::Image`/`Document`, made by
+    /// `model::media`), sent after `content`.
+    pub media: Vec<crate::model::protocol::ContentBlock>,
 }
 
 impl ToolResult {
@@ -54,6 +57,7 @@ impl ToolResult {
             is_error: false,
             metadata: Map::new(),
             changes: Vec::new(),
+            media: Vec::new(),
         }
     }
 
@@ -63,6 +67,7 @@ impl ToolResult {
             is_error: true,
             metadata: Map::new(),
             changes: Vec::new(),
+            media: Vec::new(),
         }
     }
 

@@ -1,4 +1,5 @@
-//! The ReadFile tool (SPEC §4): a window of a text file as numbered lines.
+//! The ReadFile tool (SPEC §4): a window of a text file as numbered lines, or an image or
+//! a PDF (known by its magic bytes) whole, for the model to look at.
 //!
 //! The file is streamed line by line with a per-line byte cap, so memory stays bounded
 //! whatever the file's size or line length; reading stops after the window. Opening goes
@@ -10,6 +11,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{Subject, ToolContext, ToolError, ToolResult, Traits, TypedTool, paths};
+use crate::model::media;
+use crate::model::protocol::{ContentBlock, MediaSource};
 
 /// Lines returned when `limit` is not given (SPEC §4).
 const DEFAULT_LIMIT_LINES: u64 = 2_000;
@@ -29,7 +32,76 @@ const COUNT_TOTAL_MAX_BYTES: u64 = 8 * 1024 * 1024;
 /// Read buffer: large enough that long lines take few syscalls.
 const READ_BUFFER_BYTES: usize = 64 * 1024;
 
+/// Bytes that tell an image or a PDF from text (`model::media::sniff`).
+const MAGIC_BYTES: usize = 12;
+
 pub(crate) struct ReadFile;
+
+/// An image or a PDF for the model: the file whole (within `model::media`'s limits,
+/// downscaled when over them), as a block after a line saying what it is.
+fn read_media(
+    magic: Vec<u8>,
+    file: impl Read,
+    path: &str,
+    abs: &str,
+    shown: &str,
+    size: u64,
+) -> Result<ToolResult, ToolError> {
+    let mut bytes = magic;
+    file.take(media::MAX_FILE_BYTES + 1 - bytes.len() as u64)
+        .read_to_end(&mut bytes)
+        .map_err(|e| ToolError::failed(format!("cannot read {path}: {e}")))?;
+    if bytes.len() as u64 > media::MAX_FILE_BYTES {
+        return Err(ToolError::failed(format!(
+            "{path} is larger than {} MB, more than any model API takes",
+            media::MAX_FILE_BYTES / 1024 / 1024
+        )));
+    }
+    let block = media::prepare(&bytes, Some(abs)).map_err(|e| ToolError::failed(e.0))?;
+    let (what, line) = describe(&block, path);
+    Ok(ToolResult {
+        media: vec![block],
+        ..ToolResult::ok(line)
+    }
+    .with_meta("path", shown)
+    .with_meta("bytes", size)
+    .with_meta("media", what))
+}
+
+/// The media type sent and the line the model reads before the block.
+fn describe(block: &ContentBlock, path: &str) -> (String, String) {
+    let origin = match block {
+        ContentBlock::Image {
+            source: MediaSource::Base64 { origin, .. },
+        }
+        | ContentBlock::Document {
+            source: MediaSource::Base64 { origin, .. },
+            ..
+        } => origin.as_ref(),
+        _ => None,
+    };
+    let Some(r) = origin else {
+        return (String::new(), format!("{path}:"));
+    };
+    let line = match (&r.sent, r.width) {
+        (_, 0) => format!("{path}: a PDF of {} bytes, attached.", r.bytes),
+        (None, w) => format!(
+            "{path}: {} image, {w}×{} pixels, {} bytes, attached.",
+            r.media_type, r.height, r.bytes
+        ),
+        (Some(s), w) if (s.width, s.height) == (w, r.height) => format!(
+            "{path}: {} image, {w}×{} pixels, {} bytes; an animation: its first frame is \
+             attached ({}).",
+            r.media_type, r.height, r.bytes, s.media_type
+        ),
+        (Some(s), w) => format!(
+            "{path}: {} image, {w}×{} pixels, {} bytes; downscaled to {}×{} ({}) to fit the \
+             model's limits, attached.",
+            r.media_type, r.height, r.bytes, s.width, s.height, s.media_type
+        ),
+    };
+    (r.media_type.clone(), line)
+}
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -40,12 +112,14 @@ pub(crate) struct Input {
 }
 
 const DESCRIPTION: &str = "\
-Read a text file from the workspace. Returns its lines numbered from 1, one per line as `N<TAB>text`.
+Read a text file from the workspace. Returns its lines numbered from 1, one per line as `N<TAB>text`. \
+An image (PNG, JPEG, GIF, WebP) or a PDF is returned whole for you to look at (images over 2000 pixels \
+a side are downscaled); `offset` and `limit` do not apply to it.
 
 When to use: to look at source code, configuration, logs or test output before changing or \
 explaining them, and to read the full saved output whose path another tool's result gave you.
 When not to use: to list a directory (use Glob), to search for text across files (use Grep), \
-or to inspect a binary file (use Bash, e.g. `file PATH` or `xxd PATH | head`).
+or to inspect another binary file (use Bash, e.g. `file PATH` or `xxd PATH | head`).
 
 - `path` is relative to the workspace root, or absolute inside the workspace.
 - At most `limit` lines (default 2000) are returned, starting at line `offset` (1-based, default 1). \
@@ -53,8 +127,8 @@ When more lines remain, the result ends with a note giving the offset to continu
 in windows this way. Very large windows are also cut at about 512 KB of output, with the same note.
 - Lines longer than 2000 characters are cut and marked. Invalid UTF-8 is shown with replacement characters.
 - The `N<TAB>` prefixes are not part of the file: never copy them into EditFile's `old_string`.
-- Errors (nothing is returned): file not found, the path is a directory, binary file (a NUL byte in its \
-first 512 bytes), permission denied, path outside the workspace (also through a symbolic link), not a \
+- Errors (nothing is returned): file not found, the path is a directory, binary file other than an \
+image or PDF (a NUL byte in its first 512 bytes), an image or PDF over the limits (the error names it), permission denied, path outside the workspace (also through a symbolic link), not a \
 regular file (FIFO, socket, device), offset past the end (the error says how many lines the file has).
 - Several ReadFile calls in one turn run in parallel: read all the files you need at once.";
 
@@ -123,7 +197,17 @@ impl TypedTool for ReadFile {
             count_rest: md.len() <= COUNT_TOTAL_MAX_BYTES,
             size: md.len(),
         };
-        let read = read_window(file, &window)
+        let mut file = file;
+        let mut magic = Vec::with_capacity(MAGIC_BYTES);
+        (&mut file)
+            .take(MAGIC_BYTES as u64)
+            .read_to_end(&mut magic)
+            .map_err(|e| ToolError::failed(format!("cannot read {}: {e}", input.path)))?;
+        if media::sniff(&magic).is_some() {
+            let abs = resolved.display().to_string();
+            return read_media(magic, file, &input.path, &abs, &shown, md.len());
+        }
+        let read = read_window(Cursor::new(magic).chain(file), &window)
             .map_err(|e| ToolError::failed(format!("cannot read {}: {e}", input.path)))?;
         let base = |r: ToolResult| {
             r.with_meta("path", shown.as_str())

@@ -361,7 +361,7 @@ fn quiet_silences_stderr_and_verbose_logs_tool_calls() {
 /// clap's own "Options"); `-h` is the short form: one line per option.
 #[test]
 fn run_help_is_in_sections_and_h_is_one_line_per_option() {
-    const SECTIONS: [&str; 9] = [
+    const SECTIONS: [&str; 10] = [
         "Input",
         "Output",
         "Model and provider",
@@ -371,6 +371,7 @@ fn run_help_is_in_sections_and_h_is_one_line_per_option() {
         "MCP",
         "Context and sessions",
         "Skills",
+        "Images",
     ];
     let env = TestEnv::new(vec![]);
     // `  -q, --quiet` or `      --json`, not a line of help text (`          - off: …`).

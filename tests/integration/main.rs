@@ -45,6 +45,7 @@ mod foundry;
 mod github;
 mod gitlab;
 mod golden;
+mod images;
 mod journal;
 mod layers;
 mod limits;

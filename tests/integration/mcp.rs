@@ -463,8 +463,15 @@ fn non_text_content_and_big_results() {
     let r = results(&env);
     assert_eq!(
         r[0].0,
-        "{\"height\":2,\"width\":1}\n[image omitted: image/png, 8 bytes of base64]"
+        "{\"height\":2,\"width\":1}\n[the image (image/png) is attached]\n[the image \
+         (image/png) not sent: the image is not a PNG, JPEG, GIF, WebP or PDF file (by its \
+         content, whatever its name)]"
     );
+    // The real one reaches the model as an image block of the tool_result.
+    let requests = env.server.requests();
+    let result = requests[1].last_blocks()[0].clone();
+    assert_eq!(result["content"][1]["type"], "image");
+    assert_eq!(result["content"][1]["source"]["media_type"], "image/png");
     assert!(r[1].0.len() < 40_000, "spilled like any tool result");
     assert!(
         r[1].0.contains("result-e1"),

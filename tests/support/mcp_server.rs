@@ -430,7 +430,10 @@ impl Server {
                 }
                 Ok(text(codes.join(" ")))
             }
+            // A real 3×2 PNG, then base64 of "hello" that claims to be one.
             "picture" => Ok(json!({"content": [
+                {"type": "image", "mimeType": "image/png", "data":
+                 "iVBORw0KGgoAAAANSUhEUgAAAAMAAAACCAIAAAASFvFNAAAAFUlEQVR4nGM8ISfHwMDAwMDAxAADABMuAQhqwGVhAAAAAElFTkSuQmCC"},
                 {"type": "image", "data": "aGVsbG8=", "mimeType": "image/png"}],
                 "structuredContent": {"width": 1, "height": 2}})),
             LONG_TOOL => Ok(text("long name reached".into())),

@@ -15,6 +15,7 @@ fn spec(prompt: &str) -> RunSpec {
             workspace: None,
             args: vec!["--full-auto".into()],
             setup: None,
+            images: Vec::new(),
             sets_timeout: false,
         },
         source: PathBuf::from("/src/ws"),

@@ -230,6 +230,7 @@ fn run_task(
         workspace: &cwd,
         transcript: Some(&transcript),
         prompt: &run.task.prompt,
+        images: &run.task.images,
     };
     let mut cmd = Command::new(exe);
     cmd.args(child.argv())

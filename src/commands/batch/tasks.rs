@@ -34,6 +34,9 @@ pub(crate) struct Task {
     /// with `--verify`'s process handling); failing, the task is `setup_failed`.
     #[serde(default)]
     pub setup: Option<String>,
+    /// Images and PDFs attached to the task (`--image`), relative to its workspace.
+    #[serde(default)]
+    pub images: Vec<PathBuf>,
     /// Whether `args` set `--timeout` (then `--task-timeout` leaves it alone).
     #[serde(skip)]
     pub sets_timeout: bool,
@@ -133,6 +136,7 @@ pub(crate) fn check_config(
         workspace,
         transcript: None,
         prompt: &task.prompt,
+        images: &task.images,
     };
     let bad = |why: String| format!("task {:?}: args: {why}", task.id);
     let run = parse_argv(child.argv()).map_err(bad)?;
@@ -155,6 +159,8 @@ pub(crate) struct ChildRun<'a> {
     /// `-o`: the transcript the batch reads back (none: checking the flags only).
     pub transcript: Option<&'a Path>,
     pub prompt: &'a str,
+    /// The task's `images`, each `--image` joined to the workspace.
+    pub images: &'a [PathBuf],
 }
 
 impl ChildRun<'_> {
@@ -173,6 +179,9 @@ impl ChildRun<'_> {
         argv.extend(["-C".into(), self.workspace.into()]);
         if let Some(t) = self.transcript {
             argv.extend(["-o".into(), t.into()]);
+        }
+        for image in self.images {
+            argv.extend(["--image".into(), self.workspace.join(image).into()]);
         }
         argv.extend(["--".into(), self.prompt.into()]);
         argv

@@ -45,6 +45,7 @@ fn task(args: &[&str]) -> Task {
         workspace: None,
         args: args.iter().map(|a| a.to_string()).collect(),
         setup: None,
+        images: Vec::new(),
         sets_timeout: false,
     }
 }
@@ -108,6 +109,7 @@ fn a_child_run_is_one_argv() {
         workspace: ws,
         transcript: Some(out),
         prompt: "-fix it",
+        images: &[PathBuf::from("shots/a.png")],
     };
     let argv: Vec<String> = child
         .argv()
@@ -127,6 +129,8 @@ fn a_child_run_is_one_argv() {
             "/w",
             "-o",
             "/o/t1.json",
+            "--image",
+            "/w/shots/a.png",
             "--",
             "-fix it"
         ]

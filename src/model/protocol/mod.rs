@@ -90,7 +90,7 @@ pub(crate) enum ContentBlock {
     },
     ToolResult {
         tool_use_id: String,
-        content: String,
+        content: ToolContent,
         #[serde(default, skip_serializing_if = "is_false")]
         is_error: bool,
     },
@@ -111,6 +111,172 @@ pub(crate) enum ContentBlock {
         summary: String,
         item: String,
     },
+    /// A picture (PNG, JPEG, GIF, WebP) the user attached or a tool returned.
+    Image {
+        source: MediaSource,
+    },
+    /// A PDF the user attached or ReadFile returned. `title`: its file's name (the
+    /// Messages API shows it to the model; OpenAI's file parts need a `filename`).
+    Document {
+        source: MediaSource,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        title: Option<String>,
+    },
+}
+
+/// A tool result's content: its text and the images or documents it returned. On the
+/// wire a result without media is a plain string (as before images existed); one with
+/// media is the Messages API's array of blocks, the text first.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct ToolContent {
+    pub text: String,
+    /// Only `Image` and `Document` blocks.
+    pub media: Vec<ContentBlock>,
+}
+
+impl ToolContent {
+    /// A text-only result.
+    pub(crate) fn text(text: impl Into<String>) -> Self {
+        ToolContent {
+            text: text.into(),
+            media: Vec::new(),
+        }
+    }
+
+    /// Bytes of text and media (base64) the result holds: what context clearing weighs.
+    pub(crate) fn len(&self) -> usize {
+        self.text.len() + self.media.iter().map(media_len).sum::<usize>()
+    }
+}
+
+fn media_len(block: &ContentBlock) -> usize {
+    match block {
+        ContentBlock::Image { source } | ContentBlock::Document { source, .. } => match source {
+            MediaSource::Base64 { data, .. } => data.len(),
+            MediaSource::Reference(r) => r.bytes as usize,
+        },
+        _ => 0,
+    }
+}
+
+/// A text-only content equals its text.
+impl PartialEq<str> for ToolContent {
+    fn eq(&self, other: &str) -> bool {
+        self.media.is_empty() && self.text == other
+    }
+}
+
+impl PartialEq<&str> for ToolContent {
+    fn eq(&self, other: &&str) -> bool {
+        self == *other
+    }
+}
+
+impl From<String> for ToolContent {
+    fn from(text: String) -> Self {
+        ToolContent::text(text)
+    }
+}
+
+impl From<&str> for ToolContent {
+    fn from(text: &str) -> Self {
+        ToolContent::text(text)
+    }
+}
+
+impl Serialize for ToolContent {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        if self.media.is_empty() {
+            return serializer.serialize_str(&self.text);
+        }
+        let text = (!self.text.is_empty()).then(|| ContentBlock::Text {
+            text: self.text.clone(),
+        });
+        let mut seq = serializer.serialize_seq(Some(self.media.len() + 1))?;
+        for block in text.iter().chain(&self.media) {
+            seq.serialize_element(block)?;
+        }
+        seq.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for ToolContent {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Form {
+            Text(String),
+            Blocks(Vec<ContentBlock>),
+        }
+        Ok(match Form::deserialize(deserializer)? {
+            Form::Text(text) => ToolContent::text(text),
+            Form::Blocks(blocks) => {
+                let mut content = ToolContent::default();
+                for block in blocks {
+                    match block {
+                        ContentBlock::Text { text } => {
+                            if !content.text.is_empty() {
+                                content.text.push('\n');
+                            }
+                            content.text.push_str(&text);
+                        }
+                        other @ (ContentBlock::Image { .. } | ContentBlock::Document { .. }) => {
+                            content.media.push(other)
+                        }
+                        _ => {}
+                    }
+                }
+                content
+            }
+        })
+    }
+}
+
+/// Where an image's or a document's bytes are.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(crate) enum MediaSource {
+    /// The bytes themselves, as every API takes them. `origin`, never serialised, is the
+    /// file they came from: the transcript writes the reference instead of the bytes.
+    Base64 {
+        media_type: String,
+        data: String,
+        #[serde(skip)]
+        origin: Option<MediaRef>,
+    },
+    /// The transcript's form of a file's image: `--resume` reads the file again and
+    /// checks its hash. Never sent to an API.
+    Reference(MediaRef),
+}
+
+/// An image or a PDF the transcript names instead of holding: the file as it was read
+/// (`path`, `sha256`, `bytes`, `media_type`, `width` × `height` pixels, 0 for a PDF) and,
+/// when it was downscaled to fit the APIs' limits, what was sent instead (`sent`).
+/// Public and flat so that other formats (trajectories) can map it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct MediaRef {
+    /// Absolute, or as given on the command line.
+    pub path: String,
+    /// Of the file's bytes, lower-case hex.
+    pub sha256: String,
+    pub media_type: String,
+    pub bytes: u64,
+    #[serde(default)]
+    pub width: u32,
+    #[serde(default)]
+    pub height: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sent: Option<SentMedia>,
+}
+
+/// What was sent when it differs from the file (downscaled, re-encoded).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct SentMedia {
+    pub media_type: String,
+    pub bytes: u64,
+    pub width: u32,
+    pub height: u32,
 }
 
 /// Token usage. Every field is optional on the wire; absent means "not reported".

@@ -59,6 +59,10 @@ struct RequestSummary {
     /// model of a turn whose stream names none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     model: Option<String>,
+    /// The SHA-256 of each image and PDF the request carried, in order: a replay must
+    /// send the same bytes (a file changed since the recording is a drift it names).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    media: Vec<String>,
 }
 
 fn summarize(request: &TurnRequest<'_>) -> RequestSummary {
@@ -66,7 +70,30 @@ fn summarize(request: &TurnRequest<'_>) -> RequestSummary {
         messages: request.messages.len(),
         tools: tool_names(request.tools),
         model: Some(request.model.to_string()),
+        media: media_digests(request),
     }
+}
+
+/// The SHA-256 of the base64 text of each image and PDF of the request, in order.
+fn media_digests(request: &TurnRequest<'_>) -> Vec<String> {
+    use crate::model::protocol::MediaSource;
+    let mut out = Vec::new();
+    let mut add = |b: &ContentBlock| {
+        if let ContentBlock::Image { source } | ContentBlock::Document { source, .. } = b
+            && let MediaSource::Base64 { data, .. } = source
+        {
+            out.push(crate::model::media::sha256_hex(data.as_bytes()));
+        }
+    };
+    for entry in request.messages.iter().filter(|e| e.has_media()) {
+        for block in &entry.message().content {
+            match block {
+                ContentBlock::ToolResult { content, .. } => content.media.iter().for_each(&mut add),
+                other => add(other),
+            }
+        }
+    }
+    out
 }
 
 /// One recorded turn as replay needs it.
@@ -76,6 +103,8 @@ struct Recording {
     encoding: Option<String>,
     /// The model the request went to, when recorded.
     model: Option<String>,
+    /// The digests of the images and PDFs it carried (`RequestSummary::media`).
+    media: Vec<String>,
 }
 
 fn tool_names(tools: &[Value]) -> Vec<String> {
@@ -191,8 +220,10 @@ impl CassetteWriter {
                 ContentBlock::Text { text } => redact(text),
                 ContentBlock::Thinking { thinking, .. } => redact(thinking),
                 ContentBlock::ToolUse { input, .. } => redact_value(input, &self.secrets),
-                ContentBlock::ToolResult { content, .. } => redact(content),
-                ContentBlock::RedactedThinking { .. } => {}
+                ContentBlock::ToolResult { content, .. } => redact(&mut content.text),
+                ContentBlock::RedactedThinking { .. }
+                | ContentBlock::Image { .. }
+                | ContentBlock::Document { .. } => {}
                 ContentBlock::Reasoning { summary, item } => {
                     redact(summary);
                     redact(item);
@@ -278,6 +309,7 @@ impl ReplayProvider {
                     sse,
                     encoding,
                     model: request.model,
+                    media: request.media,
                 }),
                 Ok(Line::Header { .. }) => {
                     return Err(format!(
@@ -380,6 +412,7 @@ fn encode_anthropic(turn: &Turn) -> String {
             }
             ContentBlock::ToolResult { .. } => continue, // never in an assistant turn
             ContentBlock::Reasoning { .. } => continue,  // Responses turns are encoded as such
+            ContentBlock::Image { .. } | ContentBlock::Document { .. } => continue, // never sent by a model
         };
         event(
             "content_block_start",
@@ -440,6 +473,17 @@ impl Provider for ReplayProvider {
                 ),
             });
         };
+        if media_digests(request) != recorded.media {
+            return Err(ProviderError {
+                kind: ProviderErrorKind::Cassette,
+                message: format!(
+                    "turn {} of the cassette {}: the request's images or PDFs differ from \
+                     the recorded ones (a file changed or is missing since the recording)",
+                    self.next + 1,
+                    self.path.display()
+                ),
+            });
+        }
         self.next += 1;
         on_notice(StreamNotice::TurnStarted);
         // Decode the whole turn first, so that paths are rewritten before anything (a

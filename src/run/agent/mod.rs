@@ -10,6 +10,7 @@
 
 mod clearing;
 mod compacting;
+mod images;
 mod observers;
 mod steps;
 pub(crate) mod subagent;
@@ -22,7 +23,7 @@ use serde_json::Value;
 
 use crate::config::Config;
 use crate::config::cli::ContextStrategy;
-use crate::model::protocol::{Message, StopReason};
+use crate::model::protocol::{Message, Role, StopReason};
 use crate::model::provider::{Provider, StreamNotice, TurnRequest};
 use crate::model::turn::Turn;
 use crate::record::history::{Entry, History};
@@ -83,6 +84,9 @@ impl RunHandle<'_> {
 
 pub(crate) struct Agent<'a> {
     pub(super) run: RunHandle<'a>,
+    /// The server refused the images of a request: from then on a tool's images become
+    /// error results (`images.rs`).
+    pub(super) images_refused: AtomicBool,
 }
 
 /// What comes after a step.
@@ -149,7 +153,10 @@ pub(super) struct Streamed<'w, 'scope, 'env> {
 
 impl<'a> Agent<'a> {
     pub(crate) fn new(run: RunHandle<'a>) -> Self {
-        Agent { run }
+        Agent {
+            run,
+            images_refused: AtomicBool::new(false),
+        }
     }
 
     pub(crate) fn run(&self, provider: &mut dyn Provider) -> Outcome {
@@ -215,11 +222,32 @@ impl<'a> Agent<'a> {
         match &config.session().resume() {
             // A resumed run starts from the earlier conversation (its new prompt appended).
             Some(r) => {
-                for m in &r.messages {
-                    self.enter(&mut history, m.clone());
+                let attached = config.session().images().attached();
+                let last = r.messages.len().saturating_sub(1);
+                for (i, m) in r.messages.iter().enumerate() {
+                    let mut m = m.clone();
+                    if i == last && m.role == Role::User {
+                        m.content.extend(attached.iter().cloned());
+                    }
+                    self.enter(&mut history, m);
+                }
+                if r.messages.last().is_none_or(|m| m.role != Role::User) && !attached.is_empty() {
+                    self.enter(
+                        &mut history,
+                        Message {
+                            role: Role::User,
+                            content: attached.to_vec(),
+                        },
+                    );
                 }
             }
-            None => self.enter(&mut history, Message::user_text(config.session().prompt())),
+            // Images first: the models read a picture better before the question about it.
+            None => {
+                let mut first = Message::user_text(config.session().prompt());
+                let attached = config.session().images().attached();
+                first.content.splice(0..0, attached.iter().cloned());
+                self.enter(&mut history, first)
+            }
         }
         let window = ContextWindow::for_run(config.provider().model(), config.session().context());
         let fixed_bytes = serde_json::to_string(&tools).map_or(0, |t| t.len())
@@ -360,6 +388,18 @@ impl<'a> Agent<'a> {
         let turn = match result {
             Ok(t) => t,
             Err(e) => {
+                if images::refuses_images(&e) && !self.images_refused.swap(true, Ordering::Relaxed)
+                {
+                    let n = s.history.rewrite(|m| images::without_media(m, &e.message));
+                    if n > 0 {
+                        output::warn(&format!(
+                            "the server refused the request's images ({}); they are now \
+                             error results, and the request is sent again",
+                            e.message
+                        ));
+                        return Err(Step::Retry);
+                    }
+                }
                 let Some(o) = overflow(&e) else {
                     return Err(Step::End(Outcome::fail(
                         ErrorKind::of_provider(&e.kind),

@@ -5,6 +5,8 @@ use std::sync::Arc;
 
 use super::observers::{LOG_INPUT_CHARS, shorten};
 use super::{Agent, Step, Turns};
+use std::sync::atomic::Ordering;
+
 use crate::model::protocol::{ContentBlock, Message, Role};
 use crate::model::turn::{PendingCall, Turn};
 use crate::record::history::{Entry, History};
@@ -254,10 +256,14 @@ impl Agent<'_> {
                 continue;
             };
             records.push(call_record(turn_no, model, call, s));
+            let images = self.run.config.session().images();
+            let refused = images.refused() || self.images_refused.load(Ordering::Relaxed);
+            let (result, is_error) =
+                super::images::result_content(&s.outcome.result, images.inline(), refused);
             content.push(ContentBlock::ToolResult {
                 tool_use_id: call.id.clone(),
-                content: s.outcome.result.content.clone(),
-                is_error: s.outcome.result.is_error,
+                content: result,
+                is_error,
             });
         }
         let entry = Entry::new(Message {

@@ -512,7 +512,9 @@ fn resources_are_listed_page_by_page_and_read_text_inline_binary_as_a_note() {
     assert_eq!(r[3], ("The launch code is 4242.".to_string(), false));
     assert_eq!(
         r[4].0,
-        "[resource omitted: file:///logo.png (image/png), binary, 16 bytes of base64]"
+        // An image resource goes to the model as an image; this blob is not one.
+        "[the resource file:///logo.png (image/png) not sent: the resource file:///logo.png is \
+         not a PNG, JPEG, GIF, WebP or PDF file (by its content, whatever its name)]"
     );
     assert!(
         r[5].1 && r[5].0.contains("Resource not found"),

@@ -71,3 +71,61 @@ fn error_bodies_give_their_message() {
     );
     assert_eq!(wire.parse_error_body(b"<html>"), None);
 }
+
+#[test]
+fn images_and_documents_go_into_the_body_as_the_messages_api_takes_them() {
+    use crate::model::protocol::{ContentBlock, MediaSource, Message, Role, ToolContent};
+    let image = |media_type: &str| MediaSource::Base64 {
+        media_type: media_type.into(),
+        data: "AAAA".into(),
+        origin: None,
+    };
+    let entry = crate::record::history::Entry::new(Message {
+        role: Role::User,
+        content: vec![
+            ContentBlock::ToolResult {
+                tool_use_id: "t1".into(),
+                content: ToolContent {
+                    text: "shot.png".into(),
+                    media: vec![
+                        ContentBlock::Image {
+                            source: image("image/png"),
+                        },
+                        ContentBlock::Document {
+                            source: image("application/pdf"),
+                            title: Some("spec.pdf".into()),
+                        },
+                    ],
+                },
+                is_error: false,
+            },
+            ContentBlock::Image {
+                source: image("image/webp"),
+            },
+        ],
+    });
+    let request = crate::model::provider::TurnRequest {
+        model: "m",
+        max_tokens: 10,
+        system: "sys",
+        messages: &[entry],
+        tools: &[],
+    };
+    let mut body = Body::default();
+    BedrockWire::decoder()
+        .body(&request, &HttpConfig::new("http://x", ""), &mut body)
+        .unwrap();
+    let mut text = String::new();
+    body.reader().read_to_string(&mut text).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let content = &v["messages"][0]["content"];
+    assert_eq!(
+        content[0]["content"],
+        serde_json::json!([
+            {"type": "text", "text": "shot.png"},
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}},
+            {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "AAAA"}, "title": "spec.pdf"}
+        ])
+    );
+    assert_eq!(content[1]["source"]["media_type"], "image/webp");
+}

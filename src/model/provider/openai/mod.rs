@@ -16,7 +16,7 @@ use super::TurnRequest;
 use super::http::{Body, HttpConfig, TurnResult, Wire};
 use super::retry::OnNotice;
 use crate::config::cli::{Effort, ToolChoice};
-use crate::model::protocol::{ContentBlock, Message, Role};
+use crate::model::protocol::{ContentBlock, MediaSource, Message, Role};
 use crate::record::history::BodySink;
 
 /// Hosts that take `max_completion_tokens` (OpenAI's reasoning models reject
@@ -29,6 +29,53 @@ const MAX_COMPLETION_TOKENS_HOSTS: &[&str] = &["api.openai.com"];
 const TOOL_ERROR_PREFIX: &str = "Error: ";
 
 /// A tool result's text as OpenAI's APIs take it: a failure says so in the text.
+/// A file's name for a document part, which OpenAI requires: the document's title (its
+/// file's name), else the file's.
+pub(crate) fn media_filename(source: &MediaSource, title: Option<&str>) -> String {
+    let path = match (title, source) {
+        (Some(t), _) => t,
+        (
+            None,
+            MediaSource::Base64 {
+                origin: Some(r), ..
+            }
+            | MediaSource::Reference(r),
+        ) => r.path.as_str(),
+        (None, MediaSource::Base64 { origin: None, .. }) => "",
+    };
+    match path.rsplit(['/', '\\']).next() {
+        Some(name) if !name.is_empty() => name.to_string(),
+        _ => "document.pdf".to_string(),
+    }
+}
+
+/// `data:<media type>;base64,<data>`, how OpenAI's APIs take inline bytes.
+pub(crate) fn data_url(source: &MediaSource) -> Option<String> {
+    match source {
+        MediaSource::Base64 {
+            media_type, data, ..
+        } => Some(format!("data:{media_type};base64,{data}")),
+        MediaSource::Reference(_) => None,
+    }
+}
+
+/// An image or a PDF as a chat content part: `image_url` with a data URL, or `file`.
+fn chat_media_part(block: &ContentBlock) -> Option<Value> {
+    match block {
+        ContentBlock::Image { source } => {
+            Some(json!({"type": "image_url", "image_url": {"url": data_url(source)?}}))
+        }
+        ContentBlock::Document { source, title } => Some(json!({"type": "file", "file": {
+            "filename": media_filename(source, title.as_deref()), "file_data": data_url(source)?}})),
+        _ => None,
+    }
+}
+
+/// Tells the model whose images follow in a user message (a tool message cannot hold one).
+pub(crate) fn media_caption(tool_use_id: &str) -> String {
+    format!("The images or documents the tool call {tool_use_id} returned:")
+}
+
 pub(crate) fn tool_result_text(content: &str, is_error: bool) -> String {
     if is_error {
         format!("{TOOL_ERROR_PREFIX}{content}")
@@ -209,6 +256,10 @@ pub(crate) fn chat_messages(system: &str, messages: &[Message]) -> Vec<Value> {
         match message.role {
             Role::User => {
                 let mut texts = Vec::new();
+                let mut parts = Vec::new();
+                // A tool message holds text only: a result's images follow all the
+                // tool messages (which must come first) in one user message, as codex does.
+                let mut returned = Vec::new();
                 for block in &message.content {
                     match block {
                         ContentBlock::ToolResult {
@@ -216,15 +267,32 @@ pub(crate) fn chat_messages(system: &str, messages: &[Message]) -> Vec<Value> {
                             content,
                             is_error,
                         } => {
-                            let content = tool_result_text(content, *is_error);
+                            let text = tool_result_text(&content.text, *is_error);
                             out.push(json!({"role": "tool", "tool_call_id": tool_use_id,
-                                            "content": content}));
+                                            "content": text}));
+                            let media: Vec<Value> =
+                                content.media.iter().filter_map(chat_media_part).collect();
+                            if !media.is_empty() {
+                                returned.push(json!({"type": "text",
+                                                     "text": media_caption(tool_use_id)}));
+                                returned.extend(media);
+                            }
                         }
                         ContentBlock::Text { text } => texts.push(text.as_str()),
-                        _ => {}
+                        other => parts.extend(chat_media_part(other)),
                     }
                 }
-                if !texts.is_empty() {
+                if !returned.is_empty() {
+                    out.push(json!({"role": "user", "content": returned}));
+                }
+                if !parts.is_empty() {
+                    let mut content = Vec::new();
+                    if !texts.is_empty() {
+                        content.push(json!({"type": "text", "text": texts.join("\n\n")}));
+                    }
+                    content.extend(parts);
+                    out.push(json!({"role": "user", "content": content}));
+                } else if !texts.is_empty() {
                     out.push(json!({"role": "user", "content": texts.join("\n\n")}));
                 }
             }

@@ -164,6 +164,19 @@ pub(crate) fn response_tools(tools: &[Value]) -> Vec<Value> {
         .collect()
 }
 
+/// An image or a PDF as an input part: `input_image` or `input_file` with a data URL.
+fn input_media_part(block: &ContentBlock) -> Option<Value> {
+    use super::openai::{data_url, media_filename};
+    match block {
+        ContentBlock::Image { source } => {
+            Some(json!({"type": "input_image", "image_url": data_url(source)?, "detail": "auto"}))
+        }
+        ContentBlock::Document { source, title } => Some(json!({"type": "input_file",
+            "filename": media_filename(source, title.as_deref()), "file_data": data_url(source)?})),
+        _ => None,
+    }
+}
+
 /// One history message as the comma-separated input items it becomes.
 fn input_items_json(message: &Message) -> String {
     input_items(message).join(",")
@@ -178,6 +191,7 @@ pub(crate) fn input_items(message: &Message) -> Vec<String> {
     match message.role {
         Role::User => {
             let mut texts = Vec::new();
+            let mut parts = Vec::new();
             for block in &message.content {
                 match block {
                     ContentBlock::ToolResult {
@@ -185,7 +199,18 @@ pub(crate) fn input_items(message: &Message) -> Vec<String> {
                         content,
                         is_error,
                     } => {
-                        let output = super::openai::tool_result_text(content, *is_error);
+                        let text = super::openai::tool_result_text(&content.text, *is_error);
+                        // `output` is a string, or a list of input parts when the result
+                        // holds images or documents.
+                        let media: Vec<Value> =
+                            content.media.iter().filter_map(input_media_part).collect();
+                        let output = if media.is_empty() {
+                            json!(text)
+                        } else {
+                            let mut list = vec![json!({"type": "input_text", "text": text})];
+                            list.extend(media);
+                            Value::Array(list)
+                        };
                         items.push(
                             json!({"type": "function_call_output", "call_id": tool_use_id,
                                    "output": output})
@@ -193,14 +218,17 @@ pub(crate) fn input_items(message: &Message) -> Vec<String> {
                         );
                     }
                     ContentBlock::Text { text } => texts.push(text.as_str()),
-                    _ => {}
+                    other => parts.extend(input_media_part(other)),
                 }
             }
-            if !texts.is_empty() {
+            if !texts.is_empty() || !parts.is_empty() {
+                let mut content = Vec::new();
+                if !texts.is_empty() {
+                    content.push(json!({"type": "input_text", "text": texts.join("\n\n")}));
+                }
+                content.extend(parts);
                 items.push(
-                    json!({"type": "message", "role": "user",
-                           "content": [{"type": "input_text", "text": texts.join("\n\n")}]})
-                    .to_string(),
+                    json!({"type": "message", "role": "user", "content": content}).to_string(),
                 );
             }
         }
