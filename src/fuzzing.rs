@@ -193,6 +193,7 @@ fn scratch() -> Scratch {
     let ctx = ToolContext {
         workspace: ws.clone(),
         extra_dirs: Vec::new(),
+        read_only_dirs: Vec::new(),
         spill_dir: base.join("spill"),
         child_env: Arc::new(Vec::new()),
         sandbox: None,

@@ -21,6 +21,7 @@ pub(crate) mod policy;
 pub(crate) mod process;
 pub(crate) mod record;
 pub(crate) mod run;
+pub(crate) mod skills;
 pub(crate) mod tools;
 pub(crate) mod util;
 
@@ -69,6 +70,7 @@ pub fn main_with_args(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         Command::Batch(args) => commands::batch::batch_command(&args),
         Command::Summary(args) => commands::summary::summary_command(&args),
         Command::Github(args) => commands::github::github_command(*args),
+        Command::Skills(args) => commands::skills::skills_command(&args),
     };
     ExitCode::from(status)
 }

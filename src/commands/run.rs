@@ -90,12 +90,14 @@ pub(crate) fn run_observed(mut args: RunArgs, with: Embedded) -> ExitStatus {
         Ok(w) => w,
         Err(e) => return output::usage_failure(&e),
     };
+    let skill_tool = register_skills(&config, &mut registry, &record);
     // Before the MCP servers start, which can take a minute (`npx -y …`): a signal or the
     // deadline during start-up writes the transcript too, listing the servers still
     // starting (`--timeout` counts the start-up: it bounds the whole run).
     let finisher = make_finisher(&config, &record, &ctx, with.observer, trace.clone());
     let _ = FINISHER.set(finisher.clone());
     observe(&config, &ctx, &record, &finisher.events);
+    observe_skills(skill_tool.clone(), &record, &finisher.events);
     if let Some(limit) = config.ci().timeout() {
         finisher.start_deadline(limit);
     }
@@ -115,7 +117,7 @@ pub(crate) fn run_observed(mut args: RunArgs, with: Embedded) -> ExitStatus {
     finisher.checkpoint();
     let outcome = run_loop(
         Arc::new(config),
-        &registry,
+        (&registry, skill_tool),
         ctx,
         &record,
         &finisher,
@@ -193,6 +195,12 @@ fn workspace(config: &Config) -> Result<(ToolContext, Registry, Arc<Mutex<RunRec
     let ctx = ToolContext {
         workspace: config.workspace().to_path_buf(),
         extra_dirs: config.tools().add_dirs().to_vec(),
+        read_only_dirs: {
+            let roots: Vec<&std::path::Path> = std::iter::once(config.workspace())
+                .chain(config.tools().add_dirs().iter().map(PathBuf::as_path))
+                .collect();
+            config.skills().discovered().read_only_dirs(&roots)
+        },
         spill_dir: spill_dir(config),
         child_env,
         sandbox,
@@ -207,6 +215,47 @@ fn workspace(config: &Config) -> Result<(ToolContext, Registry, Arc<Mutex<RunRec
         note_resumed(&mut record.locked(), r);
     }
     Ok((ctx, registry, record))
+}
+
+/// The run's skills in the record, and the Skill tool holding them in place of the
+/// built-in one: offered when skills were found and the tool flags leave it on. A prompt
+/// command's skill is loaded already (turn 0; `run.started` is followed by its
+/// `skill.activated`).
+fn register_skills(
+    config: &Config,
+    registry: &mut Registry,
+    record: &Mutex<RunRecord>,
+) -> Arc<crate::tools::skill::Skill> {
+    use crate::tools::skill::{NAME, Skill};
+    let found = config.skills().discovered();
+    let tool = Arc::new(Skill::new(found.clone()));
+    let on = config.skills().offered(config.tools().selection());
+    registry.replace(&[NAME.to_string()], vec![(tool.clone(), on)]);
+    let mut r = record.locked();
+    r.record_skills(found.records.clone());
+    r.record_tools(enabled_names(registry));
+    if let Some(name) = config.skills().commanded() {
+        r.record_skill_activated(name);
+        tool.loaded_by_command(name);
+    }
+    tool
+}
+
+/// Each skill the model loads: the record's `skills` and a `skill.activated` event.
+fn observe_skills(
+    tool: Arc<crate::tools::skill::Skill>,
+    record: &Arc<Mutex<RunRecord>>,
+    events: &Arc<events::Events>,
+) {
+    let (record, events) = (record.clone(), events.clone());
+    tool.observe(Box::new(move |name| {
+        let (turn, path) = record.locked().record_skill_activated(name);
+        events.emit(RunEvent::SkillActivated(ev::SkillActivated {
+            name: name.to_string(),
+            path,
+            turn,
+        }));
+    }));
 }
 
 /// What the run observes besides the loop: the network tier, background commands, the plan.
@@ -258,18 +307,22 @@ fn provider(
 /// The agent loop over the run's parts, Task's sub-agents lent to it.
 fn run_loop(
     config: Arc<Config>,
-    registry: &Registry,
+    (registry, skills): (&Registry, Arc<crate::tools::skill::Skill>),
     mut ctx: ToolContext,
     record: &Arc<Mutex<RunRecord>>,
     finisher: &Arc<Finisher>,
     ci: &mut ci::CiRun,
     provider: &mut dyn Provider,
 ) -> crate::record::outcome::Outcome {
-    let gate = Arc::new(PolicyGate::new(
+    let mut gate = PolicyGate::new(
         config.tools().settings().clone(),
         &ctx,
         config.tools().on_deny(),
-    ));
+    );
+    if config.skills().narrow_tools() {
+        gate = gate.narrowed_by_skills(skills);
+    }
+    let gate = Arc::new(gate);
     let session_id = record.locked().session_id().to_string();
     let runner = subagent_runner(
         &config,

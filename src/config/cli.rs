@@ -31,6 +31,8 @@ pub(crate) enum Command {
     /// Answer `@agent` on a GitHub issue or pull request (in a workflow): every `run` flag,
     /// plus the trigger, the gate, a progress comment, a pushed branch or a review.
     Github(Box<GithubArgs>),
+    /// List the Agent Skills a run here would load, and why any found were skipped.
+    Skills(SkillsArgs),
 }
 
 /// Which API the model is reached through.
@@ -108,11 +110,15 @@ pub(crate) mod heading {
     pub(crate) const CI: &str = "CI and budgets";
     pub(crate) const MCP: &str = "MCP";
     pub(crate) const CONTEXT: &str = "Context and sessions";
+    /// Agent Skills (docs/guide/skills.md).
+    pub(crate) const SKILLS: &str = "Skills";
     /// `agent github`'s own flags (after the `run` sections).
     pub(crate) const GITHUB: &str = "GitHub";
     /// All of them, in order.
     #[cfg(test)]
-    pub(crate) const ALL: &[&str] = &[INPUT, OUTPUT, MODEL, TOOLS, SANDBOX, CI, MCP, CONTEXT];
+    pub(crate) const ALL: &[&str] = &[
+        INPUT, OUTPUT, MODEL, TOOLS, SANDBOX, CI, MCP, CONTEXT, SKILLS,
+    ];
 }
 
 /// Which tools are enabled (SPEC §6). Shared by `run` and `tools`.
@@ -281,6 +287,58 @@ pub(crate) struct RunArgs {
     pub context: ContextArgs,
     #[command(flatten)]
     pub session: SessionArgs,
+    #[command(flatten)]
+    pub skills: SkillArgs,
+}
+
+/// `agent skills`.
+#[derive(Debug, Args)]
+pub(crate) struct SkillsArgs {
+    /// Print JSON: every skill found (loaded or skipped, and why) and every warning.
+    #[arg(long)]
+    pub json: bool,
+    /// The workspace a run would use (default: the current directory).
+    #[arg(short = 'C', long = "cwd", value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    #[command(flatten)]
+    pub skills: SkillArgs,
+}
+
+/// Agent Skills: where they are looked for and how strictly they are read
+/// (docs/guide/skills.md). Shared by `run` and `skills`.
+#[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = heading::SKILLS)]
+pub(crate) struct SkillArgs {
+    /// Also load the skill in DIR, or every skill in the folder DIR (repeatable).
+    ///
+    /// Looked at before the project's and the user's skills: on a name clash it wins.
+    #[arg(long = "skill", value_name = "DIR")]
+    pub skill: Vec<PathBuf>,
+    /// Load no skills from the project or the user's home (--skill still loads).
+    #[arg(long)]
+    pub no_skills: bool,
+    /// Load the project's skills only, not ~/.agents/skills or ~/.claude/skills.
+    ///
+    /// The default of `agent github`, and of the tasks of `agent batch`.
+    #[arg(long)]
+    pub no_user_skills: bool,
+    /// Any skill that breaks a rule of the specification is an error (exit 2).
+    #[arg(long)]
+    pub strict_skills: bool,
+    /// While a skill that lists `allowed-tools` is active, refuse every other tool.
+    ///
+    /// The list only narrows: it never enables a tool or allows a call the permission
+    /// rules refuse. Without this flag `allowed-tools` is recorded and ignored.
+    #[arg(long)]
+    pub skill_allowed_tools: bool,
+    /// Not a flag: set by `agent github` for a pull request, the files its head branch
+    /// changes; a project skill holding one is untrusted and not loaded.
+    #[arg(skip)]
+    pub untrusted_changes: Option<Vec<String>>,
+    /// Not a flag: set by `agent github` when the comment is a prompt command (`@agent
+    /// /review …`): the skill to load before the task, and its arguments.
+    #[arg(skip)]
+    pub command: Option<(String, String)>,
 }
 
 /// MCP servers as tool sources (shared by `run` and `tools`).

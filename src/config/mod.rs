@@ -19,6 +19,7 @@ mod prompt;
 pub(crate) mod provider;
 pub(crate) mod session;
 pub(crate) mod settings;
+pub(crate) mod skills;
 pub(crate) mod system_prompt;
 mod tool_flags;
 pub(crate) mod tools;
@@ -34,6 +35,7 @@ use crate::config::output::OutputConfig;
 use crate::config::provider::ProviderConfig;
 use crate::config::session::SessionConfig;
 use crate::config::settings::{SettingsFiles, SettingsSources};
+use crate::config::skills::SkillsConfig;
 use crate::config::tools::ToolConfig;
 use crate::error::Error;
 
@@ -49,6 +51,7 @@ pub(crate) struct Config {
     session: SessionConfig,
     ci: CiConfig,
     output: OutputConfig,
+    skills: SkillsConfig,
 }
 
 impl Config {
@@ -59,7 +62,7 @@ impl Config {
     pub(crate) fn from_args(args: &RunArgs, env: &dyn Env) -> Result<Config, Error> {
         let (workspace, mut resume) = session::resumed_session(args)?;
         let mut selection = tool_selection(&args.tools)?;
-        let (prompt, stdin_warning) = prompt::task(args, resume.as_mut())?;
+        let (mut prompt, stdin_warning) = prompt::task(args, resume.as_mut())?;
         let mut warnings: Vec<String> = stdin_warning.into_iter().collect();
         // The plain numbers first: a wrong one is named before a missing key or file.
         SessionConfig::check_flags(args)?;
@@ -79,7 +82,26 @@ impl Config {
                 tools::patch_edits_by_default(provider.kind(), provider.model());
         }
         let tools = ToolConfig::from_args(args, selection, &workspace, &files, env)?;
-        let session = SessionConfig::from_args(args, prompt, resume, &workspace, tools.add_dirs())?;
+        let skills =
+            SkillsConfig::from_args(&args.skills, &workspace, env, &mut prompt, &mut warnings)?;
+        let catalog = skills.catalog(tools.selection());
+        if let Some((_, n)) = &catalog
+            && *n > 0
+        {
+            warnings.push(format!(
+                "skills: the catalog is capped at {} characters: {n} skills are listed by name only or not at all",
+                crate::skills::MAX_CATALOG_CHARS
+            ));
+        }
+        let catalog = catalog.map(|(c, _)| c);
+        let session = SessionConfig::from_args(
+            args,
+            prompt,
+            resume,
+            &workspace,
+            tools.add_dirs(),
+            catalog.as_deref(),
+        )?;
         let ci = CiConfig::from_args(args, &files, &provider)?;
         Ok(Config {
             workspace,
@@ -89,6 +111,7 @@ impl Config {
             session,
             ci,
             output,
+            skills,
         })
     }
 
@@ -114,6 +137,9 @@ impl Config {
     }
     pub(crate) fn output(&self) -> &OutputConfig {
         &self.output
+    }
+    pub(crate) fn skills(&self) -> &SkillsConfig {
+        &self.skills
     }
 
     /// A sub-agent's settings: the run's, with its own system prompt, task and turn
@@ -189,6 +215,7 @@ impl Config {
                 keep_spill: false,
                 otel: Default::default(),
             },
+            skills: Default::default(),
         }
     }
 }

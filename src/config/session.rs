@@ -52,6 +52,7 @@ impl SessionConfig {
         resume: Option<Resumed>,
         workspace: &Path,
         add_dirs: &[PathBuf],
+        skill_catalog: Option<&str>,
     ) -> Result<Self, Error> {
         let mut system_prompt = system_prompt::system_prompt(
             workspace,
@@ -66,6 +67,11 @@ impl SessionConfig {
         };
         if output_schema.is_some() {
             system_prompt.push_str(structured::SYSTEM_PROMPT_NOTE);
+        }
+        // After any `--system`: the skills stay loadable whatever the prompt says.
+        if let Some(c) = skill_catalog {
+            system_prompt.push_str("\n\n");
+            system_prompt.push_str(c);
         }
         Ok(SessionConfig {
             prompt,

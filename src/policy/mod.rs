@@ -115,6 +115,8 @@ pub(crate) struct PolicyGate {
     settings: Settings,
     runner: HookRunner,
     on_deny: OnDeny,
+    /// `--skill-allowed-tools`: the loaded skills' `allowed-tools` narrow what may run.
+    skills: Option<std::sync::Arc<crate::tools::skill::Skill>>,
 }
 
 impl PolicyGate {
@@ -129,7 +131,18 @@ impl PolicyGate {
                 spill_dir: ctx.spill_dir.clone(),
             },
             on_deny,
+            skills: None,
         }
+    }
+
+    /// Calls outside the loaded skills' `allowed-tools` are refused (before hooks and
+    /// rules, which still judge every call that passes: the list never widens them).
+    pub(crate) fn narrowed_by_skills(
+        mut self,
+        skills: std::sync::Arc<crate::tools::skill::Skill>,
+    ) -> Self {
+        self.skills = Some(skills);
+        self
     }
 
     fn payload(&self, event: &str, call: &GateCall<'_>) -> Value {
@@ -146,6 +159,13 @@ impl PolicyGate {
 impl Gate for PolicyGate {
     fn before(&self, call: &GateCall<'_>) -> Result<(), Denial> {
         let name = call.tool.name();
+        // The final answer's tool is never narrowed away: the run must be able to end.
+        if let Some(s) = &self.skills
+            && call.tool.category() != crate::tools::Category::Answer
+            && let Some(reason) = s.narrowed(name)
+        {
+            return Err(Denial { reason });
+        }
         let hooks: Vec<&Hook> = self
             .settings
             .pre_tool_use

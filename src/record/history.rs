@@ -97,7 +97,12 @@ impl Entry {
                 .iter()
                 .enumerate()
                 .filter_map(|(b, block)| match block {
-                    ContentBlock::ToolResult { content, .. } => Some((b, content.len())),
+                    // A loaded skill's instructions hold for the whole run: never cleared.
+                    ContentBlock::ToolResult { content, .. }
+                        if !crate::skills::is_skill_content(content) =>
+                    {
+                        Some((b, content.len()))
+                    }
                     _ => None,
                 })
                 .collect(),

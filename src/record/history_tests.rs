@@ -131,6 +131,21 @@ fn only_old_big_results_are_clearable_oldest_first() {
 }
 
 #[test]
+fn a_loaded_skills_content_is_never_clearable() {
+    let (_, mut h) = session(6, 1000);
+    let mut skill = result("t0", 0);
+    if let ContentBlock::ToolResult { content, .. } = &mut skill.content[0] {
+        *content = format!(
+            "<skill_content name=\"lint\">\n{}\n</skill_content>",
+            "x".repeat(1000)
+        );
+    }
+    h.sent[2] = Entry::new(skill);
+    let messages: Vec<usize> = h.clearable().iter().map(|s| s.message).collect();
+    assert_eq!(messages, vec![4, 6], "the skill's result (message 2) stays");
+}
+
+#[test]
 fn clearing_replaces_content_keeps_pairs_and_leaves_the_originals() {
     let (originals, mut h) = session(8, 4000);
     let mut ctx = ContextWindow::new("m", Some(10_000), false, 0.8);

@@ -95,6 +95,8 @@ pub(crate) struct RunRecord {
     request_turn: u32,
     /// Task's sub-agents, running (as of their last checkpoint) or ended.
     subagents: Vec<SubagentRecord>,
+    /// The skills found, each with the turn it was loaded at.
+    skills: Vec<crate::skills::SkillRecord>,
 }
 
 impl RunRecord {
@@ -140,6 +142,34 @@ impl RunRecord {
             plan_history: Vec::new(),
             request_turn: 0,
             subagents: Vec::new(),
+            skills: Vec::new(),
+        }
+    }
+
+    /// The skills discovery found (`agent run` at start-up).
+    pub(crate) fn record_skills(&mut self, skills: Vec<crate::skills::SkillRecord>) {
+        self.skills = skills;
+    }
+
+    /// The skills found, as the transcript lists them.
+    pub(crate) fn skills(&self) -> &[crate::skills::SkillRecord] {
+        &self.skills
+    }
+
+    /// Skill `name` was loaded, in the current turn (0: by a prompt command before the
+    /// first); returns that turn and the skill's `SKILL.md`.
+    pub(crate) fn record_skill_activated(&mut self, name: &str) -> (u32, String) {
+        let turn = self.request_turn;
+        match self
+            .skills
+            .iter_mut()
+            .find(|s| s.name == name && s.skipped.is_none())
+        {
+            Some(s) => {
+                s.activated_turn.get_or_insert(turn);
+                (turn, s.path.clone())
+            }
+            None => (turn, String::new()),
         }
     }
 

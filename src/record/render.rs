@@ -108,6 +108,7 @@ impl RunRecord {
             plan_history: self.plan_history.clone(),
             subagents: self.subagents.clone(),
             written_by: None,
+            skills: self.skills.clone(),
         }
     }
 

@@ -88,6 +88,10 @@ pub(crate) struct Transcript {
     /// whose agent never started (a failed `setup`, a workspace error) and says so here.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) written_by: Option<String>,
+    /// Every Agent Skill found (loaded, or skipped and why) and the turn each was loaded
+    /// at. Absent when the run found none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) skills: Vec<crate::skills::SkillRecord>,
 }
 
 impl Transcript {

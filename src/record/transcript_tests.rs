@@ -33,6 +33,7 @@ fn every_written_key_is_in_the_schema() {
         journal: Some("x.journal".into()),
         provider: Some("anthropic".into()),
         written_by: Some("agent batch (the agent did not run)".into()),
+        skills: vec![Default::default()],
         ..Transcript::default()
     };
     let Value::Object(doc) = serde_json::to_value(&t).unwrap() else {

@@ -87,7 +87,7 @@ impl CiRun {
     pub(crate) fn run_started(&self, config: &Config, record: &Mutex<RunRecord>) {
         // Built under the lock, written without it: a stdout nobody reads must not keep
         // the record (which the finisher needs) locked.
-        let (started, servers) = {
+        let (started, servers, skills) = {
             let r = record.locked();
             let started = ev::Started {
                 model: r.model().to_string(),
@@ -102,7 +102,7 @@ impl CiRun {
             };
             let servers: Vec<_> = r.mcp_servers().iter().map(mcp_started).collect();
             self.trace.run_started(&r, config.session().prompt());
-            (started, servers)
+            (started, servers, commanded_skills(&r))
         };
         self.events.emit(if self.events.is_tagged() {
             RunEvent::SubagentStarted(started)
@@ -111,6 +111,11 @@ impl CiRun {
         });
         for server in servers {
             self.events.emit(RunEvent::McpStarted(server));
+        }
+        if !self.events.is_tagged() {
+            for s in skills {
+                self.events.emit(RunEvent::SkillActivated(s));
+            }
         }
     }
 
@@ -335,6 +340,19 @@ impl Watch for CiRun {
 }
 
 /// `mcp.started` of one server's report.
+/// The skills a prompt command loaded before the first turn (`skill.activated`, turn 0).
+fn commanded_skills(r: &RunRecord) -> Vec<ev::SkillActivated> {
+    r.skills()
+        .iter()
+        .filter(|s| s.activated_turn == Some(0))
+        .map(|s| ev::SkillActivated {
+            name: s.name.clone(),
+            path: s.path.clone(),
+            turn: 0,
+        })
+        .collect()
+}
+
 fn mcp_started(r: &crate::mcp::ServerReport) -> ev::McpStarted {
     ev::McpStarted {
         name: r.name.clone(),

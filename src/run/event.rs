@@ -83,6 +83,9 @@ pub(crate) enum RunEvent {
     /// The run ended (the last event), with the whole transcript.
     #[serde(rename = "run.finished")]
     RunFinished(RunFinished),
+    /// An Agent Skill was loaded: by the model (Skill) or by a prompt command (turn 0).
+    #[serde(rename = "skill.activated")]
+    SkillActivated(SkillActivated),
 }
 
 /// `run.started` / `subagent.started`.
@@ -214,6 +217,17 @@ pub(crate) struct BackgroundFinished {
     pub killed_at_end: bool,
 }
 
+/// `skill.activated`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub(crate) struct SkillActivated {
+    /// The skill's name.
+    pub name: String,
+    /// Its `SKILL.md`.
+    pub path: String,
+    /// The turn it was loaded in; 0: a prompt command, before the first request.
+    pub turn: u32,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub(crate) struct PlanUpdated {
     pub turn: u32,
@@ -299,6 +313,7 @@ impl RunEvent {
             RunEvent::PlanUpdated(_) => "plan.updated",
             RunEvent::McpToolsChanged(_) => "mcp.tools_changed",
             RunEvent::RunFinished(_) => "run.finished",
+            RunEvent::SkillActivated(_) => "skill.activated",
         }
     }
 

@@ -209,6 +209,9 @@ impl Sink for Log {
                 }
             }
             RunEvent::NetworkDenied(d) => warn(&format!("{p}{}", d.text())),
+            RunEvent::SkillActivated(s) => {
+                info(&format!("{p}skill {} loaded ({})", s.name, s.path))
+            }
             RunEvent::VerifyFinished(v) if v.passed => info(&format!("{p}verification passed")),
             _ => {}
         }

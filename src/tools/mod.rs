@@ -17,6 +17,7 @@ pub(crate) mod read_file;
 pub(crate) mod registry;
 pub(crate) mod scheduler;
 pub(crate) mod schema;
+pub(crate) mod skill;
 pub(crate) mod task;
 pub(crate) mod todo_write;
 pub(crate) mod walk;
@@ -138,6 +139,8 @@ pub(crate) enum Category {
     Agent,
     /// The web (WebFetch): on only with `--allow-web`.
     Web,
+    /// Agent Skills (Skill): on when the run found skills.
+    Skill,
 }
 
 /// Which family of editing tools a file tool belongs to: a run offers one of them
@@ -163,6 +166,7 @@ impl Category {
             Category::Plan => "plan",
             Category::Agent => "agent",
             Category::Web => "web",
+            Category::Skill => "skill",
         }
     }
 }
@@ -174,6 +178,9 @@ pub(crate) struct ToolContext {
     pub workspace: PathBuf,
     /// Canonical `--add-dir` directories: further roots, confined the same way.
     pub extra_dirs: Vec<PathBuf>,
+    /// Canonical directories of the run's skills outside the workspace: ReadFile, Grep and
+    /// Glob may read there, nothing may write.
+    pub read_only_dirs: Vec<PathBuf>,
     /// Where oversized results and full Bash output are saved; ReadFile may read here.
     pub spill_dir: PathBuf,
     /// The environment given to child processes (Bash, hooks, verify), secrets removed.
@@ -441,6 +448,7 @@ pub(crate) mod test_support {
             ToolContext {
                 workspace,
                 extra_dirs: Vec::new(),
+                read_only_dirs: Vec::new(),
                 spill_dir,
                 child_env: Arc::new(crate::util::secrets::scrubbed_env(std::env::vars(), &[])),
                 sandbox: None,

@@ -217,6 +217,9 @@ impl Registry {
         r.register(Arc::new(super::background::bash_output::BashOutput));
         r.register(Arc::new(super::background::kill_bash::KillBash));
         r.register(Arc::new(super::todo_write::TodoWrite));
+        // Known to the flags and rules; `agent run` swaps in the run's skills, enabled
+        // when it found some.
+        r.register(Arc::new(super::skill::Skill::default()));
         r.register(Arc::new(super::web_fetch::WebFetch::new(
             selection.allow_web.clone(),
         )));
@@ -262,6 +265,8 @@ fn default_on(tool: &dyn Tool, sel: &ToolSelection) -> bool {
     match tool.category() {
         // Read-only, but it reaches the network: only with --allow-web.
         Category::Web => !sel.allow_web.is_empty(),
+        // Read-only, but offered only when the run found skills (`agent run` decides).
+        Category::Skill => false,
         _ if tool.is_read_only() => true,
         Category::File => {
             sel.allow_write

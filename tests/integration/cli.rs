@@ -361,7 +361,7 @@ fn quiet_silences_stderr_and_verbose_logs_tool_calls() {
 /// clap's own "Options"); `-h` is the short form: one line per option.
 #[test]
 fn run_help_is_in_sections_and_h_is_one_line_per_option() {
-    const SECTIONS: [&str; 8] = [
+    const SECTIONS: [&str; 9] = [
         "Input",
         "Output",
         "Model and provider",
@@ -370,6 +370,7 @@ fn run_help_is_in_sections_and_h_is_one_line_per_option() {
         "CI and budgets",
         "MCP",
         "Context and sessions",
+        "Skills",
     ];
     let env = TestEnv::new(vec![]);
     // `  -q, --quiet` or `      --json`, not a line of help text (`          - off: …`).

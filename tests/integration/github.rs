@@ -666,6 +666,7 @@ fn github_help_has_the_run_sections_then_its_own_and_bad_input_is_exit_2() {
             "CI and budgets",
             "MCP",
             "Context and sessions",
+            "Skills",
             "GitHub"
         ],
         "{}",

@@ -61,6 +61,7 @@ mod resume_input;
 mod run_end;
 mod schema;
 mod session;
+mod skills;
 mod spill;
 mod stdin;
 mod stop_reasons;

@@ -158,10 +158,15 @@ pub(crate) struct ChildRun<'a> {
 }
 
 impl ChildRun<'_> {
-    /// `run FLAGS [--timeout T] -C WORKSPACE [-o TRANSCRIPT] -- PROMPT`.
+    /// `run FLAGS [--no-user-skills] [--timeout T] -C WORKSPACE [-o TRANSCRIPT] -- PROMPT`.
     pub(crate) fn argv(&self) -> Vec<OsString> {
         let mut argv: Vec<OsString> = vec!["run".into()];
         argv.extend(self.flags.iter().map(Into::into));
+        // A task's skills are its workspace's: the home of whoever runs the batch must not
+        // change the results (`--skill DIR` adds a folder explicitly).
+        if !self.flags.iter().any(|f| f == "--no-user-skills") {
+            argv.push("--no-user-skills".into());
+        }
         if let Some(t) = self.timeout {
             argv.extend(["--timeout".into(), timeout_arg(t).into()]);
         }

@@ -120,6 +120,7 @@ fn a_child_run_is_one_argv() {
             "run",
             "--max-turns",
             "3",
+            "--no-user-skills",
             "--timeout",
             "2000ms",
             "-C",

@@ -225,7 +225,7 @@ fn converse(
     triggered: &Triggered,
     review: bool,
     api: &Arc<Api>,
-    args: GithubArgs,
+    mut args: GithubArgs,
 ) -> Result<ExitStatus, String> {
     let e = &s.event;
     if review && !e.is_pr {
@@ -248,6 +248,15 @@ fn converse(
     let inputs = (pull.as_ref(), comments.as_slice(), files.as_slice());
     let mine = args.run.append_system_prompt.as_deref();
     let task = task(api, s, triggered, inputs, review, mine)?;
+    // Skills: no user scope, a pull request's changed skills untrusted, `@agent /name`.
+    let said = triggered.instruction.as_deref();
+    crate::skills::github::prepare(
+        &mut args.run.skills,
+        pull.is_some(),
+        &files,
+        said,
+        &flags.trigger_phrase,
+    );
     let (json_out, jsonl) = (args.run.json, args.run.ci.jsonl);
     let (started, finished) = c.follow(api, flags, s, args.run, task);
     let Some(finished) = finished else {

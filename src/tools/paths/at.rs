@@ -14,6 +14,12 @@ pub(super) fn split_under_root(
 ) -> Result<(PathBuf, Vec<OsString>, OsString), ToolError> {
     let root = if let Some(root) = root_of(ctx, resolved) {
         root.clone()
+    } else if let Some(skill) = ctx
+        .read_only_dirs
+        .iter()
+        .find(|d| allow_spill && resolved.starts_with(d))
+    {
+        skill.clone()
     } else {
         match spill_root(ctx) {
             Some(s) if allow_spill && resolved.starts_with(&s) => s,
@@ -60,7 +66,10 @@ pub(super) fn open_dir_chain(
 ) -> Result<File, ToolError> {
     // The workspace and --add-dir roots are trusted as given (canonical at start); the
     // spill directory, which lies in the shared temp dir, must not be a symlink.
-    let no_follow = if root == ctx.workspace || ctx.extra_dirs.iter().any(|d| d == root) {
+    let no_follow = if root == ctx.workspace
+        || ctx.extra_dirs.iter().any(|d| d == root)
+        || ctx.read_only_dirs.iter().any(|d| d == root)
+    {
         0
     } else {
         libc::O_NOFOLLOW

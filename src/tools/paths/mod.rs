@@ -89,13 +89,18 @@ fn root_of<'a>(ctx: &'a ToolContext, resolved: &Path) -> Option<&'a PathBuf> {
         .find(|root| resolved.starts_with(root))
 }
 
+/// The root `resolved` may be read under: a writable one, or a skill's directory.
+fn read_root_of<'a>(ctx: &'a ToolContext, resolved: &Path) -> Option<&'a PathBuf> {
+    root_of(ctx, resolved).or_else(|| ctx.read_only_dirs.iter().find(|d| resolved.starts_with(d)))
+}
+
 /// Resolves `path` (absolute, or relative to the workspace) to an existing path inside the
-/// workspace, an `--add-dir` directory or the run's spill directory, with no symlink left
-/// in it.
+/// workspace, an `--add-dir` directory, a skill's directory or the run's spill directory,
+/// with no symlink left in it.
 pub(crate) fn resolve_for_read(ctx: &ToolContext, path: &str) -> Result<PathBuf, ToolError> {
     let r = resolve(ctx, path)?;
-    let inside =
-        root_of(ctx, &r.path).is_some() || spill_root(ctx).is_some_and(|s| r.path.starts_with(s));
+    let inside = read_root_of(ctx, &r.path).is_some()
+        || spill_root(ctx).is_some_and(|s| r.path.starts_with(s));
     if !inside {
         return Err(outside_error(ctx, path, &r));
     }
@@ -105,11 +110,11 @@ pub(crate) fn resolve_for_read(ctx: &ToolContext, path: &str) -> Result<PathBuf,
     Ok(r.path)
 }
 
-/// Resolves `path` for Glob and Grep: like `resolve_for_read`, but the workspace only
-/// (the spill directory is ReadFile's exception, for reading one saved result).
+/// Resolves `path` for Glob and Grep: like `resolve_for_read`, but not the spill
+/// directory (ReadFile's exception, for reading one saved result).
 pub(crate) fn resolve_for_search(ctx: &ToolContext, path: &str) -> Result<PathBuf, ToolError> {
     let r = resolve(ctx, path)?;
-    if root_of(ctx, &r.path).is_none() {
+    if read_root_of(ctx, &r.path).is_none() {
         return Err(outside_error(ctx, path, &r));
     }
     if !r.exists {
@@ -132,6 +137,12 @@ pub(crate) fn resolve_for_write(ctx: &ToolContext, path: &str) -> Result<PathBuf
     }
     let r = resolve(ctx, path)?;
     let Some(root) = root_of(ctx, &r.path) else {
+        if let Some(skill) = ctx.read_only_dirs.iter().find(|d| r.path.starts_with(d)) {
+            return Err(ToolError::failed(format!(
+                "{path} is in the skill directory {}, which is read-only: a skill's files                  cannot be changed. Write in the workspace instead.",
+                skill.display()
+            )));
+        }
         return Err(outside_error(ctx, path, &r));
     };
     if r.path == *root {
