@@ -4,7 +4,7 @@
 //! DESIGN.md's table, which `tests/integration/layers.rs` checks. This file parses the
 //! arguments and hands each subcommand to its module in `commands`: `commands::run` (set
 //! up and run the agent loop, with `run::finish` owning the ways out), `commands::tools`,
-//! `commands::batch`, `commands::summary`, `commands::github`.
+//! `commands::batch`, `commands::summary`, `commands::github`, `commands::gitlab`.
 #![deny(clippy::print_stdout)]
 
 pub(crate) mod commands;
@@ -70,7 +70,9 @@ pub fn main_with_args(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         Command::Batch(args) => commands::batch::batch_command(&args),
         Command::Summary(args) => commands::summary::summary_command(&args),
         Command::Github(args) => commands::github::github_command(*args),
+        Command::Gitlab(args) => commands::gitlab::gitlab_command(*args),
         Command::Skills(args) => commands::skills::skills_command(&args),
+        Command::Export(args) => commands::export::export_command(&args),
     };
     ExitCode::from(status)
 }
@@ -85,6 +87,11 @@ fn secrets_in_args(command: &Command) -> Vec<String> {
                 .unwrap_or_default()
         }
         Command::Github(args) => {
+            crate::model::provider::http::Gateway::new(None, &args.run.request.headers, None)
+                .map(|g| g.secret_values())
+                .unwrap_or_default()
+        }
+        Command::Gitlab(args) => {
             crate::model::provider::http::Gateway::new(None, &args.run.request.headers, None)
                 .map(|g| g.secret_values())
                 .unwrap_or_default()

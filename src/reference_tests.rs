@@ -737,6 +737,34 @@ const ENV_GROUPS: &[(&str, &[EnvVar])] = &[
                 "`true`: the GitLab CI resource of OpenTelemetry (the `CI_*` variables)",
             ),
             var(
+                "GITLAB_TOKEN",
+                "`agent gitlab`: the access token (scope `api`) for the REST API and the push (removed from the environment first)",
+            ),
+            var(
+                "CI_JOB_TOKEN",
+                "`agent gitlab`: never used (it cannot post notes); removed from the environment first",
+            ),
+            var(
+                "CI_API_V4_URL",
+                "`agent gitlab`: the REST API (self-managed instances too)",
+            ),
+            var(
+                "CI_SERVER_TLS_CA_FILE",
+                "`agent gitlab`: a self-managed instance's CA bundle, the API client's only trust root",
+            ),
+            var(
+                "TRIGGER_PAYLOAD",
+                "`agent gitlab`: the webhook payload of a trigger pipeline (a path or the JSON)",
+            ),
+            var(
+                "GITLAB_USER_ID",
+                "`agent gitlab`: the pipeline's user, gated when there is no payload",
+            ),
+            var(
+                "GITLAB_USER_LOGIN",
+                "`agent gitlab`: the pipeline's user's name, when there is no payload",
+            ),
+            var(
                 "CI_NODE_INDEX",
                 "`agent batch --shard auto` on GitLab (from 1)",
             ),

@@ -211,6 +211,9 @@ fn workspace(config: &Config) -> Result<(ToolContext, Registry, Arc<Mutex<RunRec
         plan: Arc::default(),
         subagents: None,
     };
+    record
+        .locked()
+        .record_system_prompt(config.session().system_prompt());
     if let Some(r) = config.session().resume() {
         note_resumed(&mut record.locked(), r);
     }
@@ -533,6 +536,7 @@ fn make_finisher(
         record: record.clone(),
         json: config.output().json(),
         output_file: config.output().output_file().map(PathBuf::from),
+        trajectory_file: config.output().trajectory_file().map(PathBuf::from),
         done: Mutex::new(false),
         checkpoints: Mutex::default(),
         events,
@@ -556,6 +560,7 @@ fn own_files(config: &Config, ctx: &ToolContext) -> Vec<PathBuf> {
         .map(crate::record::journal::path_for);
     [
         config.output().output_file(),
+        config.output().trajectory_file(),
         config.provider().record(),
         journal.as_deref(),
     ]

@@ -58,7 +58,9 @@ pub(crate) fn summary_command(args: &SummaryArgs) -> ExitStatus {
     ExitStatus::Success
 }
 
-fn read_transcript(path: &Path) -> Result<Transcript, String> {
+/// The transcript at `path` (or stdin for `-`), read as `agent summary` reads it; the
+/// error names the file. Also `agent export`'s reader.
+pub(crate) fn read_transcript(path: &Path) -> Result<Transcript, String> {
     use std::io::Read;
     let stdin = path == Path::new("-");
     let name = if stdin {

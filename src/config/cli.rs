@@ -31,8 +31,13 @@ pub(crate) enum Command {
     /// Answer `@agent` on a GitHub issue or pull request (in a workflow): every `run` flag,
     /// plus the trigger, the gate, a progress comment, a pushed branch or a review.
     Github(Box<GithubArgs>),
+    /// Answer `@agent` on a GitLab issue or merge request (in a pipeline): every `run`
+    /// flag, plus the trigger, the gate, a progress note, a pushed branch or a review.
+    Gitlab(Box<GitlabArgs>),
     /// List the Agent Skills a run here would load, and why any found were skipped.
     Skills(SkillsArgs),
+    /// Convert a transcript into another format (`atif`: Harbor's trajectories).
+    Export(ExportArgs),
 }
 
 /// Which API the model is reached through.
@@ -114,6 +119,8 @@ pub(crate) mod heading {
     pub(crate) const SKILLS: &str = "Skills";
     /// `agent github`'s own flags (after the `run` sections).
     pub(crate) const GITHUB: &str = "GitHub";
+    /// `agent gitlab`'s own flags (after the `run` sections).
+    pub(crate) const GITLAB: &str = "GitLab";
     /// All of them, in order.
     #[cfg(test)]
     pub(crate) const ALL: &[&str] = &[
@@ -202,6 +209,11 @@ pub(crate) struct RunArgs {
     /// Always: on success, failure, timeout, signal.
     #[arg(short = 'o', long = "output", value_name = "FILE", help_heading = heading::OUTPUT)]
     pub output: Option<PathBuf>,
+    /// Also write the run as an ATIF trajectory (Harbor's format) to FILE.
+    ///
+    /// Made from the transcript, on every way out as -o is (docs/guide/harbor.md).
+    #[arg(long, value_name = "FILE", help_heading = heading::OUTPUT)]
+    pub trajectory: Option<PathBuf>,
     /// Silence stderr except errors.
     #[arg(short, long, conflicts_with = "verbose", help_heading = heading::OUTPUT)]
     pub quiet: bool,
@@ -614,6 +626,29 @@ pub(crate) struct SummaryArgs {
     pub github_output: bool,
 }
 
+#[derive(Debug, Args)]
+pub(crate) struct ExportArgs {
+    #[command(subcommand)]
+    pub format: ExportFormat,
+}
+
+/// `agent export FORMAT`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum ExportFormat {
+    /// The transcript as an ATIF trajectory (Agent Trajectory Interchange Format v1.7).
+    Atif(ExportAtifArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ExportAtifArgs {
+    /// A transcript written by `agent run -o FILE` (a killed run's is read through the
+    /// journal beside it) or --json, the journal itself, a --jsonl capture, or `-`.
+    pub transcript: PathBuf,
+    /// Write the trajectory to FILE instead of stdout.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
 /// Permission rules, hooks, the Bash sandbox and the child environment (SPEC §6).
 #[derive(Debug, Clone, Default, Args)]
 #[command(next_help_heading = heading::TOOLS)]
@@ -755,6 +790,64 @@ pub(crate) struct GithubFlags {
     )]
     pub git_author: String,
     /// Shortest time between two edits of the progress comment.
+    #[arg(long, value_parser = parse_duration, default_value = "3s", value_name = "DURATION")]
+    pub progress_interval: Duration,
+}
+
+/// `agent gitlab`: the run's flags (all of `agent run`'s) and the conversation's.
+#[derive(Debug, Args)]
+pub(crate) struct GitlabArgs {
+    #[command(flatten)]
+    pub run: RunArgs,
+    #[command(flatten)]
+    pub gitlab: GitlabFlags,
+}
+
+/// What starts `agent gitlab`, who may start it, and what it does with the result.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = heading::GITLAB)]
+pub(crate) struct GitlabFlags {
+    /// The word that calls the agent in a note, or an issue's or merge request's title or
+    /// description.
+    #[arg(long, default_value = "@agent", value_name = "PHRASE")]
+    pub trigger_phrase: String,
+    /// Also start when an issue or merge request gets this label.
+    #[arg(long, value_name = "NAME")]
+    pub label_trigger: Option<String>,
+    /// Also start when an issue or merge request is assigned to this user.
+    #[arg(long, value_name = "USERNAME")]
+    pub assignee_trigger: Option<String>,
+    /// Bots whose events are answered (comma-separated usernames, `*` for all); other
+    /// bots are ignored.
+    #[arg(long, value_delimiter = ',', value_name = "USERNAMES")]
+    pub allowed_bots: Vec<String>,
+    /// The instruction: start on any pipeline (a merge_request_event one too) with this
+    /// task.
+    #[arg(long = "prompt", id = "gitlab_prompt", value_name = "TEXT",
+          conflicts_with_all = ["prompt", "prompt_file"])]
+    pub prompt: Option<String>,
+    /// Review the merge request: post diff discussions and one summary note.
+    #[arg(long)]
+    pub review: bool,
+    /// Leave the changes in the workspace: no commit, no push, no merge request.
+    #[arg(long)]
+    pub no_push: bool,
+    /// The merge request opened for an issue closes it when merged (`Closes #IID`;
+    /// without the flag it only mentions the issue).
+    #[arg(long)]
+    pub close_issue: bool,
+    /// The webhook payload (a note, issue or merge request event) as a file; default: the
+    /// pipeline trigger's `TRIGGER_PAYLOAD` variable (a file path or the JSON itself).
+    #[arg(long, value_name = "FILE")]
+    pub payload: Option<std::path::PathBuf>,
+    /// The identity of the commit the agent pushes.
+    #[arg(
+        long,
+        value_name = "NAME <EMAIL>",
+        default_value = "agent <agent@users.noreply.gitlab.invalid>"
+    )]
+    pub git_author: String,
+    /// Shortest time between two edits of the progress note.
     #[arg(long, value_parser = parse_duration, default_value = "3s", value_name = "DURATION")]
     pub progress_interval: Duration,
 }

@@ -211,6 +211,7 @@ impl Config {
                 json: true,
                 jsonl: false,
                 output_file: None,
+                trajectory_file: None,
                 verbosity: crate::util::output::Verbosity::Quiet,
                 keep_spill: false,
                 otel: Default::default(),

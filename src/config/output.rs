@@ -18,6 +18,8 @@ pub(crate) struct OutputConfig {
     /// `--jsonl`: events on stdout instead of the text or the JSON document.
     pub(super) jsonl: bool,
     pub(super) output_file: Option<PathBuf>,
+    /// `--trajectory FILE`: the run in ATIF as well (`record::atif`).
+    pub(super) trajectory_file: Option<PathBuf>,
     pub(super) verbosity: Verbosity,
     /// `--keep-spill`: the saved outputs outlive the run (they always do with `-o`).
     pub(super) keep_spill: bool,
@@ -32,7 +34,10 @@ impl OutputConfig {
         warnings: &mut Vec<String>,
     ) -> Result<Self, Error> {
         if let Some(out) = &args.output {
-            check_output_file(out)?;
+            check_output_file(out, "-o/--output")?;
+        }
+        if let Some(out) = &args.trajectory {
+            check_output_file(out, "--trajectory")?;
         }
         let verbosity = if args.quiet {
             Verbosity::Quiet
@@ -45,6 +50,7 @@ impl OutputConfig {
             json: args.json,
             jsonl: args.ci.jsonl,
             output_file: args.output.clone(),
+            trajectory_file: args.trajectory.clone(),
             verbosity,
             keep_spill: args.keep_spill,
             otel: OtelSettings {
@@ -63,6 +69,9 @@ impl OutputConfig {
     pub(crate) fn output_file(&self) -> Option<&Path> {
         self.output_file.as_deref()
     }
+    pub(crate) fn trajectory_file(&self) -> Option<&Path> {
+        self.trajectory_file.as_deref()
+    }
     pub(crate) fn verbosity(&self) -> Verbosity {
         self.verbosity
     }
@@ -74,13 +83,14 @@ impl OutputConfig {
     }
 }
 
-/// `-o FILE` must be writable at the end of the run, whatever happens: a missing parent
-/// directory or a directory in its place is a usage error now, not a lost transcript.
-fn check_output_file(path: &Path) -> Result<(), Error> {
+/// `-o FILE` (and `--trajectory FILE`) must be writable at the end of the run, whatever
+/// happens: a missing parent directory or a directory in its place is a usage error now,
+/// not a lost transcript.
+fn check_output_file(path: &Path, flag: &str) -> Result<(), Error> {
     let shown = path.display();
     if path.is_dir() {
         return Err(Error::Usage(format!(
-            "-o/--output {shown}: is a directory, not a file"
+            "{flag} {shown}: is a directory, not a file"
         )));
     }
     let parent = match path.parent() {
@@ -89,7 +99,7 @@ fn check_output_file(path: &Path) -> Result<(), Error> {
     };
     if !parent.is_dir() {
         return Err(Error::Usage(format!(
-            "-o/--output {shown}: the directory {} does not exist",
+            "{flag} {shown}: the directory {} does not exist",
             parent.display()
         )));
     }

@@ -2,6 +2,7 @@
 //! message history, the `-o` journal, resuming from a transcript, the session id and the
 //! files changed.
 
+pub(crate) mod atif;
 pub(crate) mod changes;
 pub(crate) mod history;
 pub(crate) mod journal;

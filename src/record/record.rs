@@ -21,8 +21,8 @@ mod render;
 
 use crate::record::transcript::{CallMetadata, Network};
 pub(crate) use crate::record::transcript::{
-    DenialRecord, ModelUse, PlanChange, ResumedFrom, SubagentRecord, ToolCallRecord,
-    VerificationRecord,
+    DenialRecord, ModelUse, PlanChange, ResponseRecord, ResumedFrom, SubagentRecord,
+    ToolCallRecord, VerificationRecord,
 };
 use crate::tools::paths::ChangeKind;
 
@@ -97,6 +97,10 @@ pub(crate) struct RunRecord {
     subagents: Vec<SubagentRecord>,
     /// The skills found, each with the turn it was loaded at.
     skills: Vec<crate::skills::SkillRecord>,
+    /// The system prompt sent (the transcript's `system_prompt`).
+    system_prompt: Option<String>,
+    /// Every billed response of this agent, in order (`responses`).
+    responses: Vec<ResponseRecord>,
 }
 
 impl RunRecord {
@@ -143,6 +147,8 @@ impl RunRecord {
             request_turn: 0,
             subagents: Vec::new(),
             skills: Vec::new(),
+            system_prompt: None,
+            responses: Vec::new(),
         }
     }
 
@@ -171,6 +177,33 @@ impl RunRecord {
             }
             None => (turn, String::new()),
         }
+    }
+
+    /// The system prompt the run sends.
+    pub(crate) fn record_system_prompt(&mut self, prompt: &str) {
+        self.system_prompt = Some(prompt.to_string());
+    }
+
+    /// One billed response, with the index of the message it gave (None: it gave none).
+    fn record_response(
+        &mut self,
+        message: Option<usize>,
+        model: &str,
+        usage: &Usage,
+        prices: &Prices,
+    ) {
+        self.responses.push(ResponseRecord {
+            message: message.map(|i| i as u64),
+            model: model.to_string(),
+            usage: *usage,
+            cost_usd: prices.cost(model, usage).map(round_usd),
+        });
+    }
+
+    /// The billed responses so far (tests).
+    #[cfg(test)]
+    pub(crate) fn responses(&self) -> &[ResponseRecord] {
+        &self.responses
     }
 
     /// The network tier the commands run under (`agent run` at start-up).
@@ -270,6 +303,7 @@ impl RunRecord {
         self.stop_reason = Some(stop_reason.to_string());
         self.model = model.to_string();
         self.add_response(model, usage, prices, true);
+        self.record_response(Some(self.messages.len()), model, usage, prices);
         self.messages.push(entry);
         self.num_turns
     }
@@ -292,6 +326,8 @@ impl RunRecord {
         if std::mem::take(&mut self.wall_partial) {
             self.messages.pop(); // an earlier attempt's partial answer
         }
+        let at = partial.is_some().then_some(self.messages.len());
+        self.record_response(at, model, usage, prices);
         if let Some(p) = partial {
             self.messages.push(p);
             self.wall_partial = true;

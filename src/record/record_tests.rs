@@ -70,3 +70,33 @@ fn file_changes_merge() {
         .collect();
     assert_eq!(v, vec!["a:created", "b:modified"]);
 }
+
+#[test]
+fn each_billed_response_names_the_message_it_gave() {
+    use crate::model::protocol::{ContentBlock, Message, Role};
+    use crate::record::history::Entry;
+    let said = |t: &str| {
+        Entry::new(Message {
+            role: Role::Assistant,
+            content: vec![ContentBlock::Text { text: t.into() }],
+        })
+    };
+    let mut r = RunRecord::new("m", PathBuf::from("/w"), vec![]);
+    let prices = Prices::default();
+    let u = Usage {
+        input_tokens: 10,
+        ..Usage::default()
+    };
+    r.record_message(Entry::new(Message::user_text("task")));
+    r.record_turn("m", "tool_use", &u, &prices, said("one"));
+    // Cut off at the window twice (silent, then with a partial answer), then answered:
+    // the partial is replaced, so the answer has the index the partial had.
+    r.record_wall("m", "max_tokens", &u, &prices, None);
+    r.record_wall("m", "max_tokens", &u, &prices, Some(said("part")));
+    r.record_turn("m", "end_turn", &u, &prices, said("two"));
+    let at: Vec<Option<u64>> = r.responses().iter().map(|x| x.message).collect();
+    assert_eq!(at, [Some(1), None, Some(2), Some(2)]);
+    assert_eq!(r.messages().len(), 3);
+    let total: u64 = r.responses().iter().map(|x| x.usage.input_tokens).sum();
+    assert_eq!(total, r.usage().input_tokens);
+}

@@ -109,6 +109,8 @@ impl RunRecord {
             subagents: self.subagents.clone(),
             written_by: None,
             skills: self.skills.clone(),
+            system_prompt: self.system_prompt.clone(),
+            responses: self.responses.clone(),
         }
     }
 

@@ -92,6 +92,13 @@ pub(crate) struct Transcript {
     /// at. Absent when the run found none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(crate) skills: Vec<crate::skills::SkillRecord>,
+    /// The system prompt the run sent (ATIF's system step, `atif.rs`). Absent in a
+    /// transcript of an earlier release.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) system_prompt: Option<String>,
+    /// Every response the model was billed for, in order (the main agent's; a sub-agent's
+    /// are in its `usage`): ATIF's per-step metrics are made of these.
+    pub(crate) responses: Vec<ResponseRecord>,
 }
 
 impl Transcript {
@@ -283,6 +290,20 @@ pub(crate) struct VerificationRecord {
     pub(crate) duration_ms: u64,
     /// The last characters of its output (the model saw up to the runner's head + tail).
     pub(crate) output_tail: String,
+}
+
+/// One billed response (`responses`): the model that gave it, its usage and cost, and
+/// which message of `messages` it is.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub(crate) struct ResponseRecord {
+    /// The index in `messages` of the assistant message it gave; None for a response cut
+    /// off at the context window that said nothing (it is billed with the next one).
+    pub(crate) message: Option<u64>,
+    pub(crate) model: String,
+    pub(crate) usage: Usage,
+    /// None when the model has no price or the response came without usage.
+    pub(crate) cost_usd: Option<f64>,
 }
 
 /// One model of the run (`models_used`): the turns it answered and what they cost.

@@ -34,6 +34,7 @@ fn every_written_key_is_in_the_schema() {
         provider: Some("anthropic".into()),
         written_by: Some("agent batch (the agent did not run)".into()),
         skills: vec![Default::default()],
+        system_prompt: Some("sys".into()),
         ..Transcript::default()
     };
     let Value::Object(doc) = serde_json::to_value(&t).unwrap() else {

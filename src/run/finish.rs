@@ -26,6 +26,8 @@ pub(crate) struct Finisher {
     pub(crate) record: Arc<Mutex<RunRecord>>,
     pub(crate) json: bool,
     pub(crate) output_file: Option<PathBuf>,
+    /// `--trajectory`: the final transcript in ATIF too, written after `-o`.
+    pub(crate) trajectory_file: Option<PathBuf>,
     pub(crate) done: Mutex<bool>,
     /// Where the `-o` checkpoints go (only touched with `done` held).
     pub(crate) checkpoints: Mutex<Checkpoints>,
@@ -155,6 +157,7 @@ impl Finisher {
         };
         // A transcript or answer that could not be delivered is a failure, never exit 0.
         let mut delivered = self.write_output_file(&doc);
+        delivered &= self.write_trajectory(&doc);
         // One copy of a long transcript at a time (peak memory): the document
         // is kept only for stdout, and the one-line form made only after it is gone.
         let doc = self.json.then_some(doc);
@@ -234,6 +237,27 @@ impl Finisher {
             Err(e) => {
                 // The checkpoint file and its journal stay: they hold the run so far.
                 output::error(&format!("cannot write -o {}: {e}", path.display()));
+                false
+            }
+        }
+    }
+
+    /// `--trajectory`: the transcript just rendered (redacted), as ATIF. False when it
+    /// could not be made or written.
+    fn write_trajectory(&self, doc: &str) -> bool {
+        let Some(path) = &self.trajectory_file else {
+            return true;
+        };
+        let written = crate::record::atif::trajectory_json(doc).and_then(|text| {
+            output::write_file_atomic(path, text.as_bytes()).map_err(|e| e.to_string())
+        });
+        match written {
+            Ok(()) => true,
+            Err(e) => {
+                output::error(&format!(
+                    "cannot write --trajectory {}: {e}",
+                    path.display()
+                ));
                 false
             }
         }

@@ -15,6 +15,7 @@ mod support;
 
 mod answer_continuation;
 mod apply_patch;
+mod atif;
 mod background;
 mod bad_input;
 mod batch_scale;
@@ -40,6 +41,7 @@ mod fallback;
 mod faults;
 mod foundry;
 mod github;
+mod gitlab;
 mod golden;
 mod journal;
 mod layers;

@@ -47,6 +47,7 @@ pub(crate) mod chat;
 pub(crate) mod eventstream;
 pub(crate) mod files;
 pub(crate) mod github;
+pub(crate) mod gitlab;
 pub(crate) mod invariants;
 pub(crate) mod mock;
 pub(crate) mod otlp;

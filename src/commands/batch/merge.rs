@@ -224,7 +224,18 @@ fn read_dir(dir: &Path) -> Result<ShardDir, String> {
 fn write(out: &Path, merged: &Merged) -> Result<String, String> {
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
     for (row, dir) in &merged.rows {
-        for name in row.transcript.iter().chain([&row.log]) {
+        // The trajectory beside the transcript (`ID.trajectory.json`), when there is one.
+        let trajectory = row.transcript.as_ref().map(|t| {
+            super::run::trajectory_path(Path::new(t))
+                .to_string_lossy()
+                .into_owned()
+        });
+        for name in row
+            .transcript
+            .iter()
+            .chain([&row.log])
+            .chain(trajectory.as_ref())
+        {
             // Names come from a summary file: only plain file names are copied.
             if Path::new(name).file_name() != Some(std::ffi::OsStr::new(name)) {
                 continue;

@@ -172,6 +172,7 @@ fn run_task(
     let transcript = plan.out.join(format!("{}.json", run.id));
     // A stale one from an earlier batch must not count.
     let _ = std::fs::remove_file(&transcript);
+    let _ = std::fs::remove_file(trajectory_path(&transcript));
     let record_path = resume::record_path(&plan.out, &run.id);
     let _ = write_record(&record_path, &resume::record(run, None));
     let dest = plan.out.join("workspaces").join(&run.id);
@@ -271,7 +272,11 @@ fn run_task(
     outcome.exit_code = status.code();
     let exit = describe_exit(status.code(), status.signal());
     let _ = write_record(&record_path, &resume::record(run, outcome.exit_code));
-    match read_transcript(&transcript) {
+    let read = read_transcript(&transcript);
+    if let Some(t) = &read {
+        write_trajectory(&transcript, t);
+    }
+    match read {
         // A transcript still saying `running` is the last checkpoint of a run that was
         // killed before it could finish (SIGKILL, OOM): that is an error.
         Some(t) if t.status == "running" => {
@@ -350,6 +355,7 @@ fn ended_early(
         ..Transcript::default()
     };
     let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
+    write_trajectory(transcript, &doc);
     if output::write_file_atomic(transcript, text.as_bytes()).is_ok() {
         outcome.transcript = transcript
             .file_name()
@@ -358,6 +364,31 @@ fn ended_early(
     }
     outcome.error = Some(why);
     outcome
+}
+
+/// `OUT/ID.trajectory.json`: the task's transcript as ATIF, beside it. Made here from the
+/// transcript the batch read (a killed run's through its journal), so every task that has
+/// a transcript has a trajectory; one that cannot be made is a warning, not a failed task.
+fn write_trajectory(transcript: &Path, t: &Transcript) {
+    let path = trajectory_path(transcript);
+    let written = crate::record::atif::from_transcript(t).and_then(|traj| {
+        output::write_file_atomic(&path, traj.to_json().as_bytes()).map_err(|e| e.to_string())
+    });
+    if let Err(e) = written {
+        output::warn(&format!(
+            "cannot write the trajectory {}: {e}",
+            path.display()
+        ));
+    }
+}
+
+/// `ID.json` → `ID.trajectory.json`.
+pub(crate) fn trajectory_path(transcript: &Path) -> std::path::PathBuf {
+    let stem = transcript
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    transcript.with_file_name(format!("{stem}.trajectory.json"))
 }
 
 fn write_record(path: &Path, r: &resume::TaskRecord) -> std::io::Result<()> {

@@ -23,19 +23,7 @@ const MAX_RESPONSE_BYTES: u64 = 32 << 20;
 /// The API version this client is written against.
 const API_VERSION: &str = "2022-11-28";
 
-/// A failed call, named.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ApiError {
-    /// The HTTP status (none: no response).
-    pub status: Option<u16>,
-    pub message: String,
-}
-
-impl std::fmt::Display for ApiError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
-    }
-}
+pub(crate) use crate::commands::forge::ApiError;
 
 /// The client.
 pub(crate) struct Api {

@@ -151,8 +151,17 @@ pub(crate) fn is_overload(e: &ProviderError) -> bool {
 /// every socket read, so it is exactly "silent for longer than", and redirects are
 /// never followed: a followed redirect would carry the credential to another host.
 pub(crate) fn http_agent(idle_timeout: Duration) -> ureq::Agent {
+    http_agent_with_tls(idle_timeout, ureq::tls::TlsConfig::default())
+}
+
+/// `http_agent` with its own TLS settings (a self-managed server's CA bundle).
+pub(crate) fn http_agent_with_tls(
+    idle_timeout: Duration,
+    tls: ureq::tls::TlsConfig,
+) -> ureq::Agent {
     ureq::Agent::new_with_config(
         ureq::Agent::config_builder()
+            .tls_config(tls)
             .http_status_as_error(false)
             .max_redirects(0)
             .timeout_connect(Some(CONNECT_TIMEOUT))

@@ -38,7 +38,7 @@ fn base64_matches_the_rfc_vectors() {
 
 #[test]
 fn the_token_goes_in_a_header_for_the_server_only() {
-    let env = auth_env("https://github.example/", "tok");
+    let env = auth_env("https://github.example/", "x-access-token", "tok");
     assert_eq!(env[0], ("GIT_CONFIG_COUNT".into(), "1".into()));
     assert_eq!(env[1].1, "http.https://github.example/.extraheader");
     assert_eq!(
@@ -60,7 +60,11 @@ fn issue_branches_and_commit_messages() {
         long.len() <= "agent/issue-6-".len() + 40 && !long.ends_with('-'),
         "{long}"
     );
-    let m = commit_message("\n  Fix the bug\nmore", "o/r#1", Some(("alice", 42)));
+    let m = commit_message(
+        "\n  Fix the bug\nmore",
+        "o/r#1",
+        Some("alice <42+alice@users.noreply.github.com>"),
+    );
     assert_eq!(
         m,
         "agent: Fix the bug\n\nRequested in o/r#1.\n\nCo-authored-by: alice <42+alice@users.noreply.github.com>\n"

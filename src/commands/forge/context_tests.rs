@@ -1,18 +1,14 @@
 //! Unit tests of `context.rs`: what is fenced, and that a fence cannot be closed early.
 
 use super::*;
-use crate::commands::github::event::CommentKind;
+use crate::commands::forge::event::CommentKind;
 use serde_json::json;
 
-fn env() -> GithubEnv {
-    GithubEnv {
-        event_name: "issue_comment".into(),
-        event_path: "/e".into(),
-        owner: "octo".into(),
-        repo: "hello".into(),
-        api_url: "https://api".into(),
+fn place() -> Place {
+    Place {
+        kind: crate::commands::forge::ForgeKind::Github,
+        full_name: "octo/hello".into(),
         server_url: "https://gh".into(),
-        run_id: None,
     }
 }
 
@@ -41,7 +37,7 @@ fn the_request_is_plain_and_the_rest_is_fenced_with_the_nonce() {
         json!({"id": 8, "body": "earlier words", "user": {"login": "x"}, "created_at": "t0"}),
     ];
     let p = prompt(&Inputs {
-        env: &env(),
+        place: &place(),
         event: &e,
         triggered: &triggered,
         pull: None,
@@ -62,9 +58,9 @@ fn the_request_is_plain_and_the_rest_is_fenced_with_the_nonce() {
         !p.contains("--- m at t:"),
         "the trigger comment is the request, not a comment"
     );
-    let sys = system_addition("NONCE", false);
+    let sys = system_addition(&place(), "NONCE", false);
     assert!(sys.contains("<untrusted-data-NONCE>") && sys.contains("committed and pushed for you"));
-    assert!(system_addition("N", true).contains("structured answer"));
+    assert!(system_addition(&place(), "N", true).contains("structured answer"));
 }
 
 #[test]
@@ -85,7 +81,7 @@ fn a_label_asks_for_the_issue_and_a_pull_request_lists_its_files() {
         .map(|i| json!({"filename": format!("f{i}.rs"), "status": "added", "additions": 1, "deletions": 0, "patch": "@@ -0,0 +1 @@\n+x"}))
         .collect();
     let p = prompt(&Inputs {
-        env: &env(),
+        place: &place(),
         event: &e,
         triggered: &triggered,
         pull: Some(&pull),

@@ -10,9 +10,9 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use super::api::Api;
+use super::{ApiError, Forge, Note};
 use crate::record::Transcript;
 use crate::run::event::{RunEvent, RunFinished};
 use crate::run::events::{Emitted, Sink};
@@ -28,7 +28,7 @@ const MAX_ITEMS: usize = 30;
 const QUEUE: usize = 64;
 /// Characters of one item's label.
 const MAX_LABEL_CHARS: usize = 80;
-/// GitHub refuses a comment body longer than this.
+/// GitHub refuses a comment body longer than this (GitLab's limit is higher).
 const MAX_BODY_CHARS: usize = 65_536;
 /// Characters of the answer kept in the final comment (the rest is in the transcript).
 const MAX_ANSWER_CHARS: usize = 30_000;
@@ -101,7 +101,7 @@ impl ToolChecklist {
     }
 }
 
-/// `agent github`'s observer of its run (a `Sink` on the run's event bus): the checklist,
+/// The conversation's observer of its run (a `Sink` on the run's event bus): the checklist,
 /// handed to the `Editor`'s bounded queue, and `run.finished` handed to `on_finished`.
 /// It does no I/O itself: the bus calls it on the loop's threads.
 pub(crate) struct Follower {
@@ -133,7 +133,7 @@ impl Sink for Follower {
             && let Some(tx) = &self.tx
             && tx.try_send(Msg::Items(self.list.items())).is_err()
         {
-            // The editor is behind (a slow GitHub): the newest list comes with the next
+            // The editor is behind (a slow forge): the newest list comes with the next
             // event, and the final body replaces them all.
             DROPPED.fetch_add(1, Ordering::Relaxed);
         }
@@ -324,22 +324,20 @@ pub(crate) struct Editor {
 }
 
 impl Editor {
-    /// Edits `comment_path` (`/repos/o/r/issues/comments/{id}`) with each newer
-    /// checklist, at most once per `interval` (counted from the comment's creation).
+    /// Edits `note` with each newer checklist, at most once per `interval` (counted
+    /// from the note's creation).
     pub(crate) fn start(
-        api: Arc<Api>,
-        comment_path: String,
+        forge: Arc<dyn Forge>,
+        note: Note,
         run_url: Option<String>,
         interval: Duration,
     ) -> Editor {
         let (tx, rx) = mpsc::sync_channel(QUEUE);
         let thread = std::thread::Builder::new()
-            .name("github-progress".into())
+            .name("forge-progress".into())
             .spawn(move || {
                 edit_loop(&rx, interval, &mut |items| {
-                    let body = working_body(run_url.as_deref(), &items);
-                    api.patch(&comment_path, &json!({ "body": body }))
-                        .map(|_| ())
+                    forge.edit_note(&note, &working_body(run_url.as_deref(), &items))
                 })
             })
             .ok();
@@ -360,7 +358,7 @@ impl Editor {
         let dropped = DROPPED.swap(0, Ordering::Relaxed);
         if dropped > 0 {
             output::debug(&format!(
-                "github: {dropped} progress update(s) dropped (the comment edits were behind)"
+                "{dropped} progress update(s) dropped (the note's edits were behind)"
             ));
         }
     }
@@ -372,7 +370,7 @@ impl Editor {
 pub(crate) fn edit_loop(
     rx: &Receiver<Msg>,
     interval: Duration,
-    edit: &mut dyn FnMut(Vec<Item>) -> Result<(), super::api::ApiError>,
+    edit: &mut dyn FnMut(Vec<Item>) -> Result<(), ApiError>,
 ) {
     let mut last = Instant::now();
     let mut pending: Option<Vec<Item>> = None;

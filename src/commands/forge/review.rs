@@ -1,8 +1,7 @@
 //! Review mode: the answer's schema (`{summary, comments: [{path, line, side, body}]}`),
 //! the lines a review comment may be on (those of the pull request's diff hunks, per
-//! side), and the one review request built from an answer: comments on diff lines go
-//! inline, the others into the summary (GitHub refuses the whole review for one comment
-//! off the diff).
+//! side), and the answer split: comments on diff lines go inline (GitHub's review
+//! comments, GitLab's diff discussions), the others into the summary.
 
 use std::collections::HashSet;
 
@@ -15,7 +14,7 @@ pub(crate) fn schema() -> Value {
         "required": ["summary", "comments"],
         "additionalProperties": false,
         "properties": {
-            "summary": {"type": "string", "description": "The review's overall verdict and findings, in GitHub Markdown."},
+            "summary": {"type": "string", "description": "The review's overall verdict and findings, in Markdown."},
             "comments": {
                 "type": "array",
                 "items": {
@@ -83,9 +82,19 @@ fn start(part: Option<&str>, sign: char) -> u64 {
         .unwrap_or(0)
 }
 
-/// The review request for `answer` (the structured output), and how many comments went
-/// inline. `None` when the answer is not of the schema's shape.
-pub(crate) fn request(answer: &Value, lines: &DiffLines, commit: &str) -> Option<(Value, usize)> {
+/// A comment of the answer on a line of the diff.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Inline {
+    pub path: String,
+    pub line: u64,
+    /// `LEFT` (a removed line, numbered in the old file) or `RIGHT`.
+    pub side: &'static str,
+    pub body: String,
+}
+
+/// An answer split: the comments on diff lines, and the summary with the others
+/// appended. `None` when the answer is not of the schema's shape.
+pub(crate) fn partition(answer: &Value, lines: &DiffLines) -> Option<(String, Vec<Inline>)> {
     let summary = answer["summary"].as_str()?;
     let mut inline = Vec::new();
     let mut elsewhere = Vec::new();
@@ -97,7 +106,12 @@ pub(crate) fn request(answer: &Value, lines: &DiffLines, commit: &str) -> Option
         };
         let side = if c["side"] == "LEFT" { "LEFT" } else { "RIGHT" };
         if lines.contains(&(path.to_string(), side, line)) {
-            inline.push(json!({"path": path, "line": line, "side": side, "body": body}));
+            inline.push(Inline {
+                path: path.to_string(),
+                line,
+                side,
+                body: body.to_string(),
+            });
         } else {
             elsewhere.push(format!(
                 "- {}: {}",
@@ -111,9 +125,20 @@ pub(crate) fn request(answer: &Value, lines: &DiffLines, commit: &str) -> Option
         body.push_str("\n\n**Comments on lines outside the diff:**\n\n");
         body.push_str(&elsewhere.join("\n"));
     }
+    Some((body, inline))
+}
+
+/// GitHub's review request for `answer` (the structured output), and how many comments
+/// went inline (GitHub refuses the whole review for one comment off the diff).
+pub(crate) fn request(answer: &Value, lines: &DiffLines, commit: &str) -> Option<(Value, usize)> {
+    let (body, inline) = partition(answer, lines)?;
     let n = inline.len();
+    let comments: Vec<Value> = inline
+        .iter()
+        .map(|c| json!({"path": c.path, "line": c.line, "side": c.side, "body": c.body}))
+        .collect();
     Some((
-        json!({"commit_id": commit, "body": body, "event": "COMMENT", "comments": inline}),
+        json!({"commit_id": commit, "body": body, "event": "COMMENT", "comments": comments}),
         n,
     ))
 }

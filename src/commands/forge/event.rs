@@ -1,71 +1,16 @@
-//! The workflow's event as `agent github` sees it: the `GITHUB_*` variables, the payload
-//! at `GITHUB_EVENT_PATH` reduced to what the conversation needs (`Event`), and whether
-//! it calls the agent (`trigger`), with the reason when it does not.
+//! The event of a conversation, forge-neutral: what it needs of a GitHub payload or a
+//! GitLab hook (`Event`; GitHub's payload is parsed here, GitLab's hook is mapped onto it
+//! by `commands::gitlab::hook`), and whether it calls the agent (`trigger`), with the
+//! reason when it does not.
 
 use serde_json::Value;
 
-use crate::config::cli::GithubFlags;
-
-/// The workflow's variables (GitHub Actions sets them all; tests set them by hand).
-#[derive(Debug, Clone)]
-pub(crate) struct GithubEnv {
-    pub event_name: String,
-    pub event_path: String,
-    pub owner: String,
-    pub repo: String,
-    /// `GITHUB_API_URL` (GitHub Enterprise Server: `https://HOST/api/v3`), no trailing `/`.
-    pub api_url: String,
-    /// `GITHUB_SERVER_URL`, no trailing `/`.
-    pub server_url: String,
-    pub run_id: Option<String>,
-}
-
-impl GithubEnv {
-    /// Reads the variables; `Err` names the first one missing or malformed.
-    pub(crate) fn read(var: &dyn Fn(&str) -> Option<String>) -> Result<GithubEnv, String> {
-        let need = |name: &str| {
-            var(name).filter(|v| !v.is_empty()).ok_or_else(|| {
-                format!("{name} is not set (agent github runs in a GitHub Actions workflow)")
-            })
-        };
-        let repository = need("GITHUB_REPOSITORY")?;
-        let Some((owner, repo)) = repository
-            .split_once('/')
-            .filter(|(o, r)| !o.is_empty() && !r.is_empty() && !r.contains('/'))
-        else {
-            return Err(format!(
-                "GITHUB_REPOSITORY is {repository:?}, not OWNER/REPO"
-            ));
-        };
-        let trimmed = |name: &str, default: &str| {
-            var(name)
-                .filter(|v| !v.is_empty())
-                .unwrap_or_else(|| default.to_string())
-                .trim_end_matches('/')
-                .to_string()
-        };
-        Ok(GithubEnv {
-            event_name: need("GITHUB_EVENT_NAME")?,
-            event_path: need("GITHUB_EVENT_PATH")?,
-            owner: owner.to_string(),
-            repo: repo.to_string(),
-            api_url: trimmed("GITHUB_API_URL", "https://api.github.com"),
-            server_url: trimmed("GITHUB_SERVER_URL", "https://github.com"),
-            run_id: var("GITHUB_RUN_ID").filter(|v| !v.is_empty()),
-        })
-    }
-
-    /// `OWNER/REPO`.
-    pub(crate) fn full_name(&self) -> String {
-        format!("{}/{}", self.owner, self.repo)
-    }
-
-    /// The link to this workflow run, when the run id is known.
-    pub(crate) fn run_url(&self) -> Option<String> {
-        self.run_id
-            .as_ref()
-            .map(|id| format!("{}/{}/actions/runs/{id}", self.server_url, self.full_name()))
-    }
+/// What calls the agent (the flags both `agent github` and `agent gitlab` take).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Triggers {
+    pub trigger_phrase: String,
+    pub label_trigger: Option<String>,
+    pub assignee_trigger: Option<String>,
 }
 
 /// Who caused the event (the payload's `sender`).
@@ -231,11 +176,6 @@ impl Event {
                 .map(String::from),
         })
     }
-
-    /// "issue" or "pull request".
-    pub(crate) fn noun(&self) -> &'static str {
-        if self.is_pr { "pull request" } else { "issue" }
-    }
 }
 
 /// The first line of the agent's own comments (`progress::MARKER`): one never calls it.
@@ -266,7 +206,7 @@ pub(crate) struct Triggered {
 /// Whether the event calls the agent; `Err` says why not (one log line).
 pub(crate) fn trigger(
     event: &Event,
-    flags: &GithubFlags,
+    flags: &Triggers,
     prompt: Option<&str>,
 ) -> Result<Triggered, String> {
     let phrase = flags.trigger_phrase.as_str();
@@ -287,6 +227,26 @@ pub(crate) fn trigger(
     let action = event.action.as_str();
     match (event.name.as_str(), action) {
         ("workflow_dispatch", _) => Err("workflow_dispatch without --prompt".to_string()),
+        // GitLab: a pipeline without a hook's payload (`commands::gitlab::hook`).
+        (source, "pipeline") => Err(format!("a {source} pipeline without --prompt or --review")),
+        // GitLab's note hook (`create` only: editing a note must not start a second run).
+        ("note", "create") => {
+            let body = event.comment.as_ref().map_or("", |c| c.body.as_str());
+            if body.starts_with(OWN_MARKER) {
+                return Err("the note is the agent's own".to_string());
+            }
+            mention(body).ok_or_else(|| format!("the note has no {phrase}"))
+        }
+        ("note", _) => Err(format!("note {action} is not answered")),
+        ("issue" | "merge_request", "open") => {
+            let text = format!("{}\n\n{}", event.title, event.body);
+            mention(&text).ok_or_else(|| {
+                format!(
+                    "the {}'s title and description have no {phrase}",
+                    event.name.replace('_', " ")
+                )
+            })
+        }
         // Not `edited`: fixing a typo in a comment must not start a second run.
         ("issue_comment" | "pull_request_review_comment", "created")
         | ("pull_request_review", "submitted") => {

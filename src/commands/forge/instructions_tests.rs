@@ -1,14 +1,12 @@
-use serde_json::json;
+//! Unit tests of `instructions.rs`: the head's file is shown only when it differs.
 
 use super::*;
 
 #[test]
-fn contents_answers_decode_and_other_kinds_do_not() {
-    let file = json!({"type": "file", "encoding": "base64",
-                      "content": "QmFzZSBzYXlzOiBy\ndW4gbWFrZSB0ZXN0Lg==\n"});
-    assert_eq!(decode(&file).as_deref(), Some("Base says: run make test."));
-    assert_eq!(decode(&json!({"type": "dir"})), None);
-    assert_eq!(query_value("feature/a&b c"), "feature/a%26b%20c");
+fn the_cap_cuts_long_files() {
+    let long = "x".repeat(MAX_PROJECT_INSTRUCTIONS_BYTES + 10);
+    assert_eq!(cap(&long).len(), MAX_PROJECT_INSTRUCTIONS_BYTES);
+    assert_eq!(cap("short"), "short");
 }
 
 #[test]

@@ -1,6 +1,6 @@
-//! Handing the run's changes back: a commit (the `--git-author` identity, a
-//! `Co-authored-by` trailer for the person who asked) pushed to a same-repository pull
-//! request's head, or to a new `agent/issue-<n>-<slug>` branch. git runs as an argument
+//! Handing the run's changes back, on either forge: a commit (the `--git-author`
+//! identity, a `Co-authored-by` trailer for the person who asked) pushed to a
+//! same-repository pull (merge) request's head, or to a new `agent/issue-<n>-<slug>` branch. git runs as an argument
 //! vector (no shell), with the token given to the one command that needs it as
 //! `http.<server>/.extraheader` through git's `GIT_CONFIG_COUNT` variables: the same as
 //! `git -c` for that command, without the token in its argv (which `ps` shows to every
@@ -33,10 +33,11 @@ impl Identity {
     }
 }
 
-/// The variables that give one git command the token (`AUTHORIZATION: basic`, as
-/// actions/checkout sends it), for requests to `server_url` only.
-pub(crate) fn auth_env(server_url: &str, token: &str) -> Vec<(String, String)> {
-    let basic = base64(format!("x-access-token:{token}").as_bytes());
+/// The variables that give one git command the token (`AUTHORIZATION: basic user:token`,
+/// as actions/checkout sends it with `x-access-token`; GitLab takes `oauth2`), for
+/// requests to `server_url` only.
+pub(crate) fn auth_env(server_url: &str, user: &str, token: &str) -> Vec<(String, String)> {
+    let basic = base64(format!("{user}:{token}").as_bytes());
     vec![
         ("GIT_CONFIG_COUNT".into(), "1".into()),
         (
@@ -202,24 +203,24 @@ impl Git<'_> {
         ))
     }
 
-    /// Checks out a pull request's head (`refs/pull/{n}/head` of `origin`) unless the
-    /// workspace is at `sha` already (a workflow that checked it out).
+    /// Checks out a change's head (`refspec` of `origin`: `refs/pull/{n}/head`,
+    /// `refs/merge-requests/{iid}/head`) unless the workspace is at `sha` already (a
+    /// job that checked it out).
     pub(crate) fn ensure_at(
         &self,
         sha: &str,
-        number: u64,
+        refspec: &str,
         auth: &[(String, String)],
     ) -> Result<(), String> {
         if self.head().is_ok_and(|h| h == sha) {
             return Ok(());
         }
-        let refspec = format!("refs/pull/{number}/head");
-        self.run(&["fetch", "--quiet", "--no-tags", "origin", &refspec], auth)?;
+        self.run(&["fetch", "--quiet", "--no-tags", "origin", refspec], auth)?;
         self.run(&["checkout", "--quiet", "--detach", "FETCH_HEAD"], &[])?;
         let at = self.head()?;
         if at != sha {
             return Err(format!(
-                "refs/pull/{number}/head is {at}, not the pull request's head {sha} (pushed to since?)"
+                "{refspec} is {at}, not the head {sha} (pushed to since?)"
             ));
         }
         Ok(())
@@ -251,7 +252,7 @@ pub(crate) fn issue_branch(number: u64, title: &str) -> String {
 }
 
 /// The commit message: a subject from the request, where it was asked, and the trailer.
-pub(crate) fn commit_message(subject: &str, asked_in: &str, asker: Option<(&str, u64)>) -> String {
+pub(crate) fn commit_message(subject: &str, asked_in: &str, co_author: Option<&str>) -> String {
     let first = subject
         .lines()
         .map(str::trim)
@@ -261,10 +262,8 @@ pub(crate) fn commit_message(subject: &str, asked_in: &str, asker: Option<(&str,
         "agent: {}\n\nRequested in {asked_in}.\n",
         crate::util::text::ellipsis(first, 60)
     );
-    if let Some((login, id)) = asker {
-        m.push_str(&format!(
-            "\nCo-authored-by: {login} <{id}+{login}@users.noreply.github.com>\n"
-        ));
+    if let Some(who) = co_author {
+        m.push_str(&format!("\nCo-authored-by: {who}\n"));
     }
     m
 }
