@@ -126,6 +126,93 @@ def main():
          "params": {"message": "m", "requestedSchema": {}}},
         {"jsonrpc": "2.0", "id": 2, "method": "sampling/createMessage"}]):
         write("jsonrpc", f"m{i}", json.dumps(m))
+    more()
+
+
+def more():
+    """The seeds of the second set of targets (OpenAI wires, MCP HTTP and configuration,
+    OAuth, JWT, SigV4, AWS credentials)."""
+    streams = sorted(glob.glob(os.path.join(ROOT, "fixtures/sse/*.sse")) +
+                     glob.glob(os.path.join(ROOT, "tests/fixtures/servers/*.sse")))
+    for i, path in enumerate(streams):
+        name = os.path.basename(path)
+        data = open(path, "rb").read()
+        if "openai" in name or "chat" in name or "llama" in name:
+            write("openai_chat_turn", name, bytes([i * 41 % 256]) + data)
+        if name.startswith("responses"):
+            write("responses_turn", name, bytes([i * 43 % 256]) + data)
+    msgs = [
+        {"jsonrpc": "2.0", "id": 1, "result": {"tools": [{"name": "t", "inputSchema": {}}]}},
+        [{"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progress": 1}},
+         {"jsonrpc": "2.0", "id": 9, "method": "ping"},
+         {"jsonrpc": "2.0", "id": 1, "result": {}}],
+        {"jsonrpc": "2.0", "id": "e", "method": "elicitation/create",
+         "params": {"message": "m", "requestedSchema": {"type": "object", "properties": {
+             "a": {"type": "string", "default": "x"}}, "required": ["a"]}}},
+    ]
+    for i, m in enumerate(msgs):
+        write("mcp_http", f"body{i}", bytes([i * 2 * 3 % 256]) + json.dumps(m).encode())
+        sse = f"id: e{i}\nretry: 10\ndata:\n\nevent: message\nid: e{i}b\ndata: {json.dumps(m)}\n\n"
+        write("mcp_http", f"sse{i}", bytes([(i * 2 + 1) * 5 % 256]) + sse.encode())
+    write("mcp_http", "sse_not_json", b"\x01data: {no\n\n")
+    write("mcp_config", "full", json.dumps({"mcpServers": {
+        "files": {"command": "npx", "args": ["-y", "srv", "${HOME:-/h}"],
+                  "env": {"TOKEN": "${GH_TOKEN}"}, "cwd": "sub"},
+        "web": {"type": "http", "url": "https://mcp.example.com/${PATH_X:-mcp}",
+                "headers": {"Authorization": "Bearer ${API_KEY}", "X-Two": "${A}${B}"},
+                "oauth": {"client_id": "c", "client_secret": "${SECRET}",
+                          "scopes": ["a", "b"], "grant_type": "client_credentials",
+                          "token_endpoint_auth_method": "client_secret_post"}},
+        "off": {"url": "https://x.example.com", "oauth": False}}}))
+    write("mcp_config", "bad", '{"mcpServers": {"a__b": {"command": "x"}, "c": {"url": 1}}}')
+    write("oauth", "as_metadata", b"\x00" + json.dumps({
+        "issuer": "https://as.example.com", "authorization_endpoint": "https://as/authorize",
+        "token_endpoint": "https://as/token", "registration_endpoint": "https://as/register",
+        "scopes_supported": ["a"], "grant_types_supported": ["client_credentials"],
+        "token_endpoint_auth_methods_supported": ["none"],
+        "client_id_metadata_document_supported": True}).encode())
+    write("oauth", "resource", b"\x01" + json.dumps({
+        "resource": "https://mcp.example.com/mcp", "authorization_servers": ["https://as"],
+        "scopes_supported": ["a", "b"]}).encode())
+    write("oauth", "resource_root", b"\x01" + json.dumps({
+        "resource": "https://MCP.example.com/", "authorization_servers": ["https://as"]}).encode())
+    write("oauth", "token", b"\x02" + json.dumps({
+        "access_token": "at", "refresh_token": "rt", "expires_in": 3600, "scope": "a b",
+        "token_type": "Bearer"}).encode())
+    claims = base64.urlsafe_b64encode(b'{"exp":1900000000}').decode().rstrip("=")
+    write("oauth", "token_jwt", b"\x02" + json.dumps({
+        "access_token": "eyJhbGciOiJub25lIn0." + claims + ".x"}).encode())
+    write("oauth", "token_str", b"\x02" + json.dumps({"access_token": "a", "expires_in": "60"}).encode())
+    write("oauth", "urls", b"\x03https://h.example.com/a/b?x=1\nstate")
+    write("oauth", "urls2", b"\x03https://h.example.com/mcp/\n../x?y=%41+b")
+    keys = sorted(glob.glob(os.path.join(ROOT, "tests/fixtures/keys/*.pem")))
+    for i, k in enumerate(keys):
+        write("jwt", f"pem{i}", bytes([i]) + open(k, "rb").read())
+    write("jwt", "claims_rs", b"\x06" + json.dumps({"iss": "a", "exp": 1, "n": [1.5, None]}).encode())
+    write("jwt", "claims_es", b"\x03" + json.dumps({"sub": "\u00e9"}).encode())
+    cases = json.load(open(os.path.join(ROOT, "tests/fixtures/sigv4/botocore.json")))
+    cases = cases if isinstance(cases, list) else cases.get("cases", [])
+    for i, c in enumerate(cases[:6]):
+        lines = [c.get("method", "POST"), c.get("url", "https://bedrock.us-east-1.amazonaws.com/"),
+                 c.get("region", "us-east-1"), c.get("service", "bedrock"),
+                 c.get("access_key_id", "AKID"), c.get("secret_access_key", "secret"),
+                 c.get("session_token") or ""]
+        hs = c.get("headers", {})
+        hs = hs.items() if isinstance(hs, dict) else hs
+        lines += [f"{k}: {v}" for k, v in hs]
+        write("sigv4", f"botocore{i}", struct.pack("<Q", int(c.get("time", 1_700_000_000))) +
+              "\n".join(lines).encode())
+    write("sigv4", "plain", struct.pack("<Q", 1_765_000_000) + b"POST\nhttps://h:443/model/a%2Fb/invoke?b=2&a=1\n"
+          b"us-east-1\nbedrock\nAKID\nsecret\ntoken\ncontent-type: application/json\n"
+          b"User-Agent: x\nX-Amz-Meta:  a   b ")
+    write("aws_credentials", "ini", "[default]\naws_access_key_id = A\n[profile  dev]\n"
+          "role_arn=arn:aws:iam::1:role/r\nsource_profile = default\n  nested = x\n; c\n")
+    write("aws_credentials", "sts", "<AssumeRoleResponse><Credentials><AccessKeyId>A</AccessKeyId>"
+          "<SecretAccessKey>S&amp;x</SecretAccessKey><SessionToken>T</SessionToken>"
+          "<Expiration>2026-12-07T23:00:00Z</Expiration></Credentials></AssumeRoleResponse>")
+    write("aws_credentials", "json", json.dumps({"AccessKeyId": "A", "SecretAccessKey": "S",
+                                                 "Token": "T",
+                                                 "Expiration": "2026-12-07T23:00:00.123+01:00"}))
 
 
 if __name__ == "__main__":

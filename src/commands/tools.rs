@@ -15,7 +15,7 @@ use crate::{config, mcp, model::provider, process, util::output};
 
 pub(crate) fn tools_command(args: &ToolsArgs) -> ExitStatus {
     if args.split_commands {
-        return split_commands();
+        return split_commands(args);
     }
     let selection = match config::tool_selection(&args.tools) {
         Ok(s) => s,
@@ -145,9 +145,16 @@ fn tools_mcp(
 /// `agent tools --split-commands`: for each line of stdin, a JSON string holding a Bash
 /// command, one JSON line: `{"commands": [[word…]…], "opaque": [command…], "defines":
 /// […]}` as the permission rules see it, or `{"error": why}` when it cannot be parsed
-/// (which the rules deny). A line that is not a JSON string is a usage error.
-fn split_commands() -> ExitStatus {
+/// (which the rules deny). A line that is not a JSON string is a usage error. Each line
+/// also says whether the rules of `--allowed-tools`/`--disallowed-tools` let the Bash
+/// call run: `"denied"`, the policy's reason, or null.
+fn split_commands(args: &ToolsArgs) -> ExitStatus {
     use std::io::BufRead;
+    let settings = match split_commands_rules(args) {
+        Ok(s) => s,
+        Err(e) => return output::usage_failure(&e),
+    };
+    let cwd = std::env::current_dir().unwrap_or_default();
     let mut out = String::new();
     for (n, line) in std::io::stdin().lock().lines().enumerate() {
         let line = match line {
@@ -163,7 +170,7 @@ fn split_commands() -> ExitStatus {
                 )));
             }
         };
-        let v = match crate::policy::shell_words::parse(&command) {
+        let mut v = match crate::policy::shell_words::parse(&command) {
             Ok(s) => json!({
                 "commands": s.commands,
                 "opaque": s.opaque.iter().map(|o| &o.command).collect::<Vec<_>>(),
@@ -171,6 +178,10 @@ fn split_commands() -> ExitStatus {
             }),
             Err(e) => json!({"error": e}),
         };
+        let subject = crate::tools::Subject::Command(command);
+        v["denied"] = json!(crate::policy::check_rules(
+            &settings, "Bash", &subject, &cwd
+        ));
         out.push_str(&v.to_string());
         out.push('\n');
         if out.len() > 1 << 16 && !output::print_stdout(&std::mem::take(&mut out)) {
@@ -181,4 +192,15 @@ fn split_commands() -> ExitStatus {
         return ExitStatus::Failure;
     }
     ExitStatus::Success
+}
+
+/// The permission rules `--split-commands` judges each line by: the tool flags' rules
+/// only (no settings file), as a run would read them.
+fn split_commands_rules(args: &ToolsArgs) -> Result<crate::policy::Settings, Error> {
+    let selection = config::tool_selection(&args.tools)?;
+    let known = Registry::builtin(&Default::default()).known();
+    let mut settings = crate::policy::Settings::default();
+    settings.add_rules("--allowed-tools", true, &selection.allow_rules, &known)?;
+    settings.add_rules("--disallowed-tools", false, &selection.deny_rules, &known)?;
+    Ok(settings)
 }

@@ -695,3 +695,50 @@ fn an_allow_list_refuses_a_function_standing_in_for_an_allowed_command() {
         assert_eq!(doc["permission_denials"].as_array().unwrap().len(), 2);
     }
 }
+
+/// `agent tools --split-commands` (the differential's view of the policy) gives, beside
+/// each line's commands, the verdict of the tool flags' rules, null when the call may run.
+#[test]
+fn split_commands_reports_the_rules_verdict_for_each_line() {
+    let env = TestEnv::new(vec![]);
+    let lines = [
+        "\"ls -l; rm -f x\"",
+        "\"cat <<'EOF'\\nrm x\\nEOF\"",
+        "\"x=rm; $x f\"",
+    ];
+    let out = env.run_with_stdin(
+        &[
+            "tools",
+            "--split-commands",
+            "--disallowed-tools",
+            "Bash(rm:*)",
+        ],
+        &(lines.join("\n") + "\n"),
+    );
+    out.assert_code(0);
+    let views: Vec<Value> = out
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(views.len(), 3, "{}", out.stdout);
+    assert_eq!(
+        views[0]["commands"],
+        json!([["ls", "-l"], ["rm", "-f", "x"]])
+    );
+    assert!(views[0]["denied"].as_str().unwrap().contains("Bash(rm:*)"));
+    assert_eq!(
+        views[1]["denied"],
+        Value::Null,
+        "a here-document to cat runs nothing"
+    );
+    assert!(views[2]["denied"].as_str().unwrap().contains("opaque"));
+    // With no rule, nothing is denied.
+    let out = env.run_with_stdin(&["tools", "--split-commands"], &(lines.join("\n") + "\n"));
+    out.assert_code(0);
+    assert!(
+        out.stdout.lines().all(|l| l.contains("\"denied\":null")),
+        "{}",
+        out.stdout
+    );
+}

@@ -15,8 +15,24 @@ The reference parsers: tree-sitter-bash (every command, with its arguments) and 
 generated one, since it runs as one process per command). A word holding an expansion
 matches any word; a command whose name is an expansion must make the line opaque.
 
+A disagreement already read by hand and found to be the reference parser's misreading
+(each checked against bash itself) is listed, with why, in `reviewed.txt` beside this
+script; those are counted, not failed. Any other disagreement is printed with both views
+and fails the run.
+
+The canary pass (`--canary`, on by default where it can run: root, `unshare`, `setpriv`)
+runs every generated command that the policy allows under the deny rules
+`Bash(rm:*)`, `Bash(curl:*)`, `Bash(git push:*)` and `Bash(chmod:*)` in bash itself: in
+a scratch directory holding a canary file, as the user nobody, in a network namespace of
+its own (no network), under a timeout, with `git` and `curl` replaced by shims that
+record their arguments. A canary deleted or changed, or a `git push` or `curl` recorded,
+for a command the policy allowed is a bypass and fails the run. A sample of the commands
+the policy denied runs the same way, to show that the pass sees what they would have
+done.
+
 Usage: diff.py [--generated N] [--seed S] [--real-max N] [--shfmt-sample N] [--agent PATH]
-Exit 1 on any disagreement (each printed with both views).
+               [--no-canary] [--canary-control N] [--reviewed FILE]
+Exit 0 when every disagreement is a reviewed one and no bypass was found; 1 otherwise.
 """
 
 import argparse
@@ -371,8 +387,10 @@ def sh_names(text):
 
 
 def policy_views(agent, lines):
+    """The policy's view of each line, and its verdict under `DENY_RULES`."""
     data = "".join(json.dumps(line) + "\n" for line in lines)
-    r = subprocess.run([agent, "tools", "--split-commands"], input=data.encode(),
+    flags = [x for r in DENY_RULES for x in ("--disallowed-tools", r)]
+    r = subprocess.run([agent, "tools", "--split-commands", *flags], input=data.encode(),
                        capture_output=True, check=True)
     return [json.loads(x) for x in r.stdout.decode().splitlines()]
 
@@ -556,6 +574,196 @@ def harvest(limit):
     return lines, files
 
 
+# --- the reviewed disagreements -----------------------------------------------------------
+
+REVIEWED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "reviewed.txt")
+
+
+def load_reviewed(path=REVIEWED):
+    """The command lines of `reviewed.txt` (one JSON string a line; `#` comments)."""
+    out = set()
+    with open(path, encoding="utf-8") as f:
+        for n, raw in enumerate(f, 1):
+            raw = raw.strip()
+            if not raw or raw.startswith("#"):
+                continue
+            try:
+                line = json.loads(raw)
+            except ValueError as e:
+                sys.exit(f"{path}:{n}: not a JSON string: {e}")
+            if not isinstance(line, str):
+                sys.exit(f"{path}:{n}: not a JSON string")
+            out.add(line)
+    return out
+
+
+# --- the canary pass ----------------------------------------------------------------------
+
+DENY_RULES = ["Bash(rm:*)", "Bash(curl:*)", "Bash(git push:*)", "Bash(chmod:*)"]
+NOBODY = 65534
+SHIM = """#!/bin/sh
+printf '%s' "$(basename "$0")" >> "$TRACE"
+for a in "$@"; do printf ' %s' "$a" >> "$TRACE"; done
+echo >> "$TRACE"
+"""
+
+
+def canary_possible():
+    import shutil
+    return os.geteuid() == 0 and shutil.which("unshare") and shutil.which("setpriv")
+
+
+def run_in_bash(line, timeout=5, xtrace=None):
+    """Runs `line` in bash, sandboxed; returns what it did to the canaries: a list of
+    findings (empty: nothing). With `xtrace` (a list), bash runs with `-x` and the argv
+    of every command it ran is appended to it."""
+    import shutil
+    import tempfile
+    base = tempfile.mkdtemp(prefix="shell-diff-canary-")
+    try:
+        ws, shims = os.path.join(base, "ws"), os.path.join(base, "shims")
+        os.makedirs(ws)
+        os.makedirs(shims)
+        trace = os.path.join(base, "trace")
+        for name in ("git", "curl"):
+            p = os.path.join(shims, name)
+            with open(p, "w") as f:
+                f.write(SHIM)
+            os.chmod(p, 0o755)
+        canary = os.path.join(ws, "canary")
+        tmp_canary = "/tmp/canary"
+        if os.path.isdir(tmp_canary) and not os.path.islink(tmp_canary):
+            shutil.rmtree(tmp_canary)
+        for c in (canary, tmp_canary):
+            with open(c, "w") as f:
+                f.write("canary\n")
+            os.chmod(c, 0o644)
+            os.chown(c, NOBODY, NOBODY)
+        open(trace, "w").close()
+        for p in (base, ws, trace):
+            os.chown(p, NOBODY, NOBODY)
+        os.chmod(base, 0o755)
+        env = {"PATH": f"{shims}:/usr/local/bin:/usr/bin:/bin", "HOME": ws, "TRACE": trace,
+               "LANG": "C.UTF-8"}
+        argv = ["unshare", "--net", "--", "setpriv", f"--reuid={NOBODY}",
+                f"--regid={NOBODY}", "--clear-groups", "--no-new-privs", "--",
+                "timeout", "-s", "KILL", str(timeout), "bash",
+                *(["-x"] if xtrace is not None else []), "-c", line]
+        # The trace goes to descriptor 3, a file of its own, so that what the commands
+        # write to stderr cannot mix with it.
+        tfile = os.path.join(base, "xtrace")
+        tf = open(tfile, "wb")
+        if xtrace is not None:
+            env["PS4"] = "+\x01 "
+            env["BASH_XTRACEFD"] = "3"
+        try:
+            subprocess.run(argv, cwd=ws, env=env, stdin=subprocess.DEVNULL,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                           timeout=timeout + 5, pass_fds=(3,),
+                           preexec_fn=lambda: os.dup2(tf.fileno(), 3))
+        except subprocess.TimeoutExpired:
+            pass
+        tf.close()
+        if xtrace is not None:
+            with open(tfile, "rb") as f:
+                xtrace.extend(parse_xtrace(f.read().decode("utf-8", "replace")))
+        found = []
+        for c in (canary, tmp_canary):
+            try:
+                st = os.lstat(c)
+                if (st.st_mode & 0o7777) != 0o644:
+                    found.append(f"{c}: mode changed to {oct(st.st_mode & 0o7777)}")
+                elif open(c).read() != "canary\n":
+                    found.append(f"{c}: changed")
+            except FileNotFoundError:
+                found.append(f"{c}: deleted")
+        with open(trace) as f:
+            for t in f.read().splitlines():
+                if t.startswith("curl") or t.startswith("git push"):
+                    found.append(f"ran: {t}")
+        return found
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def parse_xtrace(text):
+    """The argv of each command in bash's `-x` trace (PS4 `+\\x01 `), assignments and
+    keywords left out."""
+    out = []
+    for raw in re.split(r"\n(?=\++\x01 )", text):
+        raw = raw.lstrip("+")
+        if not raw.startswith("\x01 "):
+            continue
+        try:
+            argv = shlex.split(raw[2:], posix=True)
+        except ValueError:
+            continue
+        while argv and re.match(r"^\w+(\[[^]]*\])?\+?=", argv[0]):
+            argv = argv[1:]
+        # (`[k]=v` words: the rest of a traced array assignment, not a command)
+        if argv and argv[0] not in RESERVED | {"[[", "((", "for", "select", "case", "!"} \
+                and not argv[0].startswith("["):
+            out.append(argv)
+    return out
+
+
+def runs_as(policy_words, argv):
+    """Whether bash's `argv` can be what the policy's words became: a word holding an
+    expansion may become any number of words (none, when it expands to nothing)."""
+    if not policy_words:
+        return not argv
+    w = policy_words[0]
+    if is_wild(w):
+        return any(runs_as(policy_words[1:], argv[k:]) for k in range(len(argv) + 1))
+    return bool(argv) and argv[0] == w and runs_as(policy_words[1:], argv[1:])
+
+
+DECLARATIONS = {"declare", "typeset", "local", "export", "readonly"}
+
+
+def bash_uncovered(line, view):
+    """What bash itself runs for `line` (its `-x` trace, sandboxed as in the canary pass)
+    that the policy's view does not cover: the check a reviewed disagreement must pass.
+    An expanded word in the policy's view matches any word."""
+    ran = []
+    run_in_bash(line, xtrace=ran)
+    if "error" in view:
+        return []
+    def seen(argv):
+        if argv[0] in DECLARATIONS:
+            # bash traces a declaration's array assignments in its own format; the name
+            # and the options are what a rule can name.
+            head = [w for w in argv if w.startswith("-")]
+            return any(c and c[0] == argv[0] and [w for w in c if w.startswith("-")] == head
+                       for c in view["commands"])
+        return covered(argv, view["commands"]) or any(
+            runs_as(c[k:], argv) for c in view["commands"]
+            for k in (range(len(c)) if c and c[0].rsplit("/", 1)[-1] in WRAPPERS else [0]))
+    return [argv for argv in ran if not seen(argv)
+            and not (view["opaque"] and argv[0] in view["opaque"])]
+
+
+def canary_pass(lines, views, control):
+    """Runs the allowed lines (and `control` denied ones) in bash; the bypasses and the
+    figures."""
+    allowed = [ln for ln, v in zip(lines, views) if v.get("denied") is None]
+    denied = [ln for ln, v in zip(lines, views) if v.get("denied") is not None]
+    bypasses = []
+    for ln in dict.fromkeys(allowed):
+        found = run_in_bash(ln)
+        if found:
+            bypasses.append((ln, found))
+    seen = 0
+    sample = list(dict.fromkeys(denied))[:control]
+    for ln in sample:
+        seen += bool(run_in_bash(ln))
+    return bypasses, {"rules": DENY_RULES, "allowed": len(allowed),
+                      "allowed_distinct_run": len(dict.fromkeys(allowed)),
+                      "denied": len(denied), "denied_sample_run": len(sample),
+                      "denied_sample_that_would_have_hit_a_canary": seen,
+                      "bypasses": len(bypasses)}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--generated", type=int, default=100_000)
@@ -563,7 +771,12 @@ def main():
     ap.add_argument("--real-max", type=int, default=20_000)
     ap.add_argument("--shfmt-sample", type=int, default=2_000)
     ap.add_argument("--agent", default="target/debug/agent")
+    ap.add_argument("--no-canary", action="store_true")
+    ap.add_argument("--canary-control", type=int, default=500)
+    ap.add_argument("--reviewed", default=REVIEWED, help="the reviewed list (reviewed.txt)")
     a = ap.parse_args()
+    reviewed = load_reviewed(a.reviewed)
+    seen_reviewed = set()
     rng = random.Random(a.seed)
     generated = [generate(rng) for _ in range(a.generated)]
     real, files = harvest(a.real_max)
@@ -602,12 +815,40 @@ def main():
             if missing:
                 bad.append((line, f"mvdan/sh runs {missing}, which the rules do not check",
                             view))
+        known = [b for b in bad if b[0] in reviewed]
+        seen_reviewed.update(b[0] for b in known)
+        new = [b for b in bad if b[0] not in reviewed]
+        # Each reviewed one is checked against bash again: what bash runs must be covered.
+        verified = 0
+        if canary_possible() and not a.no_canary:
+            for line, why, view in known:
+                missed = bash_uncovered(line, view)
+                if missed:
+                    new.append((line, f"reviewed, but bash runs {missed}, which the rules "
+                                f"do not check", view))
+                else:
+                    verified += 1
         report[name] = {"commands": len(corpus), "tree_sitter_checked": len(corpus),
                         "mvdan_sh_checked": sh_checked, "policy_parse_errors": errors,
-                        "opaque": opaque, "disagreements": len(bad)}
-        for line, why, view in bad[:50]:
-            print(f"--- {name}: {why}\n{line}\npolicy: {json.dumps(view)}", file=sys.stderr)
-        total_bad += len(bad)
+                        "opaque": opaque, "disagreements": len(bad),
+                        "reviewed_misreadings": len(known),
+                        "reviewed_checked_against_bash": verified,
+                        "new_disagreements": len(new)}
+        for line, why, view in new[:50]:
+            print(f"--- {name}: {why}\n{json.dumps(line)}\npolicy: {json.dumps(view)}",
+                  file=sys.stderr)
+        total_bad += len(new)
+        if name == "generated" and not a.no_canary:
+            if canary_possible():
+                bypasses, figures = canary_pass(corpus, views, a.canary_control)
+                report["canary"] = figures
+                for line, found in bypasses[:50]:
+                    print(f"--- canary bypass: {found}\n{json.dumps(line)}", file=sys.stderr)
+                total_bad += len(bypasses)
+            else:
+                report["canary"] = "not run: needs root, unshare and setpriv"
+    # Reviewed lines this run did not meet (another machine's real corpus, or another seed).
+    report["reviewed_not_met"] = len(reviewed - seen_reviewed)
     report["real_sources"] = {"files": len(files),
                               "top": sorted(files.items(), key=lambda kv: -kv[1])[:10]}
     print(json.dumps(report, indent=2))

@@ -95,24 +95,50 @@ fn issuer_metadata(
         let Some(m) = web::get_json(agent, &u, timeout)?.filter(Value::is_object) else {
             continue;
         };
-        let Some(token_endpoint) = string(&m, "token_endpoint") else {
-            return Err(format!("{u}: the metadata has no token_endpoint"));
-        };
-        return Ok(Some(Issuer {
-            issuer: string(&m, "issuer").unwrap_or_else(|| issuer.to_string()),
-            authorization_endpoint: string(&m, "authorization_endpoint"),
-            token_endpoint,
-            registration_endpoint: string(&m, "registration_endpoint"),
-            scopes_supported: strings(&m, "scopes_supported"),
-            grant_types: strings(&m, "grant_types_supported"),
-            auth_methods: strings(&m, "token_endpoint_auth_methods_supported"),
-            accepts_metadata_documents: m
-                .get("client_id_metadata_document_supported")
-                .and_then(Value::as_bool)
-                .unwrap_or(false),
-        }));
+        return issuer_from(&m, issuer, &u).map(Some);
     }
     Ok(None)
+}
+
+/// An authorization server's metadata document `m`, fetched from `u` for `issuer`.
+pub(crate) fn issuer_from(m: &Value, issuer: &str, u: &str) -> Result<Issuer, String> {
+    let Some(token_endpoint) = string(m, "token_endpoint") else {
+        return Err(format!("{u}: the metadata has no token_endpoint"));
+    };
+    Ok(Issuer {
+        issuer: string(m, "issuer").unwrap_or_else(|| issuer.to_string()),
+        authorization_endpoint: string(m, "authorization_endpoint"),
+        token_endpoint,
+        registration_endpoint: string(m, "registration_endpoint"),
+        scopes_supported: strings(m, "scopes_supported"),
+        grant_types: strings(m, "grant_types_supported"),
+        auth_methods: strings(m, "token_endpoint_auth_methods_supported"),
+        accepts_metadata_documents: m
+            .get("client_id_metadata_document_supported")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+    })
+}
+
+/// What a protected resource metadata document `doc` says for the MCP server at
+/// `server`: the resource, its scopes and the authorization server to ask; refused when
+/// the resource does not cover the server.
+pub(crate) fn resource_from(
+    doc: &Value,
+    server: &str,
+) -> Result<(String, Option<Vec<String>>, String), String> {
+    let resource =
+        string(doc, "resource").ok_or("the protected resource metadata has no \"resource\"")?;
+    if !url::resource_covers(&resource, server) {
+        return Err(format!(
+            "the protected resource metadata is for {resource:?}, not for {server}: \
+             refused (RFC 9728 §3.3), no authorization is attempted"
+        ));
+    }
+    let issuer = strings(doc, "authorization_servers")
+        .and_then(|a| a.into_iter().next())
+        .ok_or("the protected resource metadata names no authorization_servers")?;
+    Ok((resource, strings(doc, "scopes_supported"), issuer))
 }
 
 /// Runs discovery for the MCP server at `server`. `pinned`: the only issuer allowed.
@@ -125,20 +151,7 @@ pub(crate) fn discover(
 ) -> Result<Found, String> {
     let prm = resource_metadata(agent, server, challenge, timeout)?;
     let (resource, resource_scopes, issuer_url) = match &prm {
-        Some(doc) => {
-            let resource = string(doc, "resource")
-                .ok_or("the protected resource metadata has no \"resource\"")?;
-            if !url::resource_covers(&resource, server) {
-                return Err(format!(
-                    "the protected resource metadata is for {resource:?}, not for {server}: \
-                     refused (RFC 9728 §3.3), no authorization is attempted"
-                ));
-            }
-            let issuer = strings(doc, "authorization_servers")
-                .and_then(|a| a.into_iter().next())
-                .ok_or("the protected resource metadata names no authorization_servers")?;
-            (resource, strings(doc, "scopes_supported"), issuer)
-        }
+        Some(doc) => resource_from(doc, server)?,
         // 2025-03-26: the MCP server's origin is its authorization server.
         None => (
             url::canonical(server),

@@ -41,8 +41,23 @@ pub(crate) fn now_secs() -> u64 {
 }
 
 /// A token response (RFC 6749 §5.1). `asked`: the scopes requested, the token's when
-/// the answer does not say.
+/// the answer does not say. Its tokens join the values redacted everywhere.
 fn token(answer: &Value, asked: &[String], old_refresh: Option<&str>) -> Result<Token, String> {
+    let t = read_token(answer, asked, old_refresh, now_secs())?;
+    crate::util::output::add_secret(&t.access);
+    if let Some(r) = &t.refresh {
+        crate::util::output::add_secret(r);
+    }
+    Ok(t)
+}
+
+/// `token`'s reading of the answer at the time `now`, pure (the fuzz target's door).
+pub(crate) fn read_token(
+    answer: &Value,
+    asked: &[String],
+    old_refresh: Option<&str>,
+    now: u64,
+) -> Result<Token, String> {
     let access = answer
         .get("access_token")
         .and_then(Value::as_str)
@@ -54,17 +69,13 @@ fn token(answer: &Value, asked: &[String], old_refresh: Option<&str>) -> Result<
         .and_then(Value::as_str)
         .map(str::to_string)
         .or_else(|| old_refresh.map(str::to_string));
-    crate::util::output::add_secret(&access);
-    if let Some(r) = &refresh {
-        crate::util::output::add_secret(r);
-    }
     let expires_at = answer
         .get("expires_in")
         .and_then(|v| {
             v.as_u64()
                 .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
         })
-        .map(|s| now_secs() + s)
+        .map(|s| now.saturating_add(s))
         .or_else(|| jwt_expiry(&access));
     let scopes = match answer.get("scope").and_then(Value::as_str) {
         Some(s) => s.split_whitespace().map(str::to_string).collect(),
@@ -80,7 +91,7 @@ fn token(answer: &Value, asked: &[String], old_refresh: Option<&str>) -> Result<
 
 /// The `exp` of an access token that is a JWT, for a response without `expires_in`
 /// (the token is only read, never trusted for anything else).
-fn jwt_expiry(token: &str) -> Option<u64> {
+pub(crate) fn jwt_expiry(token: &str) -> Option<u64> {
     let claims = token.split('.').nth(1)?;
     let bytes = crate::util::jwt::base64url_decode(claims).ok()?;
     serde_json::from_slice::<Value>(&bytes)

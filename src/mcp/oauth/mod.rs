@@ -17,10 +17,10 @@ mod browserless;
 mod cache;
 mod challenge;
 pub(crate) mod config;
-mod discovery;
-mod grants;
+pub(crate) mod discovery;
+pub(crate) mod grants;
 mod identity;
-mod url;
+pub(crate) mod url;
 mod web;
 
 use std::path::PathBuf;

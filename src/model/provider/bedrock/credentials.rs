@@ -82,9 +82,9 @@ impl Source {
 
 /// Credentials and when they stop working (Unix seconds; `None`: long-term keys).
 #[derive(Clone, Debug)]
-struct Timed {
-    creds: AwsCredentials,
-    expires: Option<u64>,
+pub(crate) struct Timed {
+    pub creds: AwsCredentials,
+    pub expires: Option<u64>,
 }
 
 /// The resolved source and its current credentials.
@@ -334,7 +334,7 @@ fn sts_answer(answer: token_http::Answer) -> Result<String, String> {
     }
 }
 
-fn sts_credentials(xml: &str) -> Result<Timed, String> {
+pub(crate) fn sts_credentials(xml: &str) -> Result<Timed, String> {
     let get = |tag: &str| xml_tag(xml, tag).ok_or_else(|| format!("the STS answer has no <{tag}>"));
     Ok(Timed {
         creds: AwsCredentials {
@@ -347,7 +347,7 @@ fn sts_credentials(xml: &str) -> Result<Timed, String> {
 }
 
 /// The text of the first `<tag>…</tag>`, entities decoded (STS's answers are flat).
-fn xml_tag(xml: &str, tag: &str) -> Option<String> {
+pub(crate) fn xml_tag(xml: &str, tag: &str) -> Option<String> {
     let open = format!("<{tag}>");
     let start = xml.find(&open)? + open.len();
     let end = start + xml[start..].find(&format!("</{tag}>"))?;
@@ -421,7 +421,7 @@ impl ProfileFiles {
 
 /// `[section]` → `key = value` (names lower-cased; comments and the indented lines of
 /// nested settings skipped).
-fn parse_ini(text: &str) -> BTreeMap<String, BTreeMap<String, String>> {
+pub(crate) fn parse_ini(text: &str) -> BTreeMap<String, BTreeMap<String, String>> {
     let mut out: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
     let mut section: Option<String> = None;
     for line in text.lines() {
@@ -544,7 +544,7 @@ fn credential_process(name: &str, command: &str) -> Result<Timed, String> {
 
 /// `{"AccessKeyId","SecretAccessKey",TOKEN_FIELD,"Expiration"}` (credential_process,
 /// the container endpoint and IMDS all answer so; the token's name differs).
-fn json_credentials(v: &serde_json::Value, token_field: &str) -> Result<Timed, String> {
+pub(crate) fn json_credentials(v: &serde_json::Value, token_field: &str) -> Result<Timed, String> {
     let get = |k: &str| {
         v[k].as_str()
             .filter(|s| !s.is_empty())

@@ -225,7 +225,7 @@ fn from_file(path: &PathBuf, named_by: &str) -> Result<Adc, String> {
 }
 
 /// `(access_token, expires at)` of an OAuth token answer (`expires_in` seconds).
-fn parse_token(body: &str, from: &str, now: u64) -> Result<(String, u64), String> {
+pub(crate) fn parse_token(body: &str, from: &str, now: u64) -> Result<(String, u64), String> {
     let v: Value =
         serde_json::from_str(body).map_err(|e| format!("{from} answered no token JSON: {e}"))?;
     let token = v["access_token"]
@@ -233,7 +233,7 @@ fn parse_token(body: &str, from: &str, now: u64) -> Result<(String, u64), String
         .filter(|t| !t.is_empty())
         .ok_or_else(|| format!("{from} answered no access_token"))?;
     let expires_in = v["expires_in"].as_u64().unwrap_or(TOKEN_LIFETIME_SECS);
-    Ok((token.to_string(), now + expires_in))
+    Ok((token.to_string(), now.saturating_add(expires_in)))
 }
 
 fn post_form(url: &str, pairs: &[(&str, &str)], extra: &[(&str, &str)]) -> Result<String, String> {
