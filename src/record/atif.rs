@@ -231,16 +231,32 @@ pub(crate) fn from_transcript(t: &Transcript) -> Result<Trajectory, String> {
         b.push(Source::System, Content::Text(prompt.to_string()));
     }
     b.responses(&t.responses);
-    b.clearings = t
+    let mut context: Vec<(u32, String, Extra)> = t
         .context_clearings
         .iter()
         .map(|c| {
             (
                 c.turn,
+                format!(
+                    "Cleared {} old tool result(s) from the model's context.",
+                    c.results_cleared
+                ),
                 clearing_step_extra(c.results_cleared, c.tokens_before, c.tokens_after_estimate),
             )
         })
         .collect();
+    // A compaction (a failed attempt changed nothing, so it is no step) replaces the older
+    // history with its summary before the request of its turn.
+    context.extend(t.context_compactions.iter().filter_map(|c| {
+        let summary = c.summary.as_ref()?;
+        Some((
+            c.turn,
+            format!("The older history was replaced by this summary:\n\n{summary}"),
+            compaction_step_extra(c),
+        ))
+    }));
+    context.sort_by_key(|(turn, _, _)| *turn);
+    b.clearings = context;
     b.messages(&messages);
     b.rest_of_clearings();
     let mut subagents = Vec::new();
@@ -400,8 +416,7 @@ fn metrics(u: &Usage, cost: Option<f64>) -> Metrics {
 }
 
 /// `extra` of a context-management system step. A clearing replaces old tool results with
-/// a placeholder; the compaction summaries (`context_compactions`, when the transcript has
-/// them) map through `context_step` too, with `type: "compaction"`, `boundary: "replace"`.
+/// a placeholder; a compaction summary maps through `compaction_step_extra`.
 fn clearing_step_extra(cleared: usize, before: u64, after: u64) -> Extra {
     let mut cm = Extra::new();
     cm.insert("type".into(), json!("clearing"));
@@ -409,6 +424,20 @@ fn clearing_step_extra(cleared: usize, before: u64, after: u64) -> Extra {
     cm.insert("results_cleared".into(), json!(cleared));
     cm.insert("tokens_before".into(), json!(before));
     cm.insert("tokens_after_estimate".into(), json!(after));
+    cm
+}
+
+/// `extra.context_management` of a compaction: the summary replaced the older history.
+fn compaction_step_extra(c: &crate::run::compaction::Compaction) -> Extra {
+    let mut cm = Extra::new();
+    cm.insert("type".into(), json!("compaction"));
+    cm.insert("boundary".into(), json!("replace"));
+    cm.insert("reason".into(), json!(c.reason));
+    cm.insert("model".into(), json!(c.model));
+    cm.insert("messages_summarized".into(), json!(c.messages_summarized));
+    cm.insert("messages_kept".into(), json!(c.messages_kept));
+    cm.insert("tokens_before".into(), json!(c.tokens_before));
+    cm.insert("tokens_after_estimate".into(), json!(c.tokens_after_estimate));
     cm
 }
 
@@ -486,8 +515,12 @@ enum Block {
         #[serde(default)]
         summary: String,
     },
-    // Images (`--image`, image ReadFile results) map to `ContentPart`s of kind image
-    // here once the transcript carries image references.
+    /// An image the transcript names by reference (or holds inline: not mapped, ATIF's
+    /// image parts name a file).
+    Image {
+        #[serde(default)]
+        source: Value,
+    },
     #[serde(other)]
     Other,
 }
@@ -500,6 +533,56 @@ fn parse_messages<'a>(texts: impl Iterator<Item = &'a str>) -> Result<Vec<Msg>, 
                 .map_err(|e| format!("message {} of the transcript is not a message ({e})", i + 1))
         })
         .collect()
+}
+
+/// The image part of a referenced image; None for one held inline (ATIF's parts name a
+/// file or URL, and the ATIF file does not carry bytes).
+fn image_part(source: &Value) -> Option<ContentPart> {
+    if source.get("type").and_then(Value::as_str) != Some("reference") {
+        return None;
+    }
+    Some(ContentPart {
+        kind: PartKind::Image,
+        text: None,
+        source: Some(ImageSource {
+            media_type: source.get("media_type")?.as_str()?.to_string(),
+            path: source.get("path")?.as_str()?.to_string(),
+        }),
+    })
+}
+
+fn text_part(text: String) -> ContentPart {
+    ContentPart {
+        kind: PartKind::Text,
+        text: Some(text),
+        source: None,
+    }
+}
+
+/// Text alone, or text and image parts when there are images.
+fn content_of(text: String, images: Vec<ContentPart>) -> Content {
+    if images.is_empty() {
+        return Content::Text(text);
+    }
+    let mut parts = Vec::with_capacity(images.len() + 1);
+    if !text.is_empty() {
+        parts.push(text_part(text));
+    }
+    parts.extend(images);
+    Content::Parts(parts)
+}
+
+/// A tool result's content: its text, with its referenced images as image parts.
+fn result_content(content: &Value) -> Content {
+    let images = match content {
+        Value::Array(parts) => parts
+            .iter()
+            .filter(|p| p.get("type").and_then(Value::as_str) == Some("image"))
+            .filter_map(|p| image_part(p.get("source")?))
+            .collect(),
+        _ => Vec::new(),
+    };
+    content_of(result_text(content), images)
 }
 
 /// A tool result's text: the string, or the text parts of a list joined.
@@ -530,7 +613,8 @@ struct Builder {
     /// The turn (1, 2 …) of the next agent step that a response answered.
     turn: u32,
     /// Clearings by the turn whose request first carried the cleared history.
-    clearings: Vec<(u32, Extra)>,
+    /// Context-management steps (clearings, compactions) by the turn they preceded.
+    clearings: Vec<(u32, String, Extra)>,
     /// Resumed: messages before the first one this run's model gave are copied context.
     resumed: bool,
     first_answered: Option<u64>,
@@ -588,16 +672,11 @@ impl Builder {
     fn clearings_before(&mut self, turn: Option<u32>) {
         let (now, later): (Vec<_>, Vec<_>) = std::mem::take(&mut self.clearings)
             .into_iter()
-            .partition(|(t, _)| turn.is_none_or(|n| *t <= n));
+            .partition(|(t, _, _)| turn.is_none_or(|n| *t <= n));
         self.clearings = later;
-        for (_, cm) in now {
+        for (_, message, cm) in now {
             let id = self.steps.len() as u32 + 1;
-            let cleared = cm.get("results_cleared").cloned().unwrap_or_default();
-            self.steps.push(context_step(
-                id,
-                format!("Cleared {cleared} old tool result(s) from the model's context."),
-                cm,
-            ));
+            self.steps.push(context_step(id, message, cm));
         }
     }
 
@@ -659,7 +738,9 @@ impl Builder {
                         Block::Thinking { .. }
                         | Block::Reasoning { .. }
                         | Block::RedactedThinking {} => {}
-                        Block::ToolResult { .. } | Block::Other => unmapped += 1,
+                        Block::ToolResult { .. } | Block::Image { .. } | Block::Other => {
+                            unmapped += 1
+                        }
                     }
                 }
             }
@@ -682,7 +763,8 @@ impl Builder {
     }
 
     fn user(&mut self, m: &Msg) {
-        let (mut text, mut results, mut unmapped) = (Vec::new(), Vec::new(), 0u32);
+        let (mut text, mut results, mut images, mut unmapped) =
+            (Vec::new(), Vec::new(), Vec::new(), 0u32);
         match &m.content {
             MsgContent::Text(t) => text.push(t.clone()),
             MsgContent::Blocks(blocks) => {
@@ -693,7 +775,13 @@ impl Builder {
                             tool_use_id,
                             content,
                             is_error,
-                        } => results.push((tool_use_id.clone(), result_text(content), *is_error)),
+                        } => {
+                            results.push((tool_use_id.clone(), result_content(content), *is_error))
+                        }
+                        Block::Image { source } => match image_part(source) {
+                            Some(part) => images.push(part),
+                            None => unmapped += 1,
+                        },
                         _ => unmapped += 1,
                     }
                 }
@@ -702,7 +790,7 @@ impl Builder {
         for (id, content, is_error) in results {
             self.observe(id, content, is_error);
         }
-        if text.is_empty() && unmapped == 0 {
+        if text.is_empty() && images.is_empty() && unmapped == 0 {
             return;
         }
         let joined = text.join("\n\n");
@@ -717,14 +805,14 @@ impl Builder {
         if unmapped > 0 {
             extra.extend(unmapped_extra(unmapped));
         }
-        let step = self.push(Source::User, Content::Text(joined));
+        let step = self.push(Source::User, content_of(joined, images));
         step.extra = (!extra.is_empty()).then_some(extra);
     }
 
     /// A tool result goes to the agent step whose call it answers; one whose call is not
     /// in the last agent step (a call the resumed run left unanswered) goes there without
     /// `source_call_id`, naming the call in `extra`.
-    fn observe(&mut self, id: String, content: String, is_error: bool) {
+    fn observe(&mut self, id: String, content: Content, is_error: bool) {
         let Some(step) = self
             .steps
             .iter_mut()
@@ -749,7 +837,7 @@ impl Builder {
             }
             ObservationResult {
                 source_call_id: Some(id),
-                content: Some(Content::Text(content)),
+                content: Some(content),
                 subagent_trajectory_ref: None,
                 extra: (!extra.is_empty()).then_some(extra),
             }
@@ -821,7 +909,7 @@ impl Builder {
     }
 }
 
-fn orphan_result(id: String, content: String, is_error: bool) -> ObservationResult {
+fn orphan_result(id: String, content: Content, is_error: bool) -> ObservationResult {
     let mut extra = Extra::new();
     extra.insert("tool_use_id".into(), json!(id));
     if is_error {
@@ -829,7 +917,7 @@ fn orphan_result(id: String, content: String, is_error: bool) -> ObservationResu
     }
     ObservationResult {
         source_call_id: None,
-        content: Some(Content::Text(content)),
+        content: Some(content),
         subagent_trajectory_ref: None,
         extra: Some(extra),
     }

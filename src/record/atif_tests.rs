@@ -322,3 +322,74 @@ fn the_trajectory_reads_back_as_written() {
     let back: Trajectory = serde_json::from_str(&t.to_json()).unwrap();
     assert_eq!(back, t);
 }
+
+#[test]
+fn a_compaction_is_a_system_step_with_its_summary_and_a_failed_one_is_none() {
+    use crate::run::compaction::{Compaction, Reason};
+    let made = |summary: Option<&str>| Compaction {
+        turn: 2,
+        reason: Reason::Threshold,
+        model: "m".into(),
+        tokens_before: 18_000,
+        tokens_after_estimate: 3_000,
+        messages_summarized: 2,
+        messages_kept: 1,
+        messages_left_out: 0,
+        summary: summary.map(String::from),
+        usage: Default::default(),
+        cost_usd: None,
+        error: summary.is_none().then(|| "HTTP 500".to_string()),
+    };
+    let mut v = two_turns();
+    v["context_compactions"] =
+        serde_json::to_value(vec![made(None), made(Some("Done: A. Next: B."))]).unwrap();
+    let t = traj(v);
+    assert_eq!(t.steps.len(), 5, "one step for the compaction, none for the failure");
+    let s = &t.steps[3];
+    assert_eq!(s.source, Source::System);
+    let cm = &s.extra.as_ref().unwrap()["context_management"];
+    assert_eq!(cm["type"], "compaction");
+    assert_eq!(cm["boundary"], "replace");
+    assert_eq!(cm["reason"], "threshold");
+    assert_eq!(cm["tokens_before"], 18_000);
+    assert!(serde_json::to_string(&s.message).unwrap().contains("Done: A. Next: B."));
+    assert_eq!(t.steps[4].source, Source::Agent);
+}
+
+#[test]
+fn referenced_images_are_image_parts_of_the_task_and_of_a_tool_result() {
+    let image = |path: &str| {
+        json!({"type": "image", "source": {"type": "reference", "path": path,
+            "sha256": "ab", "media_type": "image/png", "bytes": 10, "width": 2, "height": 2}})
+    };
+    let mut v = two_turns();
+    let msgs = v["messages"].as_array_mut().unwrap();
+    msgs[0]["content"]
+        .as_array_mut()
+        .unwrap()
+        .push(image("/w/shot.png"));
+    msgs[0]["content"].as_array_mut().unwrap().push(
+        json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AA=="}}),
+    );
+    msgs[2]["content"][0]["content"] = json!([{"type": "text", "text": "an image"}, image("/w/a.png")]);
+    let t = traj(v);
+    let task = &t.steps[1];
+    let Content::Parts(parts) = &task.message else {
+        panic!("the task's image is a part: {:?}", task.message)
+    };
+    assert_eq!(parts.len(), 2);
+    assert_eq!(parts[0].text.as_deref(), Some("Fix it"));
+    assert_eq!(parts[1].kind, PartKind::Image);
+    assert_eq!(parts[1].source.as_ref().unwrap().path, "/w/shot.png");
+    assert_eq!(
+        task.extra.as_ref().unwrap()["unmapped_blocks"],
+        1,
+        "an inline image names no file"
+    );
+    let result = &t.steps[2].observation.as_ref().unwrap().results[0];
+    let Some(Content::Parts(parts)) = &result.content else {
+        panic!("the result's image is a part: {:?}", result.content)
+    };
+    assert_eq!(parts[0].text.as_deref(), Some("an image"));
+    assert_eq!(parts[1].source.as_ref().unwrap().media_type, "image/png");
+}

@@ -468,7 +468,8 @@ impl Entry {
     /// and a serialisation of it (the same bytes either way; the tests compare them).
     fn cleared(&self, blocks: &[usize]) -> Arc<Entry> {
         let placeholder = serde_json::Value::from(PLACEHOLDER).to_string();
-        let spliced = (self.record.is_none())
+        // A message with images or PDFs is parsed: its media move with the results.
+        let spliced = (self.record.is_none() && !self.has_media)
             .then(|| splice_results(self.json(), blocks, &placeholder))
             .flatten()
             .and_then(|json| RawValue::from_string(json).ok());
@@ -498,6 +499,7 @@ impl Entry {
             redacted,
             last_block_cacheable: self.last_block_cacheable,
             results,
+            has_media: false,
             wire: OnceLock::new(),
         })
     }

@@ -414,7 +414,7 @@ fn a_cleared_copy_is_byte_for_byte_what_parsing_and_serialising_would_make() {
         content: vec![
             ContentBlock::ToolResult {
                 tool_use_id: "a".into(),
-                content: "quotes \" and \\ and \u{1} and é and \n lines ".repeat(40),
+                content: "quotes \" and \\ and \u{1} and é and \n lines ".repeat(40).into(),
                 is_error: false,
             },
             ContentBlock::Text {
@@ -422,7 +422,7 @@ fn a_cleared_copy_is_byte_for_byte_what_parsing_and_serialising_would_make() {
             },
             ContentBlock::ToolResult {
                 tool_use_id: "b\"c".into(),
-                content: "{\"content\":\"nested\"}".repeat(50),
+                content: "{\"content\":\"nested\"}".repeat(50).into(),
                 is_error: true,
             },
             ContentBlock::ToolResult {
@@ -458,12 +458,12 @@ fn a_cleared_copy_is_redacted_like_any_entry() {
         content: vec![
             ContentBlock::ToolResult {
                 tool_use_id: "a".into(),
-                content: format!("old output {secret}"),
+                content: format!("old output {secret}").into(),
                 is_error: false,
             },
             ContentBlock::ToolResult {
                 tool_use_id: "b".into(),
-                content: format!("newer output {secret}"),
+                content: format!("newer output {secret}").into(),
                 is_error: false,
             },
         ],
