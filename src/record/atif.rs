@@ -437,7 +437,10 @@ fn compaction_step_extra(c: &crate::run::compaction::Compaction) -> Extra {
     cm.insert("messages_summarized".into(), json!(c.messages_summarized));
     cm.insert("messages_kept".into(), json!(c.messages_kept));
     cm.insert("tokens_before".into(), json!(c.tokens_before));
-    cm.insert("tokens_after_estimate".into(), json!(c.tokens_after_estimate));
+    cm.insert(
+        "tokens_after_estimate".into(),
+        json!(c.tokens_after_estimate),
+    );
     cm
 }
 

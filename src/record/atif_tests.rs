@@ -344,7 +344,11 @@ fn a_compaction_is_a_system_step_with_its_summary_and_a_failed_one_is_none() {
     v["context_compactions"] =
         serde_json::to_value(vec![made(None), made(Some("Done: A. Next: B."))]).unwrap();
     let t = traj(v);
-    assert_eq!(t.steps.len(), 5, "one step for the compaction, none for the failure");
+    assert_eq!(
+        t.steps.len(),
+        5,
+        "one step for the compaction, none for the failure"
+    );
     let s = &t.steps[3];
     assert_eq!(s.source, Source::System);
     let cm = &s.extra.as_ref().unwrap()["context_management"];
@@ -352,7 +356,11 @@ fn a_compaction_is_a_system_step_with_its_summary_and_a_failed_one_is_none() {
     assert_eq!(cm["boundary"], "replace");
     assert_eq!(cm["reason"], "threshold");
     assert_eq!(cm["tokens_before"], 18_000);
-    assert!(serde_json::to_string(&s.message).unwrap().contains("Done: A. Next: B."));
+    assert!(
+        serde_json::to_string(&s.message)
+            .unwrap()
+            .contains("Done: A. Next: B.")
+    );
     assert_eq!(t.steps[4].source, Source::Agent);
 }
 
@@ -371,7 +379,8 @@ fn referenced_images_are_image_parts_of_the_task_and_of_a_tool_result() {
     msgs[0]["content"].as_array_mut().unwrap().push(
         json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AA=="}}),
     );
-    msgs[2]["content"][0]["content"] = json!([{"type": "text", "text": "an image"}, image("/w/a.png")]);
+    msgs[2]["content"][0]["content"] =
+        json!([{"type": "text", "text": "an image"}, image("/w/a.png")]);
     let t = traj(v);
     let task = &t.steps[1];
     let Content::Parts(parts) = &task.message else {

@@ -414,7 +414,9 @@ fn a_cleared_copy_is_byte_for_byte_what_parsing_and_serialising_would_make() {
         content: vec![
             ContentBlock::ToolResult {
                 tool_use_id: "a".into(),
-                content: "quotes \" and \\ and \u{1} and é and \n lines ".repeat(40).into(),
+                content: "quotes \" and \\ and \u{1} and é and \n lines "
+                    .repeat(40)
+                    .into(),
                 is_error: false,
             },
             ContentBlock::Text {
