@@ -8,8 +8,21 @@ fn strs(v: &[&str]) -> Vec<String> {
 
 #[test]
 fn a_chosen_model_replaces_every_spelling_of_the_run_flags_model() {
-    let flags = strs(&["--max-turns", "10", "--model", "a", "-m", "b", "--model=c", "-md", "-v"]);
-    assert_eq!(without_model_flag(&flags), strs(&["--max-turns", "10", "-v"]));
+    let flags = strs(&[
+        "--max-turns",
+        "10",
+        "--model",
+        "a",
+        "-m",
+        "b",
+        "--model=c",
+        "-md",
+        "-v",
+    ]);
+    assert_eq!(
+        without_model_flag(&flags),
+        strs(&["--max-turns", "10", "-v"])
+    );
 }
 
 #[test]
