@@ -327,9 +327,24 @@ fn a_session_is_loaded_in_a_new_process_with_its_history() {
 
 #[test]
 fn the_model_option_changes_the_model_of_the_next_prompt() {
+    // The run flags name a model too (as Harbor's registry entry does): the option replaces it.
     let env = TestEnv::keep_alive(vec![Reply::Sse(turn_text("ok"))]);
-    let mut c = AcpClient::start(&env, &[]);
+    let mut c = AcpClient::start(&env, &["--", "--model", "claude-flag-model"]);
     let sid = open_session(&mut c, &env.ws());
+    let (r, _) = c.call(
+        "session/set_config_option",
+        json!({"sessionId": sid, "configId": "mode", "value": "rules"}),
+    );
+    let current = |r: &Value| {
+        r["result"]["configOptions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| o["id"] == "model")
+            .unwrap()["currentValue"]
+            .clone()
+    };
+    assert_eq!(current(&r), "claude-flag-model", "{r}");
     let (r, _) = c.call(
         "session/set_config_option",
         json!({"sessionId": sid, "configId": "model", "value": "claude-other-model"}),
@@ -341,7 +356,8 @@ fn the_model_option_changes_the_model_of_the_next_prompt() {
         .find(|o| o["id"] == "model")
         .unwrap();
     assert_eq!(model["currentValue"], "claude-other-model", "{r}");
-    c.call("session/prompt", text_prompt(&sid, "hi"));
+    let (r, _) = c.call("session/prompt", text_prompt(&sid, "hi"));
+    assert_eq!(r["result"]["stopReason"], "end_turn", "{r}");
     assert_eq!(env.server.requests()[0].body["model"], "claude-other-model");
 }
 

@@ -332,8 +332,14 @@ impl Session {
             let _ = std::fs::copy(self.transcript(), &before);
         }
         let mut cmd = Command::new(&self.opts.exe);
+        // A model chosen with session/set_config_option replaces the run flags' (clap refuses
+        // `--model` twice, and Harbor's `-m` arrives that way).
+        let run_flags = match &state.model {
+            Some(_) => without_model_flag(&self.opts.run_flags),
+            None => self.opts.run_flags.clone(),
+        };
         cmd.arg("run")
-            .args(&self.opts.run_flags)
+            .args(&run_flags)
             .arg("--jsonl")
             .arg("--include-partial-messages")
             .arg("-o")
@@ -752,3 +758,29 @@ fn replay_updates(messages: &[Message], cwd: &std::path::Path) -> Vec<Value> {
     }
     out
 }
+
+/// `flags` without their `--model X`, `--model=X`, `-m X` or `-mX` (the session's own choice
+/// replaces it). A `--` ends the flags: what follows is left alone.
+pub(crate) fn without_model_flag(flags: &[String]) -> Vec<String> {
+    let mut out = Vec::with_capacity(flags.len());
+    let mut it = flags.iter();
+    while let Some(f) = it.next() {
+        match f.as_str() {
+            "--" => {
+                out.push(f.clone());
+                out.extend(it.by_ref().cloned());
+            }
+            "--model" | "-m" => {
+                it.next();
+            }
+            _ if f.starts_with("--model=") => {}
+            _ if f.starts_with("-m") && !f.starts_with("--") => {}
+            _ => out.push(f.clone()),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+#[path = "session_tests.rs"]
+mod tests;
