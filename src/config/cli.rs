@@ -501,8 +501,9 @@ pub(crate) struct ContextArgs {
     /// first "context length exceeded" error.
     #[arg(long, value_name = "N")]
     pub context_window: Option<u64>,
-    /// Clear old tool results once a request used more than this share of the window.
-    #[arg(long, value_name = "FRACTION")]
+    /// Clear old tool results (then summarise) once a request used more than this share
+    /// of the window (0.5 < FRACTION <= 1), or this many tokens (1000 or more).
+    #[arg(long, value_name = "FRACTION|TOKENS")]
     pub compact_at: Option<f64>,
     /// Send the `context-1m` beta header: a 1M-token window on the models that take it.
     #[arg(long)]

@@ -64,13 +64,24 @@ pub(crate) fn summary_max_tokens(window: Option<u64>) -> u32 {
 /// window, lowered when needed so that the summary request (the history it replaces,
 /// its instructions and its answer) still fits in the window.
 pub(crate) fn trigger(window: u64, compact_at: f64) -> u64 {
-    let at = (window as f64 * compact_at).floor() as u64;
+    let at = compact_tokens(window, compact_at);
     let headroom = u64::from(summary_max_tokens(Some(window))) + INSTRUCTION_TOKENS;
     at.min(window.saturating_sub(headroom))
 }
 
 /// The stop reason with which the API ends a response that ran into the window.
 pub(crate) const WINDOW_EXCEEDED_STOP: &str = "model_context_window_exceeded";
+
+/// `--compact-at` in tokens for a window: a fraction of it, or (over 1) a token count,
+/// held between just over the clearing target (half the window: clearing could never get
+/// under a lower one) and the window.
+pub(crate) fn compact_tokens(window: u64, compact_at: f64) -> u64 {
+    if compact_at <= 1.0 {
+        return (window as f64 * compact_at).floor() as u64;
+    }
+    let floor = (window as f64 * CLEAR_TARGET).floor() as u64 + 1;
+    (compact_at as u64).clamp(floor.min(window), window)
+}
 
 /// Claude models' window (every Claude 3.x and 4.x model), in tokens.
 const CLAUDE_WINDOW: u64 = 200_000;
@@ -95,6 +106,9 @@ const OPENAI_WINDOWS: &[(&str, u64)] = &[
 
 /// The `anthropic-beta` value that opens the 1M window.
 pub(crate) const CONTEXT_1M_BETA: &str = "context-1m-2025-08-07";
+
+/// The smallest token count `--compact-at` takes (a smaller number is a mistake).
+const MIN_COMPACT_AT_TOKENS: f64 = 1000.0;
 
 /// `--context-window`, `--compact-at`, `--context-1m` and the compaction flags, validated.
 #[derive(Debug, Clone, PartialEq)]
@@ -130,10 +144,13 @@ impl ContextSettings {
             return Err("--context-window must be a number of tokens above 0".into());
         }
         let compact_at = args.compact_at.unwrap_or(DEFAULT_COMPACT_AT);
-        if !(compact_at.is_finite() && compact_at > CLEAR_TARGET && compact_at <= 1.0) {
+        let fraction = compact_at > CLEAR_TARGET && compact_at <= 1.0;
+        let tokens = compact_at >= MIN_COMPACT_AT_TOKENS && compact_at.fract() == 0.0;
+        if !(compact_at.is_finite() && (fraction || tokens)) {
             return Err(format!(
-                "--compact-at must be a fraction above {CLEAR_TARGET} (clearing goes down to \
-                 half the window) and at most 1, got {compact_at}"
+                "--compact-at must be a fraction of the window above {CLEAR_TARGET} (clearing \
+                 goes down to half the window) and at most 1, or a token count of at least \
+                 {MIN_COMPACT_AT_TOKENS}, got {compact_at}"
             ));
         }
         if args
@@ -345,7 +362,7 @@ impl ContextWindow {
     pub(crate) fn threshold(&self) -> Option<u64> {
         self.window().map(|w| match self.summarizes {
             true => trigger(w, self.compact_at),
-            false => (w as f64 * self.compact_at).floor() as u64,
+            false => compact_tokens(w, self.compact_at),
         })
     }
 

@@ -248,10 +248,44 @@ fn a_bad_compact_at_is_named_in_one_sentence() {
     assert_eq!(
         ContextSettings::from_args(&args).err().as_deref(),
         Some(
-            "--compact-at must be a fraction above 0.5 (clearing goes down to half the \
-             window) and at most 1, got 0.3"
+            "--compact-at must be a fraction of the window above 0.5 (clearing goes down \
+             to half the window) and at most 1, or a token count of at least 1000, got 0.3"
         )
     );
+    for bad in [1.5, 999.0, 12_000.5, f64::INFINITY] {
+        let args = crate::config::cli::ContextArgs {
+            compact_at: Some(bad),
+            ..Default::default()
+        };
+        assert!(ContextSettings::from_args(&args).is_err(), "{bad}");
+    }
+}
+
+#[test]
+fn compact_at_takes_a_token_count_held_between_half_the_window_and_the_window() {
+    use crate::run::context::compact_tokens;
+    let args = crate::config::cli::ContextArgs {
+        compact_at: Some(150_000.0),
+        ..Default::default()
+    };
+    assert_eq!(
+        ContextSettings::from_args(&args).unwrap().compact_at,
+        150_000.0
+    );
+    assert_eq!(compact_tokens(200_000, 150_000.0), 150_000);
+    assert_eq!(compact_tokens(200_000, 0.8), 160_000);
+    assert_eq!(
+        compact_tokens(100_000, 150_000.0),
+        100_000,
+        "never over the window"
+    );
+    assert_eq!(
+        compact_tokens(200_000, 50_000.0),
+        100_001,
+        "never at or under the clearing target"
+    );
+    let w = ContextWindow::new("m", Some(200_000), false, 150_000.0);
+    assert_eq!(w.threshold(), Some(150_000));
 }
 
 #[test]

@@ -574,8 +574,9 @@ fn a_bad_compact_at_is_named_in_one_sentence() {
     out.assert_code(2);
     assert!(
         out.stderr.lines().any(|l| l
-            == "agent: error: --compact-at must be a fraction above 0.5 (clearing goes down to \
-                half the window) and at most 1, got 0.3"),
+            == "agent: error: --compact-at must be a fraction of the window above 0.5 \
+                (clearing goes down to half the window) and at most 1, or a token count of at \
+                least 1000, got 0.3"),
         "{}",
         out.stderr
     );
