@@ -549,3 +549,58 @@ fn the_workspaces_skills_are_offered_as_available_commands() {
             .starts_with("Update CHANGELOG.md")
     );
 }
+
+#[test]
+fn an_image_in_a_prompt_reaches_the_model_and_stays_in_the_history() {
+    use base64::Engine as _;
+    let img = image::RgbImage::from_fn(4, 3, |x, y| image::Rgb([x as u8, y as u8, 9]));
+    let mut png = std::io::Cursor::new(Vec::new());
+    img.write_to(&mut png, image::ImageFormat::Png).unwrap();
+    let data = base64::engine::general_purpose::STANDARD.encode(png.into_inner());
+    let env = TestEnv::keep_alive(vec![
+        Reply::Sse(turn_text("a small picture")),
+        Reply::Sse(turn_text("still there")),
+    ]);
+    let mut c = AcpClient::start(&env, &[]);
+    let (init, _) = c.call(
+        "initialize",
+        json!({"protocolVersion": 1, "clientCapabilities": {}}),
+    );
+    assert_eq!(
+        init["result"]["agentCapabilities"]["promptCapabilities"]["image"], true,
+        "{init}"
+    );
+    let (r, _) = c.call("session/new", json!({"cwd": env.ws(), "mcpServers": []}));
+    let sid = r["result"]["sessionId"].as_str().unwrap().to_string();
+    let (r, _) = c.call(
+        "session/prompt",
+        json!({"sessionId": sid, "prompt": [
+            {"type": "text", "text": "what is this?"},
+            {"type": "image", "mimeType": "image/png", "data": data}
+        ]}),
+    );
+    assert_eq!(r["result"]["stopReason"], "end_turn", "{r}");
+    let (r, _) = c.call("session/prompt", text_prompt(&sid, "and now?"));
+    assert_eq!(r["result"]["stopReason"], "end_turn", "{r}");
+    let requests = env.server.requests();
+    for (i, req) in requests.iter().enumerate() {
+        let first = &req.body["messages"][0]["content"];
+        let image = first
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|b| b["type"] == "image")
+            .unwrap_or_else(|| panic!("request {i}: no image in {first}"));
+        assert_eq!(image["source"]["media_type"], "image/png");
+        assert_eq!(image["source"]["data"], data.as_str());
+    }
+    // Not base64: the specified invalid-params error, and the session goes on.
+    let (r, _) = c.call(
+        "session/prompt",
+        json!({"sessionId": sid, "prompt": [
+            {"type": "text", "text": "x"},
+            {"type": "image", "mimeType": "image/png", "data": "%%%"}
+        ]}),
+    );
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+}

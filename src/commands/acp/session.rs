@@ -313,7 +313,7 @@ impl Session {
     /// `session/prompt`: starts the run; its worker answers the request. `Err`: the
     /// request is answered now.
     pub(crate) fn prompt(self: &Arc<Self>, params: &Value, id: Value) -> Result<(), RpcError> {
-        let text = prompt_text(params.get("prompt"))?;
+        let (text, images) = prompt_text(params.get("prompt"))?;
         let mut state = self.state.locked();
         if state.running.is_some() {
             return Err(RpcError::new(
@@ -326,6 +326,17 @@ impl Session {
         }
         let prompt_file = self.dir.join("prompt.txt");
         std::fs::write(&prompt_file, text).map_err(internal)?;
+        // Kept in the session's folder: the transcript names them, and a later prompt's
+        // `--resume` reloads them from there. The run checks each one's type and limits.
+        let mut image_files = Vec::new();
+        let dir = self.dir.join("images");
+        let earlier = std::fs::read_dir(&dir).map(|d| d.count()).unwrap_or(0);
+        for (i, bytes) in images.iter().enumerate() {
+            std::fs::create_dir_all(&dir).map_err(internal)?;
+            let path = dir.join(format!("image-{}", earlier + i + 1));
+            std::fs::write(&path, bytes).map_err(internal)?;
+            image_files.push(path);
+        }
         let before = self.dir.join("transcript.before.json");
         let resume = self.transcript().exists();
         if resume {
@@ -354,6 +365,9 @@ impl Session {
         }
         if resume {
             cmd.arg("--resume").arg(self.transcript());
+        }
+        for path in &image_files {
+            cmd.arg("--image").arg(path);
         }
         if let Some(m) = &self.mcp_config {
             cmd.arg("--mcp-config").arg(m);
@@ -585,13 +599,27 @@ fn check_run(opts: &Options, spec: &SessionSpec) -> Result<(), RpcError> {
 
 /// The prompt's content blocks as the task's text: text as it is, a linked resource by
 /// its URI, an embedded one in a `<context>` block.
-fn prompt_text(prompt: Option<&Value>) -> Result<String, RpcError> {
+/// A prompt's text, and its image blocks' bytes (given to the run as `--image` files).
+fn prompt_text(prompt: Option<&Value>) -> Result<(String, Vec<Vec<u8>>), RpcError> {
+    use base64::Engine as _;
     let blocks = prompt
         .and_then(Value::as_array)
         .ok_or_else(|| RpcError::params("prompt (an array of content blocks) is required"))?;
     let mut parts = Vec::new();
+    let mut images = Vec::new();
     for b in blocks {
         match b["type"].as_str() {
+            Some("image") => {
+                let data = b["data"]
+                    .as_str()
+                    .ok_or_else(|| RpcError::params("prompt: an image block without data"))?;
+                let bytes = base64::engine::general_purpose::STANDARD
+                    .decode(data)
+                    .map_err(|e| {
+                        RpcError::params(format!("prompt: an image's data is not base64 ({e})"))
+                    })?;
+                images.push(bytes);
+            }
             Some("text") => parts.push(b["text"].as_str().unwrap_or_default().to_string()),
             Some("resource_link") => parts.push(format!(
                 "[{}]({})",
@@ -618,9 +646,11 @@ fn prompt_text(prompt: Option<&Value>) -> Result<String, RpcError> {
     }
     let text = parts.join("\n\n");
     if text.trim().is_empty() {
-        return Err(RpcError::params("prompt: empty"));
+        return Err(RpcError::params(
+            "prompt: no text (an image needs words with it)",
+        ));
     }
-    Ok(text)
+    Ok((text, images))
 }
 
 /// One `--jsonl` line: the event and its envelope (`seq`, `elapsed_ms`, `subagent_id`).
