@@ -107,6 +107,10 @@ struct Server {
 }
 
 fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("--measure-rss") {
+        measure_rss(&args[1..]);
+    }
     let mut opts = Opts {
         page_size: 2,
         http: None,
@@ -520,6 +524,33 @@ impl Server {
         };
         Ok(json!({"content": [{"type": "text", "text": format!("swapped ({how})")}]}))
     }
+}
+
+/// `--measure-rss FILE CMD ARGS…`: runs CMD (stdio, environment and directory inherited),
+/// writes its peak resident set in KiB (`wait4`'s `ru_maxrss`) to FILE and exits as it
+/// did. A test measures the agent through this small process because a child forked
+/// from the large test process starts with that process's resident set as its peak
+/// (Linux keeps the pre-exec high-water mark).
+fn measure_rss(args: &[String]) -> ! {
+    let (file, cmd) = (&args[0], &args[1..]);
+    let child = std::process::Command::new(&cmd[0])
+        .args(&cmd[1..])
+        .spawn()
+        .unwrap();
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is a valid value for wait4 to fill in.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: wait4 on our own unreaped child, with valid out-pointers.
+    let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(rc, pid);
+    std::fs::write(file, usage.ru_maxrss.to_string()).unwrap();
+    let code = if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        128 + libc::WTERMSIG(status)
+    };
+    std::process::exit(code)
 }
 
 /// Writes `mib` MiB of `x` to stderr, a MiB at a time and with no newline, then a

@@ -19,12 +19,28 @@ const LOG_WAIT: Duration = Duration::from_secs(30);
 const RUN_LIMIT: Duration = Duration::from_secs(60);
 
 /// Runs `cmd` to its end (killed after `RUN_LIMIT`, failing the test) and returns its
-/// output and its peak resident set in KiB: `wait4`'s `ru_maxrss`, the agent's own and
-/// that of the children it reaped, whatever the other tests run at the same time.
-#[allow(clippy::zombie_processes)] // reaped by wait4, which `Child` does not know of
-fn run_measuring_rss(mut cmd: Command) -> (RunOutput, u64) {
-    use std::os::unix::process::ExitStatusExt;
-    let mut child = cmd.spawn().unwrap();
+/// output and its peak resident set in KiB: `ru_maxrss`, the agent's own and that of the
+/// children it reaped. Measured by the small `mcp-test-server --measure-rss`, which
+/// starts the agent: a child forked from this test process (hundreds of tests, their
+/// outputs held) would start with this process's resident set as its peak.
+fn run_measuring_rss(cmd: Command) -> (RunOutput, u64) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("maxrss");
+    let mut wrapper = Command::new(super::mcp_support::server_bin());
+    wrapper
+        .arg("--measure-rss")
+        .arg(&file)
+        .arg(cmd.get_program())
+        .args(cmd.get_args())
+        .env_clear()
+        .envs(cmd.get_envs().filter_map(|(k, v)| Some((k, v?))))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    if let Some(d) = cmd.get_current_dir() {
+        wrapper.current_dir(d);
+    }
+    let mut child = wrapper.spawn().unwrap();
     let drain = |r: Option<Box<dyn std::io::Read + Send>>| {
         std::thread::spawn(move || {
             let mut buf = Vec::new();
@@ -36,27 +52,26 @@ fn run_measuring_rss(mut cmd: Command) -> (RunOutput, u64) {
     };
     let out = drain(child.stdout.take().map(|s| Box::new(s) as _));
     let err = drain(child.stderr.take().map(|s| Box::new(s) as _));
-    let pid = libc::pid_t::try_from(child.id()).unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
+    let pid = child.id();
     std::thread::spawn(move || {
-        let mut status = 0;
-        // SAFETY: an all-zero rusage is a valid value for wait4 to fill in.
-        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-        // SAFETY: wait4 on our own unreaped child, with valid out-pointers.
-        let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-        assert_eq!(rc, pid, "wait4: {}", std::io::Error::last_os_error());
-        let _ = tx.send((status, usage.ru_maxrss as u64));
+        let _ = tx.send(child.wait().unwrap());
     });
-    let Ok((status, max_rss)) = rx.recv_timeout(RUN_LIMIT) else {
-        // SAFETY: kill(2) on our child, which the waiter thread has not reaped yet.
-        unsafe { libc::kill(pid, libc::SIGKILL) };
+    let Ok(status) = rx.recv_timeout(RUN_LIMIT) else {
+        // SAFETY: kill(2) on our child (the measuring wrapper), not reaped yet.
+        unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
         panic!("agent did not exit within {RUN_LIMIT:?}");
     };
     let output = RunOutput {
-        status: std::process::ExitStatus::from_raw(status),
+        status,
         stdout: out.join().unwrap(),
         stderr: err.join().unwrap(),
     };
+    let max_rss = std::fs::read_to_string(&file)
+        .unwrap_or_else(|e| panic!("the wrapper wrote no peak RSS ({e}): {}", output.stderr))
+        .trim()
+        .parse()
+        .unwrap();
     (output, max_rss)
 }
 
