@@ -929,8 +929,11 @@ fn a_pull_requests_agents_md_is_fenced_and_the_base_branchs_is_the_projects() {
 /// request's path and `authorization` header.
 struct ImageHost {
     addr: std::net::SocketAddr,
-    seen: std::sync::Arc<std::sync::Mutex<Vec<(String, Option<String>)>>>,
+    seen: std::sync::Arc<std::sync::Mutex<Vec<Fetched>>>,
 }
+
+/// A request's path and its `authorization` header.
+type Fetched = (String, Option<String>);
 
 enum Served {
     Bytes(Vec<u8>),
@@ -991,7 +994,7 @@ impl ImageHost {
         format!("http://{}", self.addr)
     }
 
-    fn seen(&self) -> Vec<(String, Option<String>)> {
+    fn seen(&self) -> Vec<Fetched> {
         self.seen.lock().unwrap().clone()
     }
 }
