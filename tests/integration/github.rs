@@ -92,6 +92,12 @@ impl Gh {
     }
 
     fn run(&self, event: &str, payload: &Value, args: &[&str]) -> RunOutput {
+        self.run_at("https://github.example", event, payload, args)
+    }
+
+    /// `run` with GITHUB_SERVER_URL `server` (a GHES server's host, where its
+    /// attachments are).
+    fn run_at(&self, server: &str, event: &str, payload: &Value, args: &[&str]) -> RunOutput {
         let path = self.env.out("event.json");
         std::fs::write(&path, payload.to_string()).unwrap();
         let outputs = self.env.out("github_output");
@@ -105,7 +111,7 @@ impl Gh {
                 ("GITHUB_EVENT_PATH", path.to_str().unwrap()),
                 ("GITHUB_REPOSITORY", "octo/hello"),
                 ("GITHUB_API_URL", &api),
-                ("GITHUB_SERVER_URL", "https://github.example"),
+                ("GITHUB_SERVER_URL", server),
                 ("GITHUB_RUN_ID", "4242"),
                 ("GITHUB_TOKEN", GITHUB_TOKEN),
                 ("GITHUB_OUTPUT", outputs.to_str().unwrap()),
@@ -917,4 +923,161 @@ fn a_pull_requests_agents_md_is_fenced_and_the_base_branchs_is_the_projects() {
             "{prompt}"
         );
     }
+}
+
+/// A loopback host of images: each path gets bytes or a redirect; it records every
+/// request's path and `authorization` header.
+struct ImageHost {
+    addr: std::net::SocketAddr,
+    seen: std::sync::Arc<std::sync::Mutex<Vec<Fetched>>>,
+}
+
+/// A request's path and its `authorization` header.
+type Fetched = (String, Option<String>);
+
+enum Served {
+    Bytes(Vec<u8>),
+    Redirect(String),
+}
+
+impl ImageHost {
+    fn start(routes: Vec<(&str, Served)>) -> ImageHost {
+        use std::io::Write;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let routes: std::sync::Arc<Vec<(String, Served)>> = std::sync::Arc::new(
+            routes
+                .into_iter()
+                .map(|(p, s)| (p.to_string(), s))
+                .collect(),
+        );
+        let log = seen.clone();
+        std::thread::spawn(move || {
+            for conn in listener.incoming().flatten() {
+                let (log, routes) = (log.clone(), routes.clone());
+                std::thread::spawn(move || {
+                    let mut writer = conn.try_clone().unwrap();
+                    let mut reader = std::io::BufReader::new(conn);
+                    let Ok(Some(req)) = crate::support::mock::read_raw_request(&mut reader) else {
+                        return;
+                    };
+                    let auth = req
+                        .headers
+                        .iter()
+                        .find(|(n, _)| n == "authorization")
+                        .map(|(_, v)| v.clone());
+                    log.lock().unwrap().push((req.target.clone(), auth));
+                    let head = |status: &str, extra: &str, len: usize| {
+                        format!(
+                            "HTTP/1.1 {status}\r\n{extra}content-length: {len}\r\nconnection: close\r\n\r\n"
+                        )
+                    };
+                    let _ = match routes.iter().find(|(p, _)| *p == req.target) {
+                        Some((_, Served::Bytes(b))) => writer
+                            .write_all(
+                                head("200 OK", "content-type: image/png\r\n", b.len()).as_bytes(),
+                            )
+                            .and_then(|()| writer.write_all(b)),
+                        Some((_, Served::Redirect(to))) => writer.write_all(
+                            head("302 Found", &format!("location: {to}\r\n"), 0).as_bytes(),
+                        ),
+                        None => writer.write_all(head("404 Not Found", "", 0).as_bytes()),
+                    };
+                });
+            }
+        });
+        ImageHost { addr, seen }
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    fn seen(&self) -> Vec<Fetched> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+/// A real PNG of `w`×`h` pixels.
+fn png(w: u32, h: u32) -> Vec<u8> {
+    let img = image::RgbImage::from_fn(w, h, |x, y| image::Rgb([x as u8, y as u8, 9]));
+    let mut out = std::io::Cursor::new(Vec::new());
+    img.write_to(&mut out, image::ImageFormat::Png).unwrap();
+    out.into_inner()
+}
+
+#[test]
+fn the_comments_images_on_githubs_host_reach_the_model_and_others_are_not_fetched() {
+    let gh = Gh::new(vec![Reply::turn(Turn::new().text("I see the screenshot."))]);
+    let (shot, signed) = (png(40, 30), png(20, 10));
+    // Another host: a link to it is not fetched; a redirect to it gets no token.
+    let other = ImageHost::start(vec![
+        ("/signed.png", Served::Bytes(signed.clone())),
+        ("/x.png", Served::Bytes(png(5, 5))),
+    ]);
+    // The server's host (GITHUB_SERVER_URL), as github.com's user-attachments are.
+    let server = ImageHost::start(vec![
+        ("/user-attachments/assets/one", Served::Bytes(shot.clone())),
+        (
+            "/user-attachments/assets/moved",
+            Served::Redirect(format!("{}/signed.png", other.url())),
+        ),
+        // One byte over the 10 MB cap, a PNG by its first bytes.
+        (
+            "/user-attachments/assets/big",
+            Served::Bytes([png(1, 1), vec![0; 10 << 20]].concat()),
+        ),
+    ]);
+    let s = server.url();
+    let mut payload = fixture("issue_comment.created.issue.json");
+    payload["comment"]["body"] = json!(format!(
+        "@agent why does this fail?\n\n![shot]({s}/user-attachments/assets/one)\n\
+         <img width=\"10\" src=\"{o}/x.png\">\n![moved]({s}/user-attachments/assets/moved)\n\
+         ![big]({s}/user-attachments/assets/big)",
+        o = other.url()
+    ));
+    let out = gh.run_at(&s, "issue_comment", &payload, &["--no-push"]);
+    out.assert_code(0);
+    let bearer = format!("Bearer {GITHUB_TOKEN}");
+    let on_server = server.seen();
+    assert_eq!(on_server.len(), 3, "{on_server:?}");
+    for (path, auth) in &on_server {
+        assert_eq!(
+            auth.as_deref(),
+            Some(bearer.as_str()),
+            "{path} without the token"
+        );
+    }
+    assert_eq!(
+        other.seen(),
+        vec![("/signed.png".to_string(), None)],
+        "the other host's link is not fetched; the redirect there has no token"
+    );
+    assert!(
+        out.stderr.contains(&format!(
+            "image {s}/user-attachments/assets/big not attached: larger than the 10 MB cap"
+        )),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr
+            .contains("x.png not downloaded: not on GitHub's own hosts"),
+        "{}",
+        out.stderr
+    );
+    // The model's first request: the two images, as --image files are sent.
+    let first = &gh.env.server.requests()[0].body;
+    let content = first["messages"][0]["content"].as_array().unwrap();
+    let images: Vec<&str> = content
+        .iter()
+        .filter(|b| b["type"] == "image")
+        .map(|b| b["source"]["data"].as_str().unwrap())
+        .collect();
+    use base64::Engine as _;
+    let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
+    assert_eq!(images, vec![b64(&shot), b64(&signed)], "{first}");
+    gh.api.assert_valid();
+    gh.assert_token_nowhere(&out, None);
 }

@@ -139,6 +139,11 @@ fn converse(
     let inputs = (pull.as_ref(), comments.as_slice(), files.as_slice());
     let mine = run.append_system_prompt.as_deref();
     let task = task(c, triggered, inputs, review, mine)?;
+    // The calling comment's images, attached as `--image` files (none with --no-images).
+    let shots = ImageDir::new();
+    if let Some(dir) = shots.0.as_deref().filter(|_| !run.images.no_images) {
+        run.images.images.extend(c.forge.images(&c.event, dir));
+    }
     // Skills: no user scope, a change request's changed skills untrusted, `@agent /name`.
     crate::skills::github::prepare(
         &mut run.skills,
@@ -210,6 +215,36 @@ fn task(
         output_schema: review.then(|| review::schema().to_string()),
         project_instructions: given,
     })
+}
+
+/// A private directory for the comment's images, removed when the conversation ends.
+struct ImageDir(Option<PathBuf>);
+
+impl ImageDir {
+    fn new() -> ImageDir {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let dir = std::env::temp_dir().join(format!(
+            "agent-comment-images-{}-{nanos}",
+            std::process::id()
+        ));
+        match std::fs::create_dir(&dir) {
+            Ok(()) => ImageDir(Some(dir)),
+            Err(e) => {
+                output::warn(&format!("the comment's images are not attached: {e}"));
+                ImageDir(None)
+            }
+        }
+    }
+}
+
+impl Drop for ImageDir {
+    fn drop(&mut self) {
+        if let Some(dir) = &self.0 {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
 }
 
 /// The change's refs, the newest notes (ours left out) and the change's files.

@@ -155,6 +155,12 @@ pub(crate) trait Forge: Send + Sync {
     /// The ref a change's head is fetched from (`refs/pull/N/head`).
     fn head_refspec(&self, n: u64) -> String;
 
+    /// The images of the calling comment (or the issue body), saved in `dir` for the run
+    /// to attach as `--image` files; failures are warnings. None by default.
+    fn images(&self, _e: &Event, _dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+        Vec::new()
+    }
+
     /// A file's text on a branch (`None`: the branch has no such file).
     fn file_on(&self, git_ref: &str, path: &str) -> Result<Option<String>, ApiError>;
 

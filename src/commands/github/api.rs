@@ -52,6 +52,11 @@ impl Api {
         }
     }
 
+    /// The token, for downloads from GitHub's own hosts (`images`).
+    pub(crate) fn token(&self) -> &str {
+        &self.token
+    }
+
     pub(crate) fn get(&self, path: &str) -> Result<Value, ApiError> {
         self.call("GET", path, None)
     }

@@ -23,6 +23,8 @@ pub(crate) struct GithubForge {
     repo: String,
     /// The issue's comment count (`issue.comments`), to fetch the last page.
     comment_count: u64,
+    /// Where the comment's images may be downloaded with the token.
+    image_hosts: super::images::Hosts,
 }
 
 impl GithubForge {
@@ -36,6 +38,7 @@ impl GithubForge {
             },
             repo: format!("/repos/{}/{}", env.owner, env.repo),
             comment_count: event.comment_count,
+            image_hosts: super::images::Hosts::new(&env.api_url, &env.server_url),
         }
     }
 }
@@ -43,6 +46,12 @@ impl GithubForge {
 impl Forge for GithubForge {
     fn place(&self) -> &Place {
         &self.place
+    }
+
+    /// The images of the calling comment, else of the issue or pull request's body.
+    fn images(&self, e: &Event, dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+        let body = e.comment.as_ref().map_or(&e.body, |c| &c.body);
+        super::images::download(body, self.api.token(), &self.image_hosts, dir)
     }
 
     /// Write, maintain or admin permission on the repository.

@@ -10,6 +10,7 @@
 pub(crate) mod api;
 pub(crate) mod env;
 mod forge;
+mod images;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
