@@ -15,6 +15,8 @@ use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};
 
+use super::routes::{keys_of, matches, strings};
+
 /// The token tests give `agent github`; it must never appear anywhere else.
 pub(crate) const GITHUB_TOKEN: &str = "ghs_TEST-github-token-DO-NOT-LEAK-42";
 
@@ -28,16 +30,6 @@ struct Route {
     keys: Vec<String>,
     items: HashMap<String, (Vec<String>, Vec<String>)>,
     status: u16,
-}
-
-fn strings(v: &Value) -> Vec<String> {
-    v.as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|s| s.as_str().map(String::from))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 fn routes() -> Vec<Route> {
@@ -67,27 +59,6 @@ fn routes() -> Vec<Route> {
             status: r["status"].as_u64().unwrap() as u16,
         })
         .collect()
-}
-
-/// The template's `{name}` segments bound to the path's, if it matches.
-fn matches(template: &str, path: &str) -> Option<HashMap<String, String>> {
-    let t: Vec<&str> = template.split('/').collect();
-    let p: Vec<&str> = path.split('/').collect();
-    if t.len() != p.len() {
-        return None;
-    }
-    let mut vars = HashMap::new();
-    for (a, b) in t.iter().zip(&p) {
-        if let Some(name) = a.strip_prefix('{').and_then(|n| n.strip_suffix('}')) {
-            if b.is_empty() {
-                return None;
-            }
-            vars.insert(name.to_string(), b.to_string());
-        } else if a != b {
-            return None;
-        }
-    }
-    Some(vars)
 }
 
 /// A request the mock received.
@@ -450,26 +421,6 @@ fn check(route: &Route, req: &GhRequest) -> Vec<String> {
                 Some(o) => v.extend(keys_of(o, required, keys, &format!("{field}[{i}]"))),
                 None => v.push(format!("{field}[{i}] is not an object")),
             }
-        }
-    }
-    v
-}
-
-fn keys_of(
-    obj: &serde_json::Map<String, Value>,
-    required: &[String],
-    keys: &[String],
-    what: &str,
-) -> Vec<String> {
-    let mut v = Vec::new();
-    for r in required {
-        if !obj.contains_key(r) {
-            v.push(format!("{what} lacks {r:?}"));
-        }
-    }
-    for k in obj.keys() {
-        if !keys.contains(k) {
-            v.push(format!("{what} has {k:?}, which the table does not list"));
         }
     }
     v

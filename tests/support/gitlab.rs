@@ -17,6 +17,8 @@ use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};
 
+use super::routes::{keys_of, matches, strings};
+
 /// The token tests give `agent gitlab`; it must never appear anywhere else.
 pub(crate) const GITLAB_TOKEN: &str = "glpat-TEST-gitlab-token-DO-NOT-LEAK-42";
 /// The job token the runner would set; it must never appear anywhere either.
@@ -34,16 +36,6 @@ struct Route {
     keys: Vec<String>,
     objects: HashMap<String, (Vec<String>, Vec<String>)>,
     status: u16,
-}
-
-fn strings(v: &Value) -> Vec<String> {
-    v.as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|s| s.as_str().map(String::from))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 fn routes() -> Vec<Route> {
@@ -73,27 +65,6 @@ fn routes() -> Vec<Route> {
             status: r["status"].as_u64().unwrap() as u16,
         })
         .collect()
-}
-
-/// The template's `{name}` segments bound to the path's, if it matches.
-fn matches(template: &str, path: &str) -> Option<HashMap<String, String>> {
-    let t: Vec<&str> = template.split('/').collect();
-    let p: Vec<&str> = path.split('/').collect();
-    if t.len() != p.len() {
-        return None;
-    }
-    let mut vars = HashMap::new();
-    for (a, b) in t.iter().zip(&p) {
-        if let Some(name) = a.strip_prefix('{').and_then(|n| n.strip_suffix('}')) {
-            if b.is_empty() {
-                return None;
-            }
-            vars.insert(name.to_string(), b.to_string());
-        } else if a != b {
-            return None;
-        }
-    }
-    Some(vars)
 }
 
 /// `%XX` decoded.
@@ -451,26 +422,6 @@ fn check(route: &Route, req: &GlRequest) -> Vec<String> {
             Some(Value::Object(o)) => v.extend(keys_of(o, required, keys, field)),
             Some(other) => v.push(format!("{field} is not an object: {other}")),
             None => {}
-        }
-    }
-    v
-}
-
-fn keys_of(
-    obj: &Map<String, Value>,
-    required: &[String],
-    keys: &[String],
-    what: &str,
-) -> Vec<String> {
-    let mut v = Vec::new();
-    for r in required {
-        if !obj.contains_key(r) {
-            v.push(format!("{what} lacks {r:?}"));
-        }
-    }
-    for k in obj.keys() {
-        if !keys.contains(k) {
-            v.push(format!("{what} has {k:?}, which the table does not list"));
         }
     }
     v

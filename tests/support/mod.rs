@@ -1,8 +1,8 @@
 //! Test support for the integration tests: the one loopback mock model server (`mock`),
 //! which speaks both wire formats, the builders of what it streams (`sse` for
 //! Anthropic frames and the wire-neutral `Turn`, `chat` for OpenAI chunks), the request
-//! invariants it checks (`invariants`), the mock GitHub REST API of `agent github`
-//! (`github`), and `TestEnv`, which runs the real `agent`
+//! invariants it checks (`invariants`), the mock REST APIs of `agent github` and
+//! `agent gitlab` (`github`, `gitlab`, sharing their route-table checks in `routes`), and `TestEnv`, which runs the real `agent`
 //! binary in a temporary workspace against the mock with a clean environment and a hang
 //! guard, so that tests drive the product as a CI job would.
 //!
@@ -53,6 +53,7 @@ pub(crate) mod invariants;
 pub(crate) mod mock;
 pub(crate) mod otlp;
 pub(crate) mod responses;
+pub(crate) mod routes;
 pub(crate) mod schema;
 pub(crate) mod slug;
 pub(crate) mod sse;

@@ -15,8 +15,12 @@ pub(crate) mod progress;
 pub(crate) mod push;
 pub(crate) mod review;
 
+use std::time::Duration;
+
 use serde_json::Value;
 
+use crate::model::provider::retry;
+use crate::util::output;
 use event::{Actor, Event, PullRefs};
 
 /// A failed API call, named (`POST /projects/7/issues/3/notes: HTTP 404: Not Found`).
@@ -30,6 +34,78 @@ pub(crate) struct ApiError {
 impl std::fmt::Display for ApiError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.message)
+    }
+}
+
+/// A call's name in messages: `POST /projects/7/issues/3/notes` (no query).
+pub(crate) fn call_name(method: &str, path: &str) -> String {
+    format!("{method} {}", path.split('?').next().unwrap_or(path))
+}
+
+/// One attempt's failure: its HTTP status (none: no response), what went wrong, and
+/// whether another attempt may help (`Some(wait)`: retry, after what the server asked for
+/// when it said; `None`: final).
+pub(crate) struct Failure {
+    pub status: Option<u16>,
+    pub message: String,
+    pub retry: Option<Option<Duration>>,
+}
+
+/// How a forge client retries: its label in messages (`GitHub API`), its retry budget
+/// and backoff base, and the token every message is redacted of.
+pub(crate) struct RetryPolicy<'a> {
+    pub label: &'a str,
+    pub max_retries: u32,
+    pub backoff_base: Duration,
+    pub token: &'a str,
+}
+
+/// Runs `attempt` until it succeeds, fails for good, or has been retried `max_retries`
+/// times, waiting what the server asked (capped as the model's retries are) or the model
+/// client's backoff, with a warning on stderr per retry. The error names the call
+/// (`GitHub API POST /repos/o/r/issues/1/comments: HTTP 404: …`) and never holds the token.
+pub(crate) fn call_with_retries<T>(
+    policy: &RetryPolicy<'_>,
+    name: &str,
+    mut attempt: impl FnMut() -> Result<T, Failure>,
+) -> Result<T, ApiError> {
+    let mut retries = 0;
+    loop {
+        let failure = match attempt() {
+            Ok(v) => return Ok(v),
+            Err(f) => f,
+        };
+        let message = crate::util::secrets::redact(
+            &format!("{} {name}: {}", policy.label, failure.message),
+            &[policy.token.to_string()],
+        );
+        let Some(wait) = failure.retry else {
+            return Err(ApiError {
+                status: failure.status,
+                message,
+            });
+        };
+        if retries >= policy.max_retries {
+            let message = if retries > 0 {
+                format!("{message} (gave up after {retries} retries)")
+            } else {
+                message
+            };
+            return Err(ApiError {
+                status: failure.status,
+                message,
+            });
+        }
+        retries += 1;
+        let delay = wait
+            .map(|d| d.min(retry::MAX_RETRY_AFTER))
+            .unwrap_or_else(|| retry::backoff(policy.backoff_base, retries));
+        output::warn(&format!(
+            "retrying in {:.1}s (attempt {retries}/{}): {message}",
+            delay.as_secs_f64(),
+            policy.max_retries
+        ));
+        std::thread::sleep(delay);
     }
 }
 
@@ -194,3 +270,7 @@ pub(crate) trait Forge: Send + Sync {
     /// The `Co-authored-by` identity of the person who asked (none for a bot).
     fn co_author(&self, actor: &Actor) -> Option<String>;
 }
+
+#[cfg(test)]
+#[path = "mod_tests.rs"]
+mod tests;

@@ -10,8 +10,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
 
-use crate::model::provider::retry::{self, MAX_RETRY_AFTER};
-use crate::util::output;
+use crate::model::provider::retry;
 
 /// How long a GitHub call may stay silent.
 const READ_TIMEOUT: Duration = Duration::from_secs(60);
@@ -24,6 +23,7 @@ const MAX_RESPONSE_BYTES: u64 = 32 << 20;
 const API_VERSION: &str = "2022-11-28";
 
 pub(crate) use crate::commands::forge::ApiError;
+use crate::commands::forge::{self, Failure, RetryPolicy};
 
 /// The client.
 pub(crate) struct Api {
@@ -32,13 +32,6 @@ pub(crate) struct Api {
     agent: ureq::Agent,
     max_retries: u32,
     backoff_base: Duration,
-}
-
-/// One attempt's failure.
-struct Failure {
-    status: Option<u16>,
-    message: String,
-    retry: Option<Option<Duration>>,
 }
 
 impl Api {
@@ -76,42 +69,14 @@ impl Api {
         path: &str,
         body: Option<&Value>,
     ) -> Result<Value, ApiError> {
-        let name = format!("{method} {}", path.split('?').next().unwrap_or(path));
-        let mut retries = 0;
-        loop {
-            let failure = match self.attempt(method, path, body) {
-                Ok(v) => return Ok(v),
-                Err(f) => f,
-            };
-            let message = self.redact(&format!("GitHub API {name}: {}", failure.message));
-            let Some(wait) = failure.retry else {
-                return Err(ApiError {
-                    status: failure.status,
-                    message,
-                });
-            };
-            if retries >= self.max_retries {
-                let message = if retries > 0 {
-                    format!("{message} (gave up after {retries} retries)")
-                } else {
-                    message
-                };
-                return Err(ApiError {
-                    status: failure.status,
-                    message,
-                });
-            }
-            retries += 1;
-            let delay = wait
-                .map(|d| d.min(MAX_RETRY_AFTER))
-                .unwrap_or_else(|| retry::backoff(self.backoff_base, retries));
-            output::warn(&format!(
-                "retrying in {:.1}s (attempt {retries}/{}): {message}",
-                delay.as_secs_f64(),
-                self.max_retries
-            ));
-            std::thread::sleep(delay);
-        }
+        let name = forge::call_name(method, path);
+        let policy = RetryPolicy {
+            label: "GitHub API",
+            max_retries: self.max_retries,
+            backoff_base: self.backoff_base,
+            token: &self.token,
+        };
+        forge::call_with_retries(&policy, &name, || self.attempt(method, path, body))
     }
 
     fn attempt(&self, method: &str, path: &str, body: Option<&Value>) -> Result<Value, Failure> {
@@ -190,10 +155,6 @@ impl Api {
             message,
             retry: retryable.then_some(wait),
         })
-    }
-
-    fn redact(&self, text: &str) -> String {
-        crate::util::secrets::redact(text, std::slice::from_ref(&self.token))
     }
 }
 
