@@ -2,8 +2,8 @@
 //! which speaks both wire formats, the builders of what it streams (`sse` for
 //! Anthropic frames and the wire-neutral `Turn`, `chat` for OpenAI chunks), the request
 //! invariants it checks (`invariants`), the mock REST APIs of `agent github` and
-//! `agent gitlab` (`github`, `gitlab`, sharing their route-table checks in `routes`), and `TestEnv`, which runs the real `agent`
-//! binary in a temporary workspace against the mock with a clean environment and a hang
+//! `agent gitlab` (`github`, `gitlab`, sharing their route-table checks in `routes`), and
+//! `TestEnv`, which runs the real `agent` binary in a temporary workspace against the mock with a clean environment and a hang
 //! guard, so that tests drive the product as a CI job would.
 //!
 //! The vocabulary, for either provider:
