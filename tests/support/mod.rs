@@ -3,8 +3,9 @@
 //! Anthropic frames and the wire-neutral `Turn`, `chat` for OpenAI chunks), the request
 //! invariants it checks (`invariants`), the mock REST APIs of `agent github` and
 //! `agent gitlab` (`github`, `gitlab`, sharing their route-table checks in `routes`), and
-//! `TestEnv`, which runs the real `agent` binary in a temporary workspace against the mock with a clean environment and a hang
-//! guard, so that tests drive the product as a CI job would.
+//! `TestEnv`, which runs the real `agent` binary in a temporary workspace against the
+//! mock with a clean environment and a hang guard, so that tests drive the product as a
+//! CI job would.
 //!
 //! The vocabulary, for either provider:
 //! - A script is a `Vec<Reply>`, one reply per request, in order. The request's path picks
