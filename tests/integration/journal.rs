@@ -77,7 +77,11 @@ pub(crate) fn read_checkpoint(out: &Path) -> Value {
     }
     t["messages"] = Value::Array(messages);
     t["tool_calls"] = Value::Array(calls);
-    assert_eq!(t["responses"], json!([]), "a checkpoint line holds no responses");
+    assert_eq!(
+        t["responses"],
+        json!([]),
+        "a checkpoint line holds no responses"
+    );
     t["responses"] = Value::Array(responses);
     t
 }
