@@ -489,6 +489,9 @@ pub(crate) fn ask_rule<'s>(
     workspace: &Path,
 ) -> Option<&'s Rule> {
     let mut rules = settings.ask.iter().filter(|r| names(&r.tool, name));
+    // No ask rule names the tool: nothing to match, and the paths are not resolved
+    // (resolving a path costs an lstat per component, on every call).
+    rules.clone().next()?;
     rules
         .clone()
         .find(|r| r.spec.is_none())

@@ -9,10 +9,12 @@
 //!     {"type":"journal","version":1,"session_id":"…"}     first line, once
 //!     {"type":"message","message":{…}}                    a message that entered the history
 //!     {"type":"tool_call","tool_call":{…}}                a finished (or refused) tool call
+//!     {"type":"response","response":{…}}                  a billed response (`responses`)
 //!     {"type":"truncate","messages":N,"tool_calls":M}     keep only the first N and M (the
 //!                                                         last message was replaced)
 //!     {"type":"checkpoint","transcript":{…}}              the rest of the transcript, with
-//!                                                         empty messages and tool_calls
+//!                                                         empty messages, tool_calls and
+//!                                                         responses
 //!
 //! A reader replays the lines up to the last complete `checkpoint` line: a SIGKILL in the
 //! middle of a write leaves either a torn last line or whole lines of a checkpoint not yet
@@ -56,6 +58,8 @@ pub(crate) struct Journal {
     messages: Vec<Arc<Entry>>,
     /// How many of the record's tool calls are in the journal.
     tool_calls: usize,
+    /// How many of the record's responses are in the journal (they are only appended).
+    responses: usize,
 }
 
 /// A checkpoint's bytes, made under the record's lock and written after it is released.
@@ -65,6 +69,7 @@ pub(crate) struct Pending {
     /// How many of the journal's messages stay (the rest were replaced).
     keep: usize,
     tool_calls: usize,
+    responses: usize,
 }
 
 impl Journal {
@@ -81,6 +86,7 @@ impl Journal {
             len: line.len() as u64,
             messages: Vec::new(),
             tool_calls: 0,
+            responses: 0,
         })
     }
 
@@ -88,9 +94,10 @@ impl Journal {
         &self.path
     }
 
-    /// What `record` adds to the journal: its new messages and tool calls (copied from
-    /// their stored, redacted bytes; only each new tool call is serialised), and the
-    /// checkpoint line. The cost is what changed, plus the small rest of the transcript.
+    /// What `record` adds to the journal: its new messages, tool calls and responses
+    /// (messages copied from their stored, redacted bytes; only each new call and
+    /// response is serialised), and the checkpoint line. The cost is what changed, plus
+    /// the rest of the transcript, whose size does not grow with the turns.
     pub(crate) fn prepare(&self, record: &RunRecord, redact: &dyn Fn(&str) -> String) -> Pending {
         let keep = self
             .messages
@@ -125,6 +132,13 @@ impl Journal {
             bytes.extend_from_slice(redact(&json).as_bytes());
             bytes.extend_from_slice(b"}\n");
         }
+        let responses = record.responses();
+        for response in &responses[self.responses.min(responses.len())..] {
+            let json = serde_json::to_string(response).unwrap_or_else(|_| "{}".to_string());
+            bytes.extend_from_slice(b"{\"type\":\"response\",\"response\":");
+            bytes.extend_from_slice(redact(&json).as_bytes());
+            bytes.extend_from_slice(b"}\n");
+        }
         bytes.extend_from_slice(CHECKPOINT_PREFIX.as_bytes());
         bytes.extend_from_slice(b"\"transcript\":");
         bytes.extend_from_slice(record.to_json_head(redact).as_bytes());
@@ -134,6 +148,7 @@ impl Journal {
             messages: new_messages.to_vec(),
             keep,
             tool_calls: record.tool_calls().len(),
+            responses: responses.len(),
         }
     }
 
@@ -149,6 +164,7 @@ impl Journal {
         self.messages.truncate(pending.keep);
         self.messages.extend(pending.messages);
         self.tool_calls = pending.tool_calls;
+        self.responses = pending.responses;
         Ok(())
     }
 }
@@ -186,6 +202,7 @@ pub(crate) fn rebuild(text: &str) -> Result<Option<Value>, String> {
     }
     let mut messages = Vec::new();
     let mut tool_calls = Vec::new();
+    let mut responses = Vec::new();
     let mut transcript = Value::Null;
     for (i, line) in lines.iter().enumerate().take(last + 1).skip(1) {
         let damaged = |what: &str| format!("the journal is damaged: line {} {what}", i + 1);
@@ -194,6 +211,7 @@ pub(crate) fn rebuild(text: &str) -> Result<Option<Value>, String> {
         match v["type"].as_str() {
             Some("message") => messages.push(v["message"].take()),
             Some("tool_call") => tool_calls.push(v["tool_call"].take()),
+            Some("response") => responses.push(v["response"].take()),
             Some("truncate") => {
                 let len = |k: &str| v[k].as_u64().map(|n| n as usize);
                 let (Some(m), Some(c)) = (len("messages"), len("tool_calls")) else {
@@ -211,6 +229,11 @@ pub(crate) fn rebuild(text: &str) -> Result<Option<Value>, String> {
     };
     t.insert("messages".into(), Value::Array(messages));
     t.insert("tool_calls".into(), Value::Array(tool_calls));
+    // A journal written before responses had lines of their own holds them in its
+    // checkpoint line: kept there when no response line says otherwise.
+    if !responses.is_empty() {
+        t.insert("responses".into(), Value::Array(responses));
+    }
     Ok(Some(Value::Object(t)))
 }
 

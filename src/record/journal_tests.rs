@@ -87,6 +87,31 @@ fn the_journal_reads_back_as_the_whole_transcript() {
     assert_eq!(t.matches("\"type\":\"tool_call\"").count(), 1, "{t}");
     assert_eq!(t.matches("\"type\":\"checkpoint\"").count(), 3, "{t}");
     assert!(t.lines().all(|l| serde_json::from_str::<Value>(l).is_ok()));
+    // So is each billed response: a checkpoint line's size does not grow with the turns.
+    assert_eq!(got["responses"].as_array().unwrap().len(), 2);
+    assert_eq!(t.matches("\"type\":\"response\"").count(), 2, "{t}");
+    for line in t.lines().filter(|l| l.starts_with(CHECKPOINT_PREFIX)) {
+        let v: Value = serde_json::from_str(line).unwrap();
+        assert_eq!(v["transcript"]["responses"], json!([]), "{line}");
+    }
+}
+
+/// A journal of an earlier release kept the responses in its checkpoint line (no
+/// response lines): they are read from there.
+#[test]
+fn responses_in_an_older_checkpoint_line_are_kept() {
+    let mut r = record();
+    turn(&mut r, "done");
+    let head: Value = serde_json::from_str(&r.to_json_line(Status::Running, None)).unwrap();
+    let mut head = head;
+    head["messages"] = json!([]);
+    let text = format!(
+        "{}\n{CHECKPOINT_PREFIX}\"transcript\":{head}}}\n",
+        json!({"type": "journal", "version": 1, "session_id": r.session_id()}),
+    );
+    let got = read(&text).unwrap();
+    assert_eq!(got["responses"].as_array().unwrap().len(), 1, "{got}");
+    assert_eq!(got["responses"][0]["model"], "m");
 }
 
 #[test]

@@ -204,8 +204,7 @@ impl RunRecord {
         });
     }
 
-    /// The billed responses so far (tests).
-    #[cfg(test)]
+    /// The billed responses so far.
     pub(crate) fn responses(&self) -> &[ResponseRecord] {
         &self.responses
     }

@@ -46,7 +46,8 @@ impl RunRecord {
     }
 
     /// A journal's checkpoint: the transcript on one line, status `running`, with empty
-    /// `messages` and `tool_calls` (the journal's own lines hold those), redacted.
+    /// `messages`, `tool_calls` and `responses` (the journal's own lines hold those),
+    /// redacted.
     pub(crate) fn to_json_head(&self, redact: &dyn Fn(&str) -> String) -> String {
         self.render(Status::Running, None, false, redact, Part::Head)
     }
@@ -110,7 +111,10 @@ impl RunRecord {
             written_by: None,
             skills: self.skills.clone(),
             system_prompt: self.system_prompt.clone(),
-            responses: self.responses.clone(),
+            responses: match part {
+                Part::Head => Vec::new(),
+                _ => self.responses.clone(),
+            },
             context_compactions: self.context_compactions.clone(),
         }
     }
@@ -157,7 +161,8 @@ enum Part<'a> {
     Whole,
     /// The whole document, naming the journal (`-o`'s first checkpoint).
     Naming(&'a str),
-    /// Everything but the messages and the tool calls (a journal's checkpoint line).
+    /// Everything but the messages, the tool calls and the responses, which grow with
+    /// the run (a journal's checkpoint line: the journal has lines of its own for them).
     Head,
 }
 

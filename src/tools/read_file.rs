@@ -32,9 +32,6 @@ const COUNT_TOTAL_MAX_BYTES: u64 = 8 * 1024 * 1024;
 /// Read buffer: large enough that long lines take few syscalls.
 const READ_BUFFER_BYTES: usize = 64 * 1024;
 
-/// Bytes that tell an image or a PDF from text (`model::media::sniff`).
-const MAGIC_BYTES: usize = 12;
-
 pub(crate) struct ReadFile;
 
 /// An image or a PDF for the model: the file whole (within `model::media`'s limits,
@@ -198,16 +195,15 @@ impl TypedTool for ReadFile {
             size: md.len(),
         };
         let mut file = file;
-        let mut magic = Vec::with_capacity(MAGIC_BYTES);
-        (&mut file)
-            .take(MAGIC_BYTES as u64)
-            .read_to_end(&mut magic)
+        // One read serves both sniffs: the media magic is the head's first bytes (the
+        // head holds at least 12 of a file that has them).
+        let head = read_head(&mut file, window.size)
             .map_err(|e| ToolError::failed(format!("cannot read {}: {e}", input.path)))?;
-        if media::sniff(&magic).is_some() {
+        if media::sniff(&head).is_some() {
             let abs = resolved.display().to_string();
-            return read_media(magic, file, &input.path, &abs, &shown, md.len());
+            return read_media(head, file, &input.path, &abs, &shown, md.len());
         }
-        let read = read_window(Cursor::new(magic).chain(file), &window)
+        let read = show_window(head, file, &window)
             .map_err(|e| ToolError::failed(format!("cannot read {}: {e}", input.path)))?;
         let base = |r: ToolResult| {
             r.with_meta("path", shown.as_str())
@@ -295,17 +291,29 @@ struct Shown {
     cut_lines: u64,
 }
 
+#[cfg(test)]
 fn read_window(file: impl Read, w: &Window) -> io::Result<Outcome> {
     let mut file = file;
-    // Sized up front: from empty, read_to_end probes with 32-byte reads first.
-    let mut head = Vec::with_capacity(BINARY_SNIFF_BYTES as usize);
-    // A file smaller than the sniff is sniffed whole in one read, not two: the read to
-    // its end (one more) is the buffered reader's below, as for any file.
-    let sniff = match w.size {
+    let head = read_head(&mut file, w.size)?;
+    show_window(head, file, w)
+}
+
+/// The file's first bytes, which the binary and media sniffs look at: a file smaller than
+/// the binary sniff (`size`, from its metadata; 0 when unknown) whole, in one read. The
+/// read to its end (one more) is [`show_window`]'s, as for any file.
+fn read_head(file: &mut impl Read, size: u64) -> io::Result<Vec<u8>> {
+    let sniff = match size {
         0 => BINARY_SNIFF_BYTES,
         n => n.min(BINARY_SNIFF_BYTES),
     };
-    (&mut file).take(sniff).read_to_end(&mut head)?;
+    // Sized up front: from empty, read_to_end probes with 32-byte reads first.
+    let mut head = Vec::with_capacity(sniff as usize);
+    file.take(sniff).read_to_end(&mut head)?;
+    Ok(head)
+}
+
+/// The window `w` of a text file whose first bytes, `head`, were read already.
+fn show_window(head: Vec<u8>, file: impl Read, w: &Window) -> io::Result<Outcome> {
     if head.is_empty() {
         return Ok(Outcome::Empty);
     }

@@ -30,7 +30,8 @@ fn read_turn(n: usize, file: &str) -> Reply {
 
 /// The transcript an `-o` file stands for: the file itself, unless it says `running` and
 /// names a journal of the same run that holds a whole checkpoint; then the messages, tool
-/// calls and last checkpoint of the journal's lines up to its last whole checkpoint line.
+/// calls, responses and last checkpoint of the journal's lines up to its last whole
+/// checkpoint line.
 /// Panics unless the file is valid JSON and every whole line of the journal is JSON.
 pub(crate) fn read_checkpoint(out: &Path) -> Value {
     let file = read_json(out);
@@ -60,10 +61,12 @@ pub(crate) fn read_checkpoint(out: &Path) -> Value {
         return file; // an earlier run's journal, not yet replaced
     }
     let (mut messages, mut calls, mut t) = (Vec::new(), Vec::new(), Value::Null);
+    let mut responses = Vec::new();
     for l in &lines[1..=last] {
         match l["type"].as_str().unwrap() {
             "message" => messages.push(l["message"].clone()),
             "tool_call" => calls.push(l["tool_call"].clone()),
+            "response" => responses.push(l["response"].clone()),
             "truncate" => {
                 messages.truncate(l["messages"].as_u64().unwrap() as usize);
                 calls.truncate(l["tool_calls"].as_u64().unwrap() as usize);
@@ -74,6 +77,12 @@ pub(crate) fn read_checkpoint(out: &Path) -> Value {
     }
     t["messages"] = Value::Array(messages);
     t["tool_calls"] = Value::Array(calls);
+    assert_eq!(
+        t["responses"],
+        json!([]),
+        "a checkpoint line holds no responses"
+    );
+    t["responses"] = Value::Array(responses);
     t
 }
 

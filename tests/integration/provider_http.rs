@@ -439,8 +439,8 @@ fn a_multi_turn_run_keeps_one_connection() {
 }
 
 /// A server that leaves the body open after the stream's end marker costs a connection,
-/// not the run: the drain gives up after its timeout, and the drain thread that replaces
-/// the stuck one pools the next turn's connection again (the last two turns share one).
+/// not the run: the drain's reads give up at its deadline and the connection is closed,
+/// and the next turn's connection is pooled again (the last two turns share one).
 #[test]
 fn a_body_left_open_after_the_end_marker_costs_a_connection_not_the_run() {
     let held = Turn::new().tool("toolu_1", "Glob", json!({"pattern": "*"}));

@@ -6,6 +6,7 @@
 pub(crate) mod anthropic;
 pub(crate) mod bedrock;
 pub(crate) mod cassette;
+pub(crate) mod connection;
 pub(crate) mod decoding;
 pub(crate) mod foundry;
 pub(crate) mod http;

@@ -159,18 +159,24 @@ pub(crate) fn http_agent_with_tls(
     idle_timeout: Duration,
     tls: ureq::tls::TlsConfig,
 ) -> ureq::Agent {
-    ureq::Agent::new_with_config(
-        ureq::Agent::config_builder()
-            .tls_config(tls)
-            .http_status_as_error(false)
-            .max_redirects(0)
-            .timeout_connect(Some(CONNECT_TIMEOUT))
-            .timeout_per_read(Some(idle_timeout))
-            .timeout_per_write(Some(idle_timeout))
-            .user_agent(format!("agent/{}", env!("CARGO_PKG_VERSION")))
-            .input_buffer_size(CONNECTION_BUFFER_BYTES)
-            .output_buffer_size(CONNECTION_BUFFER_BYTES)
-            .build(),
+    let config = ureq::Agent::config_builder()
+        .tls_config(tls)
+        .http_status_as_error(false)
+        .max_redirects(0)
+        .timeout_connect(Some(CONNECT_TIMEOUT))
+        .timeout_per_read(Some(idle_timeout))
+        .timeout_per_write(Some(idle_timeout))
+        .user_agent(format!("agent/{}", env!("CARGO_PKG_VERSION")))
+        .input_buffer_size(CONNECTION_BUFFER_BYTES)
+        .output_buffer_size(CONNECTION_BUFFER_BYTES)
+        .build();
+    // ureq's own connections (TCP, TLS, proxies), probed once per reuse (`connection`).
+    use ureq::unversioned::transport::{Connector, DefaultConnector};
+    let connector = DefaultConnector::new().chain(super::connection::ProbeOnTake);
+    ureq::Agent::with_parts(
+        config,
+        connector,
+        ureq::unversioned::resolver::DefaultResolver::default(),
     )
 }
 
