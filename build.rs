@@ -37,8 +37,19 @@ fn main() {
     let order = std::path::Path::new(&var("CARGO_MANIFEST_DIR")).join("ci/link/hot-symbols.txt");
     println!("cargo:rerun-if-changed={}", order.display());
     println!("cargo:rerun-if-env-changed=RUSTC_LINKER");
-    if order.is_file() && rust_lld(&var("TARGET"), &var("RUSTC_LINKER"), &var("CARGO_ENCODED_RUSTFLAGS")) {
-        println!("cargo:rustc-link-arg-bin=agent=-Wl,--symbol-ordering-file={}", order.display());
+    if order.is_file()
+        && rust_lld(
+            &var("TARGET"),
+            &var("RUSTC_LINKER"),
+            &var("CARGO_ENCODED_RUSTFLAGS"),
+        )
+    {
+        // -Xlinker, not -Wl: a comma in the checkout's path must not split the argument.
+        println!("cargo:rustc-link-arg-bin=agent=-Xlinker");
+        println!(
+            "cargo:rustc-link-arg-bin=agent=--symbol-ordering-file={}",
+            order.display()
+        );
         println!("cargo:rustc-link-arg-bin=agent=-Wl,--no-warn-symbol-ordering");
     }
 }
@@ -50,7 +61,9 @@ fn rust_lld(target: &str, linker: &str, rustflags: &str) -> bool {
     let chooses = ["linker", "link-self-contained", "fuse-ld"];
     target == "x86_64-unknown-linux-gnu"
         && linker.is_empty()
-        && !rustflags.split('\x1f').any(|f| chooses.iter().any(|c| f.contains(c)))
+        && !rustflags
+            .split('\x1f')
+            .any(|f| chooses.iter().any(|c| f.contains(c)))
 }
 
 /// The build machine's glibc minor version, from `getconf GNU_LIBC_VERSION` ("glibc 2.36").
