@@ -147,20 +147,26 @@ impl Finisher {
             *done = true;
         }
         self.close_record(status);
+        // The whole document only when something takes it (`-o`, `--trajectory`, `--json`):
+        // for a long history it is the run's largest allocation, made at its end.
+        let wanted = self.json || self.output_file.is_some() || self.trajectory_file.is_some();
         let (doc, text, summary) = {
             let r = self.record.locked();
             (
-                r.to_json_redacted(status, error, &output::redact),
+                wanted.then(|| r.to_json_redacted(status, error, &output::redact)),
                 output::redact(&r.final_text()),
                 summary_line(&r, status),
             )
         };
         // A transcript or answer that could not be delivered is a failure, never exit 0.
-        let mut delivered = self.write_output_file(&doc);
-        delivered &= self.write_trajectory(&doc);
+        let mut delivered = true;
+        if let Some(doc) = &doc {
+            delivered &= self.write_output_file(doc);
+            delivered &= self.write_trajectory(doc);
+        }
         // One copy of a long transcript at a time (peak memory): the document
         // is kept only for stdout, and the one-line form made only after it is gone.
-        let doc = self.json.then_some(doc);
+        let doc = doc.filter(|_| self.json);
         let line = self
             .events
             .takes_the_result()
