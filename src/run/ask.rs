@@ -2,7 +2,9 @@
 //! `permission.requested` event (the `--jsonl` stream) and waits for one JSON line on stdin
 //! naming it, `{"id": …, "decision": "allow"|"deny", "message": …}`. Calls of a parallel
 //! batch may wait at once: one reader thread hands each answer to the call it names. `agent
-//! acp` drives its runs this way; an orchestrator reading `--jsonl` can too.
+//! acp` drives its runs this way; an orchestrator reading `--jsonl` can too. The same
+//! reader hands `--client-files` answers (`file.result`, `file.error`, with a `type`) to
+//! the file request waiting for them (`run::client_files`).
 
 use std::collections::HashMap;
 use std::io::BufRead;
@@ -11,14 +13,16 @@ use std::sync::{Arc, Mutex};
 
 use serde::Deserialize;
 
+use crate::run::client_files::FileAnswer;
 use crate::run::event::{PermissionRequested, RunEvent};
 use crate::run::events::Events;
 use crate::tools::gate::{Asker, Denial, GateCall};
 use crate::util::output;
 use crate::util::sync::Locked;
 
-/// The longest answer line read (a line longer than this is refused and skipped).
-const MAX_ANSWER_BYTES: usize = 64 * 1024;
+/// The longest answer line read (a line longer than this is refused and skipped): a
+/// file's text from the client fits (the client's own messages are capped at 16 MiB).
+const MAX_ANSWER_BYTES: usize = 64 * 1024 * 1024;
 
 /// One answer line.
 #[derive(Debug, Deserialize)]
@@ -38,10 +42,12 @@ pub(crate) enum Decision {
 }
 
 #[derive(Default)]
-struct Waiting {
+pub(crate) struct Waiting {
     calls: HashMap<String, Sender<Answer>>,
+    /// `--client-files` requests by id.
+    pub(crate) files: HashMap<String, Sender<FileAnswer>>,
     /// Stdin ended: no answer will come.
-    closed: bool,
+    pub(crate) closed: bool,
 }
 
 /// The asker of `--permission-prompt stdin`.
@@ -51,15 +57,29 @@ pub(crate) struct StdinAsker {
 }
 
 impl StdinAsker {
-    /// Starts the thread that reads the answers from stdin.
+    /// The asker, answered by the process's stdin reader (`stdin_answers`).
     pub(crate) fn start(events: Arc<Events>) -> Arc<StdinAsker> {
-        let waiting = Arc::new(Mutex::new(Waiting::default()));
-        let w = waiting.clone();
-        let _ = std::thread::Builder::new()
-            .name("permission-answers".into())
-            .spawn(move || read_answers(std::io::stdin().lock(), &w));
-        Arc::new(StdinAsker { events, waiting })
+        Arc::new(StdinAsker {
+            events,
+            waiting: stdin_answers(),
+        })
     }
+}
+
+/// The answers that come on stdin, read by one thread started at the first call (the
+/// permission asker and the client's files share it).
+pub(crate) fn stdin_answers() -> Arc<Mutex<Waiting>> {
+    static WAITING: std::sync::OnceLock<Arc<Mutex<Waiting>>> = std::sync::OnceLock::new();
+    WAITING
+        .get_or_init(|| {
+            let waiting = Arc::new(Mutex::new(Waiting::default()));
+            let w = waiting.clone();
+            let _ = std::thread::Builder::new()
+                .name("stdin-answers".into())
+                .spawn(move || read_answers(std::io::stdin().lock(), &w));
+            waiting
+        })
+        .clone()
 }
 
 /// Reads answer lines until stdin ends, handing each to the call it names.
@@ -77,10 +97,25 @@ fn read_answers(mut input: impl BufRead, waiting: &Mutex<Waiting>) {
             }
             Ok(LineRead::Line) => {}
         }
-        let text = String::from_utf8_lossy(&line);
-        if text.trim().is_empty() {
+        if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
+        if is_file_answer(&line) {
+            match serde_json::from_slice::<FileAnswer>(&line) {
+                Ok(a) => match waiting.locked().files.remove(a.id()) {
+                    Some(tx) => {
+                        let _ = tx.send(a);
+                    }
+                    None => output::warn(&format!(
+                        "--client-files: an answer for {:?}, which is not waiting",
+                        a.id()
+                    )),
+                },
+                Err(e) => output::warn(&format!("--client-files: not a file answer ({e})")),
+            }
+            continue;
+        }
+        let text = String::from_utf8_lossy(&line);
         match parse_answer(&text) {
             Ok(a) => match waiting.locked().calls.remove(&a.id) {
                 Some(tx) => {
@@ -96,8 +131,19 @@ fn read_answers(mut input: impl BufRead, waiting: &Mutex<Waiting>) {
     }
     let mut w = waiting.locked();
     w.closed = true;
-    // Dropping the senders denies every call still waiting.
+    // Dropping the senders denies every call still waiting, and fails every file request.
     w.calls.clear();
+    w.files.clear();
+}
+
+/// Whether a line is a file answer: it has a `type` (a permission answer has none).
+fn is_file_answer(line: &[u8]) -> bool {
+    #[derive(Deserialize)]
+    struct Tagged {
+        #[serde(rename = "type")]
+        kind: Option<String>,
+    }
+    serde_json::from_slice::<Tagged>(line).is_ok_and(|t| t.kind.is_some())
 }
 
 /// One answer line, or what is wrong with it.

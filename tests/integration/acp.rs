@@ -134,12 +134,15 @@ fn a_parallel_batch_starts_every_call_before_any_ends_and_a_serial_call_follows(
             )
         })
         .collect();
+    let ended =
+        |k: &str, st: &str| k == "tool_call_update" && (st == "completed" || st == "failed");
     let first_end = tool_updates
         .iter()
-        .position(|(k, _, _)| k == "tool_call_update")
+        .position(|(k, _, st)| ended(k, st))
         .unwrap();
     let started: Vec<&str> = tool_updates[..first_end]
         .iter()
+        .filter(|(k, _, _)| k == "tool_call")
         .map(|(_, id, _)| id.as_str())
         .collect();
     assert_eq!(started.len(), 3, "{tool_updates:?}");
@@ -154,11 +157,11 @@ fn a_parallel_batch_starts_every_call_before_any_ends_and_a_serial_call_follows(
         .unwrap();
     let s1_end = tool_updates
         .iter()
-        .position(|(k, id, _)| k == "tool_call_update" && id == "s1")
+        .position(|(k, id, st)| ended(k, st) && id == "s1")
         .unwrap();
     let batch_last_end = tool_updates
         .iter()
-        .rposition(|(k, id, _)| k == "tool_call_update" && id.starts_with('b'))
+        .rposition(|(k, id, st)| ended(k, st) && id.starts_with('b'))
         .unwrap();
     assert!(
         batch_last_end < s1_start && s1_start < s1_end,
@@ -225,16 +228,51 @@ fn a_permission_request_allowed_runs_the_call_and_one_rejected_does_not() {
     assert_eq!(asked, ["w1", "w2"]);
     assert_eq!(env.read("allowed.txt").trim(), "yes");
     assert!(!env.path("rejected.txt").exists());
-    let status = |id: &str| {
+    // Each asked call's statuses, in the order the client saw them: the `tool_call`
+    // pending before its permission request, then in_progress once allowed (never for
+    // the rejected one), then its end.
+    let seen = |id: &str| -> Vec<String> {
         updates
             .iter()
-            .map(|u| &u["params"]["update"])
-            .find(|u| u["sessionUpdate"] == "tool_call_update" && u["toolCallId"] == id)
-            .map(|u| u["status"].as_str().unwrap().to_string())
-            .unwrap()
+            .filter_map(|m| {
+                if m["method"] == "session/request_permission"
+                    && m["params"]["toolCall"]["toolCallId"] == id
+                {
+                    return Some("asked".to_string());
+                }
+                let u = &m["params"]["update"];
+                (u["toolCallId"] == id).then(|| {
+                    format!(
+                        "{} {}",
+                        u["sessionUpdate"].as_str().unwrap(),
+                        u["status"].as_str().unwrap_or("-")
+                    )
+                })
+            })
+            .collect()
     };
-    assert_eq!(status("w1"), "completed");
-    assert_eq!(status("w2"), "failed");
+    assert_eq!(
+        seen("w1"),
+        [
+            "tool_call pending",
+            "asked",
+            "tool_call_update in_progress",
+            "tool_call_update completed"
+        ]
+    );
+    assert_eq!(
+        seen("w2"),
+        ["tool_call pending", "asked", "tool_call_update failed"]
+    );
+    // A call nobody is asked about goes pending, in_progress, completed.
+    assert_eq!(
+        seen("w3"),
+        [
+            "tool_call pending",
+            "tool_call_update in_progress",
+            "tool_call_update completed"
+        ]
+    );
     let results = env.server.requests()[2].tool_results();
     assert!(
         results[0].is_error && results[0].content.contains("denied by the user"),

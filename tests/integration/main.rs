@@ -14,6 +14,7 @@ mod provider_servers;
 mod support;
 
 mod acp;
+mod acp_fs;
 mod answer_continuation;
 mod apply_patch;
 mod atif;

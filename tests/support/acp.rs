@@ -180,6 +180,12 @@ impl AcpClient {
         if v["method"] == "session/request_permission" {
             assert_valid("RequestPermissionRequest", &v["params"]);
         }
+        if v["method"] == "fs/read_text_file" {
+            assert_valid("ReadTextFileRequest", &v["params"]);
+        }
+        if v["method"] == "fs/write_text_file" {
+            assert_valid("WriteTextFileRequest", &v["params"]);
+        }
         if v["method"] == "session/update" {
             assert_valid("SessionNotification", &v["params"]);
         }

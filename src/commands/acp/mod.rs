@@ -34,6 +34,8 @@ pub(crate) struct Options {
     pub run_flags: Vec<String>,
     pub permissions: AcpPermissions,
     pub permission_timeout: std::time::Duration,
+    /// `--acp-fs-timeout`: the wait for the client's answer to an fs request.
+    pub fs_timeout: std::time::Duration,
     /// `--events FILE`, appended by every prompt.
     pub events: Option<Arc<std::sync::Mutex<std::fs::File>>>,
     /// Where sessions are kept.
@@ -66,6 +68,7 @@ pub(crate) fn acp_command(args: &AcpArgs) -> ExitStatus {
         out: out.clone(),
         opts,
         initialized: false,
+        client_fs: session::ClientFs::default(),
         sessions: HashMap::new(),
     };
     server.serve(std::io::stdin().lock());
@@ -134,6 +137,10 @@ pub(crate) fn parse_run_flags(flags: &[String]) -> Result<crate::config::cli::Ru
             run.security.ask_by_default,
             "--ask-by-default (see --acp-permissions)",
         ),
+        (
+            !run.security.client_files.is_empty(),
+            "--client-files (the client's fs capability sets it)",
+        ),
     ];
     if let Some((_, flag)) = set_by_acp.iter().find(|(set, _)| *set) {
         return Err(Error::Usage(format!(
@@ -171,6 +178,7 @@ fn options(args: &AcpArgs) -> Result<Options, Error> {
         run_flags: args.run_flags.clone(),
         permissions: args.acp_permissions,
         permission_timeout: args.acp_permission_timeout,
+        fs_timeout: args.acp_fs_timeout,
         events,
         store,
     })
@@ -180,6 +188,8 @@ struct Server {
     out: Out,
     opts: Arc<Options>,
     initialized: bool,
+    /// What the client's `initialize` offered of `fs`.
+    client_fs: session::ClientFs,
     sessions: HashMap<String, Arc<Session>>,
 }
 
@@ -341,6 +351,11 @@ impl Server {
             ));
         }
         self.initialized = true;
+        let fs = &params["clientCapabilities"]["fs"];
+        self.client_fs = session::ClientFs {
+            read: fs["readTextFile"] == true,
+            write: fs["writeTextFile"] == true,
+        };
         Ok(json!({
             "protocolVersion": wire::PROTOCOL_VERSION,
             "agentCapabilities": {
@@ -368,7 +383,7 @@ impl Server {
 
     fn new_session(&mut self, params: &Value) -> Result<Arc<Session>, RpcError> {
         let spec = store::SessionSpec::from_params(params)?;
-        let s = Session::create(self.opts.clone(), self.out.clone(), spec)?;
+        let s = Session::create(self.opts.clone(), self.out.clone(), self.client_fs, spec)?;
         self.sessions.insert(s.id.clone(), s.clone());
         Ok(s)
     }
@@ -387,7 +402,13 @@ impl Server {
             ));
         }
         let spec = store::SessionSpec::from_params(params)?;
-        let s = Session::load(self.opts.clone(), self.out.clone(), id, spec)?;
+        let s = Session::load(
+            self.opts.clone(),
+            self.out.clone(),
+            self.client_fs,
+            id,
+            spec,
+        )?;
         s.replay();
         let result = s.describe(json!({}));
         self.sessions.insert(s.id.clone(), s);
