@@ -15,6 +15,7 @@ mod support;
 
 mod acp;
 mod acp_fs;
+mod acp_slow_reader;
 mod answer_continuation;
 mod apply_patch;
 mod atif;
