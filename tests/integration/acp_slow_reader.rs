@@ -220,7 +220,6 @@ fn a_client_that_stops_reading_holds_agent_bounded_and_loses_nothing() {
         "after reading: agent acp VmHWM {} kB",
         status_kb(pid, "VmHWM").unwrap_or(0)
     );
-    drop(send);
     drop(stdin);
     use wait_timeout::ChildExt;
     let status = agent
