@@ -642,3 +642,80 @@ fn an_image_in_a_prompt_reaches_the_model_and_stays_in_the_history() {
     );
     assert_eq!(r["error"]["code"], -32602, "{r}");
 }
+
+#[test]
+fn sessions_are_listed_closed_and_resumed_without_a_replay() {
+    let env = TestEnv::keep_alive(vec![
+        Reply::Sse(turn_text("first")),
+        Reply::Sse(turn_text("after resume")),
+    ]);
+    let sub = env.ws().join("sub");
+    std::fs::create_dir(&sub).unwrap();
+    let mut c = AcpClient::start(&env, &[]);
+    let (init, _) = c.call("initialize", json!({"protocolVersion": 1}));
+    assert_eq!(
+        init["result"]["agentCapabilities"]["sessionCapabilities"],
+        json!({"list": {}, "close": {}, "resume": {}})
+    );
+    let new = |c: &mut AcpClient, cwd: &std::path::Path| {
+        let (r, _) = c.call("session/new", json!({"cwd": cwd, "mcpServers": []}));
+        r["result"]["sessionId"].as_str().unwrap().to_string()
+    };
+    let a = new(&mut c, &env.ws());
+    let b = new(&mut c, &sub);
+    let (r, _) = c.call("session/prompt", text_prompt(&a, "remember"));
+    assert_eq!(r["result"]["stopReason"], "end_turn", "{r}");
+    let ids = |r: &Value| -> Vec<String> {
+        r["result"]["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["sessionId"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let (all, _) = c.call("session/list", json!({}));
+    let mut listed = ids(&all);
+    listed.sort();
+    let mut both = vec![a.clone(), b.clone()];
+    both.sort();
+    assert_eq!(listed, both, "{all}");
+    assert!(
+        all["result"]["sessions"][0]["updatedAt"]
+            .as_str()
+            .unwrap()
+            .ends_with('Z')
+    );
+    let (in_sub, _) = c.call("session/list", json!({"cwd": sub}));
+    assert_eq!(ids(&in_sub), [b.clone()], "{in_sub}");
+    let (bad, _) = c.call("session/list", json!({"cwd": "relative"}));
+    assert_eq!(bad["error"]["code"], -32602, "{bad}");
+
+    // Closed: this process forgets it (its files stay), so a prompt is an unknown session.
+    let (closed, _) = c.call("session/close", json!({"sessionId": a}));
+    assert_eq!(closed["result"], json!({}), "{closed}");
+    let (r, _) = c.call("session/prompt", text_prompt(&a, "gone?"));
+    assert_eq!(r["error"]["code"], -32002, "{r}");
+    assert_eq!(c.finish().0, Some(0));
+
+    // Resumed in a new process: no replay, and the next prompt carries the history.
+    let mut c = AcpClient::start(&env, &[]);
+    c.call("initialize", json!({"protocolVersion": 1}));
+    let (r, before) = c.call(
+        "session/resume",
+        json!({"sessionId": a, "cwd": env.ws(), "mcpServers": []}),
+    );
+    assert!(r["result"]["configOptions"].is_array(), "{r}");
+    assert!(
+        before.iter().all(|m| m["method"] != "session/update"),
+        "{before:?}"
+    );
+    let (r, _) = c.call("session/prompt", text_prompt(&a, "and now?"));
+    assert_eq!(r["result"]["stopReason"], "end_turn", "{r}");
+    let second = &env.server.requests()[1];
+    assert_eq!(
+        user_texts(second.messages()),
+        ["remember", "and now?"],
+        "the resumed prompt carries the first"
+    );
+    assert_eq!(c.finish().0, Some(0));
+}

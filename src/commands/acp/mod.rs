@@ -70,6 +70,7 @@ pub(crate) fn acp_command(args: &AcpArgs) -> ExitStatus {
         initialized: false,
         client_fs: session::ClientFs::default(),
         sessions: HashMap::new(),
+        closed: Vec::new(),
     };
     server.serve(std::io::stdin().lock());
     // stdin ended: what was started ends (each running prompt is cancelled and answered),
@@ -77,7 +78,7 @@ pub(crate) fn acp_command(args: &AcpArgs) -> ExitStatus {
     for s in server.sessions.values() {
         s.cancel();
     }
-    for s in server.sessions.values() {
+    for s in server.sessions.values().chain(&server.closed) {
         s.wait_idle();
     }
     drop(server);
@@ -191,6 +192,8 @@ struct Server {
     /// What the client's `initialize` offered of `fs`.
     client_fs: session::ClientFs,
     sessions: HashMap<String, Arc<Session>>,
+    /// Sessions closed while a prompt ran: waited for before the process exits.
+    closed: Vec<Arc<Session>>,
 }
 
 impl Server {
@@ -307,7 +310,10 @@ impl Server {
                 }
                 return None;
             }
-            "session/load" => self.load_session(params),
+            "session/load" => self.load_session(params, true),
+            "session/resume" => self.load_session(params, false),
+            "session/list" => self.list_sessions(params),
+            "session/close" => self.close_session(params),
             "session/prompt" => {
                 return match self.session(params) {
                     Ok(s) => s.prompt(params, id.clone()).err().map(Err),
@@ -362,6 +368,7 @@ impl Server {
                 "loadSession": true,
                 "promptCapabilities": {"image": true, "audio": false, "embeddedContext": true},
                 "mcpCapabilities": {"http": true, "sse": false},
+                "sessionCapabilities": {"list": {}, "close": {}, "resume": {}},
             },
             "authMethods": [],
             "agentInfo": {"name": "agent", "title": "agent", "version": env!("CARGO_PKG_VERSION")},
@@ -388,14 +395,58 @@ impl Server {
         Ok(s)
     }
 
-    fn load_session(&mut self, params: &Value) -> Result<Value, RpcError> {
+    /// `session/list`: the saved sessions (all of them in one page), in `cwd` if given.
+    fn list_sessions(&self, params: &Value) -> Result<Value, RpcError> {
+        if params.get("cursor").is_some_and(|c| !c.is_null()) {
+            return Err(RpcError::params(
+                "cursor: agent lists every session in one page and gives no cursor",
+            ));
+        }
+        let cwd = match params.get("cwd").and_then(Value::as_str) {
+            Some(c) if !std::path::Path::new(c).is_absolute() => {
+                return Err(RpcError::params(format!(
+                    "cwd {c:?} is not an absolute path"
+                )));
+            }
+            // Compared as stored: canonical.
+            Some(c) => Some(std::fs::canonicalize(c).unwrap_or_else(|_| c.into())),
+            None => None,
+        };
+        let sessions: Vec<Value> = store::list(&self.opts.store, cwd.as_deref())
+            .into_iter()
+            .map(|(meta, updated)| {
+                json!({
+                    "sessionId": meta.session_id,
+                    "cwd": meta.cwd,
+                    "updatedAt": humantime::format_rfc3339_seconds(updated).to_string(),
+                })
+            })
+            .collect();
+        Ok(json!({ "sessions": sessions }))
+    }
+
+    /// `session/close`: its prompt, if one runs, is cancelled (and answers `cancelled`);
+    /// the session is forgotten by this process (its files stay for `session/load`).
+    fn close_session(&mut self, params: &Value) -> Result<Value, RpcError> {
+        let s = self.session(params)?;
+        s.cancel();
+        self.sessions.remove(&s.id);
+        if s.is_running() {
+            self.closed.push(s);
+        }
+        Ok(json!({}))
+    }
+
+    /// `session/load` (`replay`: the history as session updates first) or
+    /// `session/resume` (none).
+    fn load_session(&mut self, params: &Value, replay: bool) -> Result<Value, RpcError> {
         let id = params
             .get("sessionId")
             .and_then(Value::as_str)
             .ok_or_else(|| RpcError::params("sessionId (a string) is required"))?;
-        if let Some(s) = self.sessions.get(id)
-            && s.is_running()
-        {
+        self.closed.retain(|s| s.is_running());
+        let running = self.sessions.get(id).into_iter().chain(&self.closed);
+        if running.filter(|s| s.id == id).any(|s| s.is_running()) {
             return Err(RpcError::new(
                 wire::INVALID_REQUEST,
                 format!("session {id} is running a prompt"),
@@ -409,7 +460,9 @@ impl Server {
             id,
             spec,
         )?;
-        s.replay();
+        if replay {
+            s.replay();
+        }
         let result = s.describe(json!({}));
         self.sessions.insert(s.id.clone(), s);
         Ok(result)
