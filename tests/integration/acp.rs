@@ -686,7 +686,7 @@ fn sessions_are_listed_closed_and_resumed_without_a_replay() {
             .ends_with('Z')
     );
     let (in_sub, _) = c.call("session/list", json!({"cwd": sub}));
-    assert_eq!(ids(&in_sub), [b.clone()], "{in_sub}");
+    assert_eq!(ids(&in_sub), [b.as_str()], "{in_sub}");
     let (bad, _) = c.call("session/list", json!({"cwd": "relative"}));
     assert_eq!(bad["error"]["code"], -32602, "{bad}");
 
