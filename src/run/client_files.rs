@@ -18,9 +18,17 @@ use crate::run::ask::{Waiting, stdin_answers};
 use crate::tools::files::ClientFs;
 use crate::util::sync::Locked;
 
-/// How a request line starts (the tag is serialised first): the parent tells a request
-/// from an event by it.
-pub(crate) const REQUEST_PREFIX: &str = "{\"type\":\"file.";
+/// Whether a line of the run's stdout is a file request rather than an event: its
+/// `type` read as a field (the rest skipped), as the parent reads it.
+pub(crate) fn is_request(line: &str) -> bool {
+    #[derive(Deserialize)]
+    struct Tagged {
+        #[serde(rename = "type")]
+        kind: Option<String>,
+    }
+    serde_json::from_str::<Tagged>(line)
+        .is_ok_and(|t| matches!(t.kind.as_deref(), Some("file.read" | "file.write")))
+}
 
 /// A request to the parent.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

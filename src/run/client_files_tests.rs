@@ -3,7 +3,7 @@
 use super::*;
 
 #[test]
-fn a_request_line_starts_with_the_prefix_the_parent_looks_for() {
+fn a_request_line_is_told_from_an_event() {
     let read = FileRequest::Read {
         id: "file_1".into(),
         path: "/w/a.rs".into(),
@@ -15,9 +15,13 @@ fn a_request_line_starts_with_the_prefix_the_parent_looks_for() {
     };
     for r in [&read, &write] {
         let line = serde_json::to_string(r).unwrap();
-        assert!(line.starts_with(REQUEST_PREFIX), "{line}");
+        assert!(is_request(&line), "{line}");
         assert_eq!(&serde_json::from_str::<FileRequest>(&line).unwrap(), r);
     }
+    assert!(!is_request(
+        r#"{"version":1,"type":"tool.started","seq":3,"elapsed_ms":1,"turn":1,"id":"a","name":"ReadFile","input":null}"#
+    ));
+    assert!(!is_request("not json"));
     assert_eq!(
         serde_json::to_value(&write).unwrap(),
         serde_json::json!({"type": "file.write", "id": "file_2", "path": "/w/a.rs", "content": "x\n"})

@@ -448,7 +448,7 @@ impl Session {
             for line in BufReader::new(stdout).lines() {
                 let Ok(line) = line else { break };
                 // A request for the client's files (`--client-files`), not an event.
-                if line.starts_with(crate::run::client_files::REQUEST_PREFIX) {
+                if crate::run::client_files::is_request(&line) {
                     match serde_json::from_str::<FileRequest>(&line) {
                         Ok(req) => self.serve_file(req, stdin.clone()),
                         Err(e) => output::warn(&format!("acp: a bad file request ({e})")),
