@@ -213,7 +213,7 @@ fn workspace(config: &Config) -> Result<(ToolContext, Registry, Arc<Mutex<RunRec
         files: match config.tools().client_files() {
             (false, false) => crate::tools::files::FileAccess::Disk,
             (read, write) => crate::tools::files::FileAccess::Client {
-                fs: Arc::new(crate::run::client_files::StdinFiles::start()),
+                fs: Arc::new(crate::run::ask::StdinFiles::start()),
                 read,
                 write,
             },

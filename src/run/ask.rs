@@ -4,18 +4,22 @@
 //! batch may wait at once: one reader thread hands each answer to the call it names. `agent
 //! acp` drives its runs this way; an orchestrator reading `--jsonl` can too. The same
 //! reader hands `--client-files` answers (`file.result`, `file.error`, with a `type`) to
-//! the file request waiting for them (`run::client_files`).
+//! the file request waiting for them (`StdinFiles`, the `--client-files` requester; the
+//! lines are `run::client_files`').
 
 use std::collections::HashMap;
 use std::io::BufRead;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Sender, channel};
 use std::sync::{Arc, Mutex};
 
 use serde::Deserialize;
 
-use crate::run::client_files::FileAnswer;
+use crate::run::client_files::{FileAnswer, FileRequest};
 use crate::run::event::{PermissionRequested, RunEvent};
 use crate::run::events::Events;
+use crate::tools::files::ClientFs;
 use crate::tools::gate::{Asker, Denial, GateCall};
 use crate::util::output;
 use crate::util::sync::Locked;
@@ -42,12 +46,12 @@ pub(crate) enum Decision {
 }
 
 #[derive(Default)]
-pub(crate) struct Waiting {
+struct Waiting {
     calls: HashMap<String, Sender<Answer>>,
     /// `--client-files` requests by id.
-    pub(crate) files: HashMap<String, Sender<FileAnswer>>,
+    files: HashMap<String, Sender<FileAnswer>>,
     /// Stdin ended: no answer will come.
-    pub(crate) closed: bool,
+    closed: bool,
 }
 
 /// The asker of `--permission-prompt stdin`.
@@ -68,7 +72,7 @@ impl StdinAsker {
 
 /// The answers that come on stdin, read by one thread started at the first call (the
 /// permission asker and the client's files share it).
-pub(crate) fn stdin_answers() -> Arc<Mutex<Waiting>> {
+fn stdin_answers() -> Arc<Mutex<Waiting>> {
     static WAITING: std::sync::OnceLock<Arc<Mutex<Waiting>>> = std::sync::OnceLock::new();
     WAITING
         .get_or_init(|| {
@@ -191,6 +195,70 @@ impl Asker for StdinAsker {
             Err(_) => Err(Denial {
                 reason: format!("denied: no answer came ({why}); stdin ended"),
             }),
+        }
+    }
+}
+
+/// The client's file system as the run sees it: requests on stdout, answers on stdin.
+pub(crate) struct StdinFiles {
+    next: AtomicU64,
+    waiting: Arc<Mutex<Waiting>>,
+}
+
+impl StdinFiles {
+    pub(crate) fn start() -> StdinFiles {
+        StdinFiles {
+            next: AtomicU64::new(1),
+            waiting: stdin_answers(),
+        }
+    }
+
+    fn ask(&self, request: impl FnOnce(String) -> FileRequest) -> Result<FileAnswer, String> {
+        let id = format!("file_{}", self.next.fetch_add(1, Ordering::SeqCst));
+        let (tx, rx) = channel();
+        {
+            let mut w = self.waiting.locked();
+            if w.closed {
+                return Err("stdin, where the client's answer comes from, has ended".into());
+            }
+            w.files.insert(id.clone(), tx);
+        }
+        let line = serde_json::to_string(&request(id.clone())).map_err(|e| e.to_string())?;
+        // Not redacted: a write's content is the file's own text (a secret in it stays in
+        // the file, as a disk write keeps it); the model's view of it is redacted.
+        if !crate::util::output::print_stdout(&line) {
+            self.waiting.locked().files.remove(&id);
+            return Err("the request could not be written to stdout".into());
+        }
+        rx.recv()
+            .map_err(|_| "no answer came: stdin, where it comes from, ended".to_string())
+    }
+}
+
+fn utf8_path(path: &Path) -> Result<String, String> {
+    path.to_str()
+        .map(str::to_string)
+        .ok_or_else(|| "the path is not UTF-8, and the client takes UTF-8 paths".to_string())
+}
+
+impl ClientFs for StdinFiles {
+    fn read_text(&self, path: &Path) -> Result<String, String> {
+        let path = utf8_path(path)?;
+        match self.ask(|id| FileRequest::Read { id, path })? {
+            FileAnswer::Done {
+                content: Some(c), ..
+            } => Ok(c),
+            FileAnswer::Done { content: None, .. } => Err("the answer had no content".into()),
+            FileAnswer::Failed { message, .. } => Err(message),
+        }
+    }
+
+    fn write_text(&self, path: &Path, content: &str) -> Result<(), String> {
+        let path = utf8_path(path)?;
+        let content = content.to_string();
+        match self.ask(|id| FileRequest::Write { id, path, content })? {
+            FileAnswer::Done { .. } => Ok(()),
+            FileAnswer::Failed { message, .. } => Err(message),
         }
     }
 }
