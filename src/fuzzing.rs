@@ -203,6 +203,7 @@ fn scratch() -> Scratch {
         )),
         plan: Arc::default(),
         subagents: None,
+        files: Default::default(),
     };
     Scratch {
         ctx,

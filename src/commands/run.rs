@@ -210,6 +210,14 @@ fn workspace(config: &Config) -> Result<(ToolContext, Registry, Arc<Mutex<RunRec
         )),
         plan: Arc::default(),
         subagents: None,
+        files: match config.tools().client_files() {
+            (false, false) => crate::tools::files::FileAccess::Disk,
+            (read, write) => crate::tools::files::FileAccess::Client {
+                fs: Arc::new(crate::run::ask::StdinFiles::start()),
+                read,
+                write,
+            },
+        },
     };
     record
         .locked()

@@ -103,6 +103,10 @@ pub(crate) struct AcpArgs {
     /// How long a permission request waits for the client; unanswered, it is denied.
     #[arg(long, value_parser = parse_duration, default_value = "10m", value_name = "DURATION")]
     pub acp_permission_timeout: Duration,
+    /// How long a file read or write through the client (fs/read_text_file,
+    /// fs/write_text_file) waits for its answer; unanswered, the tool call fails.
+    #[arg(long, value_parser = parse_duration, default_value = "1m", value_name = "DURATION")]
+    pub acp_fs_timeout: Duration,
     /// Also write each prompt's --jsonl event stream to FILE (appended, all sessions).
     #[arg(long, value_name = "FILE")]
     pub events: Option<PathBuf>,
@@ -144,6 +148,15 @@ pub(crate) enum PermissionPrompt {
     Deny,
     /// A `permission.requested` event on the --jsonl stream, answered on stdin.
     Stdin,
+}
+
+/// `--client-files`: what goes through the client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ClientFileOp {
+    /// A file's text is read through the client.
+    Read,
+    /// A file's text is written through the client (nothing on disk).
+    Write,
 }
 
 /// `--sandbox`.
@@ -824,6 +837,15 @@ pub(crate) struct SecurityArgs {
     /// `{"id": TOOL_USE_ID, "decision": "allow"|"deny"}`.
     #[arg(long, value_enum, default_value_t = PermissionPrompt::Deny, value_name = "MODE")]
     pub permission_prompt: PermissionPrompt,
+    /// Read and/or write the file tools' text through the process driving the run.
+    ///
+    /// `read`, `write` or `read,write` (needs --jsonl and the task not on stdin). ReadFile,
+    /// EditFile, WriteFile and apply_patch then ask for a file's text with a `file.read`
+    /// line on stdout and write it with `file.write`, answered by a `file.result` or
+    /// `file.error` line on stdin; paths are confined as for the disk. `agent acp` uses it
+    /// for an editor's buffers. Grep, Glob and Bash read the disk.
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "LIST")]
+    pub client_files: Vec<ClientFileOp>,
     /// With --permission-prompt stdin: also ask before every call that can change
     /// something (Bash, the edit tools, MCP tools not read-only) that no rule allows.
     #[arg(long)]

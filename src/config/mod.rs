@@ -195,6 +195,7 @@ impl Config {
                 settings: Default::default(),
                 on_deny: Default::default(),
                 permission_prompt: Default::default(),
+                client_files: (false, false),
                 sandbox: Default::default(),
                 command_env: Default::default(),
                 mcp: Default::default(),

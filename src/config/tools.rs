@@ -43,6 +43,8 @@ pub(crate) struct ToolConfig {
     pub(super) on_deny: OnDeny,
     /// `--permission-prompt` and `--ask-by-default`.
     pub(super) permission_prompt: (crate::config::cli::PermissionPrompt, bool),
+    /// `--client-files`: (read, write) through the client.
+    pub(super) client_files: (bool, bool),
     /// The Bash sandbox, checked against the kernel.
     pub(super) sandbox: SandboxSpec,
     /// How the commands' environment is built (`--command-env`, `--command-env-pass`,
@@ -68,6 +70,20 @@ impl ToolConfig {
                 return Err(Error::Usage(
                     "--permission-prompt stdin reads the answers from stdin: give the task as \
                      PROMPT or --prompt-file"
+                        .into(),
+                ));
+            }
+        }
+        if !args.security.client_files.is_empty() {
+            if !args.ci.jsonl {
+                return Err(Error::Usage(
+                    "--client-files needs --jsonl (the requests go out among its events)".into(),
+                ));
+            }
+            if args.prompt.as_deref() == Some("-") || args.stdin_context {
+                return Err(Error::Usage(
+                    "--client-files reads the answers from stdin: give the task as PROMPT or \
+                     --prompt-file"
                         .into(),
                 ));
             }
@@ -128,6 +144,11 @@ impl ToolConfig {
                 args.security.permission_prompt,
                 args.security.ask_by_default,
             ),
+            client_files: {
+                use crate::config::cli::ClientFileOp;
+                let on = |op| args.security.client_files.contains(&op);
+                (on(ClientFileOp::Read), on(ClientFileOp::Write))
+            },
             sandbox,
             command_env: super::command_env::env_policy(&args.security, files)?,
             mcp,
@@ -149,6 +170,10 @@ impl ToolConfig {
     /// `--permission-prompt` and whether `--ask-by-default` is on.
     pub(crate) fn permission_prompt(&self) -> (crate::config::cli::PermissionPrompt, bool) {
         self.permission_prompt
+    }
+    /// `--client-files`: whether reads, and writes, go through the client.
+    pub(crate) fn client_files(&self) -> (bool, bool) {
+        self.client_files
     }
     pub(crate) fn sandbox(&self) -> &SandboxSpec {
         &self.sandbox

@@ -41,6 +41,9 @@ pub(crate) struct CiRun {
     /// `--include-partial-messages`: text pieces as `assistant.delta` (the run's, never a
     /// sub-agent's).
     pub partial_messages: bool,
+    /// `--permission-prompt stdin`: `tool.running` when a call passes the gate (a call
+    /// may wait for a person before it; without a person nothing waits).
+    pub announce_running: bool,
 }
 
 /// A sub-agent's reservation of its next request in the run's `Pool`.
@@ -57,6 +60,8 @@ impl CiRun {
             pool: None,
             reserve: None,
             partial_messages: config.output().partial_messages(),
+            announce_running: config.tools().permission_prompt().0
+                == crate::config::cli::PermissionPrompt::Stdin,
         }
     }
 
@@ -71,6 +76,7 @@ impl CiRun {
             pool: None,
             reserve: None,
             partial_messages: false,
+            announce_running: false,
         }
     }
 
@@ -86,6 +92,7 @@ impl CiRun {
             pool: None,
             reserve: None,
             partial_messages: false,
+            announce_running: false,
         }
     }
 
@@ -328,6 +335,16 @@ impl Watch for CiRun {
             name: call.name.clone(),
             input: call.input.as_ref().ok().cloned(),
         }));
+    }
+
+    fn running(&self, call: &PendingCall) {
+        if self.announce_running && self.events.enabled() {
+            self.events.emit(RunEvent::ToolRunning(ev::ToolRunning {
+                turn: self.turn.load(Ordering::Relaxed),
+                id: call.id.clone(),
+                name: call.name.clone(),
+            }));
+        }
     }
 
     fn finished(&self, call: &PendingCall, outcome: &CallOutcome) {

@@ -51,6 +51,10 @@ pub(crate) enum RunEvent {
     /// A tool call starts.
     #[serde(rename = "tool.started")]
     ToolStarted(ToolStarted),
+    /// `--permission-prompt stdin`: a call passed the gate (hooks, rules, a person's
+    /// answer) and executes; between its `tool.started` and this it may wait for a person.
+    #[serde(rename = "tool.running")]
+    ToolRunning(ToolRunning),
     /// A tool call ended (a glance at its result).
     #[serde(rename = "tool.finished")]
     ToolFinished(ToolFinished),
@@ -233,6 +237,13 @@ pub(crate) struct ToolStarted {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub(crate) struct ToolRunning {
+    pub turn: u32,
+    pub id: String,
+    pub name: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub(crate) struct ToolFinished {
     pub turn: u32,
     pub id: String,
@@ -365,6 +376,7 @@ impl RunEvent {
             RunEvent::AssistantMessage(_) => "assistant.message",
             RunEvent::TurnFinished(_) => "turn.finished",
             RunEvent::ToolStarted(_) => "tool.started",
+            RunEvent::ToolRunning(_) => "tool.running",
             RunEvent::ToolFinished(_) => "tool.finished",
             RunEvent::VerifyFinished(_) => "verify.finished",
             RunEvent::ContextCleared(_) => "context.cleared",

@@ -5,6 +5,7 @@ pub(crate) mod agent;
 pub(crate) mod ask;
 pub(crate) mod budget;
 pub(crate) mod ci;
+pub(crate) mod client_files;
 pub(crate) mod compaction;
 pub(crate) mod context;
 pub(crate) mod event;

@@ -4,16 +4,17 @@
 //! Line-ending rule: the file's dominant style (CRLF when it has more `\r\n` than bare
 //! `\n`) is applied to `old_string` and `new_string` first, so a model that writes `\n`
 //! edits a CRLF file correctly and never mixes endings into it; only when that finds
-//! nothing are the strings tried exactly as given. Writing goes through
-//! `paths::write_atomic` (atomic, mode kept, confined).
+//! nothing are the strings tried exactly as given. Reading and writing go through
+//! `files` (the disk: `paths`, atomic, mode kept, confined; or `--client-files`).
 
 use std::borrow::Cow;
-use std::io::Read;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{EditStyle, Subject, ToolContext, ToolError, ToolResult, Traits, TypedTool, paths};
+use super::{
+    EditStyle, Subject, ToolContext, ToolError, ToolResult, Traits, TypedTool, files, paths,
+};
 
 /// Largest file EditFile loads: it holds the old and the new content in memory.
 const MAX_EDIT_FILE_BYTES: u64 = 32 * 1024 * 1024;
@@ -117,22 +118,15 @@ impl TypedTool for EditFile {
     fn execute(&self, ctx: &ToolContext, input: &Input) -> Result<ToolResult, ToolError> {
         let path = input.path.as_str();
         let resolved = paths::resolve_for_write(ctx, path)?;
-        let (file, md) = paths::open_for_read(ctx, &resolved, path).map_err(|e| match e {
+        let content = files::read_whole(ctx, &resolved, path, MAX_EDIT_FILE_BYTES, || {
+            too_big(path)
+        })
+        .map_err(|e| match e {
             ToolError::NotFound(_) => ToolError::NotFound(format!(
                 "file not found: {path} does not exist. EditFile changes existing files; use WriteFile to create one."
             )),
             other => other,
         })?;
-        if md.len() > MAX_EDIT_FILE_BYTES {
-            return Err(too_big(path));
-        }
-        let mut content = Vec::new();
-        file.take(MAX_EDIT_FILE_BYTES + 1)
-            .read_to_end(&mut content)
-            .map_err(|e| ToolError::failed(format!("cannot read {path}: {e}")))?;
-        if content.len() as u64 > MAX_EDIT_FILE_BYTES {
-            return Err(too_big(path));
-        }
 
         let style = LineStyle::of(&content);
         let edit = find_edit(&content, &input.old_string, &input.new_string, style, path)?;
@@ -142,7 +136,7 @@ impl TypedTool for EditFile {
         updated.extend_from_slice(&content[edit.at + edit.old.len()..]);
         drop(content);
 
-        let change = paths::write_atomic(ctx, &resolved, path, &updated)?;
+        let change = files::write_whole(ctx, &resolved, path, &updated)?;
         let first = 1 + count_newlines(&updated[..edit.at]);
         // A replacement ending in '\n' ends on the line before the next one starts.
         let last =

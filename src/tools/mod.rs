@@ -9,6 +9,7 @@ pub(crate) mod background;
 pub(crate) mod bash;
 pub(crate) mod dispatch;
 pub(crate) mod edit_file;
+pub(crate) mod files;
 pub(crate) mod gate;
 pub(crate) mod glob;
 pub(crate) mod grep;
@@ -198,6 +199,8 @@ pub(crate) struct ToolContext {
     pub plan: Arc<todo_write::Plan>,
     /// Runs Task's sub-agents; `None` inside a sub-agent (and in unit tests).
     pub subagents: Option<Arc<dyn task::Subagents>>,
+    /// Where the file tools get and put a file's text: the disk, or `--client-files`.
+    pub files: files::FileAccess,
 }
 
 /// What a permission rule's specifier (`Tool(spec)`) is matched against, as the tool says:
@@ -463,6 +466,7 @@ pub(crate) mod test_support {
                 )),
                 plan: Arc::default(),
                 subagents: None,
+                files: files::FileAccess::Disk,
             }
         }
     }

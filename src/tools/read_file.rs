@@ -10,7 +10,7 @@ use std::io::{self, BufRead, BufReader, Cursor, Read};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Subject, ToolContext, ToolError, ToolResult, Traits, TypedTool, paths};
+use super::{Subject, ToolContext, ToolError, ToolResult, Traits, TypedTool, files, paths};
 use crate::model::media;
 use crate::model::protocol::{ContentBlock, MediaSource};
 
@@ -203,11 +203,35 @@ impl TypedTool for ReadFile {
             let abs = resolved.display().to_string();
             return read_media(head, file, &input.path, &abs, &shown, md.len());
         }
-        let read = show_window(head, file, &window)
-            .map_err(|e| ToolError::failed(format!("cannot read {}: {e}", input.path)))?;
+        // Text through the client (an editor's buffer) when it reads, windowed as a
+        // disk file is; images and PDFs are no buffers and come from disk.
+        let (read, size, source) = match ctx.files.reader(ctx, &resolved) {
+            Some(fs) => {
+                drop(file);
+                let text = files::client_read(fs, &resolved, &input.path)?;
+                let size = text.len() as u64;
+                let window = Window {
+                    size,
+                    count_rest: size <= COUNT_TOTAL_MAX_BYTES,
+                    ..window
+                };
+                (
+                    read_window(Cursor::new(text.into_bytes()), &window),
+                    size,
+                    "client",
+                )
+            }
+            None => (show_window(head, file, &window), md.len(), "disk"),
+        };
+        let read =
+            read.map_err(|e| ToolError::failed(format!("cannot read {}: {e}", input.path)))?;
         let base = |r: ToolResult| {
-            r.with_meta("path", shown.as_str())
-                .with_meta("bytes", md.len())
+            let r = r.with_meta("path", shown.as_str()).with_meta("bytes", size);
+            if source == "client" {
+                r.with_meta("source", source)
+            } else {
+                r
+            }
         };
         let content = match read {
             Outcome::Binary => {
@@ -291,7 +315,7 @@ struct Shown {
     cut_lines: u64,
 }
 
-#[cfg(test)]
+/// The window `w` of a text file read from its start (the client's buffer, the tests).
 fn read_window(file: impl Read, w: &Window) -> io::Result<Outcome> {
     let mut file = file;
     let head = read_head(&mut file, w.size)?;

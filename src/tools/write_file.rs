@@ -1,13 +1,15 @@
 //! The WriteFile tool (SPEC §4): creates a file or replaces its whole content, atomically.
 //!
 //! Confinement, parent creation, modes and the temp-file-then-rename write all live in
-//! `paths::write_atomic`, shared with EditFile; this file owns the input and the
-//! model-facing contract.
+//! `paths::write_atomic`, shared with EditFile (`files::write_whole`: or the client's
+//! write, with `--client-files`); this file owns the input and the model-facing contract.
 
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{EditStyle, Subject, ToolContext, ToolError, ToolResult, Traits, TypedTool, paths};
+use super::{
+    EditStyle, Subject, ToolContext, ToolError, ToolResult, Traits, TypedTool, files, paths,
+};
 
 pub(crate) struct WriteFile;
 
@@ -81,7 +83,7 @@ impl TypedTool for WriteFile {
 
     fn execute(&self, ctx: &ToolContext, input: &Input) -> Result<ToolResult, ToolError> {
         let resolved = paths::resolve_for_write(ctx, &input.path)?;
-        let change = paths::write_atomic(ctx, &resolved, &input.path, input.content.as_bytes())?;
+        let change = files::write_whole(ctx, &resolved, &input.path, input.content.as_bytes())?;
         let bytes = input.content.len();
         Ok(
             ToolResult::ok(format!("Wrote {bytes} bytes to {}", input.path))

@@ -134,12 +134,15 @@ fn a_parallel_batch_starts_every_call_before_any_ends_and_a_serial_call_follows(
             )
         })
         .collect();
+    let ended =
+        |k: &str, st: &str| k == "tool_call_update" && (st == "completed" || st == "failed");
     let first_end = tool_updates
         .iter()
-        .position(|(k, _, _)| k == "tool_call_update")
+        .position(|(k, _, st)| ended(k, st))
         .unwrap();
     let started: Vec<&str> = tool_updates[..first_end]
         .iter()
+        .filter(|(k, _, _)| k == "tool_call")
         .map(|(_, id, _)| id.as_str())
         .collect();
     assert_eq!(started.len(), 3, "{tool_updates:?}");
@@ -154,11 +157,11 @@ fn a_parallel_batch_starts_every_call_before_any_ends_and_a_serial_call_follows(
         .unwrap();
     let s1_end = tool_updates
         .iter()
-        .position(|(k, id, _)| k == "tool_call_update" && id == "s1")
+        .position(|(k, id, st)| ended(k, st) && id == "s1")
         .unwrap();
     let batch_last_end = tool_updates
         .iter()
-        .rposition(|(k, id, _)| k == "tool_call_update" && id.starts_with('b'))
+        .rposition(|(k, id, st)| ended(k, st) && id.starts_with('b'))
         .unwrap();
     assert!(
         batch_last_end < s1_start && s1_start < s1_end,
@@ -225,16 +228,51 @@ fn a_permission_request_allowed_runs_the_call_and_one_rejected_does_not() {
     assert_eq!(asked, ["w1", "w2"]);
     assert_eq!(env.read("allowed.txt").trim(), "yes");
     assert!(!env.path("rejected.txt").exists());
-    let status = |id: &str| {
+    // Each asked call's statuses, in the order the client saw them: the `tool_call`
+    // pending before its permission request, then in_progress once allowed (never for
+    // the rejected one), then its end.
+    let seen = |id: &str| -> Vec<String> {
         updates
             .iter()
-            .map(|u| &u["params"]["update"])
-            .find(|u| u["sessionUpdate"] == "tool_call_update" && u["toolCallId"] == id)
-            .map(|u| u["status"].as_str().unwrap().to_string())
-            .unwrap()
+            .filter_map(|m| {
+                if m["method"] == "session/request_permission"
+                    && m["params"]["toolCall"]["toolCallId"] == id
+                {
+                    return Some("asked".to_string());
+                }
+                let u = &m["params"]["update"];
+                (u["toolCallId"] == id).then(|| {
+                    format!(
+                        "{} {}",
+                        u["sessionUpdate"].as_str().unwrap(),
+                        u["status"].as_str().unwrap_or("-")
+                    )
+                })
+            })
+            .collect()
     };
-    assert_eq!(status("w1"), "completed");
-    assert_eq!(status("w2"), "failed");
+    assert_eq!(
+        seen("w1"),
+        [
+            "tool_call pending",
+            "asked",
+            "tool_call_update in_progress",
+            "tool_call_update completed"
+        ]
+    );
+    assert_eq!(
+        seen("w2"),
+        ["tool_call pending", "asked", "tool_call_update failed"]
+    );
+    // A call nobody is asked about goes pending, in_progress, completed.
+    assert_eq!(
+        seen("w3"),
+        [
+            "tool_call pending",
+            "tool_call_update in_progress",
+            "tool_call_update completed"
+        ]
+    );
     let results = env.server.requests()[2].tool_results();
     assert!(
         results[0].is_error && results[0].content.contains("denied by the user"),
@@ -603,4 +641,81 @@ fn an_image_in_a_prompt_reaches_the_model_and_stays_in_the_history() {
         ]}),
     );
     assert_eq!(r["error"]["code"], -32602, "{r}");
+}
+
+#[test]
+fn sessions_are_listed_closed_and_resumed_without_a_replay() {
+    let env = TestEnv::keep_alive(vec![
+        Reply::Sse(turn_text("first")),
+        Reply::Sse(turn_text("after resume")),
+    ]);
+    let sub = env.ws().join("sub");
+    std::fs::create_dir(&sub).unwrap();
+    let mut c = AcpClient::start(&env, &[]);
+    let (init, _) = c.call("initialize", json!({"protocolVersion": 1}));
+    assert_eq!(
+        init["result"]["agentCapabilities"]["sessionCapabilities"],
+        json!({"list": {}, "close": {}, "resume": {}})
+    );
+    let new = |c: &mut AcpClient, cwd: &std::path::Path| {
+        let (r, _) = c.call("session/new", json!({"cwd": cwd, "mcpServers": []}));
+        r["result"]["sessionId"].as_str().unwrap().to_string()
+    };
+    let a = new(&mut c, &env.ws());
+    let b = new(&mut c, &sub);
+    let (r, _) = c.call("session/prompt", text_prompt(&a, "remember"));
+    assert_eq!(r["result"]["stopReason"], "end_turn", "{r}");
+    let ids = |r: &Value| -> Vec<String> {
+        r["result"]["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["sessionId"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let (all, _) = c.call("session/list", json!({}));
+    let mut listed = ids(&all);
+    listed.sort();
+    let mut both = vec![a.clone(), b.clone()];
+    both.sort();
+    assert_eq!(listed, both, "{all}");
+    assert!(
+        all["result"]["sessions"][0]["updatedAt"]
+            .as_str()
+            .unwrap()
+            .ends_with('Z')
+    );
+    let (in_sub, _) = c.call("session/list", json!({"cwd": sub}));
+    assert_eq!(ids(&in_sub), [b.as_str()], "{in_sub}");
+    let (bad, _) = c.call("session/list", json!({"cwd": "relative"}));
+    assert_eq!(bad["error"]["code"], -32602, "{bad}");
+
+    // Closed: this process forgets it (its files stay), so a prompt is an unknown session.
+    let (closed, _) = c.call("session/close", json!({"sessionId": a}));
+    assert_eq!(closed["result"], json!({}), "{closed}");
+    let (r, _) = c.call("session/prompt", text_prompt(&a, "gone?"));
+    assert_eq!(r["error"]["code"], -32002, "{r}");
+    assert_eq!(c.finish().0, Some(0));
+
+    // Resumed in a new process: no replay, and the next prompt carries the history.
+    let mut c = AcpClient::start(&env, &[]);
+    c.call("initialize", json!({"protocolVersion": 1}));
+    let (r, before) = c.call(
+        "session/resume",
+        json!({"sessionId": a, "cwd": env.ws(), "mcpServers": []}),
+    );
+    assert!(r["result"]["configOptions"].is_array(), "{r}");
+    assert!(
+        before.iter().all(|m| m["method"] != "session/update"),
+        "{before:?}"
+    );
+    let (r, _) = c.call("session/prompt", text_prompt(&a, "and now?"));
+    assert_eq!(r["result"]["stopReason"], "end_turn", "{r}");
+    let second = &env.server.requests()[1];
+    assert_eq!(
+        user_texts(second.messages()),
+        ["remember", "and now?"],
+        "the resumed prompt carries the first"
+    );
+    assert_eq!(c.finish().0, Some(0));
 }

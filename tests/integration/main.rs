@@ -14,6 +14,8 @@ mod provider_servers;
 mod support;
 
 mod acp;
+mod acp_fs;
+mod acp_slow_reader;
 mod answer_continuation;
 mod apply_patch;
 mod atif;

@@ -78,6 +78,9 @@ fn response_type(method: &str) -> Option<&'static str> {
         "initialize" => "InitializeResponse",
         "session/new" => "NewSessionResponse",
         "session/load" => "LoadSessionResponse",
+        "session/resume" => "ResumeSessionResponse",
+        "session/list" => "ListSessionsResponse",
+        "session/close" => "CloseSessionResponse",
         "session/prompt" => "PromptResponse",
         "session/set_config_option" => "SetSessionConfigOptionResponse",
         "session/set_mode" => "SetSessionModeResponse",
@@ -179,6 +182,12 @@ impl AcpClient {
         }
         if v["method"] == "session/request_permission" {
             assert_valid("RequestPermissionRequest", &v["params"]);
+        }
+        if v["method"] == "fs/read_text_file" {
+            assert_valid("ReadTextFileRequest", &v["params"]);
+        }
+        if v["method"] == "fs/write_text_file" {
+            assert_valid("WriteTextFileRequest", &v["params"]);
         }
         if v["method"] == "session/update" {
             assert_valid("SessionNotification", &v["params"]);

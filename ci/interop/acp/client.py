@@ -1,8 +1,9 @@
 """The ACP scenario driven by the official Python SDK (agent-client-protocol) against
 `agent acp` and the loopback model (mock_model.py): initialize, a session with an MCP
 server, two prompts (the second carrying the first), a parallel batch and a serial call,
-a permission allowed then rejected, cancel during a long Bash, and session/load after a
-restart, in one script an orchestrator could start from.
+a permission allowed then rejected (each call pending before its request, in_progress
+once allowed), the file tools through the client's fs (a buffer read, a write that stays
+off disk), cancel during a long Bash, and session/load after a restart, in one script an orchestrator could start from.
 Usage: client.py AGENT_BIN MCP_SERVER_BIN WORKSPACE SESSIONS_DIR MOCK_URL"""
 
 import asyncio
@@ -13,12 +14,16 @@ import time
 import urllib.request
 
 from acp import PROTOCOL_VERSION, spawn_agent_process, text_block
-from acp.schema import (AllowedOutcome, ClientCapabilities, McpServerStdio,
-                        RequestPermissionResponse)
+from acp.schema import (AllowedOutcome, ClientCapabilities, FileSystemCapabilities,
+                        McpServerStdio, ReadTextFileResponse, RequestPermissionResponse,
+                        WriteTextFileResponse)
 
 agent_bin, mcp_bin, ws, sessions, mock_url = sys.argv[1:6]
 log = []
 updates = []
+# The editor's buffers: what fs/read_text_file answers and fs/write_text_file changes.
+buffers = {}
+fs_log = []
 
 
 def note(direction, what):
@@ -32,7 +37,22 @@ def check(ok, what):
 
 
 class Client:
+    async def read_text_file(self, session_id, path, line=None, limit=None, **kwargs):
+        fs_log.append(f"read {path}")
+        note("<-", {"read_text_file": path})
+        content = buffers[path] if path in buffers else open(path).read()
+        note("->", {"content": content})
+        return ReadTextFileResponse(content=content)
+
+    async def write_text_file(self, session_id, path, content, **kwargs):
+        fs_log.append(f"write {path}")
+        note("<-", {"write_text_file": path, "content": content})
+        buffers[path] = content
+        note("->", {})
+        return WriteTextFileResponse()
+
     async def request_permission(self, session_id, tool_call, options, **kwargs):
+        updates.append({"sessionUpdate": "asked", "toolCallId": tool_call.tool_call_id})
         command = (tool_call.raw_input or {}).get("command", "")
         option = "reject_once" if "rejected" in command else "allow_once"
         note("<-", {"request_permission": tool_call.tool_call_id, "title": tool_call.title})
@@ -71,8 +91,9 @@ def env():
 async def main():
     args = ["acp", "--sessions-dir", sessions, "--", "--full-auto"]
     async with spawn_agent_process(Client(), agent_bin, *args, env=env(), cwd=ws) as (conn, proc):
+        fs = FileSystemCapabilities(read_text_file=True, write_text_file=True)
         init = await conn.initialize(protocol_version=PROTOCOL_VERSION,
-                                     client_capabilities=ClientCapabilities())
+                                     client_capabilities=ClientCapabilities(fs=fs))
         check(init.protocol_version == 1, "initialize answers protocol version 1")
         server = McpServerStdio(name="t", command=mcp_bin, args=[], env=[])
         s = await conn.new_session(cwd=ws, mcp_servers=[server])
@@ -91,11 +112,14 @@ async def main():
         n = len(updates)
         await prompt(conn, sid, "batch")
         tools = [u for u in since(n) if u.get("sessionUpdate") in ("tool_call", "tool_call_update")]
-        first_end = next(i for i, u in enumerate(tools) if u["sessionUpdate"] == "tool_call_update")
-        check(sorted(u["toolCallId"] for u in tools[:first_end]) == ["b1", "b2", "b3"],
+        def ended(u):
+            return u.get("status") in ("completed", "failed")
+        first_end = next(i for i, u in enumerate(tools) if ended(u))
+        check(sorted(u["toolCallId"] for u in tools[:first_end] if u["sessionUpdate"] == "tool_call") == ["b1", "b2", "b3"],
               "a parallel batch (MCP server from session/new): every call started before any finished")
         ids = [u["toolCallId"] for u in tools]
-        check(ids.index("s1") > max(i for i, x in enumerate(ids) if x.startswith("b")), "a serial call after the batch")
+        last_b = max(i for i, u in enumerate(tools) if u["toolCallId"].startswith("b") and ended(u))
+        check(ids.index("s1") > last_b, "a serial call after the batch")
 
         n = len(updates)
         await prompt(conn, sid, "permissions")
@@ -103,6 +127,27 @@ async def main():
             return [u.get("status") for u in since(n) if u.get("toolCallId") == i and u["sessionUpdate"] == "tool_call_update"][-1]
         check(os.path.exists(f"{ws}/allowed.txt") and status("p1") == "completed", "a permission allowed: the call ran")
         check(not os.path.exists(f"{ws}/rejected.txt") and status("p2") == "failed", "a permission rejected: the call did not run")
+
+        def order(i):
+            return ", ".join(f"{u['sessionUpdate']} {u.get('status') or ''}".strip()
+                             for u in since(n) if u.get("toolCallId") == i)
+        check(order("p1") == "tool_call pending, asked, tool_call_update in_progress, tool_call_update completed",
+              f"status order of an allowed call: {order('p1')}")
+        check(order("p2") == "tool_call pending, asked, tool_call_update failed",
+              f"status order of a rejected call: {order('p2')}")
+
+        # fs: the editor's unsaved buffer is what the model reads; the write reaches the
+        # editor, not the disk.
+        with open(f"{ws}/notes.txt", "w") as f:
+            f.write("saved on disk\n")
+        buffers[f"{ws}/notes.txt"] = "unsaved buffer text\n"
+        await prompt(conn, sid, "files")
+        reqs = json.dumps(json.load(urllib.request.urlopen(f"{mock_url}/requests")))
+        check(fs_log == [f"read {ws}/notes.txt", f"write {ws}/out.txt"], f"fs requests: {fs_log}")
+        check("1\\tunsaved buffer text" in reqs and "saved on disk" not in reqs,
+              "fs/read_text_file: the model read the buffer, not the disk")
+        check(buffers.get(f"{ws}/out.txt") == "written through the client\n" and not os.path.exists(f"{ws}/out.txt"),
+              "fs/write_text_file: the write went to the client, not to disk")
 
         pending = asyncio.create_task(prompt(conn, sid, "cancel"))
         pid_file = f"{ws}/pid.txt"

@@ -34,6 +34,8 @@ pub(crate) struct Options {
     pub run_flags: Vec<String>,
     pub permissions: AcpPermissions,
     pub permission_timeout: std::time::Duration,
+    /// `--acp-fs-timeout`: the wait for the client's answer to an fs request.
+    pub fs_timeout: std::time::Duration,
     /// `--events FILE`, appended by every prompt.
     pub events: Option<Arc<std::sync::Mutex<std::fs::File>>>,
     /// Where sessions are kept.
@@ -66,7 +68,9 @@ pub(crate) fn acp_command(args: &AcpArgs) -> ExitStatus {
         out: out.clone(),
         opts,
         initialized: false,
+        client_fs: session::ClientFs::default(),
         sessions: HashMap::new(),
+        closed: Vec::new(),
     };
     server.serve(std::io::stdin().lock());
     // stdin ended: what was started ends (each running prompt is cancelled and answered),
@@ -74,7 +78,7 @@ pub(crate) fn acp_command(args: &AcpArgs) -> ExitStatus {
     for s in server.sessions.values() {
         s.cancel();
     }
-    for s in server.sessions.values() {
+    for s in server.sessions.values().chain(&server.closed) {
         s.wait_idle();
     }
     drop(server);
@@ -134,6 +138,10 @@ pub(crate) fn parse_run_flags(flags: &[String]) -> Result<crate::config::cli::Ru
             run.security.ask_by_default,
             "--ask-by-default (see --acp-permissions)",
         ),
+        (
+            !run.security.client_files.is_empty(),
+            "--client-files (the client's fs capability sets it)",
+        ),
     ];
     if let Some((_, flag)) = set_by_acp.iter().find(|(set, _)| *set) {
         return Err(Error::Usage(format!(
@@ -171,6 +179,7 @@ fn options(args: &AcpArgs) -> Result<Options, Error> {
         run_flags: args.run_flags.clone(),
         permissions: args.acp_permissions,
         permission_timeout: args.acp_permission_timeout,
+        fs_timeout: args.acp_fs_timeout,
         events,
         store,
     })
@@ -180,7 +189,11 @@ struct Server {
     out: Out,
     opts: Arc<Options>,
     initialized: bool,
+    /// What the client's `initialize` offered of `fs`.
+    client_fs: session::ClientFs,
     sessions: HashMap<String, Arc<Session>>,
+    /// Sessions closed while a prompt ran: waited for before the process exits.
+    closed: Vec<Arc<Session>>,
 }
 
 impl Server {
@@ -297,7 +310,10 @@ impl Server {
                 }
                 return None;
             }
-            "session/load" => self.load_session(params),
+            "session/load" => self.load_session(params, true),
+            "session/resume" => self.load_session(params, false),
+            "session/list" => self.list_sessions(params),
+            "session/close" => self.close_session(params),
             "session/prompt" => {
                 return match self.session(params) {
                     Ok(s) => s.prompt(params, id.clone()).err().map(Err),
@@ -341,12 +357,18 @@ impl Server {
             ));
         }
         self.initialized = true;
+        let fs = &params["clientCapabilities"]["fs"];
+        self.client_fs = session::ClientFs {
+            read: fs["readTextFile"] == true,
+            write: fs["writeTextFile"] == true,
+        };
         Ok(json!({
             "protocolVersion": wire::PROTOCOL_VERSION,
             "agentCapabilities": {
                 "loadSession": true,
                 "promptCapabilities": {"image": true, "audio": false, "embeddedContext": true},
                 "mcpCapabilities": {"http": true, "sse": false},
+                "sessionCapabilities": {"list": {}, "close": {}, "resume": {}},
             },
             "authMethods": [],
             "agentInfo": {"name": "agent", "title": "agent", "version": env!("CARGO_PKG_VERSION")},
@@ -368,27 +390,79 @@ impl Server {
 
     fn new_session(&mut self, params: &Value) -> Result<Arc<Session>, RpcError> {
         let spec = store::SessionSpec::from_params(params)?;
-        let s = Session::create(self.opts.clone(), self.out.clone(), spec)?;
+        let s = Session::create(self.opts.clone(), self.out.clone(), self.client_fs, spec)?;
         self.sessions.insert(s.id.clone(), s.clone());
         Ok(s)
     }
 
-    fn load_session(&mut self, params: &Value) -> Result<Value, RpcError> {
+    /// `session/list`: the saved sessions (all of them in one page), in `cwd` if given.
+    fn list_sessions(&self, params: &Value) -> Result<Value, RpcError> {
+        if params.get("cursor").is_some_and(|c| !c.is_null()) {
+            return Err(RpcError::params(
+                "cursor: agent lists every session in one page and gives no cursor",
+            ));
+        }
+        let cwd = match params.get("cwd").and_then(Value::as_str) {
+            Some(c) if !std::path::Path::new(c).is_absolute() => {
+                return Err(RpcError::params(format!(
+                    "cwd {c:?} is not an absolute path"
+                )));
+            }
+            // Compared as stored: canonical.
+            Some(c) => Some(std::fs::canonicalize(c).unwrap_or_else(|_| c.into())),
+            None => None,
+        };
+        let sessions: Vec<Value> = store::list(&self.opts.store, cwd.as_deref())
+            .into_iter()
+            .map(|(meta, updated)| {
+                json!({
+                    "sessionId": meta.session_id,
+                    "cwd": meta.cwd,
+                    "updatedAt": humantime::format_rfc3339_seconds(updated).to_string(),
+                })
+            })
+            .collect();
+        Ok(json!({ "sessions": sessions }))
+    }
+
+    /// `session/close`: its prompt, if one runs, is cancelled (and answers `cancelled`);
+    /// the session is forgotten by this process (its files stay for `session/load`).
+    fn close_session(&mut self, params: &Value) -> Result<Value, RpcError> {
+        let s = self.session(params)?;
+        s.cancel();
+        self.sessions.remove(&s.id);
+        if s.is_running() {
+            self.closed.push(s);
+        }
+        Ok(json!({}))
+    }
+
+    /// `session/load` (`replay`: the history as session updates first) or
+    /// `session/resume` (none).
+    fn load_session(&mut self, params: &Value, replay: bool) -> Result<Value, RpcError> {
         let id = params
             .get("sessionId")
             .and_then(Value::as_str)
             .ok_or_else(|| RpcError::params("sessionId (a string) is required"))?;
-        if let Some(s) = self.sessions.get(id)
-            && s.is_running()
-        {
+        self.closed.retain(|s| s.is_running());
+        let running = self.sessions.get(id).into_iter().chain(&self.closed);
+        if running.filter(|s| s.id == id).any(|s| s.is_running()) {
             return Err(RpcError::new(
                 wire::INVALID_REQUEST,
                 format!("session {id} is running a prompt"),
             ));
         }
         let spec = store::SessionSpec::from_params(params)?;
-        let s = Session::load(self.opts.clone(), self.out.clone(), id, spec)?;
-        s.replay();
+        let s = Session::load(
+            self.opts.clone(),
+            self.out.clone(),
+            self.client_fs,
+            id,
+            spec,
+        )?;
+        if replay {
+            s.replay();
+        }
         let result = s.describe(json!({}));
         self.sessions.insert(s.id.clone(), s);
         Ok(result)

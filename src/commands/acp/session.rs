@@ -3,7 +3,9 @@
 //! the session's flags, resuming the session's transcript and writing it again (`-o`), its
 //! `--jsonl` events read back as typed `RunEvent`s and handed to the `AcpUpdates` sink.
 //! Its permission requests (`--permission-prompt stdin`) become
-//! `session/request_permission`, answered on the child's stdin. `session/cancel` sends the
+//! `session/request_permission`, answered on the child's stdin; with the client's `fs`
+//! capabilities (`--client-files`) its file requests become `fs/read_text_file` and
+//! `fs/write_text_file`, answered the same way. `session/cancel` sends the
 //! child SIGINT: its own way out kills its commands and sub-agents and writes the
 //! transcript (status `interrupted`), as at a timeout, and the prompt answers `cancelled`.
 
@@ -22,6 +24,7 @@ use super::updates::{self, AcpUpdates};
 use super::wire::{self, Out, RpcError};
 use crate::config::cli::AcpPermissions;
 use crate::model::protocol::{ContentBlock, Message, Role};
+use crate::run::client_files::{FileAnswer, FileRequest};
 use crate::run::event::{PermissionRequested, RunEvent};
 use crate::run::events::{Emitted, Sink};
 use crate::util::output;
@@ -30,8 +33,17 @@ use crate::util::sync::Locked;
 /// Lines of a failed run's stderr quoted in the prompt's error.
 const STDERR_TAIL: usize = 6;
 
+/// What the client offered of `fs` in `initialize`: the file tools' reads and writes go
+/// through it (`agent run --client-files`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct ClientFs {
+    pub read: bool,
+    pub write: bool,
+}
+
 pub(crate) struct Session {
     pub(crate) id: String,
+    fs: ClientFs,
     dir: PathBuf,
     cwd: PathBuf,
     mcp_config: Option<PathBuf>,
@@ -59,6 +71,7 @@ impl Session {
     pub(crate) fn create(
         opts: Arc<Options>,
         out: Out,
+        fs: ClientFs,
         spec: SessionSpec,
     ) -> Result<Arc<Session>, RpcError> {
         check_run(&opts, &spec)?;
@@ -78,12 +91,13 @@ impl Session {
             created_ms: store::now_ms(),
         };
         store::write_meta(&dir, &meta).map_err(internal)?;
-        Session::open(opts, out, meta, dir, &spec)
+        Session::open(opts, out, fs, meta, dir, &spec)
     }
 
     pub(crate) fn load(
         opts: Arc<Options>,
         out: Out,
+        fs: ClientFs,
         id: &str,
         spec: SessionSpec,
     ) -> Result<Arc<Session>, RpcError> {
@@ -110,12 +124,13 @@ impl Session {
             ..meta
         };
         store::write_meta(&dir, &meta).map_err(internal)?;
-        Session::open(opts, out, meta, dir, &spec)
+        Session::open(opts, out, fs, meta, dir, &spec)
     }
 
     fn open(
         opts: Arc<Options>,
         out: Out,
+        fs: ClientFs,
         meta: Meta,
         dir: PathBuf,
         spec: &SessionSpec,
@@ -124,6 +139,7 @@ impl Session {
         let mode = meta.mode.as_deref().and_then(parse_mode);
         Ok(Arc::new(Session {
             id: meta.session_id,
+            fs,
             dir,
             cwd: meta.cwd,
             mcp_config,
@@ -363,6 +379,13 @@ impl Session {
         if self.mode_locked(&state) == AcpPermissions::Ask {
             cmd.arg("--ask-by-default");
         }
+        let fs: Vec<&str> = [(self.fs.read, "read"), (self.fs.write, "write")]
+            .into_iter()
+            .filter_map(|(on, op)| on.then_some(op))
+            .collect();
+        if !fs.is_empty() {
+            cmd.arg("--client-files").arg(fs.join(","));
+        }
         if resume {
             cmd.arg("--resume").arg(self.transcript());
         }
@@ -424,6 +447,14 @@ impl Session {
         if let Some(stdout) = child.stdout.take() {
             for line in BufReader::new(stdout).lines() {
                 let Ok(line) = line else { break };
+                // A request for the client's files (`--client-files`), not an event.
+                if crate::run::client_files::is_request(&line) {
+                    match serde_json::from_str::<FileRequest>(&line) {
+                        Ok(req) => self.serve_file(req, stdin.clone()),
+                        Err(e) => output::warn(&format!("acp: a bad file request ({e})")),
+                    }
+                    continue;
+                }
                 if let Some(f) = &self.opts.events {
                     let _ = writeln!(f.locked(), "{line}");
                 }
@@ -481,6 +512,70 @@ impl Session {
                     let _ = writeln!(w, "{line}").and_then(|()| w.flush());
                 }
             });
+    }
+
+    /// One file request of the run, sent to the client as `fs/read_text_file` or
+    /// `fs/write_text_file` and its answer written on the run's stdin (own thread, as
+    /// `ask`). The client's JSON-RPC error, or no answer within `--acp-fs-timeout`, is a
+    /// `file.error` the run gives the model as the tool's error.
+    fn serve_file(self: &Arc<Self>, req: FileRequest, stdin: Arc<Mutex<Option<ChildStdin>>>) {
+        let s = self.clone();
+        let _ = std::thread::Builder::new()
+            .name("acp-fs".into())
+            .spawn(move || {
+                let answer = s.file_answer(req);
+                let line = serde_json::to_string(&answer).unwrap_or_default();
+                if let Some(w) = stdin.locked().as_mut() {
+                    let _ = writeln!(w, "{line}").and_then(|()| w.flush());
+                }
+            });
+    }
+
+    fn file_answer(&self, req: FileRequest) -> FileAnswer {
+        let (id, method, rid, rx) = match req {
+            FileRequest::Read { id, path } => {
+                let (rid, rx) = self.out.request(
+                    "fs/read_text_file",
+                    json!({"sessionId": self.id, "path": path}),
+                );
+                (id, "fs/read_text_file", rid, rx)
+            }
+            FileRequest::Write { id, path, content } => {
+                let (rid, rx) = self.out.request_verbatim(
+                    "fs/write_text_file",
+                    json!({"sessionId": self.id, "path": path, "content": content}),
+                );
+                (id, "fs/write_text_file", rid, rx)
+            }
+        };
+        let answer = rx.recv_timeout(self.opts.fs_timeout);
+        self.out.forget(rid);
+        let failed = |message: String| FileAnswer::Failed {
+            id: id.clone(),
+            message,
+        };
+        match answer {
+            Ok(Ok(r)) if method == "fs/read_text_file" => match r["content"].as_str() {
+                Some(text) => FileAnswer::Done {
+                    id: id.clone(),
+                    content: Some(text.to_string()),
+                },
+                None => failed(format!("its {method} answer has no text content")),
+            },
+            Ok(Ok(_)) => FileAnswer::Done {
+                id: id.clone(),
+                content: None,
+            },
+            Ok(Err(e)) => failed(format!(
+                "{method} failed: {} (JSON-RPC error {})",
+                e["message"].as_str().unwrap_or("no message"),
+                e["code"]
+            )),
+            Err(_) => failed(format!(
+                "no answer to {method} within --acp-fs-timeout {}",
+                crate::util::duration::human(self.opts.fs_timeout)
+            )),
+        }
     }
 
     /// Allow or deny one request: the mode, the session's "always", then the client.

@@ -4,6 +4,7 @@
 //! model and mode chosen), `transcript.json` (the `-o` transcript of the last prompt, which
 //! holds the whole conversation: each prompt resumes it; its journal `transcript.json.journal`
 //! while a prompt runs) and `mcp.json` (the client's MCP servers in `--mcp-config` form).
+//! `session/list` reads them back (`list`).
 
 use std::path::{Path, PathBuf};
 
@@ -167,6 +168,34 @@ pub(crate) fn write_meta(dir: &Path, meta: &Meta) -> std::io::Result<()> {
 pub(crate) fn read_meta(dir: &Path) -> Result<Meta, String> {
     let text = std::fs::read_to_string(dir.join(META)).map_err(|e| e.to_string())?;
     serde_json::from_str(&text).map_err(|e| e.to_string())
+}
+
+/// The saved sessions (`session/list`), those in `cwd` only when given, most recently
+/// active first, each with when it was last active (its transcript's time, else its
+/// `session.json`'s). A directory that is not a session is skipped.
+pub(crate) fn list(store: &Path, cwd: Option<&Path>) -> Vec<(Meta, std::time::SystemTime)> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(store).into_iter().flatten().flatten() {
+        let dir = entry.path();
+        let Ok(meta) = read_meta(&dir) else { continue };
+        if !valid_id(&meta.session_id) || cwd.is_some_and(|c| c != meta.cwd) {
+            continue;
+        }
+        let updated = [TRANSCRIPT, META]
+            .iter()
+            .find_map(|f| {
+                std::fs::metadata(dir.join(f))
+                    .and_then(|m| m.modified())
+                    .ok()
+            })
+            .unwrap_or(std::time::UNIX_EPOCH);
+        out.push((meta, updated));
+    }
+    out.sort_by(|a, b| {
+        b.1.cmp(&a.1)
+            .then_with(|| a.0.session_id.cmp(&b.0.session_id))
+    });
+    out
 }
 
 /// The client's MCP servers as a `--mcp-config` file (none: no file).

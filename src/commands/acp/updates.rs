@@ -1,8 +1,9 @@
 //! The run's typed events as ACP `session/update` notifications: a `Sink` of the event
 //! stream (`run::events`), so that what a prompt's run does reaches the client in the order
 //! it happened. The model's text and thinking become message and thought chunks, each
-//! tool call a `tool_call` when it starts (kind, title, locations, a diff for file edits)
-//! and a `tool_call_update` when it ends, the TodoWrite plan a `plan`. A Task sub-agent's
+//! tool call a `tool_call` when it starts (`pending`: kind, title, locations, a diff for
+//! file edits), a `tool_call_update` `in_progress` when it passed the gate (a permission
+//! request comes between the two) and one when it ends, the TodoWrite plan a `plan`. A Task sub-agent's
 //! tool calls are shown too (their ids are their own); its messages are not (the Task
 //! call's result says what it found).
 //!
@@ -109,10 +110,19 @@ pub(crate) fn updates(event: &RunEvent, subagent: bool, cwd: &Path) -> Vec<Value
                 Err(_) => Vec::new(),
             }
         }
+        // `pending` until the call passed the gate (a permission request may come
+        // first), then `in_progress` (the runs of `agent acp` announce `tool.running`).
         RunEvent::ToolStarted(t) => {
             let input = t.input.clone().unwrap_or(Value::Null);
-            vec![tool_call(&t.id, &t.name, &input, cwd)]
+            let mut call = tool_call(&t.id, &t.name, &input, cwd);
+            call["status"] = json!("pending");
+            vec![call]
         }
+        RunEvent::ToolRunning(t) => vec![json!({
+            "sessionUpdate": "tool_call_update",
+            "toolCallId": t.id,
+            "status": "in_progress",
+        })],
         RunEvent::ToolFinished(t) => vec![json!({
             "sessionUpdate": "tool_call_update",
             "toolCallId": t.id,
@@ -157,7 +167,7 @@ fn text_content(text: &str) -> Value {
     json!({"type": "content", "content": {"type": "text", "text": text}})
 }
 
-/// A `tool_call` (status `in_progress`) for a call that starts.
+/// A `tool_call` (status `in_progress`; a call that waits at the gate is sent `pending`).
 pub(crate) fn tool_call(id: &str, name: &str, input: &Value, cwd: &Path) -> Value {
     let mut call = json!({
         "sessionUpdate": "tool_call",

@@ -49,11 +49,24 @@ fn a_file_edit_is_a_diff_at_its_absolute_path() {
     let u = &updates(&e, false, ws())[0];
     assert_eq!(u["sessionUpdate"], "tool_call");
     assert_eq!(u["kind"], "edit");
-    assert_eq!(u["status"], "in_progress");
+    assert_eq!(u["status"], "pending", "pending until it passed the gate");
     assert_eq!(u["locations"], json!([{"path": "/ws/src/a.rs"}]));
     assert_eq!(
         u["content"],
         json!([{"type": "diff", "path": "/ws/src/a.rs", "oldText": "a", "newText": "b"}])
+    );
+}
+
+#[test]
+fn a_call_that_passed_the_gate_is_in_progress() {
+    let e = RunEvent::ToolRunning(crate::run::event::ToolRunning {
+        turn: 1,
+        id: "r1".into(),
+        name: "Bash".into(),
+    });
+    assert_eq!(
+        updates(&e, false, ws()),
+        [json!({"sessionUpdate": "tool_call_update", "toolCallId": "r1", "status": "in_progress"})]
     );
 }
 

@@ -1,6 +1,7 @@
 //! The JSON-RPC 2.0 side of `agent acp`: newline-delimited messages on stdout written by
 //! one thread from a bounded queue, the error codes ACP uses, and the requests agent sends
-//! the client (`session/request_permission`) with their answers routed back by id.
+//! the client (`session/request_permission`, `fs/read_text_file`, `fs/write_text_file`)
+//! with their answers routed back by id.
 //!
 //! The queue is bounded in messages so that a client that stops reading cannot make agent
 //! grow without bound: producers wait (the prompt's run waits on its own stdout in turn).
@@ -120,10 +121,25 @@ impl Out {
 
     /// Sends a request to the client; its answer comes on the receiver (`route`).
     pub(crate) fn request(&self, method: &str, params: Value) -> (u64, Receiver<Answer>) {
+        self.request_as(method, params, true)
+    }
+
+    /// `request` without redaction: `fs/write_text_file`, whose content is the file's own
+    /// text (a secret in the file stays in it, as a disk write keeps it; decision 0105).
+    pub(crate) fn request_verbatim(&self, method: &str, params: Value) -> (u64, Receiver<Answer>) {
+        self.request_as(method, params, false)
+    }
+
+    fn request_as(&self, method: &str, params: Value, redact: bool) -> (u64, Receiver<Answer>) {
         let id = self.next_id.fetch_add(1, Ordering::SeqCst);
         let (tx, rx) = channel();
         self.pending.locked().insert(id, tx);
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        if redact {
+            self.send(&msg);
+        } else {
+            let _ = self.tx.send(msg.to_string());
+        }
         (id, rx)
     }
 

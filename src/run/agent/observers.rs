@@ -45,6 +45,10 @@ impl Watch for RunWatch<'_> {
         self.ci.started(call);
     }
 
+    fn running(&self, call: &PendingCall) {
+        self.ci.running(call);
+    }
+
     fn finished(&self, call: &PendingCall, outcome: &CallOutcome) {
         self.in_flight.end(&call.id);
         self.ci.finished(call, outcome);

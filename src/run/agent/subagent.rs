@@ -243,6 +243,9 @@ impl Subagents for SubagentRunner {
         ));
         let mut ci = CiRun::for_subagent(Arc::new(self.events.tagged(&id)), budget, trace);
         ci.reserve = Some(self.reserver(&id, &config));
+        // Its calls may wait for a person too (the run's asker).
+        ci.announce_running = self.config.tools().permission_prompt().0
+            == crate::config::cli::PermissionPrompt::Stdin;
         ci.events
             .emit(RunEvent::SubagentRequested(ev::SubagentRequested {
                 tool_use_id: tool_use_id.clone(),

@@ -5,19 +5,20 @@
 //! atomic writes), every file is read and every hunk matched (`hunks.rs`) before
 //! anything is written; a failure while writing restores what was already written. The
 //! permission subject is every path the patch touches, so a deny rule on one of them
-//! denies the whole call; each change is reported in `metadata.changes`.
+//! denies the whole call; each change is reported in `metadata.changes`. With
+//! `--client-files` a file's text is read and written through the client (`files`); a
+//! deletion (and a move's source) is on disk, as the client has no way to delete.
 
 mod hunks;
 mod parse;
 
-use std::io::Read;
 use std::path::PathBuf;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::paths::{self, ChangeKind};
-use super::{EditStyle, Subject, ToolContext, ToolError, ToolResult, Traits, TypedTool};
+use super::{EditStyle, Subject, ToolContext, ToolError, ToolResult, Traits, TypedTool, files};
 use parse::Op;
 
 /// Largest file a patch loads: it holds the old and the new content in memory.
@@ -267,18 +268,7 @@ fn read_existing(
     if !resolved.exists() && resolved.symlink_metadata().is_err() {
         return Ok(None);
     }
-    let (file, md) = paths::open_for_read(ctx, resolved, path)?;
-    if md.len() > MAX_PATCH_FILE_BYTES {
-        return Err(too_big(path));
-    }
-    let mut content = Vec::new();
-    file.take(MAX_PATCH_FILE_BYTES + 1)
-        .read_to_end(&mut content)
-        .map_err(|e| ToolError::failed(format!("cannot read {path}: {e}")))?;
-    if content.len() as u64 > MAX_PATCH_FILE_BYTES {
-        return Err(too_big(path));
-    }
-    Ok(Some(content))
+    files::read_whole(ctx, resolved, path, MAX_PATCH_FILE_BYTES, || too_big(path)).map(Some)
 }
 
 fn too_big(path: &str) -> ToolError {
@@ -299,7 +289,7 @@ fn write(ctx: &ToolContext, steps: &[Step]) -> Result<Vec<(String, ChangeKind)>,
                 shown,
                 content,
                 ..
-            } => paths::write_atomic(ctx, resolved, shown, content),
+            } => files::write_whole(ctx, resolved, shown, content),
             Step::Remove {
                 resolved, shown, ..
             } => paths::remove_file(ctx, resolved, shown).map(|()| ChangeKind::Deleted),
@@ -344,7 +334,7 @@ fn undo(ctx: &ToolContext, steps: &[Step]) -> bool {
                 resolved,
                 shown,
                 before,
-            } => paths::write_atomic(ctx, resolved, shown, before).map(drop),
+            } => files::write_whole(ctx, resolved, shown, before).map(drop),
             Step::Write {
                 resolved,
                 shown,

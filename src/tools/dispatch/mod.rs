@@ -25,6 +25,8 @@ const SPILL_PREVIEW_CHARS: usize = 2_000; // enough to judge whether to read the
 pub(crate) trait Watch: Send + Sync {
     /// Called when dispatch begins.
     fn started(&self, _call: &PendingCall) {}
+    /// Called when the call passed the gate and is about to execute.
+    fn running(&self, _call: &PendingCall) {}
     /// Called with the final outcome.
     fn finished(&self, _call: &PendingCall, _outcome: &CallOutcome) {}
 }
@@ -133,6 +135,9 @@ impl<'a> Dispatcher<'a> {
                         r
                     }
                     Ok(()) => {
+                        if let Some(w) = self.watch {
+                            w.running(call);
+                        }
                         let mut r = match execute_caught(tool, ready.as_ref(), self.ctx) {
                             Ok(r) => r,
                             Err(ToolError::Failed(m) | ToolError::NotFound(m)) => {

@@ -225,6 +225,22 @@ pub(crate) fn write_atomic(
     Ok(change)
 }
 
+/// Whether a regular file is at the resolved path (false: nothing there, or a parent
+/// directory missing), walked as `write_atomic` walks it; a directory, FIFO, socket or
+/// device there, or a symlink on the way, is the error a write would give.
+pub(crate) fn existing(ctx: &ToolContext, resolved: &Path, shown: &str) -> Result<bool, ToolError> {
+    let (root, dirs, name) = split_under_root(ctx, resolved, shown, false)?;
+    let dir = match open_dir_chain(ctx, &root, &dirs, false, shown) {
+        Ok(d) => d,
+        Err(ToolError::NotFound(_)) => return Ok(false),
+        Err(e) => return Err(e),
+    };
+    match stat_at(&dir, &name).map_err(|e| io_error(&e, shown, "write"))? {
+        None => Ok(false),
+        Some(md) => check_regular(&md, shown).map(|()| true),
+    }
+}
+
 /// Removes the resolved regular file without following a symlink anywhere below the
 /// trusted root (`unlinkat` on the last component removes a symlink swapped in, never
 /// its target). Refuses directories, FIFOs, sockets and devices.
