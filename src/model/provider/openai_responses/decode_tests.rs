@@ -371,7 +371,13 @@ fn encode_round_trips_every_stop_reason() {
                "content_index": 0, "delta": "partial"})
     };
     let ends = [
-        ("incomplete", vec![text(), json!({"type": "response.incomplete", "response": {}})]),
+        (
+            "incomplete",
+            vec![
+                text(),
+                json!({"type": "response.incomplete", "response": {}}),
+            ],
+        ),
         (
             "other reason, after a call",
             vec![
@@ -389,10 +395,22 @@ fn encode_round_trips_every_stop_reason() {
                 completed(json!({})),
             ],
         ),
-        ("content filter", vec![text(), json!({"type": "response.incomplete", "response": {
-            "incomplete_details": {"reason": "content_filter"}}})]),
-        ("max tokens", vec![text(), json!({"type": "response.incomplete", "response": {
-            "incomplete_details": {"reason": "max_output_tokens"}}})]),
+        (
+            "content filter",
+            vec![
+                text(),
+                json!({"type": "response.incomplete", "response": {
+            "incomplete_details": {"reason": "content_filter"}}}),
+            ],
+        ),
+        (
+            "max tokens",
+            vec![
+                text(),
+                json!({"type": "response.incomplete", "response": {
+            "incomplete_details": {"reason": "max_output_tokens"}}}),
+            ],
+        ),
         ("end turn", vec![text(), completed(json!({}))]),
         (
             "tool use",
