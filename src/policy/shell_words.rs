@@ -12,8 +12,9 @@
 //! definitions (`function f`, `f()`: the body is commands, the name is recorded), `case`
 //! patterns (not commands), arithmetic commands `(( ))` (kept as a command of their own),
 //! `coproc` and `time -p` (the command after them), and code in arguments (`eval`,
-//! `trap`, `alias`, `sh -c`). Words keep expansions literally (`$HOME` stays `$HOME`): a
-//! rule can match only what is written. `shell_words_bash_tests` checks all of it against
+//! `trap`, `alias`, `sh -c`). Brace expansion is done as bash does it (`{rm,-f,x}` is
+//! the words `rm -f x`: decision 0112). Other expansions stay literal (`$HOME` stays
+//! `$HOME`): a rule can match only what is written. `shell_words_bash_tests` checks all of it against
 //! real bash.
 
 /// Deepest nesting of substitutions and subshells followed; a hostile command nested

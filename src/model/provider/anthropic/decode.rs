@@ -437,6 +437,7 @@ fn reports_usage(u: &DeltaUsage) -> bool {
         || u.output_tokens.is_some()
         || u.cache_creation_input_tokens.is_some()
         || u.cache_read_input_tokens.is_some()
+        || u.reasoning_output_tokens.is_some()
 }
 
 /// Usage counts in `u` overwrite ours (message_delta counts are cumulative), except a
@@ -454,6 +455,10 @@ fn apply_usage(usage: &mut Usage, u: &DeltaUsage) {
         (
             &mut usage.cache_read_input_tokens,
             u.cache_read_input_tokens,
+        ),
+        (
+            &mut usage.reasoning_output_tokens,
+            u.reasoning_output_tokens,
         ),
     ];
     for (ours, theirs) in fields {
@@ -643,7 +648,14 @@ pub(crate) fn encode(turn: &Turn) -> String {
     event(
         "message_delta",
         json!({"type": "message_delta", "delta": {"stop_reason": turn.stop_reason.as_str()},
-               "usage": (!u.unknown).then(|| json!({"output_tokens": u.output_tokens}))}),
+        // `reasoning_output_tokens` is not Anthropic's: an OpenAI turn's count,
+        // kept so that its replay reports it.
+        "usage": (!u.unknown).then(|| if u.reasoning_output_tokens > 0 {
+            json!({"output_tokens": u.output_tokens,
+                   "reasoning_output_tokens": u.reasoning_output_tokens})
+        } else {
+            json!({"output_tokens": u.output_tokens})
+        })}),
     );
     event("message_stop", json!({"type": "message_stop"}));
     out
