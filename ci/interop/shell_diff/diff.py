@@ -446,17 +446,19 @@ def sh_names(text):
         return None
     names, wild = set(), False
 
-    def word(w):
+    def word(w, quoted=False):
+        """A word's value, its unquoted braces marked, or WILD."""
         parts = w.get("Parts", [])
         out = []
         for p in parts:
             t = p.get("Type")
             if t == "Lit":
-                out.append(unescape_word(p["Value"]))
+                v = unescape_word(p["Value"])
+                out.append(unmark(v) if quoted else v)
             elif t == "SglQuoted":
                 out.append(ansi_c(p["Value"]) if p.get("Dollar") else p["Value"])
             elif t == "DblQuoted":
-                inner = word(p)
+                inner = word(p, True)
                 if inner is WILD:
                     return WILD
                 out.append(inner)
@@ -468,11 +470,16 @@ def sh_names(text):
         nonlocal wild
         if isinstance(n, dict):
             if n.get("Type") == "CallExpr" and n.get("Args"):
-                w = word(n["Args"][0])
-                if w is WILD:
-                    wild = True
-                else:
-                    names.add(w)
+                # The name is the first word the arguments brace-expand to.
+                for a in n["Args"]:
+                    w = word(a)
+                    words = [WILD] if w is WILD else brace_expand(w)
+                    if words:
+                        if words[0] is WILD:
+                            wild = True
+                        else:
+                            names.add(words[0])
+                        break
             for v in n.values():
                 walk(v)
         elif isinstance(n, list):
