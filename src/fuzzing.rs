@@ -157,18 +157,33 @@ pub fn event_stream_split(data: &[u8]) {
 }
 
 /// A whole turn from an Anthropic SSE body (the wire every provider's turn ends up in):
-/// never panics, and the same turn or failure for every split.
+/// never panics, the same turn or failure for every split, and a decoded turn
+/// re-encoded (as cassettes store it) decodes to the same message, usage and stop reason.
 pub fn anthropic_turn(data: &[u8]) {
+    use crate::model::provider::anthropic::decode::read_turn;
     let (seed, stream) = split_input(data);
-    let read = |r: &mut dyn BufRead| {
-        format!(
-            "{:?}",
-            crate::model::provider::anthropic::decode::read_turn(r, &mut |_| {})
-        )
-    };
-    let whole = read(&mut &stream[..]);
-    let pieces = read(&mut Pieces { data: stream, seed });
-    assert_eq!(whole, pieces, "split {seed} of {stream:?}");
+    let whole = read_turn(&mut &stream[..], &mut |_| {});
+    let pieces = read_turn(&mut Pieces { data: stream, seed }, &mut |_| {});
+    assert_eq!(
+        format!("{whole:?}"),
+        format!("{pieces:?}"),
+        "split {seed} of {stream:?}"
+    );
+    if let Ok(turn) = whole {
+        anthropic_round_trip(&turn);
+    }
+}
+
+/// A turn written as cassettes write a redacted turn of any wire but Responses (a
+/// canonical Anthropic stream) reads back as the same message, usage and stop reason.
+fn anthropic_round_trip(turn: &crate::model::turn::Turn) {
+    use crate::model::provider::anthropic::decode::{encode, read_turn};
+    let text = encode(turn);
+    let again = read_turn(&mut text.as_bytes(), &mut |_| {})
+        .unwrap_or_else(|e| panic!("{turn:?} encoded as {text:?} does not decode: {e:?}"));
+    assert_eq!(again.message, turn.message, "{text:?}");
+    assert_eq!(again.usage, turn.usage, "{text:?}");
+    assert_eq!(again.stop_reason, turn.stop_reason, "{text:?}");
 }
 
 /// A scratch tree for the file tools: a workspace with files, a symlink out of it, and a
@@ -483,18 +498,22 @@ fn same_ids(debug: String) -> String {
     out
 }
 
-/// An OpenAI chat-completions stream: the same turn or failure for every split.
+/// An OpenAI chat-completions stream: the same turn or failure for every split, and a
+/// decoded turn written as cassettes write it (a canonical Anthropic stream) reads back
+/// as the same message, usage and stop reason.
 pub fn openai_chat_turn(data: &[u8]) {
+    use crate::model::provider::openai::decode::read_chat_turn;
     let (seed, stream) = split_input(data);
-    let read = |r: &mut dyn BufRead| {
-        same_ids(format!(
-            "{:?}",
-            crate::model::provider::openai::decode::read_chat_turn(r, &mut |_| {})
-        ))
-    };
-    let whole = read(&mut &stream[..]);
-    let pieces = read(&mut Pieces { data: stream, seed });
-    assert_eq!(whole, pieces, "split {seed} of {stream:?}");
+    let whole = read_chat_turn(&mut &stream[..], &mut |_| {});
+    let pieces = read_chat_turn(&mut Pieces { data: stream, seed }, &mut |_| {});
+    assert_eq!(
+        same_ids(format!("{whole:?}")),
+        same_ids(format!("{pieces:?}")),
+        "split {seed} of {stream:?}"
+    );
+    if let Ok(turn) = whole {
+        anthropic_round_trip(&turn);
+    }
 }
 
 /// An OpenAI Responses stream: the same turn or failure for every split, and a decoded

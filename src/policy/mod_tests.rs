@@ -398,6 +398,20 @@ fn a_line_continuation_does_not_hide_a_denied_prefix() {
 }
 
 #[test]
+fn brace_expansion_does_not_hide_a_denied_command() {
+    let s = settings(r#"{"permissions": {"deny": ["Bash(git push:*)", "Bash(rm:*)"]}}"#);
+    for cmd in [
+        "{rm,-f,canary}",
+        "r{m..m} -f canary",
+        "{,} rm canary",
+        "git {push,origin,main}",
+        "git pu{s,}h origin main",
+    ] {
+        assert!(bash(&s, cmd).is_some(), "{cmd:?} got through");
+    }
+}
+
+#[test]
 fn allow_rules_must_cover_every_part() {
     let s = settings(
         r#"{"permissions": {"allow": ["Bash(cargo test:*)", "Bash(git status)", "Bash(echo:*)"]}}"#,

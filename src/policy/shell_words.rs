@@ -12,8 +12,9 @@
 //! definitions (`function f`, `f()`: the body is commands, the name is recorded), `case`
 //! patterns (not commands), arithmetic commands `(( ))` (kept as a command of their own),
 //! `coproc` and `time -p` (the command after them), and code in arguments (`eval`,
-//! `trap`, `alias`, `sh -c`). Words keep expansions literally (`$HOME` stays `$HOME`): a
-//! rule can match only what is written. `shell_words_bash_tests` checks all of it against
+//! `trap`, `alias`, `sh -c`). Brace expansion is done as bash does it (`{rm,-f,x}` is
+//! the words `rm -f x`: decision 0112). Other expansions stay literal (`$HOME` stays
+//! `$HOME`): a rule can match only what is written. `shell_words_bash_tests` checks all of it against
 //! real bash.
 
 /// Deepest nesting of substitutions and subshells followed; a hostile command nested
@@ -82,8 +83,14 @@ pub(crate) fn parse(src: &str) -> Result<Script, String> {
 /// `parse` of a script nested `depth` levels deep (in substitutions, or in the code an
 /// `eval` runs), added to `script`.
 fn parse_into(src: &str, depth: usize, script: &mut Script) -> Result<(), String> {
+    if src.chars().any(is_brace_mark) {
+        return Err(noncharacter());
+    }
     let mut p = Parser::new(src, depth);
     p.parse_list(false)?;
+    if let Some(why) = p.refused.take() {
+        return Err(why);
+    }
     script.defines.append(&mut p.defines);
     for raw in p.out {
         let Some(words) = normalize(raw.words, &mut script.defines, &mut script.assigns) else {
@@ -496,6 +503,195 @@ struct Heredoc {
     strip_tabs: bool,
 }
 
+/// The marks of an unquoted `{`, `,` and `}` in a word being read: Unicode
+/// noncharacters, which a command may not hold (`parse` refuses them).
+const OPEN: char = '\u{FDD0}';
+const COMMA: char = '\u{FDD1}';
+const CLOSE: char = '\u{FDD2}';
+
+/// Most words one word may brace-expand to, and most characters made on the way; a
+/// larger expansion is refused (denied).
+const MAX_BRACE_WORDS: usize = 100_000;
+const MAX_BRACE_CHARS: usize = 4 << 20;
+
+fn brace_mark(c: char) -> char {
+    match c {
+        '{' => OPEN,
+        ',' => COMMA,
+        _ => CLOSE,
+    }
+}
+
+fn is_brace_mark(c: char) -> bool {
+    matches!(c, OPEN | COMMA | CLOSE)
+}
+
+fn noncharacter() -> String {
+    "the command holds a Unicode noncharacter (U+FDD0 to U+FDD2)".into()
+}
+
+/// `w` with its marks made the characters they mark.
+fn unmark(w: &str) -> String {
+    w.chars()
+        .map(|c| match c {
+            OPEN => '{',
+            COMMA => ',',
+            CLOSE => '}',
+            c => c,
+        })
+        .collect()
+}
+
+/// The words bash makes of `w` by brace expansion (`{rm,-f,x}` is `rm -f x`,
+/// `r{m..m}` is `rm`, `a{b,c}d` is `abd acd`): left to right, the first marked `{`
+/// whose `}` closes a list with a top-level `,` or a sequence `x..y[..step]` (integers,
+/// or single letters) is expanded, then each result again. An empty result is dropped,
+/// as bash drops an empty unquoted word (`{,} rm x` runs `rm x`). Err past
+/// `MAX_BRACE_WORDS` words or `MAX_BRACE_CHARS` characters.
+fn brace_expand(w: &str) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    let mut todo = vec![(w.chars().collect::<Vec<char>>(), false)];
+    let mut chars = 0;
+    while let Some((word, expanded)) = todo.pop() {
+        match expand_first(&word)? {
+            Some(parts) => {
+                chars += parts.iter().map(Vec::len).sum::<usize>();
+                // Reversed onto the stack, so the results come out in order.
+                todo.extend(parts.into_iter().rev().map(|p| (p, true)));
+                if todo.len() + out.len() > MAX_BRACE_WORDS || chars > MAX_BRACE_CHARS {
+                    return Err(format!(
+                        "a brace expansion makes more than {MAX_BRACE_WORDS} words or \
+                         {MAX_BRACE_CHARS} characters"
+                    ));
+                }
+            }
+            None => {
+                let text = unmark(&word.iter().collect::<String>());
+                if !(expanded && text.is_empty()) {
+                    out.push(text);
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The words of the first brace expansion in `word` (preamble, each alternative,
+/// postscript), or None when it holds none.
+fn expand_first(word: &[char]) -> Result<Option<Vec<Vec<char>>>, String> {
+    let mut start = 0;
+    while let Some(open) = word[start..]
+        .iter()
+        .position(|&c| c == OPEN)
+        .map(|p| p + start)
+    {
+        start = open + 1;
+        let mut depth = 0;
+        let mut commas = Vec::new();
+        let mut close = None;
+        for (k, &c) in word.iter().enumerate().skip(open) {
+            match c {
+                OPEN => depth += 1,
+                CLOSE => {
+                    depth -= 1;
+                    if depth == 0 {
+                        close = Some(k);
+                        break;
+                    }
+                }
+                COMMA if depth == 1 => commas.push(k),
+                _ => {}
+            }
+        }
+        let Some(close) = close else {
+            continue;
+        };
+        let (pre, post) = (&word[..open], &word[close + 1..]);
+        let alternatives: Vec<Vec<char>> = if commas.is_empty() {
+            let inner: String = word[open + 1..close].iter().collect();
+            match sequence(&inner)? {
+                Some(items) => items.into_iter().map(|s| s.chars().collect()).collect(),
+                None => continue,
+            }
+        } else {
+            let mut bounds = vec![open];
+            bounds.extend(&commas);
+            bounds.push(close);
+            bounds
+                .windows(2)
+                .map(|b| word[b[0] + 1..b[1]].to_vec())
+                .collect()
+        };
+        return Ok(Some(
+            alternatives
+                .into_iter()
+                .map(|alt| [pre, &alt, post].concat())
+                .collect(),
+        ));
+    }
+    Ok(None)
+}
+
+/// The items of a sequence expression's inside (`1..5`, `a..e`, `01..10..3`), as bash
+/// makes them (zero-padded to the wider end when either end is), or None when it is not
+/// one; Err when it is longer than `MAX_BRACE_WORDS`.
+fn sequence(inner: &str) -> Result<Option<Vec<String>>, String> {
+    let Some((from, to, step, width, letters)) = sequence_bounds(inner) else {
+        return Ok(None);
+    };
+    let count = (from.abs_diff(to) / step.unsigned_abs()).saturating_add(1);
+    if count > MAX_BRACE_WORDS as u64 {
+        return Err(format!(
+            "a brace expansion makes more than {MAX_BRACE_WORDS} words"
+        ));
+    }
+    let dir = if to >= from { step } else { -step };
+    // Every item lies between the two ends: no overflow.
+    Ok(Some(
+        (0..count as i64)
+            .map(|k| from + k * dir)
+            .map(|v| match (letters, v < 0) {
+                (true, _) => char::from_u32(v as u32).map_or_else(String::new, String::from),
+                (false, true) => format!("-{:0w$}", v.unsigned_abs(), w = width.saturating_sub(1)),
+                (false, false) => format!("{v:0width$}"),
+            })
+            .collect(),
+    ))
+}
+
+/// A sequence expression's ends, step (positive), zero-padded width and whether its
+/// ends are letters.
+fn sequence_bounds(inner: &str) -> Option<(i64, i64, i64, usize, bool)> {
+    let parts: Vec<&str> = inner.split("..").collect();
+    let (a, b, step) = match parts.as_slice() {
+        [a, b] => (*a, *b, 1i64),
+        [a, b, s] => (*a, *b, s.parse::<i64>().ok()?.checked_abs()?.max(1)),
+        _ => return None,
+    };
+    let letter = |s: &str| {
+        let mut c = s.chars();
+        match (c.next(), c.next()) {
+            (Some(ch), None) if ch.is_ascii_alphabetic() => Some(ch as i64),
+            _ => None,
+        }
+    };
+    let (from, to, width, letters) = match (a.parse::<i64>(), b.parse::<i64>()) {
+        (Ok(x), Ok(y)) => {
+            let padded = |s: &str| {
+                s.trim_start_matches('-').len() > 1 && s.trim_start_matches('-').starts_with('0')
+            };
+            let width = if padded(a) || padded(b) {
+                a.len().max(b.len())
+            } else {
+                0
+            };
+            (x, y, width, false)
+        }
+        _ => (letter(a)?, letter(b)?, 0, true),
+    };
+    Some((from, to, step, width, letters))
+}
+
 /// A simple command as read, before `normalize`.
 struct Raw {
     words: Vec<String>,
@@ -514,6 +710,9 @@ struct Parser {
     /// `normalize`).
     defines: Vec<String>,
     heredocs: Vec<Heredoc>,
+    /// Why the command cannot be followed, found where no `Result` is returned (a brace
+    /// expansion too large, a noncharacter the tokenizer uses as a mark).
+    refused: Option<String>,
     /// The id of the next heredoc.
     next_doc: usize,
 }
@@ -536,6 +735,7 @@ impl Parser {
             defines: Vec::new(),
             heredocs: Vec::new(),
             next_doc: 0,
+            refused: None,
         }
     }
 
@@ -650,7 +850,7 @@ impl Parser {
                 '<' | '>' => {
                     // A leading fd number (`2>`) or `{var}` belongs to the operator.
                     if st.word.as_deref().is_some_and(|w| {
-                        w.chars().all(|c| c.is_ascii_digit()) || w.starts_with('{')
+                        w.chars().all(|c| c.is_ascii_digit()) || w.starts_with(OPEN)
                     }) {
                         st.word = None;
                     } else {
@@ -684,11 +884,21 @@ impl Parser {
         if st.target_next {
             st.target_next = false;
             if std::mem::take(&mut st.herestring_next) {
-                st.stdin.push(w);
+                st.stdin.push(unmark(&w));
             }
             return;
         }
-        st.words.push(w);
+        // Bash does not brace-expand an assignment (`A={x,y}` is that text).
+        if is_assignment(&unmark(&w)) {
+            st.words.push(unmark(&w));
+        } else {
+            match brace_expand(&w) {
+                Ok(words) => st.words.extend(words),
+                Err(e) => {
+                    self.refused.get_or_insert(e);
+                }
+            }
+        }
         let cmd: Vec<&str> = command_part(&st.words).iter().map(String::as_str).collect();
         match cmd.as_slice() {
             ["esac"] if st.open_cases > 0 => st.open_cases -= 1,
@@ -992,6 +1202,12 @@ impl Parser {
             }
             '$' => self.dollar(w, false)?,
             '`' => self.backticks(w)?,
+            // Unquoted, these may be a brace expansion: marked, so that `finish_word`
+            // expands them and no quoted or escaped one.
+            '{' | ',' | '}' => {
+                w.push(brace_mark(c));
+                self.i += 1;
+            }
             _ => {
                 w.push(c);
                 self.i += 1;
@@ -1217,6 +1433,9 @@ impl Parser {
             }
         }
         if let Some(ch) = char::from_u32(value).filter(|_| n > 0) {
+            if is_brace_mark(ch) {
+                self.refused.get_or_insert_with(noncharacter);
+            }
             w.push(ch);
         }
     }

@@ -421,3 +421,38 @@ fn env_split_string_has_no_operators() {
     assert_eq!(all[1], ["env", "curl", "-s", "x", "2>&1;", "rm", "y", "z"]);
     assert_eq!(all.len(), 2);
 }
+
+/// Bash expands unquoted braces into words before it runs a command, so `{rm,-f,x}` runs
+/// `rm -f x` (found by the differential's real corpus: `export HOMEBREW_{BREW,CORE}_…`).
+#[test]
+fn brace_expansion_is_the_words_bash_runs() {
+    assert_eq!(cmds("{rm,-f,x}"), ["rm -f x"]);
+    assert_eq!(cmds("git {push,origin,main}"), ["git push origin main"]);
+    assert_eq!(cmds("r{m..m} -f x; {,} rm y"), ["rm -f x", "rm y"]);
+    assert_eq!(cmds("export A_{B,C}_D"), ["export A_B_D A_C_D"]);
+    assert_eq!(
+        cmds("echo a{b,c{d,e}}f {1..3} {x..v} {01..10..4} {-1..1} {a}{b,c} {a{b,c}}"),
+        ["echo abf acdf acef 1 2 3 x w v 01 05 09 -1 0 1 {a}b {a}c {ab} {ac}"]
+    );
+    // Quoted or escaped braces and commas, `${…}`, an assignment and a lone `{`: none.
+    assert_eq!(
+        cmds(r#"echo "{a,b}" '{a,b}' \{a,b} {a\,b,c} ${x:-{a,b}} {1..a}"#),
+        [r#"echo {a,b} {a,b} {a,b} a,b c ${x:-{a,b}} {1..a}"#]
+    );
+    assert_eq!(cmds("A={x,y} ls; { rm z; }"), ["ls", "rm z"]);
+    assert_eq!(cmds("$x{a,b}"), ["$xa $xb"]);
+}
+
+#[test]
+fn a_brace_expansion_too_large_or_a_mark_character_is_refused() {
+    assert!(parse("echo {1..100000}").is_ok());
+    let e = parse("echo {1..100001}").unwrap_err();
+    assert!(e.contains("brace expansion"), "{e}");
+    let e = parse(&"{a,b}".repeat(17)).unwrap_err();
+    assert!(e.contains("brace expansion"), "{e}");
+    // The tokenizer marks unquoted braces with these noncharacters: never taken as braces.
+    for src in ["\u{FDD0}rm\u{FDD1}\u{FDD2} x", "$'\\uFDD0'rm x"] {
+        let e = parse(src).unwrap_err();
+        assert!(e.contains("noncharacter"), "{src:?}: {e}");
+    }
+}

@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
 """The policy's command splitting held against real shell parsers (issue 43).
 
-For every command line of two corpora -- (a) compound commands generated from a seed,
-(b) real commands harvested at run time from shell scripts and Makefiles already on this
-machine -- every command a real parser sees executed (its name and its arguments) must be
+For every command line of the corpora -- (a) compound commands generated from a seed,
+(b) real commands from public repositories' CI workflows, Makefiles and scripts
+(`real_commands.jsonl` beside this script, made by `extract.py`, each with its
+repo@commit:path), and, as an extra, (c) command lines harvested at run time from the
+shell scripts and Makefiles already on this machine (`--local-max`, 0 by default) --
+every command a real parser sees executed (its name and its arguments) must be
 among the simple commands `agent tools --split-commands` says the permission rules check,
 or the policy must call the line opaque (no rule naming a command can vouch for it) or
 refuse to parse it (which the rules deny). "Executed" includes what a command runs from
@@ -30,8 +33,8 @@ for a command the policy allowed is a bypass and fails the run. A sample of the 
 the policy denied runs the same way, to show that the pass sees what they would have
 done.
 
-Usage: diff.py [--generated N] [--seed S] [--real-max N] [--shfmt-sample N] [--agent PATH]
-               [--no-canary] [--canary-control N] [--reviewed FILE]
+Usage: diff.py [--generated N] [--seed S] [--real FILE] [--local-max N] [--shfmt-sample N]
+               [--agent PATH] [--no-canary] [--canary-control N] [--reviewed FILE]
 Exit 0 when every disagreement is a reviewed one and no bypass was found; 1 otherwise.
 """
 
@@ -87,7 +90,15 @@ def ansi_c(s):
     return "".join(out)
 
 
+# Unquoted `{`, `,` and `}` are marked (bash brace-expands them before a command runs;
+# no parser here does), and so is where an expansion sits in a word that has them.
+OPEN, COMMA, CLOSE, HOLE = "\ufdd0", "\ufdd1", "\ufdd2", "\ufdd3"
+MARKS = {"{": OPEN, ",": COMMA, "}": CLOSE}
+
+
 def unescape_word(t):
+    """An unquoted word's text with its backslashes removed, its unescaped braces and
+    commas marked."""
     out, i = [], 0
     while i < len(t):
         if t[i] == "\\" and i + 1 < len(t):
@@ -95,9 +106,96 @@ def unescape_word(t):
                 out.append(t[i + 1])
             i += 2
         else:
-            out.append(t[i])
+            out.append(MARKS.get(t[i], t[i]))
             i += 1
     return "".join(out)
+
+
+def unmark(w):
+    return w.replace(OPEN, "{").replace(COMMA, ",").replace(CLOSE, "}")
+
+
+def sequence(inner):
+    """A brace sequence's items (`1..3`, `a..c`, `01..09..2`), or None."""
+    m = re.fullmatch(r"(-?\d+)\.\.(-?\d+)(?:\.\.(-?\d+))?", inner)
+    if m:
+        a, b = int(m.group(1)), int(m.group(2))
+        step = max(abs(int(m.group(3) or 1)), 1)
+        pad = any(re.match(r"-?0\d", g) for g in (m.group(1), m.group(2)))
+        width = max(len(m.group(1)), len(m.group(2))) if pad else 0
+        rng = range(a, b + 1, step) if a <= b else range(a, b - 1, -step)
+        if len(rng) > 100_000:
+            return None
+        return [("-%0*d" % (width - 1, -v) if v < 0 else "%0*d" % (width, v)) if width
+                else str(v) for v in rng]
+    m = re.fullmatch(r"([A-Za-z])\.\.([A-Za-z])(?:\.\.(-?\d+))?", inner)
+    if m:
+        a, b = ord(m.group(1)), ord(m.group(2))
+        step = max(abs(int(m.group(3) or 1)), 1)
+        rng = range(a, b + 1, step) if a <= b else range(a, b - 1, -step)
+        return [chr(v) for v in rng]
+    return None
+
+
+def brace_expand(w):
+    """The words bash makes of a marked word by brace expansion (empty ones dropped);
+    each holding an expansion (`HOLE`) is WILD."""
+    def first(w):
+        start = 0
+        while True:
+            o = w.find(OPEN, start)
+            if o < 0:
+                return None
+            start = o + 1
+            depth, commas, close = 0, [], None
+            for k in range(o, len(w)):
+                if w[k] == OPEN:
+                    depth += 1
+                elif w[k] == CLOSE:
+                    depth -= 1
+                    if depth == 0:
+                        close = k
+                        break
+                elif w[k] == COMMA and depth == 1:
+                    commas.append(k)
+            if close is None:
+                continue
+            if commas:
+                b = [o] + commas + [close]
+                alts = [w[b[i] + 1:b[i + 1]] for i in range(len(b) - 1)]
+            else:
+                alts = sequence(w[o + 1:close])
+                if alts is None:
+                    continue
+            return [w[:o] + a + w[close + 1:] for a in alts]
+
+    out, todo = [], [(w, False)]
+    while todo:
+        word, expanded = todo.pop()
+        parts = first(word)
+        if parts is None:
+            if not (expanded and word == ""):
+                out.append(WILD if HOLE in word else unmark(word))
+        else:
+            todo.extend((p, True) for p in reversed(parts))
+    return out
+
+
+def join_parts(parts):
+    """A word of parts: WILD when one is an expansion, unless braces in the others may
+    expand it to several words (then `HOLE` stands for the expansion)."""
+    if any(p is WILD for p in parts):
+        if not any(p is not WILD and OPEN in p for p in parts):
+            return WILD
+        return "".join(HOLE if p is WILD else p for p in parts)
+    return "".join(parts)
+
+
+def expand_argv(argv):
+    out = []
+    for a in argv:
+        out.extend([a] if a is WILD else brace_expand(a))
+    return out
 
 
 EXPANSIONS = {"simple_expansion", "expansion", "command_substitution", "arithmetic_expansion",
@@ -108,6 +206,8 @@ def ts_word(node, src):
     """A tree-sitter word node's value, or WILD when it holds an expansion."""
     t = src[node.start_byte:node.end_byte].decode("utf-8", "replace")
     k = node.type
+    if k == "brace_expression":
+        return OPEN + t[1:-1] + CLOSE  # a sequence `{1..3}`
     if k in EXPANSIONS:
         return WILD
     if k == "variable_assignment":
@@ -115,7 +215,8 @@ def ts_word(node, src):
         if len(kids) == 2:
             v = ts_word(kids[1], src)
             name = src[kids[0].start_byte:kids[0].end_byte].decode("utf-8", "replace")
-            return WILD if v is WILD else name + "=" + v
+            # (an assignment is not brace-expanded)
+            return WILD if v is WILD or HOLE in v else name + "=" + unmark(v)
     if k == "raw_string":
         return t[1:-1]
     if k == "ansi_c_string":
@@ -126,8 +227,7 @@ def ts_word(node, src):
         body = t[2:-1] if k == "translated_string" else t[1:-1]
         return re.sub(r'\\([$`"\\])', r"\1", body).replace("\\\n", "")
     if k == "concatenation":
-        parts = [ts_word(c, src) for c in node.children]
-        return WILD if any(p is WILD for p in parts) else "".join(parts)
+        return join_parts([ts_word(c, src) for c in node.children])
     if k in ("word", "number", "command_name", "extglob_pattern"):
         if any(c.type in EXPANSIONS or c.type in ("string", "raw_string", "ansi_c_string",
                                                    "concatenation")
@@ -254,7 +354,7 @@ def heredoc_texts(node, src):
         if c.type == "herestring_redirect":
             for w in c.named_children:
                 v = ts_word(w, src)
-                out.append("$x" if v is WILD else v)
+                out.append("$x" if v is WILD or HOLE in v else unmark(v))
     return out
 
 
@@ -304,13 +404,13 @@ def ts_commands(text, depth=0):
                                  if c.field_name_for_child(j) == "destination"]
                         argv.extend(ts_word(d, src) for d in dests[1:])
                     elif c.type == "herestring_redirect":
-                        texts += [("$x" if v is WILD else v) for v in
+                        texts += [("$x" if v is WILD else unmark(v)) for v in
                                   (ts_word(w, src) for w in c.named_children)]
                 elif not c.is_named and i == 0:
                     argv.append(src[c.start_byte:c.end_byte].decode())
                 elif c.is_named:
                     argv.append(ts_word(c, src))
-            argv.extend(extra)
+            argv = expand_argv(argv + list(extra))
             if argv:
                 cmds.append(argv)
                 scripts, argvs = runs_from(argv, texts)
@@ -346,17 +446,19 @@ def sh_names(text):
         return None
     names, wild = set(), False
 
-    def word(w):
+    def word(w, quoted=False):
+        """A word's value, its unquoted braces marked, or WILD."""
         parts = w.get("Parts", [])
         out = []
         for p in parts:
             t = p.get("Type")
             if t == "Lit":
-                out.append(unescape_word(p["Value"]))
+                v = unescape_word(p["Value"])
+                out.append(unmark(v) if quoted else v)
             elif t == "SglQuoted":
                 out.append(ansi_c(p["Value"]) if p.get("Dollar") else p["Value"])
             elif t == "DblQuoted":
-                inner = word(p)
+                inner = word(p, True)
                 if inner is WILD:
                     return WILD
                 out.append(inner)
@@ -368,11 +470,16 @@ def sh_names(text):
         nonlocal wild
         if isinstance(n, dict):
             if n.get("Type") == "CallExpr" and n.get("Args"):
-                w = word(n["Args"][0])
-                if w is WILD:
-                    wild = True
-                else:
-                    names.add(w)
+                # The name is the first word the arguments brace-expand to.
+                for a in n["Args"]:
+                    w = word(a)
+                    words = [WILD] if w is WILD else brace_expand(w)
+                    if words:
+                        if words[0] is WILD:
+                            wild = True
+                        else:
+                            names.add(words[0])
+                        break
             for v in n.values():
                 walk(v)
         elif isinstance(n, list):
@@ -531,6 +638,26 @@ HARVEST_GLOBS = ["/usr/bin/*", "/usr/sbin/*", "/usr/share/**/*.sh", "/usr/lib/**
                  os.path.expanduser("~/.pyenv/plugins/**/*.sh"),
                  os.path.expanduser("~/.pyenv/libexec/*"),
                  "/usr/lib/node_modules/**/*.sh"]
+
+
+REAL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "real_commands.jsonl")
+
+
+def load_real(path=REAL):
+    """The committed real commands: their command lines, and how many came from each
+    repository."""
+    lines, repos = [], {}
+    with open(path, encoding="utf-8") as f:
+        for n, raw in enumerate(f, 1):
+            try:
+                rec = json.loads(raw)
+                line, source = rec["command"], rec["source"]
+            except (ValueError, KeyError, TypeError) as e:
+                sys.exit(f"{path}:{n}: not a {{source, command}} record: {e}")
+            lines.append(line)
+            repo = source.split("@", 1)[0]
+            repos[repo] = repos.get(repo, 0) + 1
+    return lines, repos
 
 
 def harvest(limit):
@@ -768,7 +895,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--generated", type=int, default=100_000)
     ap.add_argument("--seed", type=int, default=43)
-    ap.add_argument("--real-max", type=int, default=20_000)
+    ap.add_argument("--real", default=REAL, help="the real commands (real_commands.jsonl)")
+    ap.add_argument("--local-max", type=int, default=0,
+                    help="also this many lines harvested from this machine's scripts")
     ap.add_argument("--shfmt-sample", type=int, default=2_000)
     ap.add_argument("--agent", default="target/debug/agent")
     ap.add_argument("--no-canary", action="store_true")
@@ -779,10 +908,13 @@ def main():
     seen_reviewed = set()
     rng = random.Random(a.seed)
     generated = [generate(rng) for _ in range(a.generated)]
-    real, files = harvest(a.real_max)
+    real, repos = load_real(a.real)
+    local, files = harvest(a.local_max) if a.local_max else ([], {})
     total_bad = 0
     report = {}
-    for name, corpus in (("generated", generated), ("real", real)):
+    for name, corpus in (("generated", generated), ("real", real), ("local", local)):
+        if not corpus:
+            continue
         views = policy_views(a.agent, corpus)
         bad, errors, opaque = [], 0, 0
         for line, view in zip(corpus, views):
@@ -792,7 +924,7 @@ def main():
             if why:
                 bad.append((line, why, view))
         # mvdan/sh: every command name it sees must be a policy command's first word.
-        sample = corpus if name == "real" else corpus[:a.shfmt_sample]
+        sample = corpus if name != "generated" else corpus[:a.shfmt_sample]
         sample = sample[:a.shfmt_sample]
         sh_checked = 0
         for line, view in zip(sample, views):
@@ -849,8 +981,10 @@ def main():
                 report["canary"] = "not run: needs root, unshare and setpriv"
     # Reviewed lines this run did not meet (another machine's real corpus, or another seed).
     report["reviewed_not_met"] = len(reviewed - seen_reviewed)
-    report["real_sources"] = {"files": len(files),
-                              "top": sorted(files.items(), key=lambda kv: -kv[1])[:10]}
+    report["real_sources"] = {"repositories": len(repos), "commands": repos}
+    if local:
+        report["local_sources"] = {"files": len(files),
+                                   "top": sorted(files.items(), key=lambda kv: -kv[1])[:10]}
     print(json.dumps(report, indent=2))
     sys.exit(1 if total_bad else 0)
 

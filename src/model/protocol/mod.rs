@@ -519,6 +519,10 @@ pub(crate) struct DeltaUsage {
     pub cache_creation_input_tokens: Option<u64>,
     #[serde(default)]
     pub cache_read_input_tokens: Option<u64>,
+    /// Not Anthropic's: a cassette's re-encoded turn of an OpenAI model carries its
+    /// reasoning tokens here (`anthropic::decode::encode`).
+    #[serde(default)]
+    pub reasoning_output_tokens: Option<u64>,
 }
 
 /// The `error` object of an HTTP error body or an `error` stream event.

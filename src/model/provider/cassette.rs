@@ -176,7 +176,7 @@ impl CassetteWriter {
                 Some(self.provider.clone()),
             ),
             Ok(turn) if self.holds_secret(&turn) => (
-                encode_anthropic(&self.redacted(turn)),
+                super::anthropic::decode::encode(&self.redacted(turn)),
                 Some("anthropic".to_string()),
             ),
             Ok(_) => (raw, None),
@@ -367,75 +367,6 @@ fn redact_value(value: &mut Value, secrets: &[String]) {
         Value::Object(o) => o.values_mut().for_each(|v| redact_value(v, secrets)),
         _ => {}
     }
-}
-
-/// A turn as a canonical Anthropic event stream: one delta per block.
-fn encode_anthropic(turn: &Turn) -> String {
-    use serde_json::json;
-    let mut out = String::new();
-    let mut event = |name: &str, data: Value| {
-        out.push_str(&format!("event: {name}\ndata: {data}\n\n"));
-    };
-    let u = &turn.usage;
-    event(
-        "message_start",
-        json!({"type": "message_start", "message": {"id": turn.id, "type": "message",
-               "role": "assistant", "model": turn.model, "content": [],
-               // An unknown usage stays unknown on replay: no counts at all.
-               "usage": (!u.unknown).then(|| json!({"input_tokens": u.input_tokens,
-                         "output_tokens": 0,
-                         "cache_creation_input_tokens": u.cache_creation_input_tokens,
-                         "cache_read_input_tokens": u.cache_read_input_tokens}))}}),
-    );
-    for (index, block) in turn.message.content.iter().enumerate() {
-        let (start, deltas) = match block {
-            ContentBlock::Text { text } => (
-                json!({"type": "text", "text": ""}),
-                vec![json!({"type": "text_delta", "text": text})],
-            ),
-            ContentBlock::ToolUse { id, name, input } => (
-                json!({"type": "tool_use", "id": id, "name": name, "input": {}}),
-                vec![json!({"type": "input_json_delta", "partial_json": input.to_string()})],
-            ),
-            ContentBlock::Thinking {
-                thinking,
-                signature,
-            } => (
-                json!({"type": "thinking", "thinking": "", "signature": ""}),
-                vec![
-                    json!({"type": "thinking_delta", "thinking": thinking}),
-                    json!({"type": "signature_delta", "signature": signature}),
-                ],
-            ),
-            ContentBlock::RedactedThinking { data } => {
-                (json!({"type": "redacted_thinking", "data": data}), vec![])
-            }
-            ContentBlock::ToolResult { .. } => continue, // never in an assistant turn
-            ContentBlock::Reasoning { .. } => continue,  // Responses turns are encoded as such
-            ContentBlock::Image { .. } | ContentBlock::Document { .. } => continue, // never sent by a model
-        };
-        event(
-            "content_block_start",
-            json!({"type": "content_block_start", "index": index, "content_block": start}),
-        );
-        for delta in deltas {
-            event(
-                "content_block_delta",
-                json!({"type": "content_block_delta", "index": index, "delta": delta}),
-            );
-        }
-        event(
-            "content_block_stop",
-            json!({"type": "content_block_stop", "index": index}),
-        );
-    }
-    event(
-        "message_delta",
-        json!({"type": "message_delta", "delta": {"stop_reason": turn.stop_reason.as_str()},
-               "usage": (!u.unknown).then(|| json!({"output_tokens": u.output_tokens}))}),
-    );
-    event("message_stop", json!({"type": "message_stop"}));
-    out
 }
 
 /// Replaces the recorded workspace root by the replay's in every string of `value`.

@@ -437,6 +437,7 @@ fn reports_usage(u: &DeltaUsage) -> bool {
         || u.output_tokens.is_some()
         || u.cache_creation_input_tokens.is_some()
         || u.cache_read_input_tokens.is_some()
+        || u.reasoning_output_tokens.is_some()
 }
 
 /// Usage counts in `u` overwrite ours (message_delta counts are cumulative), except a
@@ -454,6 +455,10 @@ fn apply_usage(usage: &mut Usage, u: &DeltaUsage) {
         (
             &mut usage.cache_read_input_tokens,
             u.cache_read_input_tokens,
+        ),
+        (
+            &mut usage.reasoning_output_tokens,
+            u.reasoning_output_tokens,
         ),
     ];
     for (ours, theirs) in fields {
@@ -577,6 +582,83 @@ pub(crate) fn read_turn<R: BufRead>(
         }
     }
     acc.finish(on_notice)
+}
+
+/// A turn as a canonical Anthropic event stream: one delta per block (cassettes re-encode
+/// a redacted turn of every wire but Responses so; `read_turn` reads it back).
+pub(crate) fn encode(turn: &Turn) -> String {
+    use serde_json::json;
+    let mut out = String::new();
+    let mut event = |name: &str, data: Value| {
+        out.push_str(&format!("event: {name}\ndata: {data}\n\n"));
+    };
+    let u = &turn.usage;
+    event(
+        "message_start",
+        json!({"type": "message_start", "message": {"id": turn.id, "type": "message",
+               "role": "assistant", "model": turn.model, "content": [],
+               // An unknown usage stays unknown on replay: no counts at all.
+               "usage": (!u.unknown).then(|| json!({"input_tokens": u.input_tokens,
+                         "output_tokens": 0,
+                         "cache_creation_input_tokens": u.cache_creation_input_tokens,
+                         "cache_read_input_tokens": u.cache_read_input_tokens}))}}),
+    );
+    for (index, block) in turn.message.content.iter().enumerate() {
+        let (start, deltas) = match block {
+            ContentBlock::Text { text } => (
+                json!({"type": "text", "text": ""}),
+                vec![json!({"type": "text_delta", "text": text})],
+            ),
+            ContentBlock::ToolUse { id, name, input } => (
+                json!({"type": "tool_use", "id": id, "name": name, "input": {}}),
+                vec![json!({"type": "input_json_delta", "partial_json": input.to_string()})],
+            ),
+            ContentBlock::Thinking {
+                thinking,
+                signature,
+            } => (
+                json!({"type": "thinking", "thinking": "", "signature": ""}),
+                vec![
+                    json!({"type": "thinking_delta", "thinking": thinking}),
+                    json!({"type": "signature_delta", "signature": signature}),
+                ],
+            ),
+            ContentBlock::RedactedThinking { data } => {
+                (json!({"type": "redacted_thinking", "data": data}), vec![])
+            }
+            ContentBlock::ToolResult { .. } => continue, // never in an assistant turn
+            ContentBlock::Reasoning { .. } => continue,  // Responses turns are encoded as such
+            ContentBlock::Image { .. } | ContentBlock::Document { .. } => continue, // never sent by a model
+        };
+        event(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": index, "content_block": start}),
+        );
+        for delta in deltas {
+            event(
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": index, "delta": delta}),
+            );
+        }
+        event(
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": index}),
+        );
+    }
+    event(
+        "message_delta",
+        json!({"type": "message_delta", "delta": {"stop_reason": turn.stop_reason.as_str()},
+        // `reasoning_output_tokens` is not Anthropic's: an OpenAI turn's count,
+        // kept so that its replay reports it.
+        "usage": (!u.unknown).then(|| if u.reasoning_output_tokens > 0 {
+            json!({"output_tokens": u.output_tokens,
+                   "reasoning_output_tokens": u.reasoning_output_tokens})
+        } else {
+            json!({"output_tokens": u.output_tokens})
+        })}),
+    );
+    event("message_stop", json!({"type": "message_stop"}));
+    out
 }
 
 #[cfg(test)]

@@ -637,3 +637,17 @@ fn litellm_late_usage_fixture() {
     assert!(!turn.usage.unknown);
     assert_eq!(turn.stop_reason, StopReason::EndTurn);
 }
+
+/// A turn of any wire is kept in a cassette as an Anthropic stream (`encode`): what it
+/// reads back is the same message, usage and stop reason, the reasoning tokens an
+/// OpenAI model reports included (they were lost: the Anthropic usage has no field for
+/// them).
+#[test]
+fn encode_round_trips_a_turn_with_reasoning_tokens() {
+    let mut turn = read(&fixture("tool_turn_fragmented.sse")).unwrap();
+    turn.usage.reasoning_output_tokens = 32;
+    let again = read(encode(&turn).as_bytes()).unwrap();
+    assert_eq!(again.message, turn.message);
+    assert_eq!(again.usage, turn.usage);
+    assert_eq!(again.stop_reason, turn.stop_reason);
+}

@@ -726,14 +726,29 @@ pub(crate) fn encode(turn: &Turn) -> String {
                "output_tokens": u.output_tokens,
                "output_tokens_details": {"reasoning_tokens": u.reasoning_output_tokens}})
     });
-    match &turn.stop_reason {
-        StopReason::MaxTokens => event(
+    // The end event the decoder maps back to the same stop reason: `incomplete` with
+    // the reason it came with (`max_output_tokens`, `content_filter` for a refusal, any
+    // other as given); `completed` otherwise, where the items decide (`tool_use` when
+    // there is a call, `end_turn` when not). A refusal is written as `content_filter`:
+    // its text is an `output_text` here, so a completed stream would replay `end_turn`.
+    // `stop_sequence` and `pause_turn` are not Responses stop reasons.
+    let incomplete = match &turn.stop_reason {
+        StopReason::MaxTokens => Some("max_output_tokens"),
+        StopReason::Refusal => Some("content_filter"),
+        StopReason::Other(reason) => Some(reason.as_str()),
+        StopReason::EndTurn
+        | StopReason::ToolUse
+        | StopReason::StopSequence
+        | StopReason::PauseTurn => None,
+    };
+    match incomplete {
+        Some(reason) => event(
             &mut out,
             json!({"type": "response.incomplete",
             "response": {"status": "incomplete", "usage": usage,
-                         "incomplete_details": {"reason": "max_output_tokens"}}}),
+                         "incomplete_details": {"reason": reason}}}),
         ),
-        _ => event(
+        None => event(
             &mut out,
             json!({"type": "response.completed",
             "response": {"status": "completed", "usage": usage}}),

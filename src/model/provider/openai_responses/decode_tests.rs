@@ -359,3 +359,86 @@ fn encode_round_trips_a_turn_and_keeps_reasoning_bytes() {
         StopReason::MaxTokens
     );
 }
+
+/// Every stop reason the decoder gives survives decode → encode → decode: an
+/// `incomplete` for another reason than `max_output_tokens` (the fuzzer's
+/// `responses_turn` find) and a refusal were written as `response.completed`, and came
+/// back as `tool_use` or `end_turn`.
+#[test]
+fn encode_round_trips_every_stop_reason() {
+    let text = || {
+        json!({"type": "response.output_text.delta", "output_index": 0, "item_id": "msg_1",
+               "content_index": 0, "delta": "partial"})
+    };
+    let ends = [
+        (
+            "incomplete",
+            vec![
+                text(),
+                json!({"type": "response.incomplete", "response": {}}),
+            ],
+        ),
+        (
+            "other reason, after a call",
+            vec![
+                call_added(0, "fc_a", "call_a", "Glob"),
+                args_done(0, "fc_a", "{\"pattern\":\"*\"}"),
+                json!({"type": "response.incomplete", "response": {
+                    "incomplete_details": {"reason": "server_overloaded"}}}),
+            ],
+        ),
+        (
+            "refused text",
+            vec![
+                json!({"type": "response.refusal.delta", "output_index": 0, "item_id": "msg_1",
+                       "content_index": 0, "delta": "I can't help with that."}),
+                completed(json!({})),
+            ],
+        ),
+        (
+            "content filter",
+            vec![
+                text(),
+                json!({"type": "response.incomplete", "response": {
+            "incomplete_details": {"reason": "content_filter"}}}),
+            ],
+        ),
+        (
+            "max tokens",
+            vec![
+                text(),
+                json!({"type": "response.incomplete", "response": {
+            "incomplete_details": {"reason": "max_output_tokens"}}}),
+            ],
+        ),
+        ("end turn", vec![text(), completed(json!({}))]),
+        (
+            "tool use",
+            vec![
+                call_added(0, "fc_a", "call_a", "Glob"),
+                args_done(0, "fc_a", "{\"pattern\":\"*\"}"),
+                completed(json!({})),
+            ],
+        ),
+    ];
+    let mut seen = Vec::new();
+    for (name, events) in ends {
+        let turn = read(&stream(&events)).unwrap();
+        let again = read(encode(&turn).as_bytes()).unwrap();
+        assert_eq!(again.stop_reason, turn.stop_reason, "{name}");
+        assert_eq!(again.message, turn.message, "{name}");
+        seen.push(turn.stop_reason);
+    }
+    assert_eq!(
+        seen,
+        [
+            StopReason::Other("incomplete".into()),
+            StopReason::Other("server_overloaded".into()),
+            StopReason::Refusal,
+            StopReason::Refusal,
+            StopReason::MaxTokens,
+            StopReason::EndTurn,
+            StopReason::ToolUse,
+        ]
+    );
+}
