@@ -21,6 +21,12 @@
 /// deeper is refused instead of overflowing the stack.
 const MAX_NESTING: usize = 64;
 
+/// Bytes of code and of commands one command line may make the parser read, what it runs
+/// from its arguments (`eval`, `bash -c`, `env -S`, `find -exec`, here-documents) counted
+/// each time: nesting that multiplies (234 bytes of `env env -S …` made billions) ends in
+/// an error, which the policy turns into a denial, instead of a hang.
+const MAX_WORK_BYTES: usize = 4 << 20;
+
 /// Words that open or close a compound command; stripped from the front of a command
 /// so that `{ rm x; }` and `if true; then rm x; fi` are checked as `rm x`.
 const RESERVED_PREFIXES: &[&str] = &[
@@ -49,6 +55,8 @@ pub(crate) struct Script {
     pub(crate) assigns: Vec<String>,
     /// The commands whose program is known only when they run (see `Opaque`).
     pub(crate) opaque: Vec<Opaque>,
+    /// Bytes of code parsed so far, nested code included (see `MAX_WORK_BYTES`).
+    work: usize,
 }
 
 /// A command the policy cannot see through: what it runs is decided when it runs, so no
@@ -83,6 +91,7 @@ pub(crate) fn parse(src: &str) -> Result<Script, String> {
 /// `parse` of a script nested `depth` levels deep (in substitutions, or in the code an
 /// `eval` runs), added to `script`.
 fn parse_into(src: &str, depth: usize, script: &mut Script) -> Result<(), String> {
+    spend(script, src.len())?;
     if src.chars().any(is_brace_mark) {
         return Err(noncharacter());
     }
@@ -101,6 +110,19 @@ fn parse_into(src: &str, depth: usize, script: &mut Script) -> Result<(), String
     Ok(())
 }
 
+/// Counts `bytes` of code against the line's budget (`MAX_WORK_BYTES`).
+fn spend(script: &mut Script, bytes: usize) -> Result<(), String> {
+    script.work += bytes;
+    if script.work > MAX_WORK_BYTES {
+        return Err(format!(
+            "it runs more than {} MiB of nested commands (`eval`, `env -S`, `find -exec`, \
+             shells' scripts)",
+            MAX_WORK_BYTES >> 20
+        ));
+    }
+    Ok(())
+}
+
 /// Adds one simple command to `script`, with what it runs from its arguments or from
 /// `stdin` (the text of its here-documents and here-strings), and whether it is opaque.
 fn add_command(
@@ -109,6 +131,7 @@ fn add_command(
     depth: usize,
     script: &mut Script,
 ) -> Result<(), String> {
+    spend(script, words.iter().map(|w| w.len() + 1).sum())?;
     let found = code_in(&words, stdin, &mut script.defines);
     if let Some(why) = found.opaque {
         script.opaque.push(Opaque {
@@ -269,6 +292,7 @@ fn code_in(words: &[String], stdin: &[String], defines: &mut Vec<String>) -> Fou
     let behind_wrapper = WRAPPERS.contains(&base_name(&words[0]));
     let positions = if behind_wrapper { 0..words.len() } else { 0..1 };
     let mut reads_stdin = false;
+    let mut covered = false;
     for p in positions {
         let w = &words[p];
         if is_expansion(w) && !(p > 0 && (is_assignment(w) || w.starts_with('-'))) {
@@ -328,6 +352,9 @@ fn code_in(words: &[String], stdin: &[String], defines: &mut Vec<String>) -> Fou
                             env_split_words(s),
                             after.join(" ")
                         ));
+                        // That script holds every later word: a later `env` among them
+                        // is its to check, not this one's again.
+                        covered = true;
                         break;
                     }
                     i += 1;
@@ -335,7 +362,7 @@ fn code_in(words: &[String], stdin: &[String], defines: &mut Vec<String>) -> Fou
             }
             _ => {}
         }
-        if !behind_wrapper {
+        if !behind_wrapper || covered {
             break;
         }
     }

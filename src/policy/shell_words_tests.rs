@@ -456,3 +456,32 @@ fn a_brace_expansion_too_large_or_a_mark_character_is_refused() {
         assert!(e.contains("noncharacter"), "{src:?}: {e}");
     }
 }
+
+#[test]
+fn nested_env_split_strings_are_checked_once_not_once_per_env() {
+    // Each `env` word is a wrapper position; before, each one re-queued the `-S` script
+    // holding every later word, and each script did the same: 2^n scripts (the fuzzer's
+    // `shell_words` timeout, 234 bytes, ran for minutes).
+    let src = "env env -S 'env -S rm' -f x ".repeat(12);
+    let script = parse(&src).unwrap();
+    assert!(script.commands.len() < 200, "{}", script.commands.len());
+    // The innermost string still reaches the deny rules (behind its wrapper).
+    assert!(
+        script.commands.iter().any(|c| c.join(" ") == "env rm -f x"),
+        "{:?}",
+        script.commands
+    );
+}
+
+#[test]
+fn commands_that_multiply_past_the_work_budget_are_refused() {
+    // Behind each `nohup`, every later `find` is a program position whose `-exec` runs
+    // the rest again: 2^40 commands. The budget ends it with an error (a denial).
+    let src = format!("{}rm x", "find . -exec nohup ".repeat(40));
+    let e = parse(&src).unwrap_err();
+    assert!(e.contains("MiB of nested commands"), "{e}");
+    // A long plain line is over the budget too, and refused rather than half-checked.
+    let e = parse(&"true; ".repeat(1 << 20)).unwrap_err();
+    assert!(e.contains("MiB of nested commands"), "{e}");
+    assert!(parse(&"true; ".repeat(1 << 16)).is_ok());
+}
