@@ -180,7 +180,21 @@ fn splice_messages(doc: &str, messages: &[Arc<Entry>], pretty: bool) -> String {
         return doc.to_string();
     };
     let (head, tail) = (&doc[..at + key.len() - 1], &doc[at + key.len() - 1..]);
-    let bytes: usize = messages.iter().map(|m| m.transcript_json().len() + 6).sum();
+    // Exact: one byte short and the last push doubles the run's largest string.
+    let sep = if pretty { ",\n    ".len() } else { ",".len() };
+    let closing = if pretty { "\n  ".len() } else { 0 };
+    let bytes: usize = match messages.len() {
+        0 => 0,
+        n => {
+            messages
+                .iter()
+                .map(|m| m.transcript_json().len())
+                .sum::<usize>()
+                + sep * n
+                - 1
+                + closing
+        }
+    };
     let mut out = String::with_capacity(doc.len() + bytes);
     out.push_str(head);
     for (i, m) in messages.iter().enumerate() {

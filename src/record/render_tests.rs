@@ -148,3 +148,20 @@ fn claude_compatible_fields_and_structured_output() {
         r.session_id
     );
 }
+
+#[test]
+fn the_spliced_transcript_is_allocated_once_at_its_size() {
+    // One byte short and the last push doubles the capacity: for a long run, the
+    // largest string it makes held twice (the long session's peak memory).
+    let mut r = RunRecord::new("m", PathBuf::from("/w"), vec![]);
+    for n in 0..50 {
+        r.messages
+            .push(Entry::new(Message::user_text("x".repeat(1000 + n))));
+    }
+    for doc in [
+        r.to_json(Status::Success, None),
+        r.to_json_line(Status::Success, None),
+    ] {
+        assert_eq!(doc.capacity(), doc.len(), "{}", &doc[..80]);
+    }
+}

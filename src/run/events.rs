@@ -175,7 +175,7 @@ impl Sink for Jsonl {
             return;
         }
         self.closed = matches!(e.event, RunEvent::RunFinished(_));
-        (self.write)(&crate::util::output::redact(&line(e)));
+        (self.write)(&crate::util::output::redact_owned(line(e)));
     }
 
     fn takes_the_result(&self) -> bool {
@@ -221,6 +221,7 @@ impl Sink for Log {
 /// One line: the four common fields first, then the event's own (in key order, as a
 /// `serde_json::Map` keeps them, nested objects too), then the verbatim field.
 pub(crate) fn line(e: &Emitted<'_>) -> String {
+    use std::fmt::Write as _;
     let (head, tail) = split(e.event);
     let mut fields = match serde_json::to_value(&head) {
         Ok(Value::Object(m)) => m,
@@ -232,7 +233,11 @@ pub(crate) fn line(e: &Emitted<'_>) -> String {
     if let Some(id) = e.subagent_id {
         fields.insert("subagent_id".into(), Value::String(id.to_string()));
     }
-    let mut line = format!(
+    // Sized for the verbatim field: `run.finished` carries the whole transcript, and a
+    // line grown by doubling would peak at twice its size.
+    let mut line = String::with_capacity(256 + tail.map_or(0, |(_, raw)| raw.0.len()));
+    let _ = write!(
+        line,
         "{{\"version\":{EVENTS_VERSION},\"type\":{},\"seq\":{},\"elapsed_ms\":{}",
         Value::String(e.event.kind().to_string()),
         e.seq,

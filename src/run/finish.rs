@@ -292,7 +292,7 @@ impl Finisher {
                 events.emit(RunEvent::RunFinished(RunFinished {
                     status: status.as_str().to_string(),
                     exit_code: status.exit_code(),
-                    transcript: Verbatim(output::redact(&line)),
+                    transcript: Verbatim(output::redact_owned(line)),
                 }));
                 true
             }

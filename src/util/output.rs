@@ -74,15 +74,21 @@ pub(crate) fn secrets() -> &'static [String] {
 
 /// Removes every known secret value from `text`.
 pub(crate) fn redact(text: &str) -> String {
+    redact_owned(text.to_string())
+}
+
+/// `redact` of a string the caller gives up: no copy when it holds no secret (the
+/// `--jsonl` transcript of a long run would otherwise be copied twice at its end).
+pub(crate) fn redact_owned(text: String) -> String {
     let text = match SECRETS.get() {
-        Some(s) if !s.is_empty() => crate::util::secrets::redact(text, s),
-        _ => text.to_string(),
+        Some(s) if !s.is_empty() => crate::util::secrets::redact_owned(text, s),
+        _ => text,
     };
     let late = LATE_SECRETS.locked();
     if late.is_empty() {
         return text;
     }
-    crate::util::secrets::redact(&text, &late)
+    crate::util::secrets::redact_owned(text, &late)
 }
 
 /// Adds a secret learnt during the run (a token, a registered client's secret) to the

@@ -231,6 +231,12 @@ const MIN_REDACT_LEN: usize = 8;
 /// as it appears inside a JSON string (a value with `"`, `\\` or a newline is escaped
 /// there). Longer values go first, so a secret that contains another is not half-left.
 pub(crate) fn redact(text: &str, secrets: &[String]) -> String {
+    redact_owned(text.to_string(), secrets)
+}
+
+/// `redact` of a string the caller gives up: returned as it is (no copy) when it holds
+/// no secret, which matters for the transcript of a long run (the largest string made).
+pub(crate) fn redact_owned(text: String, secrets: &[String]) -> String {
     let mut patterns: Vec<String> = Vec::new();
     for s in secrets.iter().filter(|s| s.len() >= MIN_REDACT_LEN) {
         patterns.push(s.clone());
@@ -243,13 +249,14 @@ pub(crate) fn redact(text: &str, secrets: &[String]) -> String {
     }
     patterns.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
     patterns.dedup();
-    let mut out = text.to_string();
+    let bound = text.len();
+    let mut out = text;
     // The marker's own brackets can complete a secret with the text beside it (a secret
     // `]abc…` and the text `]abc…abc…`: `[REDACTED]abc…`), so the passes repeat until no
     // secret is left (found by fuzzing, issue 43). Each pass that recreates one consumes
     // the text beside it, so the chain ends within the text's length; a secret inside the
     // marker itself would never leave, so it is skipped and the passes are still bounded.
-    for _ in 0..=text.len() {
+    for _ in 0..=bound {
         let mut changed = false;
         for p in patterns.iter().filter(|p| !MARKER.contains(p.as_str())) {
             if out.contains(p.as_str()) {

@@ -200,3 +200,25 @@ fn the_marker_cannot_complete_a_secret() {
     let out = redact(&text, std::slice::from_ref(&secret));
     assert!(!out.contains(&secret), "{out}");
 }
+
+#[test]
+fn redact_owned_keeps_a_clean_string_and_redacts_like_redact() {
+    let secrets = vec!["sk-live-0123456789".to_string()];
+    let clean = "nothing to hide here".repeat(100);
+    let at = clean.as_ptr();
+    let kept = redact_owned(clean, &secrets);
+    assert_eq!(
+        kept.as_ptr(),
+        at,
+        "a string without a secret is returned, not copied"
+    );
+    let text = "key sk-live-0123456789 and \"sk-live-0123456789\"";
+    assert_eq!(
+        redact_owned(text.to_string(), &secrets),
+        redact(text, &secrets)
+    );
+    assert_eq!(
+        redact_owned(text.to_string(), &secrets),
+        "key [REDACTED] and \"[REDACTED]\""
+    );
+}
