@@ -15,6 +15,8 @@ mod support;
 
 mod acp;
 mod acp_fs;
+// Pipe capacities and /proc: Linux only.
+#[cfg(target_os = "linux")]
 mod acp_slow_reader;
 mod answer_continuation;
 mod apply_patch;
